@@ -1,0 +1,19 @@
+//! Braid's MPI C interface: `libbraid.so` with `include/mpi.h`.
+//!
+//! This crate is the C ABI layer: it turns C handles and pointers into engine calls. Everything
+//! that dereferences a user pointer lives here, each `unsafe` block with its `// SAFETY:` reason.
+
+pub mod coll;
+pub mod comm;
+pub mod consts;
+pub mod datatype;
+pub mod error;
+pub mod group;
+pub mod info;
+pub mod misc;
+pub mod op;
+pub mod p2p;
+pub mod request;
+pub mod runtime;
+pub mod topo;
+pub mod unsupported;

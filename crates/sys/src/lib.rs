@@ -1,0 +1,8 @@
+//! Safe wrappers over the system calls Braid needs. All `unsafe` for syscalls lives here.
+
+pub mod affinity;
+pub mod cma;
+pub mod futex;
+pub mod process;
+pub mod shm;
+pub mod topology;

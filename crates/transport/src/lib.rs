@@ -1,0 +1,146 @@
+//! The transport interface: the small contract every channel (self, shared memory, and next the
+//! network rails) implements, and the implementations.
+//!
+//! A transport moves *frames*: an opaque header (the engine's, at most [`MAX_HEADER`] bytes) and a
+//! payload gathered from an iovec. Frames from one sender to one receiver arrive in the order they
+//! were sent. A transport knows nothing of MPI: matching and protocols live in the engine.
+
+pub mod conformance;
+pub mod profile;
+pub mod selfloop;
+pub mod shm;
+
+use std::fmt;
+use std::io::IoSlice;
+
+use braid_pmi::Bootstrap;
+
+pub use profile::{Profile, Sample};
+
+/// A peer is named by its rank in the job.
+pub type PeerId = u32;
+
+/// Largest engine header a transport must carry.
+pub const MAX_HEADER: usize = 64;
+
+/// What a transport can do; the engine and strategy choose protocols from this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Largest payload one `try_send` may carry (header excluded).
+    pub max_payload: usize,
+    /// Largest payload that travels inline in the channel itself (lowest latency).
+    pub max_inline: usize,
+    /// `remote_read` works (single-copy rendezvous).
+    pub remote_read: bool,
+    /// Frames reach a sleeping receiver's doorbell (the receiver may block instead of polling).
+    pub wakes_receiver: bool,
+}
+
+/// Result of posting a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendOutcome {
+    /// The frame was copied out; the caller's buffers may be reused.
+    Sent,
+    /// No room now (ring full, no pool buffer): retry after polling.
+    WouldBlock,
+}
+
+/// A frame handed to the engine by `poll`. The slices are valid only during the callback.
+#[derive(Debug)]
+pub struct Incoming<'a> {
+    pub peer: PeerId,
+    pub header: &'a [u8],
+    pub payload: &'a [u8],
+}
+
+/// Where a sender's buffer lives, for a receiver to read it directly (CMA).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RemoteRegion {
+    pub pid: i32,
+    pub address: u64,
+    pub len: u64,
+}
+
+/// A transport failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TransportError {
+    /// The operation is not offered by this transport (see [`Capabilities`]).
+    Unsupported(&'static str),
+    /// The kernel refused a remote read (EPERM): use the two-copy path for this peer.
+    RemoteReadRefused,
+    /// This transport has no connection to that peer.
+    Unreachable(PeerId),
+    /// Payload larger than `max_payload`.
+    TooLarge { len: usize, max: usize },
+    /// Wire-up through the bootstrap failed.
+    Bootstrap(String),
+    /// Any other system error, with its context.
+    System(String),
+}
+
+impl fmt::Display for TransportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TransportError::Unsupported(what) => write!(f, "not supported by this transport: {what}"),
+            TransportError::RemoteReadRefused => write!(f, "remote read refused by the kernel (EPERM)"),
+            TransportError::Unreachable(peer) => write!(f, "no channel to rank {peer}"),
+            TransportError::TooLarge { len, max } => write!(f, "frame payload of {len} bytes exceeds {max}"),
+            TransportError::Bootstrap(reason) => write!(f, "wire-up failed: {reason}"),
+            TransportError::System(reason) => write!(f, "{reason}"),
+        }
+    }
+}
+
+impl std::error::Error for TransportError {}
+
+/// The interface every transport implements.
+pub trait Transport {
+    /// Short name for messages and profiles ("self", "shm", "tcp:eth1").
+    fn name(&self) -> &str;
+
+    /// What this transport offers.
+    fn capabilities(&self) -> Capabilities;
+
+    /// Measured (or, until measured, estimated) cost of a transfer per size.
+    fn profile(&self) -> &Profile;
+
+    /// Wire-up: publish this rank's address through the bootstrap and attach to the peers this
+    /// transport serves. Collective over the job (every rank calls it, in the same order).
+    fn connect(&mut self, bootstrap: &mut dyn Bootstrap) -> Result<(), TransportError>;
+
+    /// Whether this transport carries frames to `peer` (after `connect`).
+    fn reaches(&self, peer: PeerId) -> bool;
+
+    /// Posts one frame: `header` then the concatenation of `payload`. Frames to one peer are
+    /// delivered in posting order. Never blocks.
+    fn try_send(&mut self, peer: PeerId, header: &[u8], payload: &[IoSlice<'_>]) -> Result<SendOutcome, TransportError>;
+
+    /// Delivers arrived frames to `deliver`, in order per peer; returns how many were delivered.
+    fn poll(&mut self, deliver: &mut dyn FnMut(Incoming<'_>)) -> usize;
+
+    /// Describes `buf` so that `peer` can read it with `remote_read`.
+    fn expose(&self, buf: &[u8]) -> RemoteRegion {
+        RemoteRegion { pid: std::process::id() as i32, address: buf.as_ptr() as u64, len: buf.len() as u64 }
+    }
+
+    /// Copies `local.len()` bytes starting `offset` bytes into `remote` (exposed by `peer`).
+    fn remote_read(&mut self, peer: PeerId, remote: RemoteRegion, offset: u64, local: &mut [u8]) -> Result<(), TransportError> {
+        let _ = (peer, remote, offset, local);
+        Err(TransportError::Unsupported("remote read"))
+    }
+
+    /// Prepares to sleep: after this returns `Some(token)`, any frame sent to this rank rings the
+    /// doorbell. The caller polls once more, then calls `sleep(token)` if nothing arrived.
+    /// `None`: this transport cannot wake a sleeper (the caller must keep polling).
+    fn prepare_sleep(&mut self) -> Option<u32> {
+        None
+    }
+
+    /// Sleeps until the doorbell rings or `timeout` passes; `token` comes from `prepare_sleep`.
+    fn sleep(&mut self, token: u32, timeout: std::time::Duration) {
+        let _ = (token, timeout);
+    }
+
+    /// Ends a sleep phase started by `prepare_sleep` (senders stop ringing).
+    fn finish_sleep(&mut self) {}
+}
