@@ -31,6 +31,7 @@ pub enum CmaMode {
 pub struct Config {
     pub wait: WaitMode,
     pub spin_count: u32,
+    pub yield_us: u32,
     pub block_timeout_ms: u32,
     pub shm_ring_cells: usize,
     pub shm_inline_max: usize,
@@ -39,6 +40,8 @@ pub struct Config {
     pub eager_max: usize,
     pub cma: CmaMode,
     pub cma_chunk: usize,
+    pub coll_bcast_split_min: usize,
+    pub coll_allreduce_split_min: usize,
     pub debug: bool,
 }
 
@@ -47,6 +50,7 @@ impl Default for Config {
         Config {
             wait: WaitMode::Auto,
             spin_count: 20_000,
+            yield_us: 200,
             block_timeout_ms: 200,
             shm_ring_cells: 512,
             shm_inline_max: 1024,
@@ -55,6 +59,8 @@ impl Default for Config {
             eager_max: 32 * 1024,
             cma: CmaMode::Auto,
             cma_chunk: 1024 * 1024,
+            coll_bcast_split_min: 256 * 1024,
+            coll_allreduce_split_min: 16 * 1024,
             debug: false,
         }
     }
@@ -71,6 +77,7 @@ pub struct Setting {
 pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_WAIT", default: "auto", meaning: "auto | poll | block: how a rank waits for messages (auto spins, then blocks on a futex doorbell; blocks at once when oversubscribed)" },
     Setting { variable: "BRAID_SPIN_COUNT", default: "20000", meaning: "polls of all channels before a waiting rank blocks (auto mode)" },
+    Setting { variable: "BRAID_YIELD_US", default: "200", meaning: "oversubscribed node (auto mode): microseconds a waiting rank yields its core (sched_yield) before it blocks on the doorbell; 0 blocks at once" },
     Setting { variable: "BRAID_BLOCK_TIMEOUT_MS", default: "200", meaning: "longest single futex sleep; a sleeping rank re-checks its channels at least this often" },
     Setting { variable: "BRAID_SHM_RING_CELLS", default: "512", meaning: "64-byte cells in each per-pair ring (power of two)" },
     Setting { variable: "BRAID_SHM_INLINE_MAX", default: "1024", meaning: "largest message (header included) copied through the ring cells; larger eager messages use the buffer pool" },
@@ -79,6 +86,8 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_EAGER_MAX", default: "32768", meaning: "largest message sent eagerly; larger ones use rendezvous (CMA single copy or two-copy pipeline)" },
     Setting { variable: "BRAID_CMA", default: "auto", meaning: "auto | off: single-copy large messages with process_vm_readv (auto falls back on EPERM)" },
     Setting { variable: "BRAID_CMA_CHUNK", default: "1048576", meaning: "bytes per process_vm_readv call of the single-copy pipeline" },
+    Setting { variable: "BRAID_COLL_BCAST_SPLIT_MIN", default: "262144", meaning: "smallest broadcast (bytes) sent as scatter + ring allgather instead of a binomial tree; must be equal on every rank" },
+    Setting { variable: "BRAID_COLL_ALLREDUCE_SPLIT_MIN", default: "16384", meaning: "smallest commutative allreduce (bytes) done as reduce-scatter + allgather instead of recursive doubling; must be equal on every rank" },
     Setting { variable: "BRAID_DEBUG", default: "0", meaning: "1: print wire-up and protocol decisions on stderr" },
 ];
 
@@ -110,6 +119,7 @@ impl Config {
         let mut reader = Reader { lookup: &lookup };
         config.wait = reader.choice("BRAID_WAIT", config.wait, &[("auto", WaitMode::Auto), ("poll", WaitMode::Poll), ("block", WaitMode::Block)])?;
         config.spin_count = reader.number("BRAID_SPIN_COUNT", config.spin_count as usize, 0)? as u32;
+        config.yield_us = reader.number("BRAID_YIELD_US", config.yield_us as usize, 0)? as u32;
         config.block_timeout_ms = reader.number("BRAID_BLOCK_TIMEOUT_MS", config.block_timeout_ms as usize, 1)? as u32;
         config.shm_ring_cells = reader.number("BRAID_SHM_RING_CELLS", config.shm_ring_cells, 8)?;
         if !config.shm_ring_cells.is_power_of_two() {
@@ -121,6 +131,8 @@ impl Config {
         config.eager_max = reader.number("BRAID_EAGER_MAX", config.eager_max, 0)?;
         config.cma = reader.choice("BRAID_CMA", config.cma, &[("auto", CmaMode::Auto), ("on", CmaMode::Auto), ("off", CmaMode::Off)])?;
         config.cma_chunk = reader.number("BRAID_CMA_CHUNK", config.cma_chunk, 4096)?;
+        config.coll_bcast_split_min = reader.number("BRAID_COLL_BCAST_SPLIT_MIN", config.coll_bcast_split_min, 0)?;
+        config.coll_allreduce_split_min = reader.number("BRAID_COLL_ALLREDUCE_SPLIT_MIN", config.coll_allreduce_split_min, 0)?;
         config.debug = reader.choice("BRAID_DEBUG", config.debug, &[("0", false), ("1", true), ("off", false), ("on", true)])?;
         Ok(config)
     }

@@ -4,11 +4,53 @@
 //! This file is the contract the MPI layer codes against. Buffers are `'static` slices: the C ABI
 //! builds them from user pointers, and MPI's rules guarantee they stay valid until the request
 //! completes.
+//!
+//! # The path of one message
+//!
+//! 1. **`isend`** takes a request slot from the slab (no allocation once warm), asks the
+//!    [`Router`] which transport carries traffic to the destination (self for the own rank, shared
+//!    memory for the node) and asks the [`ProtocolPolicy`] for the protocol: eager up to
+//!    `min(eager_max, max_payload - header)`, rendezvous above.
+//! 2. **Eager**: the engine encodes a header (`EAGER`, or `EAGER_SYNC` for MPI_Ssend: context,
+//!    tag, and the sender's request for the ACK) and hands header and data to
+//!    `Transport::try_send`, which copies them into the ring or a pool buffer. A standard send is
+//!    complete right then. If the transport answers `WouldBlock`, or earlier frames to that peer
+//!    are still queued, the frame joins the peer's backlog (order is kept) and `progress` retries.
+//! 3. **Receiver**: `progress` polls every transport; each frame is decoded and matched against
+//!    the context's posted receives in posting order. A match copies the payload straight from
+//!    the ring into the user's buffer (truncating if it is too small) and completes the receive;
+//!    otherwise the payload is copied into an owned buffer on the unexpected queue, where a later
+//!    `irecv` finds it (wildcards take the earliest arrival). `EAGER_SYNC` sends an `ACK` on match.
+//! 4. **Rendezvous**: the sender posts `RTS` with a description of its buffer (pid, address,
+//!    length). When the receive matches, the receiver either reads the buffer itself with
+//!    `remote_read` (CMA, `cma_chunk` bytes per progress step, so other traffic keeps moving) and
+//!    sends `FIN`, which completes the send; or, when CMA is off, unavailable, or refused by the
+//!    kernel for that peer (remembered), sends `CTS`: the sender then streams `DATA` chunks as
+//!    large as a pool buffer whenever the pool has room; the receiver copies each into place.
+//! 5. **Waiting**: `wait` spins on `progress`; after `spin_count` idle polls (at once when the
+//!    node is oversubscribed, always with `BRAID_WAIT=block`) it arms the shared-memory doorbell,
+//!    polls once more, and sleeps on the futex until a frame arrives or `block_timeout_ms` passes.
 
+mod frame;
+mod matching;
+mod node;
+mod requests;
+
+use std::collections::VecDeque;
 use std::fmt;
+use std::io::IoSlice;
+use std::time::{Duration, Instant};
 
-use braid_config::Config;
+use braid_config::{Config, WaitMode};
 use braid_pmi::Bootstrap;
+use braid_strategy::{Protocol, ProtocolPolicy, RendezvousPath, Router};
+use braid_transport::selfloop::SelfTransport;
+use braid_transport::shm::ShmTransport;
+use braid_transport::{Capabilities, Incoming, PeerId, RemoteRegion, SendOutcome, Transport, TransportError};
+
+use frame::{Frame, Header, DATA_HEADER, EAGER_HEADER_MAX};
+use matching::{Body, Matching, Posted, Unexpected};
+use requests::{Operation, Requests};
 
 /// A request handle: an index into the engine's request table (never 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -77,100 +119,761 @@ impl fmt::Display for EngineError {
 
 impl std::error::Error for EngineError {}
 
+/// Unexpected-message buffers kept for reuse; a burst beyond this is returned to the allocator.
+const SPARE_PAYLOADS: usize = 64;
+
+/// A frame waiting for room in the transport, kept in its peer's backlog in posting order.
+#[derive(Clone, Copy)]
+struct Outgoing {
+    header: Header,
+    payload: &'static [u8],
+    /// The send request this frame completes once handed over (0: none).
+    completes: u32,
+}
+
+/// A two-copy rendezvous being streamed by the sender.
+#[derive(Clone, Copy)]
+struct Stream {
+    request: u32,
+    peer: PeerId,
+    receiver: u32,
+    data: &'static [u8],
+    offset: usize,
+    chunk: usize,
+}
+
+/// A single-copy rendezvous being read by the receiver.
+#[derive(Clone, Copy)]
+struct Read {
+    request: u32,
+    peer: PeerId,
+    sender: u32,
+    region: RemoteRegion,
+    offset: usize,
+    end: usize,
+    chunk: usize,
+}
+
+struct WaitPolicy {
+    mode: WaitMode,
+    spin_count: u32,
+    /// Oversubscribed node: how long a waiter yields its core before it sleeps.
+    yield_window: Duration,
+    timeout: Duration,
+    oversubscribed: bool,
+    /// The one transport whose doorbell every peer rings; `None`: keep polling.
+    sleeper: Option<usize>,
+}
+
+/// What a waiter does after an unsuccessful poll.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Idle {
+    Spin,
+    Yield,
+    Block,
+}
+
+impl WaitPolicy {
+    /// `idle_polls` unsuccessful polls so far, `idle_for` since the first of them.
+    fn after_idle_poll(&self, idle_polls: u32, idle_for: impl FnOnce() -> Duration) -> Idle {
+        match self.mode {
+            WaitMode::Poll => Idle::Spin,
+            WaitMode::Block => Idle::Block,
+            // Sleeping at once would make every hop wake an idle core (tens of microseconds on
+            // this VM); yielding hands the core to the rank that holds the work, and the sleep
+            // that follows keeps a long wait from burning CPU.
+            WaitMode::Auto if self.oversubscribed => {
+                if idle_for() < self.yield_window { Idle::Yield } else { Idle::Block }
+            }
+            WaitMode::Auto => {
+                if idle_polls < self.spin_count { Idle::Spin } else { Idle::Block }
+            }
+        }
+    }
+}
+
+/// Everything but the transports, so a transport's `poll` callback can update it.
+struct Core {
+    rank: u32,
+    size: u32,
+    router: Router,
+    caps: Vec<Capabilities>,
+    policy: ProtocolPolicy,
+    requests: Requests,
+    matching: Matching,
+    backlog: Vec<VecDeque<Outgoing>>,
+    backlog_len: usize,
+    streams: Vec<Stream>,
+    reads: Vec<Read>,
+    remote_read_refused: Vec<bool>,
+    /// Buffers of received unexpected messages, kept for the next ones.
+    spare_payloads: Vec<Vec<u8>>,
+    /// The first failure met inside a poll callback, reported when the poll returns.
+    failure: Option<EngineError>,
+    debug: bool,
+}
+
+#[cold]
+fn protocol_error(peer: PeerId, what: &str) -> EngineError {
+    EngineError::Transport(format!("protocol error from rank {peer}: {what}"))
+}
+
+#[cold]
+fn transport_error(transport: &dyn Transport, peer: PeerId, error: TransportError) -> EngineError {
+    EngineError::Transport(format!("{} transport, rank {peer}: {error}", transport.name()))
+}
+
+#[inline]
+fn gather(payload: &[u8]) -> [IoSlice<'_>; 1] {
+    [IoSlice::new(payload)]
+}
+
+impl Core {
+    fn has_local_work(&self) -> bool {
+        self.backlog_len > 0 || !self.streams.is_empty() || !self.reads.is_empty()
+    }
+
+    fn queue(&mut self, peer: PeerId, frame: Frame, payload: &'static [u8], completes: u32) {
+        self.backlog[peer as usize].push_back(Outgoing { header: frame.encode(), payload, completes });
+        self.backlog_len += 1;
+    }
+
+    fn complete_send(&mut self, peer: PeerId, request: u32) -> Result<(), EngineError> {
+        match self.requests.get(request) {
+            Some(slot) if matches!(slot.operation, Operation::Send { .. }) && !slot.done => {
+                self.requests.finish(request);
+                Ok(())
+            }
+            _ => Err(protocol_error(peer, "completion for an unknown send")),
+        }
+    }
+
+    fn on_frame(&mut self, incoming: Incoming<'_>) {
+        if let Err(error) = self.handle(incoming.peer, incoming.header, incoming.payload) {
+            self.failure.get_or_insert(error);
+        }
+    }
+
+    #[inline]
+    fn handle(&mut self, peer: PeerId, header: &[u8], payload: &[u8]) -> Result<(), EngineError> {
+        let frame = Frame::decode(header).ok_or_else(|| protocol_error(peer, "malformed header"))?;
+        match frame {
+            Frame::Eager { context, tag } => self.arrive_eager(peer, context, tag, payload, None),
+            Frame::EagerSync { context, tag, sender } => self.arrive_eager(peer, context, tag, payload, Some(sender)),
+            Frame::Rts { context, tag, len, sender, pid, address } => {
+                let region = RemoteRegion { pid, address, len };
+                match self.matching.take_posted(context, peer, tag) {
+                    Some(request) => self.start_rendezvous_receive(request, peer, tag, sender, region),
+                    None => {
+                        self.matching.add_unexpected(context, Unexpected { source: peer, tag, body: Body::Rendezvous { sender, region } });
+                        Ok(())
+                    }
+                }
+            }
+            Frame::Cts { sender, receiver, len } => self.start_stream(peer, sender, receiver, len),
+            Frame::Data { receiver, offset } => self.arrive_data(peer, receiver, offset as usize, payload),
+            Frame::Fin { sender } | Frame::Ack { sender } => self.complete_send(peer, sender),
+        }
+    }
+
+    #[inline]
+    fn arrive_eager(&mut self, peer: PeerId, context: u32, tag: i32, payload: &[u8], ack_to: Option<u32>) -> Result<(), EngineError> {
+        match self.matching.take_posted(context, peer, tag) {
+            Some(request) => {
+                self.deliver(request, peer, tag, payload)?;
+                if let Some(sender) = ack_to {
+                    self.queue(peer, Frame::Ack { sender }, &[], 0);
+                }
+            }
+            None => self.store_unexpected(peer, context, tag, payload, ack_to),
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn store_unexpected(&mut self, peer: PeerId, context: u32, tag: i32, payload: &[u8], ack_to: Option<u32>) {
+        let mut copy = self.spare_payloads.pop().unwrap_or_default();
+        copy.clear();
+        copy.extend_from_slice(payload);
+        self.matching.add_unexpected(context, Unexpected { source: peer, tag, body: Body::Eager { payload: copy, ack_to } });
+    }
+
+    /// Copies a whole message into receive `request` and completes it.
+    #[inline]
+    fn deliver(&mut self, request: u32, peer: PeerId, tag: i32, payload: &[u8]) -> Result<(), EngineError> {
+        let Some(Operation::Recv { buffer, .. }) = self.requests.get_mut(request).map(|slot| &mut slot.operation) else {
+            return Err(protocol_error(peer, "matched a receive that does not exist"));
+        };
+        let count = payload.len().min(buffer.len());
+        buffer[..count].copy_from_slice(&payload[..count]);
+        let truncated = payload.len() > count;
+        self.requests.complete(request, Status { source: peer, tag, count, cancelled: false, truncated });
+        Ok(())
+    }
+
+    /// Receive `request` has matched an RTS: read the sender's buffer, or ask for the pipeline.
+    fn start_rendezvous_receive(&mut self, request: u32, peer: PeerId, tag: i32, sender: u32, region: RemoteRegion) -> Result<(), EngineError> {
+        let Some(slot) = self.requests.get_mut(request) else {
+            return Err(protocol_error(peer, "matched a receive that does not exist"));
+        };
+        let Operation::Recv { buffer, expected, received, .. } = &mut slot.operation else {
+            return Err(protocol_error(peer, "matched a send request"));
+        };
+        let message_len = usize::try_from(region.len).unwrap_or(usize::MAX);
+        let wanted = message_len.min(buffer.len());
+        *expected = wanted;
+        *received = 0;
+        slot.status = Status { source: peer, tag, count: wanted, cancelled: false, truncated: message_len > wanted };
+        if wanted == 0 {
+            self.requests.finish(request);
+            self.queue(peer, Frame::Fin { sender }, &[], 0);
+            return Ok(());
+        }
+        let transport = self.router.transport_for(peer);
+        let path = self.policy.rendezvous_path(&self.caps[transport], self.remote_read_refused[peer as usize]);
+        if self.debug {
+            eprintln!("braid: rank {}: {wanted}-byte rendezvous from rank {peer}: {path:?}", self.rank);
+        }
+        match path {
+            RendezvousPath::SingleCopy { chunk } => {
+                self.reads.push(Read { request, peer, sender, region, offset: 0, end: wanted, chunk });
+            }
+            RendezvousPath::Pipeline => self.queue(peer, Frame::Cts { sender, receiver: request, len: wanted as u64 }, &[], 0),
+        }
+        Ok(())
+    }
+
+    /// The receiver asked for `len` bytes of send `request` through the pipeline.
+    fn start_stream(&mut self, peer: PeerId, request: u32, receiver: u32, len: u64) -> Result<(), EngineError> {
+        let data = match self.requests.get(request) {
+            Some(slot) if !slot.done => match slot.operation {
+                Operation::Send { data } => data,
+                _ => return Err(protocol_error(peer, "CTS for a receive request")),
+            },
+            _ => return Err(protocol_error(peer, "CTS for an unknown send")),
+        };
+        let wanted = usize::try_from(len).unwrap_or(usize::MAX).min(data.len());
+        if wanted == 0 {
+            return self.complete_send(peer, request);
+        }
+        let chunk = self.policy.pipeline_chunk(&self.caps[self.router.transport_for(peer)], DATA_HEADER);
+        self.streams.push(Stream { request, peer, receiver, data: &data[..wanted], offset: 0, chunk });
+        Ok(())
+    }
+
+    fn arrive_data(&mut self, peer: PeerId, request: u32, offset: usize, payload: &[u8]) -> Result<(), EngineError> {
+        let Some(slot) = self.requests.get_mut(request) else {
+            return Err(protocol_error(peer, "DATA for an unknown receive"));
+        };
+        let Operation::Recv { buffer, expected, received, .. } = &mut slot.operation else {
+            return Err(protocol_error(peer, "DATA for a send request"));
+        };
+        let end = offset.checked_add(payload.len()).filter(|&end| end <= *expected);
+        let Some(end) = end else {
+            return Err(protocol_error(peer, "DATA beyond the expected length"));
+        };
+        buffer[offset..end].copy_from_slice(payload);
+        *received += payload.len();
+        if *received == *expected {
+            self.requests.finish(request);
+        }
+        Ok(())
+    }
+}
+
 /// One process's communication engine.
 pub struct Engine {
-    _private: (),
+    transports: Vec<Box<dyn Transport>>,
+    core: Core,
+    bootstrap: Box<dyn Bootstrap>,
+    wait: WaitPolicy,
+    node_ranks: Vec<u32>,
 }
 
 impl Engine {
     /// Wires up every transport through `bootstrap` (collective over the job).
     pub fn new(config: &Config, bootstrap: Box<dyn Bootstrap>) -> Result<Engine, EngineError> {
-        let _ = (config, bootstrap);
-        todo!("engine construction")
+        let shm = ShmTransport::new(config).map_err(|error| EngineError::Init(format!("shared-memory transport: {error}")))?;
+        Engine::with_transports(config, bootstrap, Box::new(SelfTransport::new()), vec![Box::new(shm)])
+    }
+
+    /// Builds an engine over the given transports: `self_transport` carries messages to the own
+    /// rank, every other rank goes to the first of `transports` that reaches it. Connects them all
+    /// in order (collective). [`Engine::new`] calls this with the self and shared-memory
+    /// transports; tests and future multirail set-ups pass their own.
+    pub fn with_transports(
+        config: &Config,
+        mut bootstrap: Box<dyn Bootstrap>,
+        self_transport: Box<dyn Transport>,
+        transports: Vec<Box<dyn Transport>>,
+    ) -> Result<Engine, EngineError> {
+        let rank = bootstrap.rank();
+        let size = bootstrap.size();
+        let node = node::exchange(bootstrap.as_mut())?;
+        let mut all = Vec::with_capacity(1 + transports.len());
+        all.push(self_transport);
+        all.extend(transports);
+        for transport in &mut all {
+            transport
+                .connect(bootstrap.as_mut())
+                .map_err(|error| EngineError::Init(format!("{} transport: {error}", transport.name())))?;
+        }
+        let router = Router::new(rank, size, 0, all.len(), |transport, peer| all[transport].reaches(peer)).map_err(|unroutable| {
+            EngineError::Unreachable { rank: unroutable.rank, reason: "no transport reaches it (inter-node transports are not available yet)".into() }
+        })?;
+        let caps: Vec<Capabilities> = all.iter().map(|transport| transport.capabilities()).collect();
+        let carriers: Vec<usize> = (0..all.len()).filter(|&t| router.peers_of(t).any(|peer| peer != rank)).collect();
+        let sleeper = match carriers.as_slice() {
+            [only] if caps[*only].wakes_receiver => Some(*only),
+            _ => None,
+        };
+        let wait = WaitPolicy {
+            mode: config.wait,
+            spin_count: config.spin_count,
+            yield_window: Duration::from_micros(config.yield_us.into()),
+            timeout: Duration::from_millis(config.block_timeout_ms.into()),
+            oversubscribed: node.oversubscribed,
+            sleeper,
+        };
+        if config.debug {
+            let names: Vec<&str> = (0..size).map(|peer| all[router.transport_for(peer)].name()).collect();
+            eprintln!(
+                "braid: rank {rank}: routes {names:?}, node ranks {:?}, oversubscribed {}, wait {:?}, sleeps on {:?}",
+                node.ranks,
+                node.oversubscribed,
+                config.wait,
+                sleeper.map(|t| all[t].name())
+            );
+        }
+        let core = Core {
+            rank,
+            size,
+            router,
+            caps,
+            policy: ProtocolPolicy::from_config(config),
+            requests: Requests::default(),
+            matching: Matching::default(),
+            backlog: (0..size).map(|_| VecDeque::new()).collect(),
+            backlog_len: 0,
+            streams: Vec::new(),
+            reads: Vec::new(),
+            remote_read_refused: vec![false; size as usize],
+            spare_payloads: Vec::new(),
+            failure: None,
+            debug: config.debug,
+        };
+        Ok(Engine { transports: all, core, bootstrap, wait, node_ranks: node.ranks })
     }
 
     /// This process's job rank.
     pub fn rank(&self) -> u32 {
-        todo!()
+        self.core.rank
     }
 
     /// Number of ranks in the job.
     pub fn size(&self) -> u32 {
-        todo!()
+        self.core.size
     }
 
     /// Starts a send of `data` to job rank `dest`. Small messages complete at once.
     pub fn isend(&mut self, data: &'static [u8], dest: u32, tag: i32, context: u32, mode: SendMode) -> Result<RequestId, EngineError> {
-        let _ = (data, dest, tag, context, mode);
-        todo!()
+        if dest >= self.core.size {
+            return Err(self.out_of_range(dest));
+        }
+        let transport = self.core.router.transport_for(dest);
+        let status = Status { source: self.core.rank, tag, count: data.len(), cancelled: false, truncated: false };
+        let request = self.core.requests.allocate(Operation::Send { data }, status);
+        let protocol = self.core.policy.choose(data.len(), &self.core.caps[transport], EAGER_HEADER_MAX);
+        let result = match (protocol, mode) {
+            (Protocol::Eager, SendMode::Synchronous) => {
+                self.send_or_queue(dest, Frame::EagerSync { context, tag, sender: request }, data, 0)
+            }
+            (Protocol::Eager, SendMode::Standard | SendMode::Ready) => self.send_or_queue(dest, Frame::Eager { context, tag }, data, request),
+            (Protocol::Rendezvous, _) => {
+                let region = self.transports[transport].expose(data);
+                self.send_or_queue(dest, Frame::rts(context, tag, request, region), &[], 0)
+            }
+        };
+        match result {
+            Ok(()) => Ok(RequestId(request)),
+            Err(error) => {
+                self.core.requests.free(request);
+                Err(error)
+            }
+        }
     }
 
     /// Starts a receive into `buffer`.
     pub fn irecv(&mut self, buffer: &'static mut [u8], source: Source, tag: TagSelector, context: u32) -> Result<RequestId, EngineError> {
-        let _ = (buffer, source, tag, context);
-        todo!()
+        if let Source::Rank(rank) = source {
+            if rank >= self.core.size {
+                return Err(self.out_of_range(rank));
+            }
+        }
+        let status = Status { source: 0, tag: 0, count: 0, cancelled: false, truncated: false };
+        let request = self.core.requests.allocate(Operation::Recv { buffer, context, expected: 0, received: 0 }, status);
+        match self.core.matching.take_unexpected(context, source, tag) {
+            None => self.core.matching.post(context, Posted { request, source, tag }),
+            Some(message) => self.receive_unexpected(request, message)?,
+        }
+        Ok(RequestId(request))
+    }
+
+    #[cold]
+    fn receive_unexpected(&mut self, request: u32, message: Unexpected) -> Result<(), EngineError> {
+        let Unexpected { source, tag, body } = message;
+        match body {
+            Body::Eager { payload, ack_to } => {
+                self.core.deliver(request, source, tag, &payload)?;
+                if self.core.spare_payloads.len() < SPARE_PAYLOADS {
+                    self.core.spare_payloads.push(payload);
+                }
+                if let Some(sender) = ack_to {
+                    self.core.queue(source, Frame::Ack { sender }, &[], 0);
+                }
+            }
+            Body::Rendezvous { sender, region } => self.core.start_rendezvous_receive(request, source, tag, sender, region)?,
+        }
+        self.flush_backlogs().map(|_| ())
+    }
+
+    #[cold]
+    fn out_of_range(&self, rank: u32) -> EngineError {
+        EngineError::Unreachable { rank, reason: format!("the job has {} ranks", self.core.size) }
+    }
+
+    /// Hands a frame to the peer's transport, or queues it behind earlier frames still waiting.
+    #[inline]
+    fn send_or_queue(&mut self, peer: PeerId, frame: Frame, payload: &'static [u8], completes: u32) -> Result<(), EngineError> {
+        if self.core.backlog[peer as usize].is_empty() {
+            let header = frame.encode();
+            let transport = &mut self.transports[self.core.router.transport_for(peer)];
+            match transport.try_send(peer, header.as_bytes(), &gather(payload)) {
+                Ok(SendOutcome::Sent) => {
+                    if completes != 0 {
+                        self.core.complete_send(peer, completes)?;
+                    }
+                    return Ok(());
+                }
+                Ok(SendOutcome::WouldBlock) => {}
+                Err(error) => return Err(transport_error(transport.as_ref(), peer, error)),
+            }
+        }
+        self.core.queue(peer, frame, payload, completes);
+        Ok(())
+    }
+
+    /// Sends queued frames, in order per peer, while the transports take them.
+    fn flush_backlogs(&mut self) -> Result<bool, EngineError> {
+        if self.core.backlog_len == 0 {
+            return Ok(false);
+        }
+        let mut moved = false;
+        for peer in 0..self.core.size {
+            let transport = &mut self.transports[self.core.router.transport_for(peer)];
+            while let Some(&outgoing) = self.core.backlog[peer as usize].front() {
+                match transport.try_send(peer, outgoing.header.as_bytes(), &gather(outgoing.payload)) {
+                    Ok(SendOutcome::Sent) => {
+                        self.core.backlog[peer as usize].pop_front();
+                        self.core.backlog_len -= 1;
+                        moved = true;
+                        if outgoing.completes != 0 {
+                            self.core.complete_send(peer, outgoing.completes)?;
+                        }
+                    }
+                    Ok(SendOutcome::WouldBlock) => break,
+                    Err(error) => return Err(transport_error(transport.as_ref(), peer, error)),
+                }
+            }
+        }
+        Ok(moved)
+    }
+
+    /// Streams pipeline chunks while the transports have room.
+    fn advance_streams(&mut self) -> Result<bool, EngineError> {
+        let mut moved = false;
+        let mut index = 0;
+        while index < self.core.streams.len() {
+            let mut stream = self.core.streams[index];
+            let transport = &mut self.transports[self.core.router.transport_for(stream.peer)];
+            // Frames already queued to this peer (a FIN, an ACK) go first.
+            while stream.offset < stream.data.len() && self.core.backlog[stream.peer as usize].is_empty() {
+                let end = stream.data.len().min(stream.offset + stream.chunk);
+                let header = Frame::Data { receiver: stream.receiver, offset: stream.offset as u64 }.encode();
+                match transport.try_send(stream.peer, header.as_bytes(), &gather(&stream.data[stream.offset..end])) {
+                    Ok(SendOutcome::Sent) => {
+                        stream.offset = end;
+                        moved = true;
+                    }
+                    Ok(SendOutcome::WouldBlock) => break,
+                    Err(error) => return Err(transport_error(transport.as_ref(), stream.peer, error)),
+                }
+            }
+            if stream.offset == stream.data.len() {
+                self.core.streams.swap_remove(index);
+                self.core.complete_send(stream.peer, stream.request)?;
+            } else {
+                self.core.streams[index] = stream;
+                index += 1;
+            }
+        }
+        Ok(moved)
+    }
+
+    /// Reads one chunk of every single-copy rendezvous in progress.
+    fn advance_reads(&mut self) -> Result<bool, EngineError> {
+        let mut moved = false;
+        let mut index = 0;
+        while index < self.core.reads.len() {
+            let mut read = self.core.reads[index];
+            let transport = &mut self.transports[self.core.router.transport_for(read.peer)];
+            let Some(Operation::Recv { buffer, .. }) = self.core.requests.get_mut(read.request).map(|slot| &mut slot.operation) else {
+                return Err(protocol_error(read.peer, "single-copy read into a vanished receive"));
+            };
+            let end = read.end.min(read.offset + read.chunk);
+            match transport.remote_read(read.peer, read.region, read.offset as u64, &mut buffer[read.offset..end]) {
+                Ok(()) => {
+                    read.offset = end;
+                    moved = true;
+                    if read.offset == read.end {
+                        self.core.reads.swap_remove(index);
+                        self.core.requests.finish(read.request);
+                        self.core.queue(read.peer, Frame::Fin { sender: read.sender }, &[], 0);
+                    } else {
+                        self.core.reads[index] = read;
+                        index += 1;
+                    }
+                }
+                Err(TransportError::RemoteReadRefused | TransportError::Unsupported(_)) => {
+                    self.fall_back_to_pipeline(index);
+                    moved = true;
+                }
+                Err(error) => return Err(transport_error(transport.as_ref(), read.peer, error)),
+            }
+        }
+        Ok(moved)
+    }
+
+    /// The kernel refused to let us read that peer: ask it to stream instead, now and from now on.
+    #[cold]
+    fn fall_back_to_pipeline(&mut self, index: usize) {
+        let read = self.core.reads.swap_remove(index);
+        self.core.remote_read_refused[read.peer as usize] = true;
+        if self.core.debug {
+            eprintln!("braid: rank {}: remote read from rank {} refused; using the two-copy pipeline", self.core.rank, read.peer);
+        }
+        if let Some(Operation::Recv { received, .. }) = self.core.requests.get_mut(read.request).map(|slot| &mut slot.operation) {
+            *received = 0;
+        }
+        self.core.queue(read.peer, Frame::Cts { sender: read.sender, receiver: read.request, len: read.end as u64 }, &[], 0);
     }
 
     /// Makes progress once; if `request` is complete, frees it and returns its status.
     pub fn test(&mut self, request: RequestId) -> Result<Option<Status>, EngineError> {
-        let _ = request;
-        todo!()
+        if self.core.requests.get(request.0).is_none() {
+            return Err(EngineError::BadRequest);
+        }
+        self.progress()?;
+        Ok(self.take_if_complete(request))
+    }
+
+    #[inline]
+    fn take_if_complete(&mut self, request: RequestId) -> Option<Status> {
+        let slot = self.core.requests.get(request.0)?;
+        if !slot.done {
+            return None;
+        }
+        let status = slot.status;
+        self.core.requests.free(request.0);
+        Some(status)
     }
 
     /// Waits (spinning, then blocking per the wait policy) until `request` completes; frees it.
     pub fn wait(&mut self, request: RequestId) -> Result<Status, EngineError> {
-        let _ = request;
-        todo!()
+        if self.core.requests.get(request.0).is_none() {
+            return Err(EngineError::BadRequest);
+        }
+        self.wait_until(|engine| engine.is_complete(request))?;
+        self.take_if_complete(request).ok_or(EngineError::BadRequest)
+    }
+
+    /// Like [`Engine::wait`] for a receive, and hands its buffer back: a safe way for Rust callers
+    /// (and tests) to read what arrived.
+    pub fn wait_receive(&mut self, request: RequestId) -> Result<(Status, &'static mut [u8]), EngineError> {
+        match self.core.requests.get(request.0) {
+            Some(slot) if matches!(slot.operation, Operation::Recv { .. }) => {}
+            _ => return Err(EngineError::BadRequest),
+        }
+        self.wait_until(|engine| engine.is_complete(request))?;
+        let status = self.core.requests.get(request.0).map(|slot| slot.status).ok_or(EngineError::BadRequest)?;
+        match self.core.requests.take(request.0) {
+            Some(Operation::Recv { buffer, .. }) => Ok((status, buffer)),
+            _ => Err(EngineError::BadRequest),
+        }
     }
 
     /// Whether `request` has completed (no progress is made).
+    #[inline]
     pub fn is_complete(&self, request: RequestId) -> bool {
-        let _ = request;
-        todo!()
+        self.core.requests.get(request.0).is_some_and(|slot| slot.done)
     }
 
     /// Makes progress until `done(self)` is true, waiting per the wait policy between polls.
     pub fn wait_until(&mut self, mut done: impl FnMut(&mut Engine) -> bool) -> Result<(), EngineError> {
-        let _ = &mut done;
-        todo!()
+        let mut idle_polls: u32 = 0;
+        let mut idle_since: Option<Instant> = None;
+        loop {
+            if done(self) {
+                return Ok(());
+            }
+            if self.progress()? {
+                idle_polls = 0;
+                idle_since = None;
+                continue;
+            }
+            idle_polls = idle_polls.saturating_add(1);
+            match self.wait.after_idle_poll(idle_polls, || idle_since.get_or_insert_with(Instant::now).elapsed()) {
+                Idle::Spin => {
+                    std::hint::spin_loop();
+                    continue;
+                }
+                Idle::Yield => {
+                    std::thread::yield_now();
+                    continue;
+                }
+                Idle::Block => {}
+            }
+            let sleeper = self.wait.sleeper.filter(|_| !self.core.has_local_work());
+            let Some((sleeper, token)) = sleeper.and_then(|t| self.transports[t].prepare_sleep().map(|token| (t, token))) else {
+                std::thread::yield_now();
+                continue;
+            };
+            // The doorbell is armed: anything arriving from now on wakes us, so one more look
+            // closes the window between the last poll and the sleep.
+            let polled = self.progress();
+            if matches!(polled, Ok(false)) && !done(self) {
+                self.transports[sleeper].sleep(token, self.wait.timeout);
+            }
+            self.transports[sleeper].finish_sleep();
+            polled?;
+        }
     }
 
     /// Polls every transport once and advances protocols; true if anything happened.
     pub fn progress(&mut self) -> Result<bool, EngineError> {
-        todo!()
+        let mut delivered = 0;
+        let core = &mut self.core;
+        for transport in &mut self.transports {
+            delivered += transport.poll(&mut |incoming| core.on_frame(incoming));
+        }
+        if let Some(error) = self.core.failure.take() {
+            return Err(error);
+        }
+        let mut moved = delivered > 0;
+        if !self.core.reads.is_empty() {
+            moved |= self.advance_reads()?;
+        }
+        moved |= self.flush_backlogs()?;
+        if !self.core.streams.is_empty() {
+            moved |= self.advance_streams()?;
+        }
+        Ok(moved)
     }
 
     /// MPI_Iprobe: the status of the first matching message not yet received, if any.
     pub fn iprobe(&mut self, source: Source, tag: TagSelector, context: u32) -> Result<Option<Status>, EngineError> {
-        let _ = (source, tag, context);
-        todo!()
+        self.progress()?;
+        Ok(self.core.matching.peek_unexpected(context, source, tag).map(|message| Status {
+            source: message.source,
+            tag: message.tag,
+            count: message.len(),
+            cancelled: false,
+            truncated: false,
+        }))
     }
 
     /// Cancels a receive that has not matched yet; true if it was cancelled.
     pub fn cancel(&mut self, request: RequestId) -> bool {
-        let _ = request;
-        todo!()
+        let context = match self.core.requests.get(request.0) {
+            Some(slot) if !slot.done => match slot.operation {
+                Operation::Recv { context, .. } => context,
+                _ => return false,
+            },
+            _ => return false,
+        };
+        if !self.core.matching.remove_posted(context, request.0) {
+            return false;
+        }
+        self.core.requests.complete(request.0, Status { source: 0, tag: 0, count: 0, cancelled: true, truncated: false });
+        true
     }
 
     /// MPI_Request_free: the request completes on its own and is then released.
     pub fn release(&mut self, request: RequestId) {
-        let _ = request;
-        todo!()
+        let Some(slot) = self.core.requests.get_mut(request.0) else { return };
+        if slot.done {
+            self.core.requests.free(request.0);
+        } else {
+            slot.released = true;
+        }
     }
 
     /// Job ranks on this node, this one included, in rank order.
     pub fn node_ranks(&self) -> &[u32] {
-        todo!()
+        &self.node_ranks
     }
 
     /// Ends the job: tells the launcher, which kills every rank with `code`.
     pub fn abort(&mut self, code: i32, message: &str) -> ! {
-        let _ = (code, message);
-        todo!()
+        if let Err(error) = self.bootstrap.abort(code, message) {
+            eprintln!("braid: rank {} aborted with code {code}: {message} ({error})", self.core.rank);
+        }
+        std::process::exit(code)
     }
 
     /// Completes outstanding traffic, synchronises with the other ranks and detaches.
-    pub fn finalize(self) -> Result<(), EngineError> {
-        todo!()
+    pub fn finalize(mut self) -> Result<(), EngineError> {
+        self.wait_until(|engine| !engine.core.has_local_work() && !engine.core.requests.released_pending())?;
+        let bootstrap_error = |error: braid_pmi::BootstrapError| EngineError::Transport(error.to_string());
+        self.bootstrap.fence().map_err(bootstrap_error)?;
+        self.bootstrap.finalize().map_err(bootstrap_error)
+    }
+}
+
+#[cfg(test)]
+mod wait_policy_tests {
+    use super::*;
+
+    fn policy(mode: WaitMode, oversubscribed: bool) -> WaitPolicy {
+        WaitPolicy {
+            mode,
+            spin_count: 3,
+            yield_window: Duration::from_micros(100),
+            timeout: Duration::from_millis(1),
+            oversubscribed,
+            sleeper: Some(1),
+        }
+    }
+
+    #[test]
+    fn a_dedicated_core_spins_then_blocks() {
+        let auto = policy(WaitMode::Auto, false);
+        assert_eq!(auto.after_idle_poll(2, || Duration::ZERO), Idle::Spin);
+        assert_eq!(auto.after_idle_poll(3, || Duration::ZERO), Idle::Block);
+    }
+
+    #[test]
+    fn an_oversubscribed_node_yields_for_the_window_then_blocks() {
+        let auto = policy(WaitMode::Auto, true);
+        assert_eq!(auto.after_idle_poll(1_000_000, || Duration::from_micros(99)), Idle::Yield);
+        assert_eq!(auto.after_idle_poll(1, || Duration::from_micros(100)), Idle::Block);
+        let no_window = WaitPolicy { yield_window: Duration::ZERO, ..policy(WaitMode::Auto, true) };
+        assert_eq!(no_window.after_idle_poll(1, || Duration::ZERO), Idle::Block);
+    }
+
+    #[test]
+    fn forced_modes_ignore_the_node() {
+        assert_eq!(policy(WaitMode::Poll, true).after_idle_poll(u32::MAX, || Duration::MAX), Idle::Spin);
+        assert_eq!(policy(WaitMode::Block, false).after_idle_poll(1, || Duration::ZERO), Idle::Block);
     }
 }

@@ -1,0 +1,271 @@
+//! Every constant and handle type of include/mpi.h, with the same names and values.
+//!
+//! tests/header.rs compiles a C program against mpi.h and checks that the values agree.
+
+#![allow(non_upper_case_globals, non_camel_case_types, non_snake_case)]
+// The special pointer values are sentinels, compared and never dereferenced.
+#![allow(clippy::manual_dangling_ptr)]
+
+use std::ffi::{c_int, c_longlong, c_void};
+
+pub type MPI_Comm = c_int;
+pub type MPI_Datatype = c_int;
+pub type MPI_Op = c_int;
+pub type MPI_Group = c_int;
+pub type MPI_Request = c_int;
+pub type MPI_Errhandler = c_int;
+pub type MPI_Info = c_int;
+pub type MPI_Win = c_int;
+pub type MPI_File = c_int;
+pub type MPI_Aint = isize;
+pub type MPI_Offset = c_longlong;
+pub type MPI_Count = c_longlong;
+pub type MPI_Fint = c_int;
+
+/// MPI's status: the received byte count is split over `count_lo` (low 32 bits) and
+/// `count_hi_and_cancelled` (bit 0: cancelled, bits 1..: count bits 32..).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MPI_Status {
+    pub count_lo: c_int,
+    pub count_hi_and_cancelled: c_int,
+    pub MPI_SOURCE: c_int,
+    pub MPI_TAG: c_int,
+    pub MPI_ERROR: c_int,
+}
+
+/// `void MPI_User_function(void *invec, void *inoutvec, int *len, MPI_Datatype *datatype)`.
+pub type MPI_User_function = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut MPI_Datatype);
+/// Attribute copy callback (MPI_Comm_create_keyval).
+pub type MPI_Comm_copy_attr_function =
+    unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
+/// Attribute delete callback (MPI_Comm_create_keyval).
+pub type MPI_Comm_delete_attr_function = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void) -> c_int;
+pub const MPI_VERSION: c_int = 3;
+pub const MPI_SUBVERSION: c_int = 1;
+pub const BRAID: c_int = 1;
+
+// Null handles
+pub const MPI_COMM_NULL: MPI_Comm = 0;
+pub const MPI_DATATYPE_NULL: MPI_Datatype = 0;
+pub const MPI_OP_NULL: MPI_Op = 0;
+pub const MPI_GROUP_NULL: MPI_Group = 0;
+pub const MPI_REQUEST_NULL: MPI_Request = 0;
+pub const MPI_ERRHANDLER_NULL: MPI_Errhandler = 0;
+pub const MPI_INFO_NULL: MPI_Info = 0;
+pub const MPI_WIN_NULL: MPI_Win = 0;
+pub const MPI_FILE_NULL: MPI_File = 0;
+
+// Predefined communicators, groups, error handlers, infos
+pub const MPI_COMM_WORLD: MPI_Comm = 1;
+pub const MPI_COMM_SELF: MPI_Comm = 2;
+pub const MPI_GROUP_EMPTY: MPI_Group = 1;
+pub const MPI_ERRORS_ARE_FATAL: MPI_Errhandler = 1;
+pub const MPI_ERRORS_RETURN: MPI_Errhandler = 2;
+pub const MPI_INFO_ENV: MPI_Info = 1;
+
+// Predefined datatypes
+pub const MPI_CHAR: MPI_Datatype = 1;
+pub const MPI_SIGNED_CHAR: MPI_Datatype = 2;
+pub const MPI_UNSIGNED_CHAR: MPI_Datatype = 3;
+pub const MPI_BYTE: MPI_Datatype = 4;
+pub const MPI_WCHAR: MPI_Datatype = 5;
+pub const MPI_SHORT: MPI_Datatype = 6;
+pub const MPI_UNSIGNED_SHORT: MPI_Datatype = 7;
+pub const MPI_INT: MPI_Datatype = 8;
+pub const MPI_UNSIGNED: MPI_Datatype = 9;
+pub const MPI_LONG: MPI_Datatype = 10;
+pub const MPI_UNSIGNED_LONG: MPI_Datatype = 11;
+pub const MPI_LONG_LONG_INT: MPI_Datatype = 12;
+pub const MPI_LONG_LONG: MPI_Datatype = 13;
+pub const MPI_UNSIGNED_LONG_LONG: MPI_Datatype = 14;
+pub const MPI_FLOAT: MPI_Datatype = 15;
+pub const MPI_DOUBLE: MPI_Datatype = 16;
+pub const MPI_LONG_DOUBLE: MPI_Datatype = 17;
+pub const MPI_C_BOOL: MPI_Datatype = 18;
+pub const MPI_INT8_T: MPI_Datatype = 19;
+pub const MPI_INT16_T: MPI_Datatype = 20;
+pub const MPI_INT32_T: MPI_Datatype = 21;
+pub const MPI_INT64_T: MPI_Datatype = 22;
+pub const MPI_UINT8_T: MPI_Datatype = 23;
+pub const MPI_UINT16_T: MPI_Datatype = 24;
+pub const MPI_UINT32_T: MPI_Datatype = 25;
+pub const MPI_UINT64_T: MPI_Datatype = 26;
+pub const MPI_AINT: MPI_Datatype = 27;
+pub const MPI_OFFSET: MPI_Datatype = 28;
+pub const MPI_COUNT: MPI_Datatype = 29;
+pub const MPI_C_COMPLEX: MPI_Datatype = 30;
+pub const MPI_C_FLOAT_COMPLEX: MPI_Datatype = 31;
+pub const MPI_C_DOUBLE_COMPLEX: MPI_Datatype = 32;
+pub const MPI_C_LONG_DOUBLE_COMPLEX: MPI_Datatype = 33;
+pub const MPI_PACKED: MPI_Datatype = 34;
+pub const MPI_FLOAT_INT: MPI_Datatype = 35;
+pub const MPI_DOUBLE_INT: MPI_Datatype = 36;
+pub const MPI_LONG_INT: MPI_Datatype = 37;
+pub const MPI_2INT: MPI_Datatype = 38;
+pub const MPI_SHORT_INT: MPI_Datatype = 39;
+pub const MPI_LONG_DOUBLE_INT: MPI_Datatype = 40;
+pub const BRAID_PREDEFINED_DATATYPE_LAST: c_int = 40;
+pub const BRAID_FIRST_DERIVED_DATATYPE: c_int = 256;
+
+// Type constructor helpers
+pub const MPI_ORDER_C: c_int = 56;
+pub const MPI_ORDER_FORTRAN: c_int = 57;
+pub const MPI_COMBINER_NAMED: c_int = 1;
+pub const MPI_COMBINER_DUP: c_int = 2;
+pub const MPI_COMBINER_CONTIGUOUS: c_int = 3;
+pub const MPI_COMBINER_VECTOR: c_int = 4;
+pub const MPI_COMBINER_HVECTOR: c_int = 5;
+pub const MPI_COMBINER_INDEXED: c_int = 6;
+pub const MPI_COMBINER_HINDEXED: c_int = 7;
+pub const MPI_COMBINER_INDEXED_BLOCK: c_int = 8;
+pub const MPI_COMBINER_HINDEXED_BLOCK: c_int = 9;
+pub const MPI_COMBINER_STRUCT: c_int = 10;
+pub const MPI_COMBINER_SUBARRAY: c_int = 11;
+pub const MPI_COMBINER_DARRAY: c_int = 12;
+pub const MPI_COMBINER_RESIZED: c_int = 13;
+
+// Predefined reduction operations
+pub const MPI_MAX: MPI_Op = 1;
+pub const MPI_MIN: MPI_Op = 2;
+pub const MPI_SUM: MPI_Op = 3;
+pub const MPI_PROD: MPI_Op = 4;
+pub const MPI_LAND: MPI_Op = 5;
+pub const MPI_BAND: MPI_Op = 6;
+pub const MPI_LOR: MPI_Op = 7;
+pub const MPI_BOR: MPI_Op = 8;
+pub const MPI_LXOR: MPI_Op = 9;
+pub const MPI_BXOR: MPI_Op = 10;
+pub const MPI_MINLOC: MPI_Op = 11;
+pub const MPI_MAXLOC: MPI_Op = 12;
+pub const MPI_REPLACE: MPI_Op = 13;
+pub const MPI_NO_OP: MPI_Op = 14;
+pub const BRAID_FIRST_USER_OP: c_int = 32;
+
+// Special values
+pub const MPI_STATUS_IGNORE: *mut MPI_Status = 1usize as *mut MPI_Status;
+pub const MPI_STATUSES_IGNORE: *mut MPI_Status = 1usize as *mut MPI_Status;
+pub const MPI_ERRCODES_IGNORE: *mut c_int = std::ptr::null_mut();
+pub const MPI_IN_PLACE: *const c_void = usize::MAX as *const c_void;
+pub const MPI_BOTTOM: *const c_void = std::ptr::null();
+pub const MPI_UNWEIGHTED: *mut c_int = 2usize as *mut c_int;
+pub const MPI_WEIGHTS_EMPTY: *mut c_int = 3usize as *mut c_int;
+pub const MPI_ANY_SOURCE: c_int = -2;
+pub const MPI_PROC_NULL: c_int = -1;
+pub const MPI_ROOT: c_int = -3;
+pub const MPI_ANY_TAG: c_int = -1;
+pub const MPI_UNDEFINED: c_int = -32766;
+pub const MPI_MAX_PROCESSOR_NAME: c_int = 256;
+pub const MPI_MAX_ERROR_STRING: c_int = 512;
+pub const MPI_MAX_OBJECT_NAME: c_int = 128;
+pub const MPI_MAX_LIBRARY_VERSION_STRING: c_int = 8192;
+pub const MPI_MAX_INFO_KEY: c_int = 255;
+pub const MPI_MAX_INFO_VAL: c_int = 1024;
+
+// Results of MPI_Comm_compare / MPI_Group_compare
+pub const MPI_IDENT: c_int = 0;
+pub const MPI_CONGRUENT: c_int = 1;
+pub const MPI_SIMILAR: c_int = 2;
+pub const MPI_UNEQUAL: c_int = 3;
+
+// Thread support levels
+pub const MPI_THREAD_SINGLE: c_int = 0;
+pub const MPI_THREAD_FUNNELED: c_int = 1;
+pub const MPI_THREAD_SERIALIZED: c_int = 2;
+pub const MPI_THREAD_MULTIPLE: c_int = 3;
+
+// MPI_Comm_split_type
+pub const MPI_COMM_TYPE_SHARED: c_int = 1;
+
+// Topologies
+pub const MPI_GRAPH: c_int = 1;
+pub const MPI_CART: c_int = 2;
+pub const MPI_DIST_GRAPH: c_int = 3;
+
+// Attribute keys
+pub const MPI_KEYVAL_INVALID: c_int = 0;
+pub const MPI_TAG_UB: c_int = 1;
+pub const MPI_HOST: c_int = 2;
+pub const MPI_IO: c_int = 3;
+pub const MPI_WTIME_IS_GLOBAL: c_int = 4;
+pub const MPI_UNIVERSE_SIZE: c_int = 5;
+pub const MPI_LASTUSEDCODE: c_int = 6;
+pub const MPI_APPNUM: c_int = 7;
+
+// One-sided (declared; not supported yet)
+pub const MPI_LOCK_EXCLUSIVE: c_int = 234;
+pub const MPI_LOCK_SHARED: c_int = 235;
+pub const MPI_MODE_NOCHECK: c_int = 1024;
+pub const MPI_MODE_NOSTORE: c_int = 2048;
+pub const MPI_MODE_NOPUT: c_int = 4096;
+pub const MPI_MODE_NOPRECEDE: c_int = 8192;
+pub const MPI_MODE_NOSUCCEED: c_int = 16384;
+
+// Error classes
+pub const MPI_SUCCESS: c_int = 0;
+pub const MPI_ERR_BUFFER: c_int = 1;
+pub const MPI_ERR_COUNT: c_int = 2;
+pub const MPI_ERR_TYPE: c_int = 3;
+pub const MPI_ERR_TAG: c_int = 4;
+pub const MPI_ERR_COMM: c_int = 5;
+pub const MPI_ERR_RANK: c_int = 6;
+pub const MPI_ERR_ROOT: c_int = 7;
+pub const MPI_ERR_GROUP: c_int = 8;
+pub const MPI_ERR_OP: c_int = 9;
+pub const MPI_ERR_TOPOLOGY: c_int = 10;
+pub const MPI_ERR_DIMS: c_int = 11;
+pub const MPI_ERR_ARG: c_int = 12;
+pub const MPI_ERR_UNKNOWN: c_int = 13;
+pub const MPI_ERR_TRUNCATE: c_int = 14;
+pub const MPI_ERR_OTHER: c_int = 15;
+pub const MPI_ERR_INTERN: c_int = 16;
+pub const MPI_ERR_IN_STATUS: c_int = 17;
+pub const MPI_ERR_PENDING: c_int = 18;
+pub const MPI_ERR_REQUEST: c_int = 19;
+pub const MPI_ERR_ACCESS: c_int = 20;
+pub const MPI_ERR_AMODE: c_int = 21;
+pub const MPI_ERR_BAD_FILE: c_int = 22;
+pub const MPI_ERR_CONVERSION: c_int = 23;
+pub const MPI_ERR_DUP_DATAREP: c_int = 24;
+pub const MPI_ERR_FILE_EXISTS: c_int = 25;
+pub const MPI_ERR_FILE_IN_USE: c_int = 26;
+pub const MPI_ERR_FILE: c_int = 27;
+pub const MPI_ERR_INFO: c_int = 28;
+pub const MPI_ERR_INFO_KEY: c_int = 29;
+pub const MPI_ERR_INFO_VALUE: c_int = 30;
+pub const MPI_ERR_INFO_NOKEY: c_int = 31;
+pub const MPI_ERR_IO: c_int = 32;
+pub const MPI_ERR_NAME: c_int = 33;
+pub const MPI_ERR_NO_MEM: c_int = 34;
+pub const MPI_ERR_NOT_SAME: c_int = 35;
+pub const MPI_ERR_NO_SPACE: c_int = 36;
+pub const MPI_ERR_NO_SUCH_FILE: c_int = 37;
+pub const MPI_ERR_PORT: c_int = 38;
+pub const MPI_ERR_QUOTA: c_int = 39;
+pub const MPI_ERR_READ_ONLY: c_int = 40;
+pub const MPI_ERR_SERVICE: c_int = 41;
+pub const MPI_ERR_SPAWN: c_int = 42;
+pub const MPI_ERR_UNSUPPORTED_DATAREP: c_int = 43;
+pub const MPI_ERR_UNSUPPORTED_OPERATION: c_int = 44;
+pub const MPI_ERR_WIN: c_int = 45;
+pub const MPI_ERR_BASE: c_int = 46;
+pub const MPI_ERR_LOCKTYPE: c_int = 47;
+pub const MPI_ERR_KEYVAL: c_int = 48;
+pub const MPI_ERR_RMA_CONFLICT: c_int = 49;
+pub const MPI_ERR_RMA_SYNC: c_int = 50;
+pub const MPI_ERR_SIZE: c_int = 51;
+pub const MPI_ERR_DISP: c_int = 52;
+pub const MPI_ERR_ASSERT: c_int = 53;
+pub const MPI_ERR_RMA_RANGE: c_int = 54;
+pub const MPI_ERR_RMA_ATTACH: c_int = 55;
+pub const MPI_ERR_RMA_SHARED: c_int = 56;
+pub const MPI_ERR_RMA_FLAVOR: c_int = 57;
+pub const MPI_ERR_LASTCODE: c_int = 57;
+
+// Callback types
+/// `((MPI_Comm_copy_attr_function *)0)`: the address a C caller passes for this callback.
+pub const MPI_COMM_NULL_COPY_FN: usize = 0;
+/// `((MPI_Comm_delete_attr_function *)0)`: the address a C caller passes for this callback.
+pub const MPI_COMM_NULL_DELETE_FN: usize = 0;
+/// `((MPI_Comm_copy_attr_function *)1)`: the address a C caller passes for this callback.
+pub const MPI_COMM_DUP_FN: usize = 1;

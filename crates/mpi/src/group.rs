@@ -1,0 +1,348 @@
+//! Process groups: ordered lists of job (world) ranks.
+//!
+//! The set operations are pure functions over rank lists (unit-tested); the table maps MPI_Group
+//! handles to lists. Group calls use MPI_COMM_WORLD's error handler.
+
+// The safety contract of the MPI_* entry points is the MPI standard's rules for their arguments.
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+use std::ffi::c_int;
+use std::sync::Arc;
+
+use crate::consts::*;
+use crate::error::{error, finish, MpiResult};
+use crate::runtime;
+
+/// Members of a group: index = group rank, value = job rank.
+pub type Members = Arc<[u32]>;
+
+fn group_error(class: c_int, detail: String) -> crate::error::MpiError {
+    error(MPI_COMM_WORLD, class, detail)
+}
+
+/// Checks that every rank is a valid, distinct rank of a group of `size`.
+fn check_distinct_ranks(size: usize, ranks: &[c_int]) -> MpiResult<()> {
+    let mut seen = vec![false; size];
+    for &rank in ranks {
+        if rank < 0 || rank as usize >= size {
+            return Err(group_error(MPI_ERR_RANK, format!("rank {rank} is not in a group of size {size}")));
+        }
+        if std::mem::replace(&mut seen[rank as usize], true) {
+            return Err(group_error(MPI_ERR_RANK, format!("rank {rank} appears twice")));
+        }
+    }
+    Ok(())
+}
+
+/// MPI_Group_incl: the members at `ranks`, in that order.
+pub fn include(group: &[u32], ranks: &[c_int]) -> MpiResult<Vec<u32>> {
+    check_distinct_ranks(group.len(), ranks)?;
+    Ok(ranks.iter().map(|&r| group[r as usize]).collect())
+}
+
+/// MPI_Group_excl: the members not at `ranks`, in group order.
+pub fn exclude(group: &[u32], ranks: &[c_int]) -> MpiResult<Vec<u32>> {
+    check_distinct_ranks(group.len(), ranks)?;
+    Ok(group.iter().enumerate().filter(|(i, _)| !ranks.contains(&(*i as c_int))).map(|(_, &m)| m).collect())
+}
+
+/// MPI_Group_translate_ranks.
+pub fn translate(from: &[u32], ranks: &[c_int], to: &[u32]) -> MpiResult<Vec<c_int>> {
+    ranks
+        .iter()
+        .map(|&rank| {
+            if rank == MPI_PROC_NULL {
+                return Ok(MPI_PROC_NULL);
+            }
+            if rank < 0 || rank as usize >= from.len() {
+                return Err(group_error(MPI_ERR_RANK, format!("rank {rank} is not in a group of size {}", from.len())));
+            }
+            let member = from[rank as usize];
+            Ok(position(to, member).map_or(MPI_UNDEFINED, |p| p as c_int))
+        })
+        .collect()
+}
+
+/// The group rank of job rank `member`, if it belongs to the group.
+pub fn position(group: &[u32], member: u32) -> Option<usize> {
+    group.iter().position(|&m| m == member)
+}
+
+/// MPI_Group_compare / the group part of MPI_Comm_compare.
+pub fn compare(a: &[u32], b: &[u32]) -> c_int {
+    if a == b {
+        MPI_IDENT
+    } else if a.len() == b.len() && a.iter().all(|m| b.contains(m)) {
+        MPI_SIMILAR
+    } else {
+        MPI_UNEQUAL
+    }
+}
+
+/// MPI_Group_union: `a`, then the members of `b` not in `a`.
+pub fn union(a: &[u32], b: &[u32]) -> Vec<u32> {
+    a.iter().copied().chain(b.iter().copied().filter(|m| !a.contains(m))).collect()
+}
+
+/// MPI_Group_intersection: the members of `a` also in `b`, in `a`'s order.
+pub fn intersection(a: &[u32], b: &[u32]) -> Vec<u32> {
+    a.iter().copied().filter(|m| b.contains(m)).collect()
+}
+
+/// MPI_Group_difference: the members of `a` not in `b`, in `a`'s order.
+pub fn difference(a: &[u32], b: &[u32]) -> Vec<u32> {
+    a.iter().copied().filter(|m| !b.contains(m)).collect()
+}
+
+/// MPI_Group handles: slot 0 is MPI_GROUP_NULL, slot 1 MPI_GROUP_EMPTY.
+pub struct GroupTable {
+    slots: Vec<Option<Members>>,
+}
+
+impl Default for GroupTable {
+    fn default() -> Self {
+        GroupTable::new()
+    }
+}
+
+impl GroupTable {
+    pub fn new() -> GroupTable {
+        GroupTable { slots: vec![None, Some(Arc::from(Vec::new()))] }
+    }
+
+    pub fn get(&self, group: MPI_Group) -> MpiResult<&Members> {
+        usize::try_from(group)
+            .ok()
+            .and_then(|i| self.slots.get(i))
+            .and_then(|slot| slot.as_ref())
+            .ok_or_else(|| group_error(MPI_ERR_GROUP, format!("{group} is not a valid group")))
+    }
+
+    /// A handle for `members` (MPI_GROUP_EMPTY when there are none).
+    pub fn insert(&mut self, members: Members) -> MPI_Group {
+        if members.is_empty() {
+            return MPI_GROUP_EMPTY;
+        }
+        match self.slots.iter().skip(2).position(|s| s.is_none()) {
+            Some(free) => {
+                self.slots[free + 2] = Some(members);
+                (free + 2) as MPI_Group
+            }
+            None => {
+                self.slots.push(Some(members));
+                (self.slots.len() - 1) as MPI_Group
+            }
+        }
+    }
+
+    /// Releases a handle (MPI_GROUP_EMPTY is predefined and stays).
+    pub fn free(&mut self, group: MPI_Group) -> MpiResult<()> {
+        self.get(group)?;
+        if group != MPI_GROUP_EMPTY {
+            self.slots[group as usize] = None;
+        }
+        Ok(())
+    }
+}
+
+/// Reads `n` ranks from a C array (empty when `n` is 0).
+///
+/// # Safety
+/// `ranks` must point to `n` ints when `n > 0`.
+pub(crate) unsafe fn rank_array<'a>(ranks: *const c_int, n: c_int) -> MpiResult<&'a [c_int]> {
+    if n < 0 {
+        return Err(group_error(MPI_ERR_ARG, format!("negative rank count {n}")));
+    }
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if ranks.is_null() {
+        return Err(group_error(MPI_ERR_ARG, "the rank array is NULL".to_string()));
+    }
+    // SAFETY: non-null, and the caller guarantees `n` readable ints.
+    Ok(unsafe { std::slice::from_raw_parts(ranks, n as usize) })
+}
+
+/// Writes `value` through an out-pointer, failing cleanly when it is NULL.
+///
+/// # Safety
+/// `out` must be NULL or valid for a write of T.
+pub(crate) unsafe fn store<T>(out: *mut T, value: T, what: &str) -> MpiResult<()> {
+    if out.is_null() {
+        return Err(group_error(MPI_ERR_ARG, format!("{what} must not be NULL")));
+    }
+    // SAFETY: non-null; the caller guarantees it is valid for writes.
+    unsafe { out.write(value) };
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_size(group: MPI_Group, size: *mut c_int) -> c_int {
+    let result = runtime::with(|rt| {
+        let members = rt.groups.get(group)?;
+        // SAFETY: `size` is the caller's out-pointer (NULL is rejected by store).
+        unsafe { store(size, members.len() as c_int, "size") }
+    });
+    finish("MPI_Group_size", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_rank(group: MPI_Group, rank: *mut c_int) -> c_int {
+    let result = runtime::with(|rt| {
+        let me = rt.engine.rank();
+        let members = rt.groups.get(group)?;
+        let value = position(members, me).map_or(MPI_UNDEFINED, |p| p as c_int);
+        // SAFETY: `rank` is the caller's out-pointer (NULL is rejected by store).
+        unsafe { store(rank, value, "rank") }
+    });
+    finish("MPI_Group_rank", result)
+}
+
+/// Shared body of the calls that derive a new group from one or two groups.
+unsafe fn derive(function: &str, newgroup: *mut MPI_Group, make: impl FnOnce(&GroupTable) -> MpiResult<Vec<u32>>) -> c_int {
+    let result = runtime::with(|rt| {
+        let members = make(&rt.groups)?;
+        let handle = rt.groups.insert(Arc::from(members));
+        // SAFETY: `newgroup` is the caller's out-pointer (NULL is rejected by store).
+        unsafe { store(newgroup, handle, "newgroup") }
+    });
+    finish(function, result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_incl(group: MPI_Group, n: c_int, ranks: *const c_int, newgroup: *mut MPI_Group) -> c_int {
+    // SAFETY: MPI requires `ranks` to hold `n` ints.
+    unsafe { derive("MPI_Group_incl", newgroup, |groups| include(groups.get(group)?, rank_array(ranks, n)?)) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_excl(group: MPI_Group, n: c_int, ranks: *const c_int, newgroup: *mut MPI_Group) -> c_int {
+    // SAFETY: MPI requires `ranks` to hold `n` ints.
+    unsafe { derive("MPI_Group_excl", newgroup, |groups| exclude(groups.get(group)?, rank_array(ranks, n)?)) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_union(group1: MPI_Group, group2: MPI_Group, newgroup: *mut MPI_Group) -> c_int {
+    // SAFETY: `newgroup` is the caller's out-pointer.
+    unsafe { derive("MPI_Group_union", newgroup, |groups| Ok(union(groups.get(group1)?, groups.get(group2)?))) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_intersection(group1: MPI_Group, group2: MPI_Group, newgroup: *mut MPI_Group) -> c_int {
+    // SAFETY: `newgroup` is the caller's out-pointer.
+    unsafe { derive("MPI_Group_intersection", newgroup, |groups| Ok(intersection(groups.get(group1)?, groups.get(group2)?))) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_difference(group1: MPI_Group, group2: MPI_Group, newgroup: *mut MPI_Group) -> c_int {
+    // SAFETY: `newgroup` is the caller's out-pointer.
+    unsafe { derive("MPI_Group_difference", newgroup, |groups| Ok(difference(groups.get(group1)?, groups.get(group2)?))) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_translate_ranks(group1: MPI_Group, n: c_int, ranks1: *const c_int, group2: MPI_Group, ranks2: *mut c_int) -> c_int {
+    let result = runtime::with(|rt| {
+        // SAFETY: MPI requires `ranks1` to hold `n` ints.
+        let input = unsafe { rank_array(ranks1, n)? };
+        let translated = translate(rt.groups.get(group1)?, input, rt.groups.get(group2)?)?;
+        if translated.is_empty() {
+            return Ok(());
+        }
+        if ranks2.is_null() {
+            return Err(group_error(MPI_ERR_ARG, "ranks2 must not be NULL".to_string()));
+        }
+        // SAFETY: MPI requires `ranks2` to hold `n` ints; it is non-null.
+        unsafe { std::ptr::copy_nonoverlapping(translated.as_ptr(), ranks2, translated.len()) };
+        Ok(())
+    });
+    finish("MPI_Group_translate_ranks", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_compare(group1: MPI_Group, group2: MPI_Group, result: *mut c_int) -> c_int {
+    let outcome = runtime::with(|rt| {
+        let value = compare(rt.groups.get(group1)?, rt.groups.get(group2)?);
+        // SAFETY: `result` is the caller's out-pointer (NULL is rejected by store).
+        unsafe { store(result, value, "result") }
+    });
+    finish("MPI_Group_compare", outcome)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_free(group: *mut MPI_Group) -> c_int {
+    let result = runtime::with(|rt| {
+        if group.is_null() {
+            return Err(group_error(MPI_ERR_ARG, "group must not be NULL".to_string()));
+        }
+        // SAFETY: non-null; points to the caller's handle.
+        unsafe {
+            rt.groups.free(*group)?;
+            *group = MPI_GROUP_NULL;
+        }
+        Ok(())
+    });
+    finish("MPI_Group_free", result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn include_and_exclude_keep_the_right_order() {
+        let group = [10, 11, 12, 13, 14];
+        assert_eq!(include(&group, &[3, 0, 4]).unwrap(), vec![13, 10, 14]);
+        assert_eq!(exclude(&group, &[3, 0]).unwrap(), vec![11, 12, 14]);
+        assert!(include(&group, &[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn invalid_or_repeated_ranks_are_rank_errors() {
+        let group = [10, 11, 12];
+        assert_eq!(include(&group, &[3]).unwrap_err().class, MPI_ERR_RANK);
+        assert_eq!(include(&group, &[-1]).unwrap_err().class, MPI_ERR_RANK);
+        assert_eq!(exclude(&group, &[1, 1]).unwrap_err().class, MPI_ERR_RANK);
+    }
+
+    #[test]
+    fn translation_handles_missing_members_and_proc_null() {
+        let from = [4, 5, 6, 7];
+        let to = [7, 6];
+        assert_eq!(translate(&from, &[0, 2, 3, MPI_PROC_NULL], &to).unwrap(), vec![MPI_UNDEFINED, 1, 0, MPI_PROC_NULL]);
+        assert_eq!(translate(&from, &[4], &to).unwrap_err().class, MPI_ERR_RANK);
+    }
+
+    #[test]
+    fn comparison_distinguishes_order_and_membership() {
+        assert_eq!(compare(&[1, 2, 3], &[1, 2, 3]), MPI_IDENT);
+        assert_eq!(compare(&[1, 2, 3], &[3, 1, 2]), MPI_SIMILAR);
+        assert_eq!(compare(&[1, 2, 3], &[1, 2]), MPI_UNEQUAL);
+        assert_eq!(compare(&[1, 2, 3], &[1, 2, 4]), MPI_UNEQUAL);
+    }
+
+    #[test]
+    fn set_operations_follow_the_standard_order() {
+        let a = [5, 1, 3];
+        let b = [3, 4, 5, 6];
+        assert_eq!(union(&a, &b), vec![5, 1, 3, 4, 6]);
+        assert_eq!(intersection(&a, &b), vec![5, 3]);
+        assert_eq!(difference(&a, &b), vec![1]);
+        assert_eq!(difference(&b, &a), vec![4, 6]);
+    }
+
+    #[test]
+    fn the_table_reuses_slots_and_keeps_group_empty() {
+        let mut table = GroupTable::new();
+        assert!(table.get(MPI_GROUP_EMPTY).unwrap().is_empty());
+        assert_eq!(table.get(MPI_GROUP_NULL).unwrap_err().class, MPI_ERR_GROUP);
+        assert_eq!(table.insert(Arc::from(Vec::new())), MPI_GROUP_EMPTY);
+        let first = table.insert(Arc::from(vec![1, 2]));
+        let second = table.insert(Arc::from(vec![3]));
+        assert_ne!(first, second);
+        table.free(first).unwrap();
+        assert_eq!(table.get(first).unwrap_err().class, MPI_ERR_GROUP);
+        assert_eq!(table.insert(Arc::from(vec![4])), first);
+        table.free(MPI_GROUP_EMPTY).unwrap();
+        assert!(table.get(MPI_GROUP_EMPTY).is_ok());
+    }
+}

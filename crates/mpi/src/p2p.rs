@@ -1,0 +1,584 @@
+//! Point-to-point: sends, receives, probes, persistent requests, MPI_Get_count/elements.
+//!
+//! Contiguous data goes to the engine in place (zero copy); other datatypes are packed into a
+//! temporary for sends, or received into one and unpacked when the request completes.
+
+// The safety contract of the MPI_* entry points is the MPI standard's rules for their arguments.
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+use std::ffi::{c_int, c_void};
+use std::ptr::NonNull;
+
+use braid_engine::{SendMode, Source, TagSelector};
+
+use crate::comm::{CommShared, TAG_UB};
+use crate::consts::*;
+use crate::datatype;
+use crate::error::{error, finish, raise, MpiResult};
+use crate::group::store;
+use crate::request::{completion_error, is_real_status, status_count, write_status, Completion, Operation, Pending, Staging, Unpack};
+use crate::runtime::{self, engine_error, Runtime};
+
+/// The count argument: non-negative.
+pub fn check_count(comm: MPI_Comm, count: c_int) -> MpiResult<usize> {
+    usize::try_from(count).map_err(|_| error(comm, MPI_ERR_COUNT, format!("count {count} is negative")))
+}
+
+/// A send tag is 0..=MPI_TAG_UB; a receive may also use MPI_ANY_TAG.
+pub fn check_tag(comm: MPI_Comm, tag: c_int, receiving: bool) -> MpiResult<TagSelector> {
+    if receiving && tag == MPI_ANY_TAG {
+        return Ok(TagSelector::Any);
+    }
+    if (0..=TAG_UB).contains(&tag) {
+        Ok(TagSelector::Tag(tag))
+    } else {
+        Err(error(comm, MPI_ERR_TAG, format!("tag {tag} is outside 0..={TAG_UB}")))
+    }
+}
+
+/// A peer is a rank of the communicator or MPI_PROC_NULL (None); a receive may use MPI_ANY_SOURCE.
+pub fn check_peer(comm: MPI_Comm, peer: c_int, size: usize, receiving: bool) -> MpiResult<Option<Source>> {
+    match peer {
+        MPI_PROC_NULL => Ok(None),
+        MPI_ANY_SOURCE if receiving => Ok(Some(Source::Any)),
+        rank if rank >= 0 && (rank as usize) < size => Ok(Some(Source::Rank(rank as u32))),
+        rank => Err(error(comm, MPI_ERR_RANK, format!("rank {rank} is not in a communicator of size {size}"))),
+    }
+}
+
+/// A user buffer may be NULL only when there is no data or the datatype carries absolute addresses.
+fn check_buffer(comm: MPI_Comm, buffer: *const u8, count: usize, datatype: MPI_Datatype) -> MpiResult<()> {
+    if buffer.is_null() && count > 0 && (1..=BRAID_PREDEFINED_DATATYPE_LAST).contains(&datatype) {
+        return Err(error(comm, MPI_ERR_BUFFER, "the buffer is NULL"));
+    }
+    Ok(())
+}
+
+fn check_datatype(comm: MPI_Comm, datatype: MPI_Datatype) -> MpiResult<()> {
+    datatype::is_valid_committed(datatype).map_err(|class| error(comm, class, format!("datatype {datatype} is not a valid committed datatype")))
+}
+
+/// Every argument check of a send or receive; returns the engine peer (None: MPI_PROC_NULL),
+/// the tag selector and the element count.
+fn check_operation(shared: &CommShared, op: &Operation) -> MpiResult<(Option<Source>, TagSelector, usize)> {
+    let receiving = op.send_mode.is_none();
+    let count = check_count(op.comm, op.count)?;
+    check_datatype(op.comm, op.datatype)?;
+    let tag = check_tag(op.comm, op.tag, receiving)?;
+    let peer = check_peer(op.comm, op.peer, shared.size(), receiving)?;
+    check_buffer(op.comm, op.buffer, count, op.datatype)?;
+    Ok((peer, tag, count))
+}
+
+/// The bytes at `buffer + offset`, lent to the engine.
+///
+/// # Safety
+/// `buffer + offset` must be valid for `length` bytes until the request using the slice completes.
+unsafe fn user_bytes(comm: MPI_Comm, buffer: *mut u8, offset: isize, length: usize) -> MpiResult<&'static mut [u8]> {
+    if length == 0 {
+        return Ok(&mut []);
+    }
+    let Some(start) = NonNull::new(buffer.wrapping_offset(offset)) else {
+        return Err(error(comm, MPI_ERR_BUFFER, "the data starts at address 0"));
+    };
+    // SAFETY: per the caller, `start` is valid for `length` bytes for as long as the request needs it.
+    Ok(unsafe { std::slice::from_raw_parts_mut(start.as_ptr(), length) })
+}
+
+/// Lends a staging vector's heap memory to the engine. Moving the Vec later does not move it.
+///
+/// # Safety
+/// The Vec must be kept alive, unresized, until the request using the slice completes.
+unsafe fn staging_bytes(staging: &mut [u8]) -> &'static mut [u8] {
+    // SAFETY: per the caller, the heap block outlives the request.
+    unsafe { std::slice::from_raw_parts_mut(staging.as_mut_ptr(), staging.len()) }
+}
+
+/// Starts `op` in the engine.
+pub(crate) fn start(rt: &mut Runtime, op: &Operation) -> MpiResult<Pending> {
+    let comm = rt.comms.get(op.comm)?;
+    let (peer, tag, count) = check_operation(&comm.shared, op)?;
+    let Some(peer) = peer else {
+        return Ok(Pending::completed(op.comm, Completion::PROC_NULL));
+    };
+    let shared = &comm.shared;
+    let context = shared.p2p_context;
+    let datatype_error = |class| error(op.comm, class, format!("datatype {} cannot be used here", op.datatype));
+    let layout = datatype::contiguous_bytes(op.datatype, count).map_err(datatype_error)?;
+    match op.send_mode {
+        Some(mode) => {
+            let Source::Rank(dest) = peer else { unreachable!("sends have a destination") };
+            let job = shared.job_rank(dest);
+            let (data, staging): (&'static [u8], Staging) = match layout {
+                // SAFETY: MPI requires the send buffer to stay valid and unmodified until completion.
+                Some((offset, length)) => (unsafe { user_bytes(op.comm, op.buffer, offset, length)? }, Staging::None),
+                None => {
+                    let mut packed = vec![0u8; datatype::packed_size(op.datatype, count).map_err(datatype_error)?];
+                    // SAFETY: the user buffer holds `count` elements of the datatype.
+                    unsafe { datatype::pack(op.datatype, count, op.buffer, &mut packed) };
+                    // SAFETY: the Vec moves into the request's staging and lives until completion.
+                    (unsafe { staging_bytes(&mut packed) }, Staging::Send(packed))
+                }
+            };
+            let id = rt.engine.isend(data, job, match tag { TagSelector::Tag(t) => t, TagSelector::Any => 0 }, context, mode).map_err(|e| engine_error(op.comm, e))?;
+            Ok(Pending { comm: op.comm, shared: None, engine: Some(id), staging, done: None, persistent: None })
+        }
+        None => {
+            let source = match peer {
+                Source::Rank(rank) => Source::Rank(shared.job_rank(rank)),
+                Source::Any => Source::Any,
+            };
+            let (buffer, staging): (&'static mut [u8], Staging) = match layout {
+                // SAFETY: MPI requires the receive buffer to stay valid and untouched until completion.
+                Some((offset, length)) => (unsafe { user_bytes(op.comm, op.buffer, offset, length)? }, Staging::None),
+                None => {
+                    let element_size = datatype::packed_size(op.datatype, 1).map_err(datatype_error)?;
+                    let mut packed = vec![0u8; element_size * count];
+                    // SAFETY: the Vec moves into the request's staging and lives until completion.
+                    let lent = unsafe { staging_bytes(&mut packed) };
+                    (lent, Staging::Recv(Unpack { staging: packed, datatype: op.datatype, count, element_size, destination: op.buffer }))
+                }
+            };
+            let id = rt.engine.irecv(buffer, source, tag, context).map_err(|e| engine_error(op.comm, e))?;
+            Ok(Pending { comm: op.comm, shared: Some(shared.clone()), engine: Some(id), staging, done: None, persistent: None })
+        }
+    }
+}
+
+/// Starts `op` and waits for it (the blocking calls).
+fn run_blocking(op: &Operation) -> MpiResult<Completion> {
+    runtime::with(|rt| {
+        let mut pending = start(rt, op)?;
+        pending.wait(&mut rt.engine).map_err(|e| engine_error(op.comm, e))
+    })
+}
+
+fn send_operation(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: SendMode) -> Operation {
+    Operation { send_mode: Some(mode), buffer: buf.cast_mut().cast(), count, datatype, peer: dest, tag, comm }
+}
+
+fn recv_operation(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm) -> Operation {
+    Operation { send_mode: None, buffer: buf.cast(), count, datatype, peer: source, tag, comm }
+}
+
+fn blocking_send(function: &str, op: Operation) -> c_int {
+    match run_blocking(&op) {
+        Ok(completion) => completion_error(function, &completion, op.comm),
+        Err(e) => raise(e.comm, function, e.class, &e.detail),
+    }
+}
+
+/// Starts `op` and stores its request handle.
+unsafe fn nonblocking(function: &str, op: Operation, request: *mut MPI_Request) -> c_int {
+    let result = runtime::with(|rt| {
+        if request.is_null() {
+            return Err(error(op.comm, MPI_ERR_ARG, "request must not be NULL"));
+        }
+        let pending = start(rt, &op)?;
+        let handle = rt.requests.insert(pending);
+        // SAFETY: checked non-null; the caller's handle.
+        unsafe { *request = handle };
+        Ok(())
+    });
+    finish(function, result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Send(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+    blocking_send("MPI_Send", send_operation(buf, count, datatype, dest, tag, comm, SendMode::Standard))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ssend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+    blocking_send("MPI_Ssend", send_operation(buf, count, datatype, dest, tag, comm, SendMode::Synchronous))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+    blocking_send("MPI_Rsend", send_operation(buf, count, datatype, dest, tag, comm, SendMode::Ready))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Recv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+    match run_blocking(&recv_operation(buf, count, datatype, source, tag, comm)) {
+        Ok(completion) => {
+            // SAFETY: the caller's status (or MPI_STATUS_IGNORE).
+            unsafe { write_status(status, &completion) };
+            completion_error("MPI_Recv", &completion, comm)
+        }
+        Err(e) => raise(e.comm, "MPI_Recv", e.class, &e.detail),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Isend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: `request` is the caller's handle pointer.
+    unsafe { nonblocking("MPI_Isend", send_operation(buf, count, datatype, dest, tag, comm, SendMode::Standard), request) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Issend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: `request` is the caller's handle pointer.
+    unsafe { nonblocking("MPI_Issend", send_operation(buf, count, datatype, dest, tag, comm, SendMode::Synchronous), request) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Irsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: `request` is the caller's handle pointer.
+    unsafe { nonblocking("MPI_Irsend", send_operation(buf, count, datatype, dest, tag, comm, SendMode::Ready), request) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Irecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: `request` is the caller's handle pointer.
+    unsafe { nonblocking("MPI_Irecv", recv_operation(buf, count, datatype, source, tag, comm), request) }
+}
+
+/// Receives `receive` while sending `send`; the receive is posted first so that a pairwise
+/// exchange never deadlocks.
+fn exchange(send: &Operation, receive: &Operation) -> MpiResult<(Completion, Completion)> {
+    runtime::with(|rt| {
+        let mut incoming = start(rt, receive)?;
+        let mut outgoing = match start(rt, send) {
+            Ok(pending) => pending,
+            Err(e) => {
+                if let Some(id) = incoming.engine {
+                    rt.engine.cancel(id);
+                }
+                let _ = incoming.wait(&mut rt.engine);
+                return Err(e);
+            }
+        };
+        let received = incoming.wait(&mut rt.engine).map_err(|e| engine_error(receive.comm, e))?;
+        let sent = outgoing.wait(&mut rt.engine).map_err(|e| engine_error(send.comm, e))?;
+        Ok((received, sent))
+    })
+}
+
+fn finish_exchange(function: &str, comm: MPI_Comm, outcome: MpiResult<(Completion, Completion)>, status: *mut MPI_Status) -> c_int {
+    match outcome {
+        Ok((received, sent)) => {
+            // SAFETY: the caller's status (or MPI_STATUS_IGNORE).
+            unsafe { write_status(status, &received) };
+            match completion_error(function, &sent, comm) {
+                MPI_SUCCESS => completion_error(function, &received, comm),
+                failed => failed,
+            }
+        }
+        Err(e) => raise(e.comm, function, e.class, &e.detail),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    let send = send_operation(sendbuf, sendcount, sendtype, dest, sendtag, comm, SendMode::Standard);
+    let receive = recv_operation(recvbuf, recvcount, recvtype, source, recvtag, comm);
+    finish_exchange("MPI_Sendrecv", comm, exchange(&send, &receive), status)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv_replace(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    let copy = (|| -> MpiResult<Vec<u8>> {
+        let elements = check_count(comm, count)?;
+        check_datatype(comm, datatype)?;
+        check_buffer(comm, buf.cast(), elements, datatype)?;
+        let size = datatype::packed_size(datatype, elements).map_err(|class| error(comm, class, "cannot size the datatype"))?;
+        let mut outgoing = vec![0u8; size];
+        // SAFETY: the user buffer holds `count` elements of the datatype.
+        unsafe { datatype::pack(datatype, elements, buf.cast(), &mut outgoing) };
+        Ok(outgoing)
+    })();
+    let outgoing = match copy {
+        Ok(outgoing) => outgoing,
+        Err(e) => return raise(e.comm, "MPI_Sendrecv_replace", e.class, &e.detail),
+    };
+    let Ok(byte_count) = c_int::try_from(outgoing.len()) else {
+        return raise(comm, "MPI_Sendrecv_replace", MPI_ERR_COUNT, "the message is larger than 2 GiB");
+    };
+    let send = send_operation(outgoing.as_ptr().cast(), byte_count, MPI_BYTE, dest, sendtag, comm, SendMode::Standard);
+    let receive = recv_operation(buf, count, datatype, source, recvtag, comm);
+    finish_exchange("MPI_Sendrecv_replace", comm, exchange(&send, &receive), status)
+}
+
+/// Checks a probe's arguments; None for MPI_PROC_NULL.
+fn probe_target(rt: &Runtime, source: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult<Option<(Source, TagSelector, u32)>> {
+    let shared = &rt.comms.get(comm)?.shared;
+    let tag = check_tag(comm, tag, true)?;
+    let Some(source) = check_peer(comm, source, shared.size(), true)? else { return Ok(None) };
+    let source = match source {
+        Source::Rank(rank) => Source::Rank(shared.job_rank(rank)),
+        Source::Any => Source::Any,
+    };
+    Ok(Some((source, tag, shared.p2p_context)))
+}
+
+fn probe_completion(rt: &Runtime, comm: MPI_Comm, status: braid_engine::Status) -> Completion {
+    let source = rt.comms.get(comm).ok().and_then(|c| c.shared.rank_of_job(status.source)).map_or(MPI_UNDEFINED, |r| r as c_int);
+    Completion { source, tag: status.tag, count: status.count, cancelled: false, error: MPI_SUCCESS }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iprobe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+    let outcome = runtime::with(|rt| {
+        if flag.is_null() {
+            return Err(error(comm, MPI_ERR_ARG, "flag must not be NULL"));
+        }
+        let Some((source, tag, context)) = probe_target(rt, source, tag, comm)? else { return Ok(Some(Completion::PROC_NULL)) };
+        let found = rt.engine.iprobe(source, tag, context).map_err(|e| engine_error(comm, e))?;
+        Ok(found.map(|s| probe_completion(rt, comm, s)))
+    });
+    match outcome {
+        Ok(found) => {
+            // SAFETY: `flag` checked non-null; the caller's status.
+            unsafe {
+                *flag = c_int::from(found.is_some());
+                if let Some(completion) = found {
+                    write_status(status, &completion);
+                }
+            }
+            MPI_SUCCESS
+        }
+        Err(e) => raise(e.comm, "MPI_Iprobe", e.class, &e.detail),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Probe(source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+    let outcome = runtime::with(|rt| {
+        let Some((source, tag, context)) = probe_target(rt, source, tag, comm)? else { return Ok(Completion::PROC_NULL) };
+        let mut found = None;
+        let mut failure = None;
+        rt.engine
+            .wait_until(|engine| match engine.iprobe(source, tag, context) {
+                Ok(Some(status)) => {
+                    found = Some(status);
+                    true
+                }
+                Ok(None) => false,
+                Err(e) => {
+                    failure = Some(e);
+                    true
+                }
+            })
+            .map_err(|e| engine_error(comm, e))?;
+        if let Some(e) = failure {
+            return Err(engine_error(comm, e));
+        }
+        let status = found.expect("wait_until returns once a message is found");
+        Ok(probe_completion(rt, comm, status))
+    });
+    match outcome {
+        Ok(completion) => {
+            // SAFETY: the caller's status (or MPI_STATUS_IGNORE).
+            unsafe { write_status(status, &completion) };
+            MPI_SUCCESS
+        }
+        Err(e) => raise(e.comm, "MPI_Probe", e.class, &e.detail),
+    }
+}
+
+/// Elements of `element_size` bytes in `bytes`: MPI_UNDEFINED when not a whole number or too many.
+pub fn count_of(bytes: usize, element_size: usize) -> c_int {
+    if element_size == 0 {
+        return 0;
+    }
+    if !bytes.is_multiple_of(element_size) {
+        return MPI_UNDEFINED;
+    }
+    c_int::try_from(bytes / element_size).unwrap_or(MPI_UNDEFINED)
+}
+
+/// The status behind a `const MPI_Status *` argument.
+///
+/// # Safety
+/// `status` must be NULL, MPI_STATUS_IGNORE or point to a status.
+unsafe fn read_status<'a>(status: *const MPI_Status) -> MpiResult<&'a MPI_Status> {
+    if !is_real_status(status) {
+        return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "status must be a real status, not NULL or MPI_STATUS_IGNORE"));
+    }
+    // SAFETY: a real status pointer, per the caller.
+    Ok(unsafe { &*status })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_count(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) -> c_int {
+    let result = (|| {
+        // SAFETY: the caller's status.
+        let status = unsafe { read_status(status)? };
+        let size = datatype::type_size(datatype).map_err(|class| error(MPI_COMM_WORLD, class, format!("datatype {datatype} is not valid")))?;
+        // SAFETY: the caller's out-pointer (NULL is rejected by store).
+        unsafe { store(count, count_of(status_count(status), size), "count") }
+    })();
+    finish("MPI_Get_count", result)
+}
+
+/// Basic elements in a status, for MPI_Get_elements(_x).
+unsafe fn elements_of(status: *const MPI_Status, datatype: MPI_Datatype) -> MpiResult<usize> {
+    // SAFETY: the caller's status.
+    let status = unsafe { read_status(status)? };
+    datatype::elements(datatype, status_count(status)).map_err(|class| error(MPI_COMM_WORLD, class, format!("datatype {datatype} is not valid")))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_elements(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) -> c_int {
+    let result = (|| {
+        // SAFETY: the caller's status.
+        let elements = unsafe { elements_of(status, datatype)? };
+        let value = c_int::try_from(elements).unwrap_or(MPI_UNDEFINED);
+        // SAFETY: the caller's out-pointer (NULL is rejected by store).
+        unsafe { store(count, value, "count") }
+    })();
+    finish("MPI_Get_elements", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_elements_x(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) -> c_int {
+    let result = (|| {
+        // SAFETY: the caller's status.
+        let elements = unsafe { elements_of(status, datatype)? };
+        // SAFETY: the caller's out-pointer (NULL is rejected by store).
+        unsafe { store(count, elements as MPI_Count, "count") }
+    })();
+    finish("MPI_Get_elements_x", result)
+}
+
+/// Creates an inactive persistent request after checking its arguments.
+unsafe fn persistent(function: &str, op: Operation, request: *mut MPI_Request) -> c_int {
+    let result = runtime::with(|rt| {
+        if request.is_null() {
+            return Err(error(op.comm, MPI_ERR_ARG, "request must not be NULL"));
+        }
+        check_operation(&rt.comms.get(op.comm)?.shared, &op)?;
+        let pending = Pending { comm: op.comm, shared: None, engine: None, staging: Staging::None, done: None, persistent: Some(op) };
+        let handle = rt.requests.insert(pending);
+        // SAFETY: checked non-null; the caller's handle.
+        unsafe { *request = handle };
+        Ok(())
+    });
+    finish(function, result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Send_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: `request` is the caller's handle pointer.
+    unsafe { persistent("MPI_Send_init", send_operation(buf, count, datatype, dest, tag, comm, SendMode::Standard), request) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ssend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: `request` is the caller's handle pointer.
+    unsafe { persistent("MPI_Ssend_init", send_operation(buf, count, datatype, dest, tag, comm, SendMode::Synchronous), request) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Recv_init(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: `request` is the caller's handle pointer.
+    unsafe { persistent("MPI_Recv_init", recv_operation(buf, count, datatype, source, tag, comm), request) }
+}
+
+/// Activates one persistent request.
+fn start_persistent(rt: &mut Runtime, request: MPI_Request) -> MpiResult<()> {
+    let pending = rt.requests.get_mut(request)?;
+    let Some(op) = pending.persistent else {
+        return Err(error(pending.comm, MPI_ERR_REQUEST, format!("request {request} is not persistent")));
+    };
+    if pending.engine.is_some() || pending.done.is_some() {
+        return Err(error(op.comm, MPI_ERR_REQUEST, format!("request {request} is already active")));
+    }
+    let mut started = start(rt, &op)?;
+    started.persistent = Some(op);
+    *rt.requests.get_mut(request)? = started;
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Start(request: *mut MPI_Request) -> c_int {
+    let result = runtime::with(|rt| {
+        if request.is_null() {
+            return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "request must not be NULL"));
+        }
+        // SAFETY: checked non-null; the caller's handle.
+        start_persistent(rt, unsafe { *request })
+    });
+    finish("MPI_Start", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Startall(count: c_int, array_of_requests: *mut MPI_Request) -> c_int {
+    let result = runtime::with(|rt| {
+        let count = check_count(MPI_COMM_WORLD, count)?;
+        if count > 0 && array_of_requests.is_null() {
+            return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "array_of_requests must not be NULL"));
+        }
+        for index in 0..count {
+            // SAFETY: MPI requires `count` handles.
+            start_persistent(rt, unsafe { *array_of_requests.add(index) })?;
+        }
+        Ok(())
+    });
+    finish("MPI_Startall", result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_are_checked_with_the_right_class() {
+        assert_eq!(check_tag(MPI_COMM_WORLD, 0, false).unwrap(), TagSelector::Tag(0));
+        assert_eq!(check_tag(MPI_COMM_WORLD, TAG_UB, false).unwrap(), TagSelector::Tag(TAG_UB));
+        assert_eq!(check_tag(MPI_COMM_WORLD, MPI_ANY_TAG, false).unwrap_err().class, MPI_ERR_TAG);
+        assert_eq!(check_tag(MPI_COMM_WORLD, MPI_ANY_TAG, true).unwrap(), TagSelector::Any);
+        assert_eq!(check_tag(MPI_COMM_WORLD, -5, true).unwrap_err().class, MPI_ERR_TAG);
+    }
+
+    #[test]
+    fn peers_are_checked_with_the_right_class() {
+        assert_eq!(check_peer(MPI_COMM_WORLD, 3, 4, false).unwrap(), Some(Source::Rank(3)));
+        assert_eq!(check_peer(MPI_COMM_WORLD, MPI_PROC_NULL, 4, false).unwrap(), None);
+        assert_eq!(check_peer(MPI_COMM_WORLD, 4, 4, false).unwrap_err().class, MPI_ERR_RANK);
+        assert_eq!(check_peer(MPI_COMM_WORLD, MPI_ANY_SOURCE, 4, false).unwrap_err().class, MPI_ERR_RANK);
+        assert_eq!(check_peer(MPI_COMM_WORLD, MPI_ANY_SOURCE, 4, true).unwrap(), Some(Source::Any));
+        assert_eq!(check_peer(MPI_COMM_WORLD, -7, 4, true).unwrap_err().class, MPI_ERR_RANK);
+    }
+
+    #[test]
+    fn counts_and_buffers_are_checked() {
+        assert_eq!(check_count(MPI_COMM_WORLD, 5).unwrap(), 5);
+        assert_eq!(check_count(MPI_COMM_WORLD, -1).unwrap_err().class, MPI_ERR_COUNT);
+        assert_eq!(check_buffer(MPI_COMM_WORLD, std::ptr::null(), 1, MPI_INT).unwrap_err().class, MPI_ERR_BUFFER);
+        assert!(check_buffer(MPI_COMM_WORLD, std::ptr::null(), 0, MPI_INT).is_ok());
+        assert!(check_buffer(MPI_COMM_WORLD, std::ptr::null(), 1, BRAID_FIRST_DERIVED_DATATYPE).is_ok());
+    }
+
+    #[test]
+    fn counts_from_bytes() {
+        assert_eq!(count_of(12, 4), 3);
+        assert_eq!(count_of(13, 4), MPI_UNDEFINED);
+        assert_eq!(count_of(0, 0), 0);
+        assert_eq!(count_of(1 << 40, 1), MPI_UNDEFINED);
+    }
+}

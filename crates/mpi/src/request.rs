@@ -1,0 +1,821 @@
+//! Requests: MPI_Request handles over engine requests, with what must happen on completion
+//! (unpacking a staged receive, translating the source to a communicator rank), and the
+//! MPI_Wait/MPI_Test families.
+
+// The safety contract of the MPI_* entry points is the MPI standard's rules for their arguments.
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+use std::ffi::c_int;
+use std::sync::Arc;
+
+use braid_engine::{Engine, EngineError, RequestId, SendMode, Status};
+
+use crate::comm::CommShared;
+use crate::consts::*;
+use crate::datatype;
+use crate::error::{error, finish, raise, MpiError, MpiResult};
+use crate::group::store;
+use crate::runtime::{self, engine_error, Runtime};
+
+/// What a completed operation reports, in MPI terms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Completion {
+    pub source: c_int,
+    pub tag: c_int,
+    /// Bytes received (or sent).
+    pub count: usize,
+    pub cancelled: bool,
+    pub error: c_int,
+}
+
+impl Completion {
+    /// The status of a null or inactive request.
+    pub const EMPTY: Completion = Completion { source: MPI_ANY_SOURCE, tag: MPI_ANY_TAG, count: 0, cancelled: false, error: MPI_SUCCESS };
+    /// The status of a receive from MPI_PROC_NULL.
+    pub const PROC_NULL: Completion = Completion { source: MPI_PROC_NULL, tag: MPI_ANY_TAG, count: 0, cancelled: false, error: MPI_SUCCESS };
+}
+
+/// Packs a byte count and the cancelled flag into a status's two count words.
+pub fn pack_count(count: usize, cancelled: bool) -> (c_int, c_int) {
+    let count = count as u64;
+    let low = count as u32 as c_int;
+    let high = (((count >> 32) as u32) << 1 | u32::from(cancelled)) as c_int;
+    (low, high)
+}
+
+/// The byte count stored in a status.
+pub fn status_count(status: &MPI_Status) -> usize {
+    let high = (status.count_hi_and_cancelled as u32 >> 1) as u64;
+    ((high << 32) | status.count_lo as u32 as u64) as usize
+}
+
+/// Whether a status reports a cancelled operation.
+pub fn status_cancelled(status: &MPI_Status) -> bool {
+    status.count_hi_and_cancelled & 1 != 0
+}
+
+/// Whether a status pointer is a real status (not NULL nor MPI_STATUS(ES)_IGNORE).
+#[inline]
+pub fn is_real_status(status: *const MPI_Status) -> bool {
+    !status.is_null() && status != MPI_STATUS_IGNORE.cast_const()
+}
+
+/// Writes `completion` into `status` unless it is MPI_STATUS_IGNORE.
+///
+/// # Safety
+/// `status` must be NULL, MPI_STATUS_IGNORE, or valid for writes.
+#[inline]
+pub unsafe fn write_status(status: *mut MPI_Status, completion: &Completion) {
+    if !is_real_status(status) {
+        return;
+    }
+    let (count_lo, count_hi_and_cancelled) = pack_count(completion.count, completion.cancelled);
+    // SAFETY: a real status pointer, valid for writes per the caller.
+    unsafe {
+        *status = MPI_Status { count_lo, count_hi_and_cancelled, MPI_SOURCE: completion.source, MPI_TAG: completion.tag, MPI_ERROR: completion.error };
+    }
+}
+
+/// A receive that landed in a temporary because the datatype is not contiguous.
+pub struct Unpack {
+    pub staging: Vec<u8>,
+    pub datatype: MPI_Datatype,
+    pub count: usize,
+    /// Packed bytes per element.
+    pub element_size: usize,
+    pub destination: *mut u8,
+}
+
+/// Temporary memory a request needs until it completes.
+pub enum Staging {
+    None,
+    /// A packed copy of non-contiguous send data.
+    Send(Vec<u8>),
+    Recv(Unpack),
+}
+
+/// A persistent request's arguments (MPI_Send_init / MPI_Recv_init).
+#[derive(Debug, Clone, Copy)]
+pub struct Operation {
+    /// None for receives.
+    pub send_mode: Option<SendMode>,
+    pub buffer: *mut u8,
+    pub count: c_int,
+    pub datatype: MPI_Datatype,
+    /// Destination or source (communicator rank, MPI_ANY_SOURCE or MPI_PROC_NULL).
+    pub peer: c_int,
+    pub tag: c_int,
+    pub comm: MPI_Comm,
+}
+
+/// One started operation.
+pub struct Pending {
+    /// Whose error handler applies.
+    pub comm: MPI_Comm,
+    /// Translates the job rank of a received message's source (receives only).
+    pub shared: Option<Arc<CommShared>>,
+    pub engine: Option<RequestId>,
+    pub staging: Staging,
+    /// Set once the operation is complete and its completion work is done.
+    pub done: Option<Completion>,
+    pub persistent: Option<Operation>,
+}
+
+impl Pending {
+    /// An operation that completed at once (MPI_PROC_NULL peers).
+    pub fn completed(comm: MPI_Comm, completion: Completion) -> Pending {
+        Pending { comm, shared: None, engine: None, staging: Staging::None, done: Some(completion), persistent: None }
+    }
+
+    /// Whether the operation is still in flight (a persistent request between starts is not).
+    fn is_active(&self) -> bool {
+        self.engine.is_some() || self.done.is_some()
+    }
+
+    /// Turns the engine's status into the MPI completion, unpacking a staged receive.
+    fn complete(&mut self, status: Status) -> Completion {
+        self.engine = None;
+        let source = match &self.shared {
+            Some(shared) => shared.rank_of_job(status.source).map_or(MPI_UNDEFINED, |r| r as c_int),
+            None => status.source as c_int,
+        };
+        let mut completion = Completion {
+            source,
+            tag: status.tag,
+            count: status.count,
+            cancelled: status.cancelled,
+            error: if status.truncated { MPI_ERR_TRUNCATE } else { MPI_SUCCESS },
+        };
+        if let Staging::Recv(unpack) = std::mem::replace(&mut self.staging, Staging::None) {
+            if !status.cancelled {
+                let whole = status.count.checked_div(unpack.element_size).map_or(unpack.count, |w| w.min(unpack.count));
+                // SAFETY: `destination` is the user's receive buffer, valid for `count` elements of
+                // `datatype` until this request completes (MPI's rule); the staging holds `whole`
+                // packed elements.
+                unsafe { datatype::unpack(unpack.datatype, whole, &unpack.staging[..whole * unpack.element_size], unpack.destination) };
+            }
+        }
+        self.staging = Staging::None;
+        if status.cancelled {
+            completion.count = 0;
+        }
+        self.done = Some(completion);
+        completion
+    }
+
+    /// Makes progress once; whether the operation is complete.
+    pub fn poll(&mut self, engine: &mut Engine) -> Result<bool, EngineError> {
+        if self.done.is_some() {
+            return Ok(true);
+        }
+        let Some(id) = self.engine else { return Ok(true) };
+        match engine.test(id)? {
+            Some(status) => {
+                self.complete(status);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Whether the operation is complete, without making progress.
+    fn is_complete(&self, engine: &Engine) -> bool {
+        match self.engine {
+            Some(id) => engine.is_complete(id),
+            None => true,
+        }
+    }
+
+    /// Waits for the operation and takes its completion (an inactive request gives EMPTY).
+    pub fn wait(&mut self, engine: &mut Engine) -> Result<Completion, EngineError> {
+        if let Some(id) = self.engine {
+            let status = engine.wait(id)?;
+            self.complete(status);
+        }
+        Ok(self.done.take().unwrap_or(Completion::EMPTY))
+    }
+}
+
+/// MPI_Request handles: handle = slot index + 1.
+#[derive(Default)]
+pub struct RequestTable {
+    slots: Vec<Option<Pending>>,
+    free: Vec<u32>,
+    /// Requests freed by MPI_Request_free whose staging must outlive them.
+    detached: Vec<Pending>,
+}
+
+impl RequestTable {
+    pub fn new() -> RequestTable {
+        RequestTable::default()
+    }
+
+    #[inline]
+    pub fn insert(&mut self, pending: Pending) -> MPI_Request {
+        match self.free.pop() {
+            Some(index) => {
+                self.slots[index as usize] = Some(pending);
+                index as MPI_Request + 1
+            }
+            None => {
+                self.slots.push(Some(pending));
+                self.slots.len() as MPI_Request
+            }
+        }
+    }
+
+    #[inline]
+    pub fn get_mut(&mut self, request: MPI_Request) -> MpiResult<&mut Pending> {
+        match usize::try_from(request).ok().and_then(|h| h.checked_sub(1)).and_then(|i| self.slots.get_mut(i)) {
+            Some(Some(pending)) => Ok(pending),
+            _ => Err(invalid_request(request)),
+        }
+    }
+
+    #[inline]
+    pub fn remove(&mut self, request: MPI_Request) -> Option<Pending> {
+        let index = usize::try_from(request).ok()?.checked_sub(1)?;
+        let taken = self.slots.get_mut(index)?.take();
+        if taken.is_some() {
+            self.free.push(index as u32);
+        }
+        taken
+    }
+
+    /// Completes `request`'s work after a wait or a successful test: frees a normal request, keeps
+    /// a persistent one (inactive). Returns the completion and the handle's new value.
+    fn retire(&mut self, request: MPI_Request, completion: Completion) -> (Completion, MPI_Request) {
+        let persistent = self.get_mut(request).map(|p| p.persistent.is_some()).unwrap_or(false);
+        if persistent {
+            if let Ok(pending) = self.get_mut(request) {
+                pending.done = None;
+            }
+            (completion, request)
+        } else {
+            self.remove(request);
+            (completion, MPI_REQUEST_NULL)
+        }
+    }
+
+    /// Keeps a freed request's staging until the engine is done with it.
+    fn detach(&mut self, engine: &mut Engine, pending: Pending) -> Result<(), EngineError> {
+        self.detached.push(pending);
+        let mut index = 0;
+        while index < self.detached.len() {
+            if self.detached[index].poll(engine)? {
+                self.detached.swap_remove(index);
+            } else {
+                index += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Completes every freed request still in flight (MPI_Finalize).
+    pub fn drain_detached(&mut self, engine: &mut Engine) -> Result<(), EngineError> {
+        for mut pending in self.detached.drain(..) {
+            pending.wait(engine)?;
+        }
+        Ok(())
+    }
+}
+
+#[cold]
+fn invalid_request(request: MPI_Request) -> MpiError {
+    error(MPI_COMM_WORLD, MPI_ERR_REQUEST, format!("{request} is not a valid request"))
+}
+
+/// Reads a request handle through a C pointer.
+///
+/// # Safety
+/// `request` must be NULL or point to a handle.
+unsafe fn read_handle(request: *const MPI_Request, what: &str) -> MpiResult<MPI_Request> {
+    if request.is_null() {
+        return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, format!("{what} must not be NULL")));
+    }
+    // SAFETY: non-null, and the caller guarantees it points to a handle.
+    Ok(unsafe { *request })
+}
+
+/// A C array of `count` requests.
+///
+/// # Safety
+/// `requests` must point to `count` handles when `count > 0`.
+unsafe fn request_array<'a>(count: c_int, requests: *mut MPI_Request) -> MpiResult<&'a mut [MPI_Request]> {
+    if count < 0 {
+        return Err(error(MPI_COMM_WORLD, MPI_ERR_COUNT, format!("negative request count {count}")));
+    }
+    if count == 0 {
+        return Ok(&mut []);
+    }
+    if requests.is_null() {
+        return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "the request array is NULL"));
+    }
+    // SAFETY: non-null, and the caller guarantees `count` handles.
+    Ok(unsafe { std::slice::from_raw_parts_mut(requests, count as usize) })
+}
+
+/// The status slot `index` of a C status array (MPI_STATUSES_IGNORE gives the ignore marker).
+#[inline]
+fn status_at(statuses: *mut MPI_Status, index: usize) -> *mut MPI_Status {
+    if is_real_status(statuses) {
+        statuses.wrapping_add(index)
+    } else {
+        MPI_STATUS_IGNORE
+    }
+}
+
+/// Whether the handle refers to an operation that can complete (not null, not inactive).
+fn is_active(rt: &mut Runtime, request: MPI_Request) -> MpiResult<bool> {
+    if request == MPI_REQUEST_NULL {
+        return Ok(false);
+    }
+    Ok(rt.requests.get_mut(request)?.is_active())
+}
+
+/// Waits for one active request; frees it (persistent: deactivates it).
+fn wait_one(rt: &mut Runtime, request: MPI_Request) -> MpiResult<(Completion, MPI_Request, MPI_Comm)> {
+    let Runtime { engine, requests, .. } = rt;
+    let pending = requests.get_mut(request)?;
+    let comm = pending.comm;
+    let completion = pending.wait(engine).map_err(|e| engine_error(comm, e))?;
+    let (completion, handle) = requests.retire(request, completion);
+    Ok((completion, handle, comm))
+}
+
+/// Tests one active request once; Some when it completed (then freed or deactivated).
+fn test_one(rt: &mut Runtime, request: MPI_Request) -> MpiResult<Option<(Completion, MPI_Request, MPI_Comm)>> {
+    let Runtime { engine, requests, .. } = rt;
+    let pending = requests.get_mut(request)?;
+    let comm = pending.comm;
+    if !pending.poll(engine).map_err(|e| engine_error(comm, e))? {
+        return Ok(None);
+    }
+    let completion = pending.done.take().unwrap_or(Completion::EMPTY);
+    let (completion, handle) = requests.retire(request, completion);
+    Ok(Some((completion, handle, comm)))
+}
+
+/// The error of a finished request, if it failed.
+pub(crate) fn completion_error(function: &str, completion: &Completion, comm: MPI_Comm) -> c_int {
+    if completion.error == MPI_SUCCESS {
+        return MPI_SUCCESS;
+    }
+    let detail = match completion.error {
+        MPI_ERR_TRUNCATE => format!("the message was longer than the receive buffer ({} bytes fit)", completion.count),
+        _ => "the operation failed".to_string(),
+    };
+    raise(comm, function, completion.error, &detail)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
+    let outcome = runtime::with(|rt| {
+        // SAFETY: `request` is the caller's handle pointer.
+        let handle = unsafe { read_handle(request, "request")? };
+        if !is_active(rt, handle)? {
+            return Ok(None);
+        }
+        wait_one(rt, handle).map(Some)
+    });
+    match outcome {
+        Ok(None) => {
+            // SAFETY: the caller's status pointer.
+            unsafe { write_status(status, &Completion::EMPTY) };
+            MPI_SUCCESS
+        }
+        Ok(Some((completion, handle, comm))) => {
+            // SAFETY: the caller's handle and status pointers (request checked non-null).
+            unsafe {
+                *request = handle;
+                write_status(status, &completion);
+            }
+            completion_error("MPI_Wait", &completion, comm)
+        }
+        Err(e) => raise(e.comm, "MPI_Wait", e.class, &e.detail),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Test(request: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+    let outcome = runtime::with(|rt| {
+        // SAFETY: `request` is the caller's handle pointer.
+        let handle = unsafe { read_handle(request, "request")? };
+        if flag.is_null() {
+            return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "flag must not be NULL"));
+        }
+        if !is_active(rt, handle)? {
+            return Ok(Some((Completion::EMPTY, handle, MPI_COMM_WORLD)));
+        }
+        test_one(rt, handle)
+    });
+    match outcome {
+        Ok(None) => {
+            // SAFETY: checked non-null above.
+            unsafe { *flag = 0 };
+            MPI_SUCCESS
+        }
+        Ok(Some((completion, handle, comm))) => {
+            // SAFETY: the caller's pointers, `request` and `flag` checked non-null.
+            unsafe {
+                *flag = 1;
+                *request = handle;
+                write_status(status, &completion);
+            }
+            completion_error("MPI_Test", &completion, comm)
+        }
+        Err(e) => raise(e.comm, "MPI_Test", e.class, &e.detail),
+    }
+}
+
+/// The return code of a multiple-completion call whose statuses already carry each request's
+/// error: MPI_ERR_IN_STATUS (through the error handler) when one failed.
+fn report_many(function: &str, results: &[(usize, Completion, MPI_Comm)]) -> c_int {
+    let failed = results.iter().find(|(_, c, _)| c.error != MPI_SUCCESS);
+    let Some(&(_, first, comm)) = failed else { return MPI_SUCCESS };
+    let detail = format!("a request failed with \"{}\"; see the statuses", crate::error::class_text(first.error));
+    raise(comm, function, MPI_ERR_IN_STATUS, &detail)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitall(count: c_int, array_of_requests: *mut MPI_Request, array_of_statuses: *mut MPI_Status) -> c_int {
+    let outcome = runtime::with(|rt| {
+        // SAFETY: MPI requires `count` handles.
+        let requests = unsafe { request_array(count, array_of_requests)? };
+        let mut results = Vec::new();
+        for (index, handle) in requests.iter_mut().enumerate() {
+            let completion = if is_active(rt, *handle)? {
+                let (completion, new_handle, comm) = wait_one(rt, *handle)?;
+                *handle = new_handle;
+                if completion.error != MPI_SUCCESS {
+                    results.push((index, completion, comm));
+                }
+                completion
+            } else {
+                Completion::EMPTY
+            };
+            // SAFETY: the caller's status array holds `count` statuses (or is ignored).
+            unsafe { write_status(status_at(array_of_statuses, index), &completion) };
+        }
+        Ok(results)
+    });
+    match outcome {
+        Ok(results) => report_many("MPI_Waitall", &results),
+        Err(e) => raise(e.comm, "MPI_Waitall", e.class, &e.detail),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testall(count: c_int, array_of_requests: *mut MPI_Request, flag: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
+    let outcome = runtime::with(|rt| {
+        // SAFETY: MPI requires `count` handles.
+        let requests = unsafe { request_array(count, array_of_requests)? };
+        if flag.is_null() {
+            return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "flag must not be NULL"));
+        }
+        let mut all_done = true;
+        for &handle in requests.iter() {
+            if is_active(rt, handle)? {
+                let Runtime { engine, requests: table, .. } = &mut *rt;
+                let pending = table.get_mut(handle)?;
+                let comm = pending.comm;
+                all_done &= pending.poll(engine).map_err(|e| engine_error(comm, e))?;
+            }
+        }
+        if !all_done {
+            // SAFETY: checked non-null.
+            unsafe { *flag = 0 };
+            return Ok(Vec::new());
+        }
+        let mut results = Vec::new();
+        for (index, handle) in requests.iter_mut().enumerate() {
+            let completion = if is_active(rt, *handle)? {
+                let (completion, new_handle, comm) = wait_one(rt, *handle)?;
+                *handle = new_handle;
+                if completion.error != MPI_SUCCESS {
+                    results.push((index, completion, comm));
+                }
+                completion
+            } else {
+                Completion::EMPTY
+            };
+            // SAFETY: the caller's status array holds `count` statuses (or is ignored).
+            unsafe { write_status(status_at(array_of_statuses, index), &completion) };
+        }
+        // SAFETY: checked non-null.
+        unsafe { *flag = 1 };
+        Ok(results)
+    });
+    match outcome {
+        Ok(results) => report_many("MPI_Testall", &results),
+        Err(e) => raise(e.comm, "MPI_Testall", e.class, &e.detail),
+    }
+}
+
+/// The first complete active request in `requests` (after one progress pass), if any; None for
+/// "no active request".
+fn first_complete(rt: &mut Runtime, requests: &[MPI_Request]) -> MpiResult<Option<Option<usize>>> {
+    let mut any_active = false;
+    for (index, &handle) in requests.iter().enumerate() {
+        if !is_active(rt, handle)? {
+            continue;
+        }
+        any_active = true;
+        let Runtime { engine, requests: table, .. } = &mut *rt;
+        let pending = table.get_mut(handle)?;
+        let comm = pending.comm;
+        if pending.poll(engine).map_err(|e| engine_error(comm, e))? {
+            return Ok(Some(Some(index)));
+        }
+    }
+    Ok(if any_active { Some(None) } else { None })
+}
+
+/// Blocks until one of the active requests has completed in the engine.
+fn block_until_any(rt: &mut Runtime, requests: &[MPI_Request]) -> MpiResult<()> {
+    let Runtime { engine, requests: table, .. } = rt;
+    let table = &*table;
+    engine
+        .wait_until(|engine| {
+            requests.iter().any(|&handle| {
+                handle != MPI_REQUEST_NULL
+                    && usize::try_from(handle).ok().and_then(|h| h.checked_sub(1)).and_then(|i| table.slots.get(i)).and_then(|s| s.as_ref()).is_some_and(|p| p.is_active() && p.is_complete(engine))
+            })
+        })
+        .map_err(|e| engine_error(MPI_COMM_WORLD, e))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitany(count: c_int, array_of_requests: *mut MPI_Request, index: *mut c_int, status: *mut MPI_Status) -> c_int {
+    any_completion("MPI_Waitany", count, array_of_requests, index, std::ptr::null_mut(), status, true)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testany(count: c_int, array_of_requests: *mut MPI_Request, index: *mut c_int, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+    if flag.is_null() {
+        return raise(MPI_COMM_WORLD, "MPI_Testany", MPI_ERR_ARG, "flag must not be NULL");
+    }
+    any_completion("MPI_Testany", count, array_of_requests, index, flag, status, false)
+}
+
+/// MPI_Waitany (blocking) and MPI_Testany.
+unsafe fn any_completion(
+    function: &str,
+    count: c_int,
+    array_of_requests: *mut MPI_Request,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+    blocking: bool,
+) -> c_int {
+    let outcome = runtime::with(|rt| {
+        // SAFETY: MPI requires `count` handles.
+        let requests = unsafe { request_array(count, array_of_requests)? };
+        if index.is_null() {
+            return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "index must not be NULL"));
+        }
+        loop {
+            match first_complete(rt, requests)? {
+                None => return Ok(Some((MPI_UNDEFINED, Completion::EMPTY, MPI_COMM_WORLD))),
+                Some(Some(found)) => {
+                    let (completion, handle, comm) = wait_one(rt, requests[found])?;
+                    requests[found] = handle;
+                    return Ok(Some((found as c_int, completion, comm)));
+                }
+                Some(None) if blocking => block_until_any(rt, requests)?,
+                Some(None) => return Ok(None),
+            }
+        }
+    });
+    match outcome {
+        Ok(None) => {
+            // SAFETY: `flag` is non-null for the test form (the only one that gets here).
+            unsafe {
+                *flag = 0;
+                *index = MPI_UNDEFINED;
+            }
+            MPI_SUCCESS
+        }
+        Ok(Some((found, completion, comm))) => {
+            // SAFETY: `index` checked non-null; `flag` is non-null when given; the caller's status.
+            unsafe {
+                *index = found;
+                if !flag.is_null() {
+                    *flag = 1;
+                }
+                write_status(status, &completion);
+            }
+            completion_error(function, &completion, comm)
+        }
+        Err(e) => raise(e.comm, function, e.class, &e.detail),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitsome(incount: c_int, array_of_requests: *mut MPI_Request, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
+    some_completion("MPI_Waitsome", incount, array_of_requests, outcount, array_of_indices, array_of_statuses, true)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testsome(incount: c_int, array_of_requests: *mut MPI_Request, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
+    some_completion("MPI_Testsome", incount, array_of_requests, outcount, array_of_indices, array_of_statuses, false)
+}
+
+/// MPI_Waitsome (blocking) and MPI_Testsome.
+unsafe fn some_completion(
+    function: &str,
+    incount: c_int,
+    array_of_requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut MPI_Status,
+    blocking: bool,
+) -> c_int {
+    let outcome = runtime::with(|rt| {
+        // SAFETY: MPI requires `incount` handles.
+        let requests = unsafe { request_array(incount, array_of_requests)? };
+        if outcount.is_null() || (incount > 0 && array_of_indices.is_null()) {
+            return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "outcount and array_of_indices must not be NULL"));
+        }
+        loop {
+            if first_complete(rt, requests)?.is_none() {
+                // SAFETY: checked non-null.
+                unsafe { *outcount = MPI_UNDEFINED };
+                return Ok(Vec::new());
+            }
+            let mut done = 0usize;
+            let mut failures = Vec::new();
+            for (index, request) in requests.iter_mut().enumerate() {
+                if !is_active(rt, *request)? {
+                    continue;
+                }
+                if let Some((completion, handle, comm)) = test_one(rt, *request)? {
+                    *request = handle;
+                    // SAFETY: the caller's arrays hold `incount` entries (statuses may be ignored).
+                    unsafe {
+                        *array_of_indices.add(done) = index as c_int;
+                        write_status(status_at(array_of_statuses, done), &completion);
+                    }
+                    if completion.error != MPI_SUCCESS {
+                        failures.push((done, completion, comm));
+                    }
+                    done += 1;
+                }
+            }
+            if done > 0 || !blocking {
+                // SAFETY: checked non-null.
+                unsafe { *outcount = done as c_int };
+                return Ok(failures);
+            }
+            block_until_any(rt, requests)?;
+        }
+    });
+    match outcome {
+        Ok(failures) => report_many(function, &failures),
+        Err(e) => raise(e.comm, function, e.class, &e.detail),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
+    let result = runtime::with(|rt| {
+        // SAFETY: `request` is the caller's handle pointer.
+        let handle = unsafe { read_handle(request, "request")? };
+        rt.requests.get_mut(handle)?;
+        let pending = rt.requests.remove(handle).expect("checked above");
+        let comm = pending.comm;
+        match (pending.engine, &pending.staging) {
+            (Some(id), Staging::None) => rt.engine.release(id),
+            (Some(_), _) => rt.requests.detach(&mut rt.engine, pending).map_err(|e| engine_error(comm, e))?,
+            (None, _) => {}
+        }
+        // SAFETY: checked non-null by read_handle.
+        unsafe { *request = MPI_REQUEST_NULL };
+        Ok(())
+    });
+    finish("MPI_Request_free", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
+    let result = runtime::with(|rt| {
+        // SAFETY: `request` is the caller's handle pointer.
+        let handle = unsafe { read_handle(request, "request")? };
+        let pending = rt.requests.get_mut(handle)?;
+        // Sends are never cancelled (MPI lets cancellation fail); a receive is if still unmatched.
+        if let (Some(id), true) = (pending.engine, pending.shared.is_some()) {
+            rt.engine.cancel(id);
+        }
+        Ok(())
+    });
+    finish("MPI_Cancel", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MPI_Status, flag: *mut c_int) -> c_int {
+    if !is_real_status(status) {
+        return raise(MPI_COMM_WORLD, "MPI_Test_cancelled", MPI_ERR_ARG, "status must be a real status");
+    }
+    // SAFETY: a real status pointer from the caller; `flag` is checked by store.
+    let result = unsafe { store(flag, c_int::from(status_cancelled(&*status)), "flag") };
+    finish("MPI_Test_cancelled", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_get_status(request: MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+    let outcome = runtime::with(|rt| {
+        if flag.is_null() {
+            return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "flag must not be NULL"));
+        }
+        if !is_active(rt, request)? {
+            return Ok(Some(Completion::EMPTY));
+        }
+        let Runtime { engine, requests, .. } = rt;
+        let pending = requests.get_mut(request)?;
+        let comm = pending.comm;
+        if pending.poll(engine).map_err(|e| engine_error(comm, e))? {
+            Ok(pending.done)
+        } else {
+            Ok(None)
+        }
+    });
+    match outcome {
+        Ok(completion) => {
+            // SAFETY: `flag` checked non-null; the caller's status.
+            unsafe {
+                *flag = c_int::from(completion.is_some());
+                if let Some(completion) = completion {
+                    write_status(status, &completion);
+                }
+            }
+            MPI_SUCCESS
+        }
+        Err(e) => raise(e.comm, "MPI_Request_get_status", e.class, &e.detail),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_counts_round_trip_with_the_cancelled_bit() {
+        for &(count, cancelled) in &[(0usize, false), (17, true), (u32::MAX as usize, false), ((5usize << 32) + 9, true), ((1usize << 62) + 3, false)] {
+            let (count_lo, count_hi_and_cancelled) = pack_count(count, cancelled);
+            let status = MPI_Status { count_lo, count_hi_and_cancelled, ..MPI_Status::default() };
+            assert_eq!(status_count(&status), count);
+            assert_eq!(status_cancelled(&status), cancelled);
+        }
+    }
+
+    #[test]
+    fn ignored_statuses_are_not_written() {
+        let completion = Completion { source: 3, tag: 7, count: 12, cancelled: false, error: MPI_SUCCESS };
+        // SAFETY: NULL and MPI_STATUS_IGNORE are never dereferenced.
+        unsafe {
+            write_status(MPI_STATUS_IGNORE, &completion);
+            write_status(std::ptr::null_mut(), &completion);
+        }
+        let mut status = MPI_Status::default();
+        // SAFETY: a real status on the stack.
+        unsafe { write_status(&mut status, &completion) };
+        assert_eq!((status.MPI_SOURCE, status.MPI_TAG, status_count(&status)), (3, 7, 12));
+        assert_eq!(status_at(MPI_STATUSES_IGNORE, 5), MPI_STATUS_IGNORE);
+        assert_eq!(status_at(&mut status, 0), &mut status as *mut MPI_Status);
+    }
+
+    #[test]
+    fn the_table_reuses_handles_and_rejects_bad_ones() {
+        let mut table = RequestTable::new();
+        let first = table.insert(Pending::completed(MPI_COMM_WORLD, Completion::PROC_NULL));
+        let second = table.insert(Pending::completed(MPI_COMM_WORLD, Completion::PROC_NULL));
+        assert_eq!((first, second), (1, 2));
+        assert!(table.remove(first).is_some());
+        assert!(table.remove(first).is_none());
+        assert_eq!(table.get_mut(first).err().unwrap().class, MPI_ERR_REQUEST);
+        assert_eq!(table.get_mut(MPI_REQUEST_NULL).err().unwrap().class, MPI_ERR_REQUEST);
+        assert_eq!(table.get_mut(-4).err().unwrap().class, MPI_ERR_REQUEST);
+        assert_eq!(table.insert(Pending::completed(MPI_COMM_WORLD, Completion::EMPTY)), first);
+    }
+
+    #[test]
+    fn persistent_requests_stay_after_retiring() {
+        let mut table = RequestTable::new();
+        let mut pending = Pending::completed(MPI_COMM_WORLD, Completion::PROC_NULL);
+        pending.persistent = Some(Operation {
+            send_mode: None,
+            buffer: std::ptr::null_mut(),
+            count: 0,
+            datatype: MPI_INT,
+            peer: MPI_PROC_NULL,
+            tag: 0,
+            comm: MPI_COMM_WORLD,
+        });
+        let handle = table.insert(pending);
+        let (completion, after) = table.retire(handle, Completion::PROC_NULL);
+        assert_eq!((completion.source, after), (MPI_PROC_NULL, handle));
+        assert!(!table.get_mut(handle).unwrap().is_active());
+        let plain = table.insert(Pending::completed(MPI_COMM_WORLD, Completion::PROC_NULL));
+        assert_eq!(table.retire(plain, Completion::PROC_NULL).1, MPI_REQUEST_NULL);
+    }
+}

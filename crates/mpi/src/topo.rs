@@ -1,0 +1,384 @@
+//! Cartesian topologies and MPI_Dims_create. Ranks are laid out in row-major order (the last
+//! dimension varies fastest); `reorder` is accepted and ignored (ranks keep their order).
+
+// The safety contract of the MPI_* entry points is the MPI standard's rules for their arguments.
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+use std::ffi::c_int;
+
+use crate::comm;
+use crate::consts::*;
+use crate::error::{error, finish, MpiResult};
+use crate::group::store;
+use crate::runtime;
+
+/// A communicator's Cartesian layout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cartesian {
+    pub dims: Vec<c_int>,
+    pub periods: Vec<bool>,
+}
+
+impl Cartesian {
+    /// Number of processes in the grid.
+    pub fn size(&self) -> usize {
+        self.dims.iter().map(|&d| d as usize).product()
+    }
+
+    /// The coordinates of `rank`.
+    pub fn coords(&self, rank: usize) -> Vec<c_int> {
+        let mut rest = rank;
+        let mut coords = vec![0; self.dims.len()];
+        for (coord, &dim) in coords.iter_mut().zip(&self.dims).rev() {
+            *coord = (rest % dim as usize) as c_int;
+            rest /= dim as usize;
+        }
+        coords
+    }
+
+    /// The rank at `coords`; periodic dimensions wrap, others must be in range.
+    pub fn rank(&self, coords: &[c_int]) -> Option<usize> {
+        let mut rank = 0usize;
+        for ((&coord, &dim), &periodic) in coords.iter().zip(&self.dims).zip(&self.periods) {
+            let coord = if periodic {
+                coord.rem_euclid(dim)
+            } else if (0..dim).contains(&coord) {
+                coord
+            } else {
+                return None;
+            };
+            rank = rank * dim as usize + coord as usize;
+        }
+        Some(rank)
+    }
+
+    /// MPI_Cart_shift: (source, destination) of a shift by `displacement` along `direction`.
+    pub fn shift(&self, rank: usize, direction: usize, displacement: c_int) -> (c_int, c_int) {
+        let at = |offset: c_int| {
+            let mut coords = self.coords(rank);
+            coords[direction] += offset;
+            self.rank(&coords).map_or(MPI_PROC_NULL, |r| r as c_int)
+        };
+        (at(-displacement), at(displacement))
+    }
+}
+
+fn factorize(mut n: usize) -> Vec<usize> {
+    let mut factors = Vec::new();
+    let mut divisor = 2;
+    while divisor * divisor <= n {
+        while n.is_multiple_of(divisor) {
+            factors.push(divisor);
+            n /= divisor;
+        }
+        divisor += 1;
+    }
+    if n > 1 {
+        factors.push(n);
+    }
+    factors
+}
+
+/// MPI_Dims_create: fills the zero entries of `dims` so that the product is `nodes`, as balanced
+/// as possible and in non-increasing order. Errors are (class, detail).
+pub fn dims_create(nodes: c_int, dims: &mut [c_int]) -> Result<(), (c_int, String)> {
+    if nodes <= 0 {
+        return Err((MPI_ERR_ARG, format!("nnodes {nodes} must be positive")));
+    }
+    if let Some(bad) = dims.iter().find(|&&d| d < 0) {
+        return Err((MPI_ERR_DIMS, format!("dimension {bad} is negative")));
+    }
+    let fixed: usize = dims.iter().filter(|&&d| d > 0).map(|&d| d as usize).product();
+    if !(nodes as usize).is_multiple_of(fixed) {
+        return Err((MPI_ERR_DIMS, format!("{nodes} processes cannot fill the fixed dimensions (product {fixed})")));
+    }
+    let free: Vec<usize> = dims.iter().enumerate().filter(|(_, &d)| d == 0).map(|(i, _)| i).collect();
+    let remaining = nodes as usize / fixed;
+    if free.is_empty() {
+        return if remaining == 1 { Ok(()) } else { Err((MPI_ERR_DIMS, format!("the dimensions multiply to {fixed}, not {nodes}"))) };
+    }
+    let mut sizes = vec![1usize; free.len()];
+    let mut factors = factorize(remaining);
+    factors.sort_unstable_by(|a, b| b.cmp(a));
+    for factor in factors {
+        let smallest = (0..sizes.len()).min_by_key(|&i| sizes[i]).expect("at least one free dimension");
+        sizes[smallest] *= factor;
+    }
+    sizes.sort_unstable_by(|a, b| b.cmp(a));
+    for (index, size) in free.into_iter().zip(sizes) {
+        dims[index] = size as c_int;
+    }
+    Ok(())
+}
+
+/// The Cartesian layout of `comm` and this process's rank in it.
+fn cartesian_of(comm: MPI_Comm) -> MpiResult<(Cartesian, usize)> {
+    runtime::with(|rt| {
+        let entry = rt.comms.get(comm)?;
+        let layout = entry.topology.clone().ok_or_else(|| error(comm, MPI_ERR_TOPOLOGY, "the communicator has no Cartesian topology"))?;
+        Ok((layout, entry.shared.rank as usize))
+    })
+}
+
+/// A C array of `n` ints (empty when `n` is 0).
+///
+/// # Safety
+/// `values` must point to `n` ints when `n > 0`.
+unsafe fn int_array<'a>(comm: MPI_Comm, values: *const c_int, n: usize, what: &str) -> MpiResult<&'a [c_int]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if values.is_null() {
+        return Err(error(comm, MPI_ERR_ARG, format!("{what} must not be NULL")));
+    }
+    // SAFETY: non-null; the caller guarantees `n` ints.
+    Ok(unsafe { std::slice::from_raw_parts(values, n) })
+}
+
+/// Copies `values` into a C array of at least `values.len()` ints.
+///
+/// # Safety
+/// `out` must be valid for `values.len()` ints when non-empty.
+unsafe fn write_ints(comm: MPI_Comm, out: *mut c_int, values: &[c_int], what: &str) -> MpiResult<()> {
+    if values.is_empty() {
+        return Ok(());
+    }
+    if out.is_null() {
+        return Err(error(comm, MPI_ERR_ARG, format!("{what} must not be NULL")));
+    }
+    // SAFETY: non-null; the caller guarantees room for `values.len()` ints.
+    unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), out, values.len()) };
+    Ok(())
+}
+
+fn check_ndims(comm: MPI_Comm, ndims: c_int) -> MpiResult<usize> {
+    usize::try_from(ndims).map_err(|_| error(comm, MPI_ERR_DIMS, format!("ndims {ndims} is negative")))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) -> c_int {
+    let result = (|| {
+        let count = check_ndims(MPI_COMM_WORLD, ndims)?;
+        if count == 0 {
+            return Ok(());
+        }
+        if dims.is_null() {
+            return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "dims must not be NULL"));
+        }
+        // SAFETY: non-null; MPI requires `ndims` ints.
+        let dims = unsafe { std::slice::from_raw_parts_mut(dims, count) };
+        dims_create(nnodes, dims).map_err(|(class, detail)| error(MPI_COMM_WORLD, class, detail))
+    })();
+    finish("MPI_Dims_create", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Cart_create(comm_old: MPI_Comm, ndims: c_int, dims: *const c_int, periods: *const c_int, reorder: c_int, comm_cart: *mut MPI_Comm) -> c_int {
+    let _ = reorder;
+    let result = (|| {
+        let count = check_ndims(comm_old, ndims)?;
+        // SAFETY: MPI requires `ndims` ints in each array.
+        let (dims, periods) = unsafe { (int_array(comm_old, dims, count, "dims")?, int_array(comm_old, periods, count, "periods")?) };
+        if comm_cart.is_null() {
+            return Err(error(comm_old, MPI_ERR_ARG, "comm_cart must not be NULL"));
+        }
+        if let Some(bad) = dims.iter().find(|&&d| d <= 0) {
+            return Err(error(comm_old, MPI_ERR_DIMS, format!("dimension {bad} must be positive")));
+        }
+        let layout = Cartesian { dims: dims.to_vec(), periods: periods.iter().map(|&p| p != 0).collect() };
+        let (members, rank) = runtime::with(|rt| {
+            let shared = &rt.comms.get(comm_old)?.shared;
+            Ok((shared.members.clone(), shared.rank as usize))
+        })?;
+        if layout.size() > members.len() {
+            return Err(error(comm_old, MPI_ERR_DIMS, format!("the grid needs {} processes, the communicator has {}", layout.size(), members.len())));
+        }
+        let mine = (rank < layout.size()).then(|| members[..layout.size()].to_vec());
+        let created = comm::create_from(comm_old, mine, Some(layout))?;
+        // SAFETY: checked non-null; the caller's handle.
+        unsafe { *comm_cart = created };
+        Ok(())
+    })();
+    finish("MPI_Cart_create", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Cart_coords(comm: MPI_Comm, rank: c_int, maxdims: c_int, coords: *mut c_int) -> c_int {
+    let result = (|| {
+        let (layout, _) = cartesian_of(comm)?;
+        if rank < 0 || rank as usize >= layout.size() {
+            return Err(error(comm, MPI_ERR_RANK, format!("rank {rank} is not in the grid")));
+        }
+        if (maxdims as i64) < layout.dims.len() as i64 {
+            return Err(error(comm, MPI_ERR_ARG, format!("maxdims {maxdims} is below the grid's {} dimensions", layout.dims.len())));
+        }
+        // SAFETY: MPI requires room for `maxdims` ints, at least the grid's dimensions.
+        unsafe { write_ints(comm, coords, &layout.coords(rank as usize), "coords") }
+    })();
+    finish("MPI_Cart_coords", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Cart_rank(comm: MPI_Comm, coords: *const c_int, rank: *mut c_int) -> c_int {
+    let result = (|| {
+        let (layout, _) = cartesian_of(comm)?;
+        // SAFETY: MPI requires one coordinate per dimension.
+        let coords = unsafe { int_array(comm, coords, layout.dims.len(), "coords")? };
+        let found = layout.rank(coords).ok_or_else(|| error(comm, MPI_ERR_ARG, format!("coordinates {coords:?} are outside the grid")))?;
+        // SAFETY: the caller's out-pointer (NULL is rejected by store).
+        unsafe { store(rank, found as c_int, "rank") }
+    })();
+    finish("MPI_Cart_rank", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Cart_shift(comm: MPI_Comm, direction: c_int, disp: c_int, rank_source: *mut c_int, rank_dest: *mut c_int) -> c_int {
+    let result = (|| {
+        let (layout, rank) = cartesian_of(comm)?;
+        if direction < 0 || direction as usize >= layout.dims.len() {
+            return Err(error(comm, MPI_ERR_ARG, format!("direction {direction} is not a dimension of the grid")));
+        }
+        let (source, dest) = layout.shift(rank, direction as usize, disp);
+        // SAFETY: the caller's out-pointers (NULL is rejected by store).
+        unsafe {
+            store(rank_source, source, "rank_source")?;
+            store(rank_dest, dest, "rank_dest")
+        }
+    })();
+    finish("MPI_Cart_shift", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Cart_get(comm: MPI_Comm, maxdims: c_int, dims: *mut c_int, periods: *mut c_int, coords: *mut c_int) -> c_int {
+    let result = (|| {
+        let (layout, rank) = cartesian_of(comm)?;
+        if (maxdims as i64) < layout.dims.len() as i64 {
+            return Err(error(comm, MPI_ERR_ARG, format!("maxdims {maxdims} is below the grid's {} dimensions", layout.dims.len())));
+        }
+        let periodic: Vec<c_int> = layout.periods.iter().map(|&p| c_int::from(p)).collect();
+        // SAFETY: MPI requires room for `maxdims` ints in each array.
+        unsafe {
+            write_ints(comm, dims, &layout.dims, "dims")?;
+            write_ints(comm, periods, &periodic, "periods")?;
+            write_ints(comm, coords, &layout.coords(rank), "coords")
+        }
+    })();
+    finish("MPI_Cart_get", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Cartdim_get(comm: MPI_Comm, ndims: *mut c_int) -> c_int {
+    let result = (|| {
+        let (layout, _) = cartesian_of(comm)?;
+        // SAFETY: the caller's out-pointer (NULL is rejected by store).
+        unsafe { store(ndims, layout.dims.len() as c_int, "ndims") }
+    })();
+    finish("MPI_Cartdim_get", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Topo_test(comm: MPI_Comm, status: *mut c_int) -> c_int {
+    let result = runtime::with(|rt| {
+        let kind = if rt.comms.get(comm)?.topology.is_some() { MPI_CART } else { MPI_UNDEFINED };
+        // SAFETY: the caller's out-pointer (NULL is rejected by store).
+        unsafe { store(status, kind, "status") }
+    });
+    finish("MPI_Topo_test", result)
+}
+
+/// MPI_Cart_sub's split: (color, key, sub-grid) for this process.
+fn sub_grid(layout: &Cartesian, rank: usize, remain: &[bool]) -> (c_int, c_int, Cartesian) {
+    let coords = layout.coords(rank);
+    let mut color = 0usize;
+    let mut key = 0usize;
+    let mut kept = Cartesian { dims: Vec::new(), periods: Vec::new() };
+    for (((&coord, &dim), &periodic), &keep) in coords.iter().zip(&layout.dims).zip(&layout.periods).zip(remain) {
+        if keep {
+            key = key * dim as usize + coord as usize;
+            kept.dims.push(dim);
+            kept.periods.push(periodic);
+        } else {
+            color = color * dim as usize + coord as usize;
+        }
+    }
+    (color as c_int, key as c_int, kept)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Cart_sub(comm: MPI_Comm, remain_dims: *const c_int, newcomm: *mut MPI_Comm) -> c_int {
+    let result = (|| {
+        let (layout, rank) = cartesian_of(comm)?;
+        // SAFETY: MPI requires one flag per dimension.
+        let remain: Vec<bool> = unsafe { int_array(comm, remain_dims, layout.dims.len(), "remain_dims")? }.iter().map(|&r| r != 0).collect();
+        if newcomm.is_null() {
+            return Err(error(comm, MPI_ERR_ARG, "newcomm must not be NULL"));
+        }
+        let (color, key, kept) = sub_grid(&layout, rank, &remain);
+        let created = comm::split(comm, color, key)?;
+        runtime::with(|rt| {
+            rt.comms.get_mut(created)?.topology = Some(kept);
+            Ok(())
+        })?;
+        // SAFETY: checked non-null; the caller's handle.
+        unsafe { *newcomm = created };
+        Ok(())
+    })();
+    finish("MPI_Cart_sub", result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dims_of(nodes: c_int, mut dims: Vec<c_int>) -> Result<Vec<c_int>, c_int> {
+        dims_create(nodes, &mut dims).map(|_| dims).map_err(|(class, _)| class)
+    }
+
+    #[test]
+    fn dims_are_balanced_and_non_increasing() {
+        assert_eq!(dims_of(12, vec![0, 0]).unwrap(), vec![4, 3]);
+        assert_eq!(dims_of(16, vec![0, 0, 0]).unwrap(), vec![4, 2, 2]);
+        assert_eq!(dims_of(36, vec![0, 0]).unwrap(), vec![6, 6]);
+        assert_eq!(dims_of(7, vec![0, 0]).unwrap(), vec![7, 1]);
+        assert_eq!(dims_of(1, vec![0, 0, 0]).unwrap(), vec![1, 1, 1]);
+    }
+
+    #[test]
+    fn fixed_dims_are_kept() {
+        assert_eq!(dims_of(12, vec![0, 3, 0]).unwrap(), vec![2, 3, 2]);
+        assert_eq!(dims_of(6, vec![2, 3]).unwrap(), vec![2, 3]);
+        assert_eq!(dims_of(7, vec![0, 3]).unwrap_err(), MPI_ERR_DIMS);
+        assert_eq!(dims_of(6, vec![2, 2]).unwrap_err(), MPI_ERR_DIMS);
+        assert_eq!(dims_of(6, vec![-1, 0]).unwrap_err(), MPI_ERR_DIMS);
+        assert_eq!(dims_of(0, vec![0]).unwrap_err(), MPI_ERR_ARG);
+    }
+
+    #[test]
+    fn coordinates_are_row_major_and_round_trip() {
+        let grid = Cartesian { dims: vec![2, 3], periods: vec![false, true] };
+        assert_eq!(grid.coords(4), vec![1, 1]);
+        for rank in 0..grid.size() {
+            assert_eq!(grid.rank(&grid.coords(rank)), Some(rank));
+        }
+        assert_eq!(grid.rank(&[0, 4]), Some(1));
+        assert_eq!(grid.rank(&[2, 0]), None);
+    }
+
+    #[test]
+    fn shifts_wrap_only_on_periodic_dimensions() {
+        let grid = Cartesian { dims: vec![2, 3], periods: vec![false, true] };
+        assert_eq!(grid.shift(0, 1, 1), (2, 1));
+        assert_eq!(grid.shift(0, 0, 1), (MPI_PROC_NULL, 3));
+        assert_eq!(grid.shift(3, 0, 1), (0, MPI_PROC_NULL));
+    }
+
+    #[test]
+    fn sub_grids_split_by_the_dropped_dimensions() {
+        let grid = Cartesian { dims: vec![2, 3], periods: vec![true, false] };
+        let (color, key, kept) = sub_grid(&grid, 5, &[false, true]);
+        assert_eq!((color, key), (1, 2));
+        assert_eq!(kept, Cartesian { dims: vec![3], periods: vec![false] });
+        let (color, key, _) = sub_grid(&grid, 5, &[true, false]);
+        assert_eq!((color, key), (2, 1));
+    }
+}

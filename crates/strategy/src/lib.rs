@@ -1,2 +1,191 @@
 //! Strategies: I/O-free decisions about how a message travels (which transport, which protocol,
 //! and for multirail, what split). They receive every fact they need, clocks included.
+//!
+//! Following the layered design of NewMadeleine (seed 004, section III-B), the engine asks the
+//! strategy at its decision points — a send is posted, a rendezvous request is matched — and then
+//! carries the decision out. Nothing here touches a transport or the system.
+
+use std::fmt;
+
+use braid_config::{CmaMode, Config};
+use braid_transport::{Capabilities, PeerId};
+
+/// A rank that no transport reaches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unroutable {
+    pub rank: PeerId,
+}
+
+impl fmt::Display for Unroutable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "no transport reaches rank {} (inter-node transports are not available yet)", self.rank)
+    }
+}
+
+impl std::error::Error for Unroutable {}
+
+/// Which transport (an index into the engine's transport list) carries each peer's traffic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Router {
+    routes: Vec<usize>,
+}
+
+impl Router {
+    /// Routes `own_rank` to `self_transport` and every other rank of `0..size` to the first of
+    /// the `transport_count` transports for which `reaches(transport, rank)` holds.
+    pub fn new(
+        own_rank: PeerId,
+        size: u32,
+        self_transport: usize,
+        transport_count: usize,
+        reaches: impl Fn(usize, PeerId) -> bool,
+    ) -> Result<Router, Unroutable> {
+        let routes = (0..size)
+            .map(|rank| {
+                if rank == own_rank {
+                    Ok(self_transport)
+                } else {
+                    (0..transport_count).find(|&transport| reaches(transport, rank)).ok_or(Unroutable { rank })
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Router { routes })
+    }
+
+    /// The transport carrying traffic to `peer` (a rank of the job).
+    #[inline]
+    pub fn transport_for(&self, peer: PeerId) -> usize {
+        self.routes[peer as usize]
+    }
+
+    /// The ranks routed through `transport`, in rank order.
+    pub fn peers_of(&self, transport: usize) -> impl Iterator<Item = PeerId> + '_ {
+        self.routes.iter().enumerate().filter(move |(_, &t)| t == transport).map(|(rank, _)| rank as PeerId)
+    }
+}
+
+/// How the bytes of one message travel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// Payload travels with the matching information; the sender is done once it is posted.
+    Eager,
+    /// The sender announces the message; the receiver fetches it once matched.
+    Rendezvous,
+}
+
+/// How a matched rendezvous moves its bytes, decided by the receiver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RendezvousPath {
+    /// The receiver reads the sender's buffer directly (CMA), `chunk` bytes per read.
+    SingleCopy { chunk: usize },
+    /// The sender streams chunks through the transport (see [`ProtocolPolicy::pipeline_chunk`]);
+    /// the receiver copies them into place.
+    Pipeline,
+}
+
+/// Protocol thresholds from the configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProtocolPolicy {
+    eager_max: usize,
+    remote_read_allowed: bool,
+    remote_read_chunk: usize,
+}
+
+impl ProtocolPolicy {
+    pub fn from_config(config: &Config) -> ProtocolPolicy {
+        ProtocolPolicy {
+            eager_max: config.eager_max,
+            remote_read_allowed: config.cma == CmaMode::Auto,
+            remote_read_chunk: config.cma_chunk.max(1),
+        }
+    }
+
+    /// Largest message sent eagerly over a transport with `caps`, whose frames carry a header of
+    /// `header_len` bytes.
+    #[inline]
+    pub fn eager_limit(&self, caps: &Capabilities, header_len: usize) -> usize {
+        self.eager_max.min(caps.max_payload.saturating_sub(header_len))
+    }
+
+    /// Protocol for a `len`-byte message.
+    #[inline]
+    pub fn choose(&self, len: usize, caps: &Capabilities, header_len: usize) -> Protocol {
+        if len <= self.eager_limit(caps, header_len) {
+            Protocol::Eager
+        } else {
+            Protocol::Rendezvous
+        }
+    }
+
+    /// How a matched rendezvous from a peer moves: single copy when the transport can read
+    /// remotely, the configuration allows it and the kernel has not refused it for that peer.
+    pub fn rendezvous_path(&self, caps: &Capabilities, remote_read_refused: bool) -> RendezvousPath {
+        if caps.remote_read && self.remote_read_allowed && !remote_read_refused {
+            RendezvousPath::SingleCopy { chunk: self.remote_read_chunk }
+        } else {
+            RendezvousPath::Pipeline
+        }
+    }
+
+    /// Bytes per pipeline frame: as much as one frame with a `header_len`-byte header may carry.
+    pub fn pipeline_chunk(&self, caps: &Capabilities, header_len: usize) -> usize {
+        caps.max_payload.saturating_sub(header_len).max(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caps(max_payload: usize, remote_read: bool) -> Capabilities {
+        Capabilities { max_payload, max_inline: 1024, remote_read, wakes_receiver: true }
+    }
+
+    #[test]
+    fn own_rank_goes_to_self_and_others_to_the_first_transport_reaching_them() {
+        // Transport 0 is self; 1 reaches ranks 1 and 2; 2 reaches ranks 2 and 3.
+        let reaches = |transport: usize, rank: u32| match transport {
+            1 => rank == 1 || rank == 2,
+            2 => rank == 2 || rank == 3,
+            _ => false,
+        };
+        let router = Router::new(0, 4, 0, 3, reaches).unwrap();
+        assert_eq!((0..4).map(|r| router.transport_for(r)).collect::<Vec<_>>(), vec![0, 1, 1, 2]);
+        assert_eq!(router.peers_of(1).collect::<Vec<_>>(), vec![1, 2]);
+    }
+
+    #[test]
+    fn an_unreachable_rank_is_named() {
+        let error = Router::new(1, 3, 0, 2, |transport, rank| transport == 1 && rank == 0).unwrap_err();
+        assert_eq!(error, Unroutable { rank: 2 });
+        assert!(error.to_string().contains("rank 2"));
+    }
+
+    #[test]
+    fn eager_up_to_the_smaller_of_the_setting_and_the_transport_room() {
+        let policy = ProtocolPolicy::from_config(&Config { eager_max: 32 * 1024, ..Config::default() });
+        let big = caps(64 * 1024, true);
+        assert_eq!(policy.choose(32 * 1024, &big, 40), Protocol::Eager);
+        assert_eq!(policy.choose(32 * 1024 + 1, &big, 40), Protocol::Rendezvous);
+        let small = caps(4096, true);
+        assert_eq!(policy.eager_limit(&small, 40), 4096 - 40);
+        assert_eq!(policy.choose(4096 - 40, &small, 40), Protocol::Eager);
+        assert_eq!(policy.choose(4096 - 39, &small, 40), Protocol::Rendezvous);
+        let unlimited = caps(usize::MAX, false);
+        assert_eq!(policy.choose(32 * 1024 + 1, &unlimited, 40), Protocol::Rendezvous);
+        assert_eq!(policy.choose(0, &caps(0, false), 40), Protocol::Eager);
+    }
+
+    #[test]
+    fn single_copy_only_when_offered_allowed_and_not_refused() {
+        let auto = ProtocolPolicy::from_config(&Config { cma_chunk: 1 << 20, ..Config::default() });
+        let off = ProtocolPolicy::from_config(&Config { cma: CmaMode::Off, ..Config::default() });
+        let cma = caps(64 * 1024, true);
+        assert_eq!(auto.rendezvous_path(&cma, false), RendezvousPath::SingleCopy { chunk: 1 << 20 });
+        assert_eq!(auto.rendezvous_path(&cma, true), RendezvousPath::Pipeline);
+        assert_eq!(auto.rendezvous_path(&caps(8192, false), false), RendezvousPath::Pipeline);
+        assert_eq!(off.rendezvous_path(&cma, false), RendezvousPath::Pipeline);
+        assert_eq!(auto.pipeline_chunk(&cma, 13), 64 * 1024 - 13);
+        assert_eq!(auto.pipeline_chunk(&caps(usize::MAX, false), 13), usize::MAX - 13);
+    }
+}

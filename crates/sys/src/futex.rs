@@ -1,0 +1,172 @@
+//! Futex wait/wake on words that may live in memory shared between processes, and the
+//! [`Doorbell`] built on them.
+//!
+//! The futex operations are the *shared* (non-private) ones: the kernel keys them on the
+//! underlying page, so a waiter and a waker may map the word at different addresses.
+
+use std::io;
+use std::sync::atomic::{fence, AtomicU32, Ordering};
+use std::time::Duration;
+
+/// Why [`wait`] returned. Callers re-check their condition in every case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitOutcome {
+    /// Woken by [`wake`] (or spuriously).
+    Woken,
+    /// The word no longer held the expected value.
+    Changed,
+    /// The timeout passed.
+    TimedOut,
+    /// A signal interrupted the wait.
+    Interrupted,
+}
+
+/// Sleeps while `word == expected`, for at most `timeout` (forever if `None`).
+pub fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) -> io::Result<WaitOutcome> {
+    let timespec = timeout.map(|t| libc::timespec {
+        tv_sec: t.as_secs().min(libc::time_t::MAX as u64) as libc::time_t,
+        tv_nsec: t.subsec_nanos() as libc::c_long,
+    });
+    let timespec_ptr = timespec.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: FUTEX_WAIT reads the aligned u32 behind `word` (valid for the call) and the optional
+    // relative timeout; it writes nothing.
+    let result = unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAIT, expected, timespec_ptr, std::ptr::null::<u32>(), 0u32) };
+    if result == 0 {
+        return Ok(WaitOutcome::Woken);
+    }
+    let error = io::Error::last_os_error();
+    match error.raw_os_error() {
+        Some(libc::EAGAIN) => Ok(WaitOutcome::Changed),
+        Some(libc::ETIMEDOUT) => Ok(WaitOutcome::TimedOut),
+        Some(libc::EINTR) => Ok(WaitOutcome::Interrupted),
+        _ => Err(error),
+    }
+}
+
+/// Wakes up to `count` waiters on `word`; returns how many were woken.
+pub fn wake(word: &AtomicU32, count: u32) -> usize {
+    let count = count.min(i32::MAX as u32) as libc::c_int;
+    // SAFETY: FUTEX_WAKE only uses the address of `word` as a key.
+    let result = unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, count, std::ptr::null::<libc::timespec>(), std::ptr::null::<u32>(), 0u32) };
+    result.max(0) as usize
+}
+
+#[repr(C, align(64))]
+#[derive(Debug, Default)]
+struct CacheLine(AtomicU32);
+
+/// A receiver's doorbell: senders ring it after posting, and it wakes the receiver only while it
+/// sleeps, so ringing an awake receiver costs a fence and a load, never a system call.
+///
+/// All-zero bytes are a valid idle doorbell, so it may be placed in a fresh shared mapping.
+///
+/// Protocol (an eventcount): the receiver calls [`prepare_sleep`](Doorbell::prepare_sleep), checks
+/// its channels once more, then [`sleep`](Doorbell::sleep)s with the token and finally calls
+/// [`finish_sleep`](Doorbell::finish_sleep). A sender publishes its frame, then calls
+/// [`ring`](Doorbell::ring). Either the receiver's last check sees the frame, or the sender sees
+/// the sleeping flag and bumps the counter, which makes the futex wait return.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct Doorbell {
+    counter: CacheLine,
+    sleeping: CacheLine,
+}
+
+impl Doorbell {
+    pub fn new() -> Doorbell {
+        Doorbell::default()
+    }
+
+    /// Announces that the receiver is about to sleep; returns the token for [`Doorbell::sleep`].
+    pub fn prepare_sleep(&self) -> u32 {
+        let token = self.counter.0.load(Ordering::Acquire);
+        self.sleeping.0.store(1, Ordering::Relaxed);
+        // Orders the flag store before the receiver's next look at its channels (pairs with the
+        // fence in `ring`).
+        fence(Ordering::SeqCst);
+        token
+    }
+
+    /// Sleeps until rung or `timeout` passes; returns at once if rung since `prepare_sleep`.
+    pub fn sleep(&self, token: u32, timeout: Duration) {
+        // Errors (only EFAULT/EINVAL, impossible for a valid &AtomicU32) end the sleep early,
+        // which the caller's polling loop tolerates.
+        let _ = wait(&self.counter.0, token, Some(timeout));
+    }
+
+    /// Ends the sleep phase: senders stop ringing.
+    pub fn finish_sleep(&self) {
+        self.sleeping.0.store(0, Ordering::Relaxed);
+    }
+
+    /// Called by a sender after publishing a frame (with a Release store).
+    #[inline]
+    pub fn ring(&self) {
+        fence(Ordering::SeqCst);
+        if self.sleeping.0.load(Ordering::Relaxed) != 0 {
+            self.wake_sleeper();
+        }
+    }
+
+    #[cold]
+    fn wake_sleeper(&self) {
+        self.counter.0.fetch_add(1, Ordering::Release);
+        wake(&self.counter.0, u32::MAX);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    #[test]
+    fn wait_returns_at_once_when_the_value_differs() {
+        let word = AtomicU32::new(5);
+        assert_eq!(wait(&word, 4, Some(Duration::from_secs(5))).unwrap(), WaitOutcome::Changed);
+    }
+
+    #[test]
+    fn wait_times_out() {
+        let word = AtomicU32::new(0);
+        let start = Instant::now();
+        assert_eq!(wait(&word, 0, Some(Duration::from_millis(20))).unwrap(), WaitOutcome::TimedOut);
+        assert!(start.elapsed() >= Duration::from_millis(15));
+    }
+
+    #[test]
+    fn a_sleeping_doorbell_is_woken_by_ring() {
+        let bell = Arc::new(Doorbell::new());
+        let sleeper = {
+            let bell = Arc::clone(&bell);
+            std::thread::spawn(move || {
+                let token = bell.prepare_sleep();
+                let start = Instant::now();
+                bell.sleep(token, Duration::from_secs(10));
+                bell.finish_sleep();
+                start.elapsed()
+            })
+        };
+        while bell.sleeping.0.load(Ordering::Relaxed) == 0 {
+            std::thread::yield_now();
+        }
+        std::thread::sleep(Duration::from_millis(30));
+        bell.ring();
+        assert!(sleeper.join().unwrap() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn ring_after_prepare_makes_sleep_return_at_once() {
+        let bell = Doorbell::new();
+        let token = bell.prepare_sleep();
+        bell.ring();
+        let start = Instant::now();
+        bell.sleep(token, Duration::from_secs(10));
+        assert!(start.elapsed() < Duration::from_secs(5));
+        bell.finish_sleep();
+        let before = bell.counter.0.load(Ordering::Relaxed);
+        bell.ring();
+        assert_eq!(bell.counter.0.load(Ordering::Relaxed), before, "an awake receiver must not be rung");
+    }
+}

@@ -2,7 +2,9 @@
 
 pub mod affinity;
 pub mod cma;
+pub mod fd;
 pub mod futex;
 pub mod process;
 pub mod shm;
+pub mod signal;
 pub mod topology;

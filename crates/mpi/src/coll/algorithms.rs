@@ -1,0 +1,634 @@
+//! Collective algorithms over a [`CollChannel`], on contiguous bytes.
+//!
+//! Every member of a communicator calls the same algorithm with matching sizes. Messages between
+//! one pair are matched in order (MPI's non-overtaking rule), so an algorithm only has to make
+//! both sides of every pair agree on the sequence and the sizes of their messages. A send may
+//! block until it is matched, so every exchange in which both sides send goes through
+//! `sendrecv`, and no rank ever sends to itself.
+//!
+//! Reductions use [`Combine`] (`inout = input op inout`). Non-commutative operations are always
+//! applied in rank order: the result is `x0 op x1 op ... op x(n-1)`.
+
+use std::ops::Range;
+
+use super::{CollChannel, Combine};
+use crate::consts::{MPI_ERR_ARG, MPI_ERR_BUFFER, MPI_ERR_ROOT};
+
+type Outcome = Result<(), i32>;
+
+fn require(condition: bool, class: i32) -> Outcome {
+    if condition {
+        Ok(())
+    } else {
+        Err(class)
+    }
+}
+
+fn check_root(root: usize, size: usize) -> Outcome {
+    require(root < size, MPI_ERR_ROOT)
+}
+
+fn check_elements(len: usize, element_size: usize) -> Outcome {
+    require(element_size > 0 && len % element_size == 0, MPI_ERR_ARG)
+}
+
+fn check_blocks(blocks: &[Range<usize>], size: usize, buffer_len: usize) -> Outcome {
+    require(blocks.len() == size, MPI_ERR_ARG)?;
+    require(blocks.iter().all(|block| block.start <= block.end && block.end <= buffer_len), MPI_ERR_BUFFER)
+}
+
+/// A range to send from and a disjoint range to receive into, both in `buffer`.
+fn split_pair(buffer: &mut [u8], send: Range<usize>, receive: Range<usize>) -> Result<(&[u8], &mut [u8]), i32> {
+    if send.is_empty() {
+        return Ok((&[], &mut buffer[receive]));
+    }
+    if receive.is_empty() {
+        return Ok((&buffer[send], &mut []));
+    }
+    if send.end <= receive.start {
+        let (low, high) = buffer.split_at_mut(receive.start);
+        Ok((&low[send], &mut high[..receive.len()]))
+    } else if receive.end <= send.start {
+        let (low, high) = buffer.split_at_mut(send.start);
+        Ok((&high[..send.len()], &mut low[receive]))
+    } else {
+        Err(MPI_ERR_BUFFER)
+    }
+}
+
+/// Rank `relative` positions after `root`, modulo `size`.
+fn absolute(relative: usize, root: usize, size: usize) -> usize {
+    (relative + root) % size
+}
+
+/// Lowest set bit of a non-zero relative rank: the number of binomial-tree slots it heads.
+fn lowest_bit(relative: usize) -> usize {
+    relative & relative.wrapping_neg()
+}
+
+/// Dissemination barrier: ceil(log2 n) rounds of empty messages.
+pub fn barrier(ch: &mut dyn CollChannel) -> Result<(), i32> {
+    let (rank, size) = (ch.rank(), ch.size());
+    let mut distance = 1;
+    while distance < size {
+        ch.sendrecv((rank + distance) % size, &[], (rank + size - distance) % size, &mut [])?;
+        distance *= 2;
+    }
+    Ok(())
+}
+
+/// Broadcasts `buffer` from `root`: a binomial tree, or for large buffers a binomial scatter of
+/// one chunk per rank followed by a ring allgather (van de Geijn).
+pub fn bcast(ch: &mut dyn CollChannel, buffer: &mut [u8], root: usize) -> Result<(), i32> {
+    let size = ch.size();
+    check_root(root, size)?;
+    if size == 1 {
+        return Ok(());
+    }
+    if buffer.len() >= ch.tuning().bcast_split_min && buffer.len() >= size {
+        bcast_scatter_allgather(ch, buffer, root)
+    } else {
+        bcast_binomial(ch, buffer, root)
+    }
+}
+
+fn bcast_binomial(ch: &mut dyn CollChannel, buffer: &mut [u8], root: usize) -> Outcome {
+    let (rank, size) = (ch.rank(), ch.size());
+    let relative = (rank + size - root) % size;
+    let mut mask = 1;
+    while mask < size {
+        if relative & mask != 0 {
+            ch.recv((rank + size - mask) % size, buffer)?;
+            break;
+        }
+        mask <<= 1;
+    }
+    mask >>= 1;
+    while mask > 0 {
+        if relative + mask < size {
+            ch.send((rank + mask) % size, buffer)?;
+        }
+        mask >>= 1;
+    }
+    Ok(())
+}
+
+/// Bytes of chunk `index` when `len` bytes are cut into `parts` nearly equal chunks.
+fn chunk(len: usize, parts: usize, index: usize) -> Range<usize> {
+    let chunk_len = len.div_ceil(parts);
+    (index * chunk_len).min(len)..((index + 1) * chunk_len).min(len)
+}
+
+fn bcast_scatter_allgather(ch: &mut dyn CollChannel, buffer: &mut [u8], root: usize) -> Outcome {
+    let (rank, size) = (ch.rank(), ch.size());
+    let len = buffer.len();
+    let relative = (rank + size - root) % size;
+    // Chunks are numbered by relative rank, so every subtree's chunks are one contiguous range.
+    let chunks = |first: usize, end: usize| chunk(len, size, first).start..chunk(len, size, end - 1).end;
+    let mut mask = 1;
+    while mask < size {
+        if relative & mask != 0 {
+            let end = (relative + mask).min(size);
+            ch.recv((rank + size - mask) % size, &mut buffer[chunks(relative, end)])?;
+            break;
+        }
+        mask <<= 1;
+    }
+    mask >>= 1;
+    while mask > 0 {
+        if relative + mask < size {
+            let end = (relative + 2 * mask).min(size);
+            ch.send((rank + mask) % size, &buffer[chunks(relative + mask, end)])?;
+        }
+        mask >>= 1;
+    }
+    ring_allgather(ch, buffer, &|index| chunk(len, size, (index + size - root) % size))
+}
+
+/// Ring allgather in place: rank r owns `block(r)` of `buffer` and receives every other rank's.
+fn ring_allgather(ch: &mut dyn CollChannel, buffer: &mut [u8], block: &dyn Fn(usize) -> Range<usize>) -> Outcome {
+    let (rank, size) = (ch.rank(), ch.size());
+    let next = (rank + 1) % size;
+    let previous = (rank + size - 1) % size;
+    for step in 0..size - 1 {
+        let outgoing = block((rank + size - step) % size);
+        let incoming = block((rank + 2 * size - step - 1) % size);
+        let (data, into) = split_pair(buffer, outgoing, incoming)?;
+        ch.sendrecv(next, data, previous, into)?;
+    }
+    Ok(())
+}
+
+/// Gathers equal blocks: `all` (n * `mine.len()` bytes) receives rank r's `mine` at block r.
+pub fn allgather(ch: &mut dyn CollChannel, mine: &[u8], all: &mut [u8]) -> Result<(), i32> {
+    let (rank, size) = (ch.rank(), ch.size());
+    let block = mine.len();
+    require(all.len() == block * size, MPI_ERR_ARG)?;
+    all[rank * block..(rank + 1) * block].copy_from_slice(mine);
+    ring_allgather(ch, all, &|index| index * block..(index + 1) * block)
+}
+
+/// Gathers blocks of varying sizes: rank r's data lands in `all[blocks[r]]` everywhere.
+/// `mine` is `None` when this rank's block is already in place.
+pub fn allgatherv(ch: &mut dyn CollChannel, mine: Option<&[u8]>, all: &mut [u8], blocks: &[Range<usize>]) -> Result<(), i32> {
+    let (rank, size) = (ch.rank(), ch.size());
+    check_blocks(blocks, size, all.len())?;
+    if let Some(mine) = mine {
+        require(mine.len() == blocks[rank].len(), MPI_ERR_ARG)?;
+        all[blocks[rank].clone()].copy_from_slice(mine);
+    }
+    ring_allgather(ch, all, &|index| blocks[index].clone())
+}
+
+/// Gathers equal blocks to `root` along a binomial tree. At the root, `all` holds n blocks and
+/// `mine` is `None` when the root's block is already in place; elsewhere `all` is unused.
+pub fn gather(ch: &mut dyn CollChannel, mine: Option<&[u8]>, all: &mut [u8], root: usize) -> Result<(), i32> {
+    let (rank, size) = (ch.rank(), ch.size());
+    check_root(root, size)?;
+    if rank != root {
+        let mine = mine.ok_or(MPI_ERR_BUFFER)?;
+        let relative = (rank + size - root) % size;
+        let span = lowest_bit(relative).min(size - relative);
+        let parent = (rank + size - lowest_bit(relative)) % size;
+        if span == 1 {
+            return ch.send(parent, mine);
+        }
+        let block = mine.len();
+        let mut staging = vec![0u8; span * block];
+        staging[..block].copy_from_slice(mine);
+        gather_from_children(ch, relative, lowest_bit(relative), block, &mut staging)?;
+        return ch.send(parent, &staging);
+    }
+    require(all.len() % size == 0, MPI_ERR_ARG)?;
+    let block = all.len() / size;
+    let own = root * block..(root + 1) * block;
+    if let Some(mine) = mine {
+        require(mine.len() == block, MPI_ERR_ARG)?;
+        all[own.clone()].copy_from_slice(mine);
+    }
+    if root == 0 {
+        return gather_from_children(ch, 0, usize::MAX, block, all);
+    }
+    // The tree delivers blocks in relative order; rotate them into rank order afterwards.
+    let mut staging = vec![0u8; all.len()];
+    staging[..block].copy_from_slice(&all[own]);
+    gather_from_children(ch, 0, usize::MAX, block, &mut staging)?;
+    let wrap = (size - root) * block;
+    all[root * block..].copy_from_slice(&staging[..wrap]);
+    all[..root * block].copy_from_slice(&staging[wrap..]);
+    Ok(())
+}
+
+/// Receives the subtrees below `relative` (children `relative + mask` for `mask < limit`) into
+/// `staging`, whose block 0 is this rank's.
+fn gather_from_children(ch: &mut dyn CollChannel, relative: usize, limit: usize, block: usize, staging: &mut [u8]) -> Outcome {
+    let (rank, size) = (ch.rank(), ch.size());
+    let mut mask = 1;
+    while mask < limit && relative + mask < size {
+        let span = mask.min(size - relative - mask);
+        ch.recv((rank + mask) % size, &mut staging[mask * block..(mask + span) * block])?;
+        mask <<= 1;
+    }
+    Ok(())
+}
+
+/// Scatters equal blocks from `root` along a binomial tree. At the root, `all` holds n blocks
+/// and `mine` is `None` when the root keeps its block in place; elsewhere `all` is unused.
+pub fn scatter(ch: &mut dyn CollChannel, all: &[u8], mine: Option<&mut [u8]>, root: usize) -> Result<(), i32> {
+    let (rank, size) = (ch.rank(), ch.size());
+    check_root(root, size)?;
+    if rank != root {
+        let mine = mine.ok_or(MPI_ERR_BUFFER)?;
+        let relative = (rank + size - root) % size;
+        let span = lowest_bit(relative).min(size - relative);
+        let parent = (rank + size - lowest_bit(relative)) % size;
+        if span == 1 {
+            return ch.recv(parent, mine);
+        }
+        let block = mine.len();
+        let mut staging = vec![0u8; span * block];
+        ch.recv(parent, &mut staging)?;
+        scatter_to_children(ch, relative, lowest_bit(relative), block, &staging)?;
+        mine.copy_from_slice(&staging[..block]);
+        return Ok(());
+    }
+    require(all.len() % size == 0, MPI_ERR_ARG)?;
+    let block = all.len() / size;
+    let own = root * block..(root + 1) * block;
+    let top = size.next_power_of_two();
+    if root == 0 {
+        scatter_to_children(ch, 0, top, block, all)?;
+    } else {
+        let mut staging = Vec::with_capacity(all.len());
+        staging.extend_from_slice(&all[root * block..]);
+        staging.extend_from_slice(&all[..root * block]);
+        scatter_to_children(ch, 0, top, block, &staging)?;
+    }
+    if let Some(mine) = mine {
+        require(mine.len() == block, MPI_ERR_ARG)?;
+        mine.copy_from_slice(&all[own]);
+    }
+    Ok(())
+}
+
+/// Sends each subtree below `relative` its blocks of `staging` (relative order), largest first.
+fn scatter_to_children(ch: &mut dyn CollChannel, relative: usize, limit: usize, block: usize, staging: &[u8]) -> Outcome {
+    let (rank, size) = (ch.rank(), ch.size());
+    let mut mask = limit >> 1;
+    while mask > 0 {
+        if relative + mask < size {
+            let span = mask.min(size - relative - mask);
+            ch.send((rank + mask) % size, &staging[mask * block..(mask + span) * block])?;
+        }
+        mask >>= 1;
+    }
+    Ok(())
+}
+
+/// Gathers blocks of varying sizes to `root`: rank r's `mine` lands in `all[blocks[r]]`.
+/// `blocks` and `all` matter at the root only; the root's `mine` is `None` when in place.
+pub fn gatherv(ch: &mut dyn CollChannel, mine: Option<&[u8]>, all: &mut [u8], blocks: &[Range<usize>], root: usize) -> Result<(), i32> {
+    let (rank, size) = (ch.rank(), ch.size());
+    check_root(root, size)?;
+    if rank != root {
+        return ch.send(root, mine.ok_or(MPI_ERR_BUFFER)?);
+    }
+    check_blocks(blocks, size, all.len())?;
+    if let Some(mine) = mine {
+        require(mine.len() == blocks[root].len(), MPI_ERR_ARG)?;
+        all[blocks[root].clone()].copy_from_slice(mine);
+    }
+    for source in (0..size).filter(|&source| source != root) {
+        ch.recv(source, &mut all[blocks[source].clone()])?;
+    }
+    Ok(())
+}
+
+/// Scatters `all[blocks[r]]` from `root` to rank r's `mine`. `blocks` and `all` matter at the
+/// root only; the root's `mine` is `None` when it keeps its block in place.
+pub fn scatterv(ch: &mut dyn CollChannel, all: &[u8], blocks: &[Range<usize>], mine: Option<&mut [u8]>, root: usize) -> Result<(), i32> {
+    let (rank, size) = (ch.rank(), ch.size());
+    check_root(root, size)?;
+    if rank != root {
+        return ch.recv(root, mine.ok_or(MPI_ERR_BUFFER)?);
+    }
+    check_blocks(blocks, size, all.len())?;
+    for dest in (0..size).filter(|&dest| dest != root) {
+        ch.send(dest, &all[blocks[dest].clone()])?;
+    }
+    if let Some(mine) = mine {
+        require(mine.len() == blocks[root].len(), MPI_ERR_ARG)?;
+        mine.copy_from_slice(&all[blocks[root].clone()]);
+    }
+    Ok(())
+}
+
+/// Personalized exchange of equal blocks: block d of `send` goes to rank d, block s of `recv`
+/// comes from rank s. Pairwise exchange, n - 1 rounds.
+pub fn alltoall(ch: &mut dyn CollChannel, send: &[u8], recv: &mut [u8]) -> Result<(), i32> {
+    let size = ch.size();
+    require(send.len() == recv.len() && send.len() % size == 0, MPI_ERR_ARG)?;
+    let block = send.len() / size;
+    let blocks: Vec<Range<usize>> = (0..size).map(|index| index * block..(index + 1) * block).collect();
+    alltoallv(ch, send, &blocks, recv, &blocks)
+}
+
+/// Personalized exchange of varying blocks: `send[send_blocks[d]]` goes to rank d and arrives
+/// in its `recv[recv_blocks[me]]`. Pairwise exchange, n - 1 rounds.
+pub fn alltoallv(ch: &mut dyn CollChannel, send: &[u8], send_blocks: &[Range<usize>], recv: &mut [u8], recv_blocks: &[Range<usize>]) -> Result<(), i32> {
+    let (rank, size) = (ch.rank(), ch.size());
+    check_blocks(send_blocks, size, send.len())?;
+    check_blocks(recv_blocks, size, recv.len())?;
+    require(send_blocks[rank].len() == recv_blocks[rank].len(), MPI_ERR_ARG)?;
+    recv[recv_blocks[rank].clone()].copy_from_slice(&send[send_blocks[rank].clone()]);
+    for step in 1..size {
+        let dest = (rank + step) % size;
+        let source = (rank + size - step) % size;
+        ch.sendrecv(dest, &send[send_blocks[dest].clone()], source, &mut recv[recv_blocks[source].clone()])?;
+    }
+    Ok(())
+}
+
+/// Reduces every rank's `data` to `root`, where `data` ends holding the result; elsewhere
+/// `data` is scratch. Binomial tree; a non-commutative operation is reduced to rank 0 in rank
+/// order, then sent to the root.
+pub fn reduce(ch: &mut dyn CollChannel, data: &mut [u8], element_size: usize, combine: Combine, commutative: bool, root: usize) -> Result<(), i32> {
+    let (rank, size) = (ch.rank(), ch.size());
+    check_root(root, size)?;
+    check_elements(data.len(), element_size)?;
+    if size == 1 {
+        return Ok(());
+    }
+    if commutative {
+        return reduce_commutative(ch, data, combine, root);
+    }
+    reduce_in_rank_order(ch, data, combine)?;
+    if root != 0 {
+        if rank == 0 {
+            ch.send(root, data)?;
+        } else if rank == root {
+            ch.recv(0, data)?;
+        }
+    }
+    Ok(())
+}
+
+fn reduce_commutative(ch: &mut dyn CollChannel, data: &mut [u8], combine: Combine, root: usize) -> Outcome {
+    let (rank, size) = (ch.rank(), ch.size());
+    let relative = (rank + size - root) % size;
+    let mut incoming = Vec::new();
+    let mut mask = 1;
+    while mask < size {
+        if relative & mask != 0 {
+            return ch.send(absolute(relative - mask, root, size), data);
+        }
+        if relative + mask < size {
+            incoming.resize(data.len(), 0);
+            ch.recv(absolute(relative + mask, root, size), &mut incoming)?;
+            combine(&incoming, data);
+        }
+        mask <<= 1;
+    }
+    Ok(())
+}
+
+/// Binomial reduction to rank 0 that keeps operands in rank order: rank r accumulates ranks
+/// r..r + 2^k, and each child's partial result comes from the ranks just above.
+fn reduce_in_rank_order(ch: &mut dyn CollChannel, data: &mut [u8], combine: Combine) -> Outcome {
+    let (rank, size) = (ch.rank(), ch.size());
+    let mut mask = 1;
+    let mut accumulated: Option<Vec<u8>> = None;
+    let mut incoming = Vec::new();
+    while mask < size {
+        if rank & mask != 0 {
+            return ch.send(rank - mask, accumulated.as_deref().unwrap_or(&*data));
+        }
+        if rank + mask < size {
+            incoming.resize(data.len(), 0);
+            ch.recv(rank + mask, &mut incoming)?;
+            let lower = accumulated.as_deref().unwrap_or(&*data);
+            combine(lower, &mut incoming);
+            std::mem::swap(accumulated.get_or_insert_with(Vec::new), &mut incoming);
+        }
+        mask <<= 1;
+    }
+    if let Some(result) = accumulated {
+        data.copy_from_slice(&result);
+    }
+    Ok(())
+}
+
+/// Reduces every rank's `data` and leaves the result in `data` on every rank.
+/// Commutative: recursive doubling, or for large vectors reduce-scatter by recursive halving +
+/// allgather by recursive doubling (Rabenseifner); a non-power-of-two group first folds its
+/// extra ranks into partners. Non-commutative: in-order reduction to rank 0 and a broadcast.
+pub fn allreduce(ch: &mut dyn CollChannel, data: &mut [u8], element_size: usize, combine: Combine, commutative: bool) -> Result<(), i32> {
+    let size = ch.size();
+    check_elements(data.len(), element_size)?;
+    if size == 1 {
+        return Ok(());
+    }
+    if !commutative {
+        reduce_in_rank_order(ch, data, combine)?;
+        return bcast(ch, data, 0);
+    }
+    let participants = prev_power_of_two(size);
+    let split = data.len() >= ch.tuning().allreduce_split_min && data.len() / element_size >= participants;
+    let mut incoming = vec![0u8; data.len()];
+    let Some(folded_rank) = fold_extra_ranks(ch, data, &mut incoming, combine)? else {
+        return unfold_extra_ranks(ch, data);
+    };
+    if split {
+        allreduce_halving_doubling(ch, data, &mut incoming, element_size, combine, folded_rank, participants)?;
+    } else {
+        let mut mask = 1;
+        while mask < participants {
+            let partner = unfolded_rank(folded_rank ^ mask, size);
+            ch.sendrecv(partner, data, partner, &mut incoming)?;
+            combine(&incoming, data);
+            mask <<= 1;
+        }
+    }
+    unfold_extra_ranks(ch, data)
+}
+
+fn prev_power_of_two(value: usize) -> usize {
+    1 << (usize::BITS - 1 - value.leading_zeros())
+}
+
+/// With n = 2^k + extra ranks, the even ranks below 2 * extra hand their data to the odd rank
+/// above and sit out; returns this rank's number among the 2^k that go on, or `None`.
+fn fold_extra_ranks(ch: &mut dyn CollChannel, data: &mut [u8], incoming: &mut [u8], combine: Combine) -> Result<Option<usize>, i32> {
+    let (rank, size) = (ch.rank(), ch.size());
+    let extra = size - prev_power_of_two(size);
+    if rank >= 2 * extra {
+        return Ok(Some(rank - extra));
+    }
+    if rank % 2 == 0 {
+        ch.send(rank + 1, data)?;
+        return Ok(None);
+    }
+    ch.recv(rank - 1, incoming)?;
+    combine(incoming, data);
+    Ok(Some(rank / 2))
+}
+
+/// The communicator rank of folded rank `folded`.
+fn unfolded_rank(folded: usize, size: usize) -> usize {
+    let extra = size - prev_power_of_two(size);
+    if folded < extra {
+        2 * folded + 1
+    } else {
+        folded + extra
+    }
+}
+
+/// Gives the ranks that sat out the result.
+fn unfold_extra_ranks(ch: &mut dyn CollChannel, data: &mut [u8]) -> Outcome {
+    let (rank, size) = (ch.rank(), ch.size());
+    let extra = size - prev_power_of_two(size);
+    if rank < 2 * extra {
+        if rank % 2 == 1 {
+            ch.send(rank - 1, data)?;
+        } else {
+            ch.recv(rank + 1, data)?;
+        }
+    }
+    Ok(())
+}
+
+fn allreduce_halving_doubling(
+    ch: &mut dyn CollChannel,
+    data: &mut [u8],
+    incoming: &mut [u8],
+    element_size: usize,
+    combine: Combine,
+    folded_rank: usize,
+    participants: usize,
+) -> Outcome {
+    let size = ch.size();
+    let elements = data.len() / element_size;
+    // Chunk i's bytes; chunks are numbered so that folded rank r ends up owning chunk r.
+    let bytes = |first: usize, end: usize| {
+        let offset = |index: usize| (index * elements / participants) * element_size;
+        offset(first)..offset(end)
+    };
+    let (mut low, mut high) = (0, participants);
+    let mut distance = participants / 2;
+    while distance > 0 {
+        let partner = unfolded_rank(folded_rank ^ distance, size);
+        let middle = low + distance;
+        let (keep, give) = if folded_rank & distance == 0 { ((low, middle), (middle, high)) } else { ((middle, high), (low, middle)) };
+        let keep = bytes(keep.0, keep.1);
+        ch.sendrecv(partner, &data[bytes(give.0, give.1)], partner, &mut incoming[keep.clone()])?;
+        combine(&incoming[keep.clone()], &mut data[keep]);
+        if folded_rank & distance == 0 {
+            high = middle;
+        } else {
+            low = middle;
+        }
+        distance /= 2;
+    }
+    let mut distance = 1;
+    while distance < participants {
+        let partner = unfolded_rank(folded_rank ^ distance, size);
+        let theirs = if folded_rank & distance == 0 { (high, high + distance) } else { (low - distance, low) };
+        let (mine, into) = split_pair(data, bytes(low, high), bytes(theirs.0, theirs.1))?;
+        ch.sendrecv(partner, mine, partner, into)?;
+        low = low.min(theirs.0);
+        high = high.max(theirs.1);
+        distance *= 2;
+    }
+    Ok(())
+}
+
+/// Reduces the full vectors `data` (every rank's, `counts` elements per rank in rank order)
+/// and leaves rank r's part of the result, `counts[r]` elements, in its `out`. `data` is
+/// scratch afterwards. Commutative: pairwise exchange; otherwise in-order reduce + scatter.
+pub fn reduce_scatter(ch: &mut dyn CollChannel, data: &mut [u8], counts: &[usize], element_size: usize, combine: Combine, commutative: bool, out: &mut [u8]) -> Result<(), i32> {
+    let (rank, size) = (ch.rank(), ch.size());
+    check_elements(data.len(), element_size)?;
+    require(counts.len() == size, MPI_ERR_ARG)?;
+    let mut blocks = Vec::with_capacity(size);
+    let mut offset = 0usize;
+    for &count in counts {
+        let end = count.checked_mul(element_size).and_then(|len| offset.checked_add(len)).ok_or(MPI_ERR_ARG)?;
+        blocks.push(offset..end);
+        offset = end;
+    }
+    require(offset == data.len() && out.len() == blocks[rank].len(), MPI_ERR_ARG)?;
+    if !commutative {
+        reduce_in_rank_order(ch, data, combine)?;
+        return scatterv(ch, data, &blocks, Some(out), 0);
+    }
+    out.copy_from_slice(&data[blocks[rank].clone()]);
+    let mut incoming = vec![0u8; out.len()];
+    for step in 1..size {
+        let dest = (rank + step) % size;
+        let source = (rank + size - step) % size;
+        ch.sendrecv(dest, &data[blocks[dest].clone()], source, &mut incoming)?;
+        combine(&incoming, out);
+    }
+    Ok(())
+}
+
+/// [`reduce_scatter`] with the same number of elements for every rank: `data` holds n blocks
+/// of `out.len()` bytes.
+pub fn reduce_scatter_block(ch: &mut dyn CollChannel, data: &mut [u8], element_size: usize, combine: Combine, commutative: bool, out: &mut [u8]) -> Result<(), i32> {
+    let size = ch.size();
+    check_elements(out.len(), element_size)?;
+    require(data.len() == out.len() * size, MPI_ERR_ARG)?;
+    let counts = vec![out.len() / element_size; size];
+    reduce_scatter(ch, data, &counts, element_size, combine, commutative, out)
+}
+
+/// Inclusive prefix reduction in rank order, in place: rank r's `data` becomes x0 op ... op xr.
+/// Recursive doubling, any group size, any operation.
+pub fn scan(ch: &mut dyn CollChannel, data: &mut [u8], element_size: usize, combine: Combine) -> Result<(), i32> {
+    check_elements(data.len(), element_size)?;
+    prefix(ch, data, combine, true)
+}
+
+/// Exclusive prefix reduction in rank order, in place: rank r > 0's `data` becomes
+/// x0 op ... op x(r-1); rank 0's `data` is left as it was.
+pub fn exscan(ch: &mut dyn CollChannel, data: &mut [u8], element_size: usize, combine: Combine) -> Result<(), i32> {
+    check_elements(data.len(), element_size)?;
+    prefix(ch, data, combine, false)
+}
+
+/// After the exchange at distance 2^k, `partial` holds the reduction of this rank's aligned
+/// 2^(k+1) block of ranks, and the result that of the block's ranks below (and, inclusive, at)
+/// this one.
+fn prefix(ch: &mut dyn CollChannel, data: &mut [u8], combine: Combine, inclusive: bool) -> Outcome {
+    let (rank, size) = (ch.rank(), ch.size());
+    if size == 1 {
+        return Ok(());
+    }
+    let mut partial = data.to_vec();
+    let mut incoming = vec![0u8; data.len()];
+    let mut have_result = inclusive;
+    let mut mask = 1;
+    while mask < size {
+        let partner = rank ^ mask;
+        if partner < size {
+            ch.sendrecv(partner, &partial, partner, &mut incoming)?;
+            if partner < rank {
+                if have_result {
+                    combine(&incoming, data);
+                } else {
+                    data.copy_from_slice(&incoming);
+                    have_result = true;
+                }
+                combine(&incoming, &mut partial);
+            } else {
+                combine(&partial, &mut incoming);
+                std::mem::swap(&mut partial, &mut incoming);
+            }
+        }
+        mask <<= 1;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -8,6 +8,30 @@
 pub mod abi;
 pub mod algorithms;
 
+use braid_config::Config;
+
+/// Message sizes at which the algorithms switch strategy. Every rank of a communicator must use
+/// the same values, or the ranks would run different algorithms and never match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CollTuning {
+    /// Smallest broadcast (bytes) done as scatter + ring allgather.
+    pub bcast_split_min: usize,
+    /// Smallest commutative allreduce (bytes) done as reduce-scatter + allgather.
+    pub allreduce_split_min: usize,
+}
+
+impl CollTuning {
+    pub fn from_config(config: &Config) -> CollTuning {
+        CollTuning { bcast_split_min: config.coll_bcast_split_min, allreduce_split_min: config.coll_allreduce_split_min }
+    }
+}
+
+impl Default for CollTuning {
+    fn default() -> CollTuning {
+        CollTuning::from_config(&Config::default())
+    }
+}
+
 /// Point-to-point between the members of one communicator, on its collective context.
 /// Ranks are communicator ranks. Errors are MPI error classes.
 pub trait CollChannel {
@@ -17,6 +41,10 @@ pub trait CollChannel {
     fn recv(&mut self, source: usize, buffer: &mut [u8]) -> Result<(), i32>;
     /// Sends and receives concurrently (never deadlocks on a pairwise exchange).
     fn sendrecv(&mut self, dest: usize, data: &[u8], source: usize, buffer: &mut [u8]) -> Result<(), i32>;
+    /// Algorithm switch points; a channel of a running process returns its configuration's.
+    fn tuning(&self) -> CollTuning {
+        CollTuning::default()
+    }
 }
 
 /// Combines `input` into `inout` element-wise (`inout = input op inout`), as MPI_Reduce's user

@@ -1,0 +1,138 @@
+//! Where each rank runs: ranks are spread over the usable cores by `--map-by`, then bound to their
+//! core, package or NUMA node by `--bind-to` (by default to their core, unless oversubscribed).
+
+use braid_sys::topology::Topology;
+use clap::ValueEnum;
+
+/// How consecutive ranks are spread over the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MapBy {
+    /// Fill cores in order: rank r goes to core r (wrapping when oversubscribed).
+    Core,
+    /// Round-robin over packages (sockets), then over the cores of each.
+    Socket,
+    /// Round-robin over NUMA nodes, then over the cores of each.
+    Numa,
+}
+
+/// What a rank is bound to once mapped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BindTo {
+    /// The hardware threads of its core.
+    Core,
+    /// Every usable CPU of its package (socket).
+    Socket,
+    /// Every usable CPU of its NUMA node.
+    Numa,
+    /// Not bound: any CPU the launcher may use.
+    None,
+}
+
+/// One usable core: the CPUs of it this process may use.
+struct UsableCore {
+    cpus: Vec<usize>,
+    package: usize,
+    numa_node: usize,
+}
+
+/// The CPUs each rank is bound to (`None`: unbound), one entry per rank.
+pub fn place(topology: &Topology, usable: &[usize], ranks: u32, map_by: MapBy, bind_to: Option<BindTo>) -> Result<Vec<Option<Vec<usize>>>, String> {
+    let cores: Vec<UsableCore> = topology
+        .cores
+        .iter()
+        .map(|core| UsableCore {
+            cpus: core.cpus.iter().copied().filter(|cpu| usable.contains(cpu)).collect(),
+            package: core.package,
+            numa_node: core.numa_node,
+        })
+        .filter(|core| !core.cpus.is_empty())
+        .collect();
+    let bind_to = bind_to.unwrap_or(if ranks as usize <= cores.len() { BindTo::Core } else { BindTo::None });
+    if bind_to == BindTo::None {
+        return Ok(vec![None; ranks as usize]);
+    }
+    if cores.is_empty() {
+        return Err("no usable core found in /sys; use --bind-to none".to_string());
+    }
+    if bind_to == BindTo::Core && ranks as usize > cores.len() {
+        return Err(format!(
+            "{ranks} ranks but only {} usable cores: cannot bind each rank to its own core (use --bind-to none, or fewer ranks)",
+            cores.len()
+        ));
+    }
+    let domain_of = |core: &UsableCore| match map_by {
+        MapBy::Core => 0,
+        MapBy::Socket => core.package,
+        MapBy::Numa => core.numa_node,
+    };
+    let mut domains: Vec<(usize, Vec<usize>)> = Vec::new();
+    for (index, core) in cores.iter().enumerate() {
+        match domains.iter_mut().find(|(domain, _)| *domain == domain_of(core)) {
+            Some((_, members)) => members.push(index),
+            None => domains.push((domain_of(core), vec![index])),
+        }
+    }
+    let placements = (0..ranks as usize)
+        .map(|rank| {
+            let members = &domains[rank % domains.len()].1;
+            let core = &cores[members[(rank / domains.len()) % members.len()]];
+            let cpus: Vec<usize> = match bind_to {
+                BindTo::Core | BindTo::None => core.cpus.clone(),
+                BindTo::Socket => cores.iter().filter(|other| other.package == core.package).flat_map(|other| other.cpus.iter().copied()).collect(),
+                BindTo::Numa => cores.iter().filter(|other| other.numa_node == core.numa_node).flat_map(|other| other.cpus.iter().copied()).collect(),
+            };
+            let mut cpus = cpus;
+            cpus.sort_unstable();
+            Some(cpus)
+        })
+        .collect();
+    Ok(placements)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use braid_sys::topology::{Core, Cpu, NumaNode};
+
+    /// Two packages (= NUMA nodes) of two cores of two hardware threads: cores {0,4} {1,5} | {2,6} {3,7}.
+    fn two_sockets() -> Topology {
+        let cores: Vec<Core> = (0..4).map(|core| Core { package: core / 2, numa_node: core / 2, cpus: vec![core, core + 4] }).collect();
+        let cpus = (0..8).map(|id| Cpu { id, core: id % 4, package: (id % 4) / 2, numa_node: (id % 4) / 2 }).collect();
+        let numa_nodes = vec![NumaNode { id: 0, cpus: vec![0, 1, 4, 5] }, NumaNode { id: 1, cpus: vec![2, 3, 6, 7] }];
+        Topology { cpus, cores, caches: Vec::new(), numa_nodes }
+    }
+
+    fn all() -> Vec<usize> {
+        (0..8).collect()
+    }
+
+    #[test]
+    fn by_core_fills_cores_in_order_and_binds_by_default() {
+        let placement = place(&two_sockets(), &all(), 3, MapBy::Core, None).unwrap();
+        assert_eq!(placement, vec![Some(vec![0, 4]), Some(vec![1, 5]), Some(vec![2, 6])]);
+    }
+
+    #[test]
+    fn by_socket_alternates_packages() {
+        let placement = place(&two_sockets(), &all(), 4, MapBy::Socket, Some(BindTo::Core)).unwrap();
+        assert_eq!(placement, vec![Some(vec![0, 4]), Some(vec![2, 6]), Some(vec![1, 5]), Some(vec![3, 7])]);
+        let to_socket = place(&two_sockets(), &all(), 2, MapBy::Numa, Some(BindTo::Socket)).unwrap();
+        assert_eq!(to_socket, vec![Some(vec![0, 1, 4, 5]), Some(vec![2, 3, 6, 7])]);
+    }
+
+    #[test]
+    fn oversubscription_unbinds_by_default_and_refuses_core_binding() {
+        assert_eq!(place(&two_sockets(), &all(), 5, MapBy::Core, None).unwrap(), vec![None; 5]);
+        assert!(place(&two_sockets(), &all(), 5, MapBy::Core, Some(BindTo::Core)).unwrap_err().contains("5 ranks"));
+        let wrapped = place(&two_sockets(), &all(), 6, MapBy::Socket, Some(BindTo::Socket)).unwrap();
+        assert_eq!(wrapped[4], Some(vec![0, 1, 4, 5]));
+    }
+
+    #[test]
+    fn only_usable_cpus_are_used() {
+        let placement = place(&two_sockets(), &[2, 3, 6], 2, MapBy::Core, None).unwrap();
+        assert_eq!(placement, vec![Some(vec![2, 6]), Some(vec![3])]);
+        assert_eq!(place(&two_sockets(), &[2, 3, 6], 3, MapBy::Core, None).unwrap(), vec![None; 3]);
+        assert_eq!(place(&two_sockets(), &all(), 2, MapBy::Core, Some(BindTo::None)).unwrap(), vec![None, None]);
+    }
+}

@@ -1,0 +1,183 @@
+//! MPI matching: per context, the receives posted and not yet matched (in posting order) and the
+//! messages arrived and not yet received (in arrival order). Scanning both queues front to back
+//! gives MPI's rules: a message matches the earliest posted receive that accepts it, and a
+//! receive — wildcards included — matches the earliest arrived message it accepts. Frames from one
+//! peer arrive in sending order, so messages between a pair never overtake each other.
+
+use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+
+use braid_transport::RemoteRegion;
+
+use crate::{Source, TagSelector};
+
+/// A receive waiting for its message.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Posted {
+    pub(crate) request: u32,
+    pub(crate) source: Source,
+    pub(crate) tag: TagSelector,
+}
+
+/// A message that arrived before its receive.
+pub(crate) struct Unexpected {
+    pub(crate) source: u32,
+    pub(crate) tag: i32,
+    pub(crate) body: Body,
+}
+
+pub(crate) enum Body {
+    /// An eager payload, copied out of the transport; `ack_to` is the synchronous sender's request.
+    Eager { payload: Vec<u8>, ack_to: Option<u32> },
+    /// A rendezvous announcement.
+    Rendezvous { sender: u32, region: RemoteRegion },
+}
+
+impl Unexpected {
+    pub(crate) fn len(&self) -> usize {
+        match &self.body {
+            Body::Eager { payload, .. } => payload.len(),
+            Body::Rendezvous { region, .. } => region.len as usize,
+        }
+    }
+}
+
+#[inline]
+pub(crate) fn accepts(source: Source, tag: TagSelector, from: u32, message_tag: i32) -> bool {
+    let source_ok = match source {
+        Source::Any => true,
+        Source::Rank(rank) => rank == from,
+    };
+    let tag_ok = match tag {
+        TagSelector::Any => true,
+        TagSelector::Tag(wanted) => wanted == message_tag,
+    };
+    source_ok && tag_ok
+}
+
+#[derive(Default)]
+struct Queues {
+    posted: VecDeque<Posted>,
+    unexpected: VecDeque<Unexpected>,
+}
+
+/// Context ids are small integers chosen by the MPI layer: a multiplicative hash spreads them
+/// without SipHash's cost on every message.
+#[derive(Default)]
+pub(crate) struct ContextHasher(u64);
+
+impl Hasher for ContextHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0.rotate_left(8) ^ byte as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u32(&mut self, value: u32) {
+        self.0 = (value as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// The matching queues of every context.
+#[derive(Default)]
+pub(crate) struct Matching {
+    contexts: HashMap<u32, Queues, BuildHasherDefault<ContextHasher>>,
+}
+
+impl Matching {
+    #[inline]
+    fn queues(&mut self, context: u32) -> &mut Queues {
+        self.contexts.entry(context).or_default()
+    }
+
+    /// Removes and returns the earliest posted receive accepting a message from `from` with `tag`.
+    #[inline]
+    pub(crate) fn take_posted(&mut self, context: u32, from: u32, tag: i32) -> Option<u32> {
+        let posted = &mut self.queues(context).posted;
+        let index = posted.iter().position(|p| accepts(p.source, p.tag, from, tag))?;
+        posted.remove(index).map(|p| p.request)
+    }
+
+    #[inline]
+    pub(crate) fn post(&mut self, context: u32, receive: Posted) {
+        self.queues(context).posted.push_back(receive);
+    }
+
+    /// Removes the posted receive `request`; false if it is not waiting (already matched).
+    pub(crate) fn remove_posted(&mut self, context: u32, request: u32) -> bool {
+        let posted = &mut self.queues(context).posted;
+        match posted.iter().position(|p| p.request == request) {
+            Some(index) => posted.remove(index).is_some(),
+            None => false,
+        }
+    }
+
+    /// Removes and returns the earliest arrived message that the receive accepts.
+    #[inline]
+    pub(crate) fn take_unexpected(&mut self, context: u32, source: Source, tag: TagSelector) -> Option<Unexpected> {
+        let unexpected = &mut self.contexts.get_mut(&context)?.unexpected;
+        if unexpected.is_empty() {
+            return None;
+        }
+        let index = unexpected.iter().position(|u| accepts(source, tag, u.source, u.tag))?;
+        unexpected.remove(index)
+    }
+
+    /// The earliest arrived message that the receive would accept, left in place.
+    pub(crate) fn peek_unexpected(&self, context: u32, source: Source, tag: TagSelector) -> Option<&Unexpected> {
+        self.contexts.get(&context)?.unexpected.iter().find(|u| accepts(source, tag, u.source, u.tag))
+    }
+
+    #[cold]
+    pub(crate) fn add_unexpected(&mut self, context: u32, message: Unexpected) {
+        self.queues(context).unexpected.push_back(message);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn eager(source: u32, tag: i32, byte: u8) -> Unexpected {
+        Unexpected { source, tag, body: Body::Eager { payload: vec![byte], ack_to: None } }
+    }
+
+    fn first_byte(message: Unexpected) -> u8 {
+        match message.body {
+            Body::Eager { payload, .. } => payload[0],
+            Body::Rendezvous { .. } => panic!("expected an eager message"),
+        }
+    }
+
+    #[test]
+    fn wildcards_take_the_earliest_arrival() {
+        let mut matching = Matching::default();
+        matching.add_unexpected(0, eager(2, 5, b'a'));
+        matching.add_unexpected(0, eager(1, 6, b'b'));
+        matching.add_unexpected(0, eager(2, 6, b'c'));
+        matching.add_unexpected(1, eager(1, 6, b'z'));
+        assert_eq!(matching.peek_unexpected(0, Source::Any, TagSelector::Tag(6)).map(|u| u.source), Some(1));
+        let take = |m: &mut Matching, s, t| m.take_unexpected(0, s, t).map(first_byte);
+        assert_eq!(take(&mut matching, Source::Rank(2), TagSelector::Any), Some(b'a'));
+        assert_eq!(take(&mut matching, Source::Any, TagSelector::Tag(6)), Some(b'b'));
+        assert_eq!(take(&mut matching, Source::Any, TagSelector::Tag(5)), None);
+        assert_eq!(take(&mut matching, Source::Any, TagSelector::Any), Some(b'c'));
+        assert_eq!(take(&mut matching, Source::Any, TagSelector::Any), None);
+    }
+
+    #[test]
+    fn messages_match_the_earliest_posted_receive_that_accepts_them() {
+        let mut matching = Matching::default();
+        matching.post(3, Posted { request: 1, source: Source::Rank(4), tag: TagSelector::Any });
+        matching.post(3, Posted { request: 2, source: Source::Any, tag: TagSelector::Tag(9) });
+        matching.post(3, Posted { request: 3, source: Source::Any, tag: TagSelector::Any });
+        assert_eq!(matching.take_posted(3, 5, 9), Some(2));
+        assert_eq!(matching.take_posted(4, 5, 9), None);
+        assert!(matching.remove_posted(3, 1));
+        assert!(!matching.remove_posted(3, 1));
+        assert_eq!(matching.take_posted(3, 4, 0), Some(3));
+        assert_eq!(matching.take_posted(3, 4, 0), None);
+    }
+}

@@ -1,0 +1,90 @@
+//! Which ranks share this node, and whether they outnumber the CPUs they may run on: the fact that
+//! chooses between polling and blocking (a spinning rank on a shared core steals the time of the
+//! rank it waits for). Exchanged once through the bootstrap at start-up.
+
+use braid_pmi::Bootstrap;
+use braid_sys::{affinity, process, topology};
+
+use crate::EngineError;
+
+pub(crate) struct NodeInfo {
+    /// Job ranks on this node, in rank order.
+    pub(crate) ranks: Vec<u32>,
+    /// The node's ranks outnumber the distinct CPUs in the union of their affinity masks.
+    pub(crate) oversubscribed: bool,
+}
+
+/// Names this machine for this boot: the host name alone could be reused by a rebooted or
+/// cloned machine whose shared memory is not ours.
+fn node_identity() -> Result<String, EngineError> {
+    let failed = |error: std::io::Error| EngineError::Init(format!("cannot identify this node: {error}"));
+    Ok(format!("{}/{}", process::hostname().map_err(failed)?, process::boot_id().map_err(failed)?))
+}
+
+fn bootstrap_error(error: braid_pmi::BootstrapError) -> EngineError {
+    EngineError::Init(error.to_string())
+}
+
+/// Publishes this rank's node and CPU set, and learns everybody's (collective).
+pub(crate) fn exchange(bootstrap: &mut dyn Bootstrap) -> Result<NodeInfo, EngineError> {
+    let rank = bootstrap.rank();
+    let identity = node_identity()?;
+    let cpus = affinity::calling_thread().map_err(|error| EngineError::Init(format!("cannot read the CPU affinity: {error}")))?;
+    bootstrap.put(&format!("braid-node-{rank}"), &identity).map_err(bootstrap_error)?;
+    bootstrap.put(&format!("braid-cpus-{rank}"), &topology::format_cpu_list(&cpus)).map_err(bootstrap_error)?;
+    bootstrap.fence().map_err(bootstrap_error)?;
+    let mut ranks = Vec::new();
+    let mut masks = Vec::new();
+    for peer in 0..bootstrap.size() {
+        let (peer_identity, peer_cpus) = if peer == rank {
+            (identity.clone(), cpus.clone())
+        } else {
+            let peer_identity = bootstrap.get(&format!("braid-node-{peer}")).map_err(bootstrap_error)?;
+            let text = bootstrap.get(&format!("braid-cpus-{peer}")).map_err(bootstrap_error)?;
+            let peer_cpus = topology::parse_cpu_list(&text)
+                .ok_or_else(|| EngineError::Init(format!("rank {peer} published a malformed CPU list {text:?}")))?;
+            (peer_identity, peer_cpus)
+        };
+        if peer_identity == identity {
+            ranks.push(peer);
+            masks.push(peer_cpus);
+        }
+    }
+    Ok(NodeInfo { oversubscribed: oversubscribed(&masks), ranks })
+}
+
+/// Whether `masks.len()` ranks (one CPU set each) outnumber the distinct CPUs they share.
+fn oversubscribed(masks: &[Vec<usize>]) -> bool {
+    let mut union: Vec<usize> = masks.iter().flatten().copied().collect();
+    union.sort_unstable();
+    union.dedup();
+    masks.len() > union.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_beyond_the_union_of_their_cpus_oversubscribe() {
+        assert!(!oversubscribed(&[vec![0, 1], vec![0, 1]]));
+        assert!(oversubscribed(&[vec![0, 1], vec![0, 1], vec![1]]));
+        assert!(!oversubscribed(&[vec![0], vec![1], vec![2]]));
+        assert!(oversubscribed(&[vec![3], vec![3]]));
+    }
+
+    #[test]
+    fn threads_of_one_process_share_a_node() {
+        let jobs = braid_pmi::threads::ThreadBootstrap::job("braid-engine-node-test", 3);
+        let handles: Vec<_> = jobs
+            .into_iter()
+            .map(|mut bootstrap| std::thread::spawn(move || exchange(&mut bootstrap).unwrap()))
+            .collect();
+        for handle in handles {
+            let info = handle.join().unwrap();
+            assert_eq!(info.ranks, vec![0, 1, 2]);
+            let cpus = affinity::calling_thread().unwrap().len();
+            assert_eq!(info.oversubscribed, 3 > cpus);
+        }
+    }
+}

@@ -1,0 +1,549 @@
+//! Every algorithm on a simulated group of threads, checked against a sequential reference.
+//!
+//! The simulated channel is strict: a send returns only once the receiver has taken the message
+//! (so an algorithm that would deadlock on rendezvous sends fails here), a receive must be
+//! exactly the size of the message, and a message is matched by source in send order.
+
+use std::ops::Range;
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::time::Duration;
+
+use super::*;
+use crate::coll::CollTuning;
+
+const DEADLOCK: Duration = Duration::from_secs(5);
+
+struct SimulatedChannel {
+    rank: usize,
+    size: usize,
+    tuning: CollTuning,
+    to: Vec<Sender<Vec<u8>>>,
+    from: Vec<Receiver<Vec<u8>>>,
+    ack_to: Vec<Sender<()>>,
+    ack_from: Vec<Receiver<()>>,
+}
+
+fn wait<T>(receiver: &Receiver<T>, what: &str) -> T {
+    match receiver.recv_timeout(DEADLOCK) {
+        Ok(value) => value,
+        Err(RecvTimeoutError::Timeout) => panic!("deadlock: {what} never completed"),
+        Err(RecvTimeoutError::Disconnected) => panic!("{what}: the peer thread has failed"),
+    }
+}
+
+impl SimulatedChannel {
+    fn post(&self, dest: usize, data: &[u8]) {
+        assert_ne!(dest, self.rank, "rank {} sends to itself", self.rank);
+        self.to[dest].send(data.to_vec()).expect("peer thread has failed");
+    }
+
+    fn await_match(&self, dest: usize) {
+        wait(&self.ack_from[dest], &format!("send {} -> {dest}", self.rank));
+    }
+}
+
+impl CollChannel for SimulatedChannel {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn size(&self) -> usize {
+        self.size
+    }
+
+    fn send(&mut self, dest: usize, data: &[u8]) -> Result<(), i32> {
+        self.post(dest, data);
+        self.await_match(dest);
+        Ok(())
+    }
+
+    fn recv(&mut self, source: usize, buffer: &mut [u8]) -> Result<(), i32> {
+        assert_ne!(source, self.rank, "rank {} receives from itself", self.rank);
+        let message = wait(&self.from[source], &format!("receive {} <- {source}", self.rank));
+        assert_eq!(message.len(), buffer.len(), "size mismatch on {source} -> {}", self.rank);
+        buffer.copy_from_slice(&message);
+        self.ack_to[source].send(()).expect("peer thread has failed");
+        Ok(())
+    }
+
+    fn sendrecv(&mut self, dest: usize, data: &[u8], source: usize, buffer: &mut [u8]) -> Result<(), i32> {
+        self.post(dest, data);
+        self.recv(source, buffer)?;
+        self.await_match(dest);
+        Ok(())
+    }
+
+    fn tuning(&self) -> CollTuning {
+        self.tuning
+    }
+}
+
+fn take<T>(row: Vec<Option<T>>) -> Vec<T> {
+    row.into_iter().map(Option::unwrap).collect()
+}
+
+/// Runs `body` on every rank of a simulated group of `size` and returns the ranks' results.
+fn run_group<T: Send>(size: usize, tuning: CollTuning, body: impl Fn(&mut dyn CollChannel) -> T + Sync) -> Vec<T> {
+    let mut to: Vec<Vec<Option<Sender<Vec<u8>>>>> = (0..size).map(|_| (0..size).map(|_| None).collect()).collect();
+    let mut from: Vec<Vec<Option<Receiver<Vec<u8>>>>> = (0..size).map(|_| (0..size).map(|_| None).collect()).collect();
+    let mut ack_to: Vec<Vec<Option<Sender<()>>>> = (0..size).map(|_| (0..size).map(|_| None).collect()).collect();
+    let mut ack_from: Vec<Vec<Option<Receiver<()>>>> = (0..size).map(|_| (0..size).map(|_| None).collect()).collect();
+    for sender in 0..size {
+        for receiver in 0..size {
+            let (data_in, data_out) = channel();
+            to[sender][receiver] = Some(data_in);
+            from[receiver][sender] = Some(data_out);
+            let (ack_in, ack_out) = channel();
+            ack_to[receiver][sender] = Some(ack_in);
+            ack_from[sender][receiver] = Some(ack_out);
+        }
+    }
+    let mut channels: Vec<SimulatedChannel> = Vec::new();
+    for rank in (0..size).rev() {
+        channels.push(SimulatedChannel {
+            rank,
+            size,
+            tuning,
+            to: take(to.pop().unwrap()),
+            from: take(from.pop().unwrap()),
+            ack_to: take(ack_to.pop().unwrap()),
+            ack_from: take(ack_from.pop().unwrap()),
+        });
+    }
+    channels.reverse();
+    std::thread::scope(|scope| {
+        let body = &body;
+        let handles: Vec<_> = channels.into_iter().map(|mut ch| scope.spawn(move || body(&mut ch))).collect();
+        handles.into_iter().map(|handle| handle.join().expect("a rank panicked")).collect()
+    })
+}
+
+const SIZES: Range<usize> = 1..8;
+
+/// Default switch points, and zero (always the large-message algorithms).
+fn tunings() -> [CollTuning; 2] {
+    [CollTuning::default(), CollTuning { bcast_split_min: 0, allreduce_split_min: 0 }]
+}
+
+/// Deterministic bytes that differ per rank and per position.
+fn pattern(rank: usize, len: usize, salt: u64) -> Vec<u8> {
+    let mut state = (rank as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ salt.wrapping_mul(0xD1B5_4A32_D192_ED03);
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect()
+}
+
+/// Commutative: element-wise wrapping sum of u64.
+const SUM_SIZE: usize = 8;
+fn sum(input: &[u8], inout: &mut [u8]) {
+    for (a, b) in input.chunks_exact(SUM_SIZE).zip(inout.chunks_exact_mut(SUM_SIZE)) {
+        let total = u64::from_le_bytes(a.try_into().unwrap()).wrapping_add(u64::from_le_bytes((&*b).try_into().unwrap()));
+        b.copy_from_slice(&total.to_le_bytes());
+    }
+}
+
+/// Non-commutative: 2x2 matrices of wrapping u32 (16 bytes), `inout = input * inout`.
+const MATRIX_SIZE: usize = 16;
+fn matrix_product(input: &[u8], inout: &mut [u8]) {
+    let words = |bytes: &[u8]| -> [u32; 4] { std::array::from_fn(|i| u32::from_le_bytes(bytes[4 * i..4 * i + 4].try_into().unwrap())) };
+    for (a, b) in input.chunks_exact(MATRIX_SIZE).zip(inout.chunks_exact_mut(MATRIX_SIZE)) {
+        let [a0, a1, a2, a3] = words(a);
+        let [b0, b1, b2, b3] = words(b);
+        let product = [
+            a0.wrapping_mul(b0).wrapping_add(a1.wrapping_mul(b2)),
+            a0.wrapping_mul(b1).wrapping_add(a1.wrapping_mul(b3)),
+            a2.wrapping_mul(b0).wrapping_add(a3.wrapping_mul(b2)),
+            a2.wrapping_mul(b1).wrapping_add(a3.wrapping_mul(b3)),
+        ];
+        for (slot, word) in b.chunks_exact_mut(4).zip(product) {
+            slot.copy_from_slice(&word.to_le_bytes());
+        }
+    }
+}
+
+struct Operation {
+    element_size: usize,
+    combine: fn(&[u8], &mut [u8]),
+    commutative: bool,
+}
+
+const OPERATIONS: [Operation; 2] = [
+    Operation { element_size: SUM_SIZE, combine: sum, commutative: true },
+    Operation { element_size: MATRIX_SIZE, combine: matrix_product, commutative: false },
+];
+
+/// x_first op ... op x_last, sequentially.
+fn reference(operation: &Operation, inputs: &[Vec<u8>]) -> Vec<u8> {
+    let mut result = inputs.last().unwrap().clone();
+    for input in inputs.iter().rev().skip(1) {
+        (operation.combine)(input, &mut result);
+    }
+    result
+}
+
+const ELEMENT_COUNTS: [usize; 5] = [0, 1, 3, 8, 37];
+
+#[test]
+fn matrix_product_is_not_commutative() {
+    let (a, b) = (pattern(0, MATRIX_SIZE, 1), pattern(1, MATRIX_SIZE, 1));
+    let mut ab = b.clone();
+    matrix_product(&a, &mut ab);
+    let mut ba = a.clone();
+    matrix_product(&b, &mut ba);
+    assert_ne!(ab, ba);
+}
+
+#[test]
+fn barrier_completes_and_synchronizes() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    for size in SIZES {
+        let arrived = AtomicUsize::new(0);
+        let seen = run_group(size, CollTuning::default(), |ch| {
+            arrived.fetch_add(1, Ordering::SeqCst);
+            barrier(ch).unwrap();
+            arrived.load(Ordering::SeqCst)
+        });
+        assert!(seen.iter().all(|&count| count == size), "size {size}: {seen:?}");
+    }
+}
+
+#[test]
+fn bcast_matches_root_data() {
+    for tuning in tunings() {
+        for size in SIZES {
+            for len in [0, 1, 5, 100, 1000] {
+                for root in 0..size {
+                    let expected = pattern(root, len, 7);
+                    let results = run_group(size, tuning, |ch| {
+                        let mut buffer = if ch.rank() == root { expected.clone() } else { vec![0xEE; len] };
+                        bcast(ch, &mut buffer, root).unwrap();
+                        buffer
+                    });
+                    assert!(results.iter().all(|r| *r == expected), "size {size} len {len} root {root} {tuning:?}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn allgather_collects_every_block_in_rank_order() {
+    for size in SIZES {
+        for block in [0, 1, 13] {
+            let expected: Vec<u8> = (0..size).flat_map(|rank| pattern(rank, block, 3)).collect();
+            let results = run_group(size, CollTuning::default(), |ch| {
+                let mut all = vec![0xEE; block * size];
+                let mine = pattern(ch.rank(), block, 3);
+                allgather(ch, &mine, &mut all).unwrap();
+                all
+            });
+            assert!(results.iter().all(|r| *r == expected), "size {size} block {block}");
+        }
+    }
+}
+
+/// Blocks of length 3r + 1 (rank r), laid out in reverse rank order with a gap of 2 bytes.
+fn scattered_blocks(size: usize) -> (Vec<Range<usize>>, usize) {
+    let mut blocks = vec![0..0; size];
+    let mut offset = 0;
+    for rank in (0..size).rev() {
+        blocks[rank] = offset..offset + 3 * rank + 1;
+        offset += 3 * rank + 1 + 2;
+    }
+    (blocks, offset)
+}
+
+#[test]
+fn allgatherv_places_blocks_at_their_offsets() {
+    for size in SIZES {
+        let (blocks, total) = scattered_blocks(size);
+        let mut expected = vec![0xEE; total];
+        for rank in 0..size {
+            expected[blocks[rank].clone()].copy_from_slice(&pattern(rank, blocks[rank].len(), 4));
+        }
+        for in_place in [false, true] {
+            let results = run_group(size, CollTuning::default(), |ch| {
+                let mine = pattern(ch.rank(), blocks[ch.rank()].len(), 4);
+                let mut all = vec![0xEE; total];
+                if in_place {
+                    all[blocks[ch.rank()].clone()].copy_from_slice(&mine);
+                    allgatherv(ch, None, &mut all, &blocks).unwrap();
+                } else {
+                    allgatherv(ch, Some(&mine), &mut all, &blocks).unwrap();
+                }
+                all
+            });
+            assert!(results.iter().all(|r| *r == expected), "size {size} in_place {in_place}");
+        }
+    }
+}
+
+#[test]
+fn gather_and_scatter_round_trip_every_root() {
+    for size in SIZES {
+        for block in [0, 1, 9] {
+            let expected: Vec<u8> = (0..size).flat_map(|rank| pattern(rank, block, 5)).collect();
+            for root in 0..size {
+                for in_place in [false, true] {
+                    let results = run_group(size, CollTuning::default(), |ch| {
+                        let rank = ch.rank();
+                        let mine = pattern(rank, block, 5);
+                        let mut all = if rank == root { vec![0xEE; block * size] } else { Vec::new() };
+                        if rank == root && in_place {
+                            all[rank * block..(rank + 1) * block].copy_from_slice(&mine);
+                            gather(ch, None, &mut all, root).unwrap();
+                        } else {
+                            gather(ch, Some(&mine), &mut all, root).unwrap();
+                        }
+                        let gathered = all.clone();
+                        let mut back = vec![0xEE; block];
+                        if rank == root && in_place {
+                            scatter(ch, &all, None, root).unwrap();
+                            back.copy_from_slice(&all[rank * block..(rank + 1) * block]);
+                        } else {
+                            scatter(ch, &all, Some(&mut back), root).unwrap();
+                        }
+                        (gathered, back == mine)
+                    });
+                    assert_eq!(results[root].0, expected, "gather size {size} block {block} root {root}");
+                    assert!(results.iter().all(|(_, ok)| *ok), "scatter size {size} block {block} root {root}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn gatherv_and_scatterv_use_the_roots_layout() {
+    for size in SIZES {
+        let (blocks, total) = scattered_blocks(size);
+        for root in 0..size {
+            let results = run_group(size, CollTuning::default(), |ch| {
+                let rank = ch.rank();
+                let mine = pattern(rank, blocks[rank].len(), 6);
+                let mut all = if rank == root { vec![0xEE; total] } else { Vec::new() };
+                gatherv(ch, Some(&mine), &mut all, &blocks, root).unwrap();
+                let mut back = vec![0; blocks[rank].len()];
+                scatterv(ch, &all, &blocks, Some(&mut back), root).unwrap();
+                (all, back == mine)
+            });
+            let mut expected = vec![0xEE; total];
+            for rank in 0..size {
+                expected[blocks[rank].clone()].copy_from_slice(&pattern(rank, blocks[rank].len(), 6));
+            }
+            assert_eq!(results[root].0, expected, "size {size} root {root}");
+            assert!(results.iter().all(|(_, ok)| *ok), "size {size} root {root}");
+        }
+    }
+}
+
+#[test]
+fn alltoall_transposes_blocks() {
+    for size in SIZES {
+        for block in [0, 1, 11] {
+            let results = run_group(size, CollTuning::default(), |ch| {
+                let send = pattern(ch.rank(), block * size, 8);
+                let mut recv = vec![0xEE; block * size];
+                alltoall(ch, &send, &mut recv).unwrap();
+                recv
+            });
+            for (receiver, recv) in results.iter().enumerate() {
+                for sender in 0..size {
+                    let sent = pattern(sender, block * size, 8);
+                    assert_eq!(recv[sender * block..(sender + 1) * block], sent[receiver * block..(receiver + 1) * block], "size {size}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn alltoallv_moves_blocks_of_varying_sizes() {
+    // Rank s sends s + 2d bytes to rank d, at reversed offsets on both sides.
+    let layout = |size: usize, len_of: &dyn Fn(usize) -> usize| -> (Vec<Range<usize>>, usize) {
+        let mut blocks = vec![0..0; size];
+        let mut offset = 1;
+        for peer in (0..size).rev() {
+            blocks[peer] = offset..offset + len_of(peer);
+            offset += len_of(peer);
+        }
+        (blocks, offset)
+    };
+    for size in SIZES {
+        let results = run_group(size, CollTuning::default(), |ch| {
+            let rank = ch.rank();
+            let (send_blocks, send_len) = layout(size, &|dest| rank + 2 * dest);
+            let (recv_blocks, recv_len) = layout(size, &|source| source + 2 * rank);
+            let send = pattern(rank, send_len, 9);
+            let mut recv = vec![0xEE; recv_len];
+            alltoallv(ch, &send, &send_blocks, &mut recv, &recv_blocks).unwrap();
+            (recv, recv_blocks)
+        });
+        for (receiver, (recv, recv_blocks)) in results.iter().enumerate() {
+            for sender in 0..size {
+                let (send_blocks, send_len) = layout(size, &|dest| sender + 2 * dest);
+                let sent = pattern(sender, send_len, 9);
+                assert_eq!(recv[recv_blocks[sender].clone()], sent[send_blocks[receiver].clone()], "size {size}");
+            }
+        }
+    }
+}
+
+fn inputs_for(operation: &Operation, size: usize, elements: usize) -> Vec<Vec<u8>> {
+    (0..size).map(|rank| pattern(rank, elements * operation.element_size, 10)).collect()
+}
+
+#[test]
+fn reduce_applies_the_operation_in_rank_order_at_every_root() {
+    for operation in &OPERATIONS {
+        for size in SIZES {
+            for elements in ELEMENT_COUNTS {
+                let inputs = inputs_for(operation, size, elements);
+                let expected = reference(operation, &inputs);
+                for root in 0..size {
+                    let results = run_group(size, CollTuning::default(), |ch| {
+                        let mut data = inputs[ch.rank()].clone();
+                        reduce(ch, &mut data, operation.element_size, &operation.combine, operation.commutative, root).unwrap();
+                        data
+                    });
+                    assert_eq!(results[root], expected, "size {size} elements {elements} root {root} commutative {}", operation.commutative);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn allreduce_gives_every_rank_the_same_result() {
+    for tuning in tunings() {
+        for operation in &OPERATIONS {
+            for size in SIZES {
+                for elements in ELEMENT_COUNTS {
+                    let inputs = inputs_for(operation, size, elements);
+                    let expected = reference(operation, &inputs);
+                    let results = run_group(size, tuning, |ch| {
+                        let mut data = inputs[ch.rank()].clone();
+                        allreduce(ch, &mut data, operation.element_size, &operation.combine, operation.commutative).unwrap();
+                        data
+                    });
+                    assert!(
+                        results.iter().all(|r| *r == expected),
+                        "size {size} elements {elements} commutative {} {tuning:?}",
+                        operation.commutative
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn reduce_scatter_gives_each_rank_its_part() {
+    for operation in &OPERATIONS {
+        for size in SIZES {
+            let counts: Vec<usize> = (0..size).map(|rank| (rank * 2 + 1) % 4).collect();
+            let total: usize = counts.iter().sum();
+            let inputs = inputs_for(operation, size, total);
+            let expected = reference(operation, &inputs);
+            let results = run_group(size, CollTuning::default(), |ch| {
+                let mut data = inputs[ch.rank()].clone();
+                let mut out = vec![0xEE; counts[ch.rank()] * operation.element_size];
+                reduce_scatter(ch, &mut data, &counts, operation.element_size, &operation.combine, operation.commutative, &mut out).unwrap();
+                out
+            });
+            let mut offset = 0;
+            for (rank, out) in results.iter().enumerate() {
+                let len = counts[rank] * operation.element_size;
+                assert_eq!(*out, expected[offset..offset + len], "size {size} rank {rank} commutative {}", operation.commutative);
+                offset += len;
+            }
+        }
+    }
+}
+
+#[test]
+fn reduce_scatter_block_gives_each_rank_its_block() {
+    for operation in &OPERATIONS {
+        for size in SIZES {
+            for elements in [0, 1, 4] {
+                let block = elements * operation.element_size;
+                let inputs = inputs_for(operation, size, elements * size);
+                let expected = reference(operation, &inputs);
+                let results = run_group(size, CollTuning::default(), |ch| {
+                    let mut data = inputs[ch.rank()].clone();
+                    let mut out = vec![0xEE; block];
+                    reduce_scatter_block(ch, &mut data, operation.element_size, &operation.combine, operation.commutative, &mut out).unwrap();
+                    out
+                });
+                for (rank, out) in results.iter().enumerate() {
+                    assert_eq!(*out, expected[rank * block..(rank + 1) * block], "size {size} rank {rank}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn scan_and_exscan_are_prefixes_in_rank_order() {
+    for operation in &OPERATIONS {
+        for size in SIZES {
+            for elements in [0, 1, 5] {
+                let inputs = inputs_for(operation, size, elements);
+                let results = run_group(size, CollTuning::default(), |ch| {
+                    let mut inclusive = inputs[ch.rank()].clone();
+                    scan(ch, &mut inclusive, operation.element_size, &operation.combine).unwrap();
+                    let mut exclusive = inputs[ch.rank()].clone();
+                    exscan(ch, &mut exclusive, operation.element_size, &operation.combine).unwrap();
+                    (inclusive, exclusive)
+                });
+                for (rank, (inclusive, exclusive)) in results.iter().enumerate() {
+                    assert_eq!(*inclusive, reference(operation, &inputs[..=rank]), "scan size {size} rank {rank}");
+                    let expected_exclusive = if rank == 0 { inputs[0].clone() } else { reference(operation, &inputs[..rank]) };
+                    assert_eq!(*exclusive, expected_exclusive, "exscan size {size} rank {rank}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn consecutive_collectives_do_not_mix_their_messages() {
+    for size in SIZES {
+        let results = run_group(size, CollTuning { bcast_split_min: 0, allreduce_split_min: 0 }, |ch| {
+            let mut outcome = Vec::new();
+            for round in 0..3u8 {
+                let mut data = vec![round.wrapping_add(ch.rank() as u8); 64];
+                allreduce(ch, &mut data, 1, &|a: &[u8], b: &mut [u8]| b.iter_mut().zip(a).for_each(|(x, y)| *x = x.wrapping_add(*y)), true).unwrap();
+                let root = round as usize % size;
+                let mut buffer = vec![if ch.rank() == root { round + 100 } else { 0 }; 40];
+                bcast(ch, &mut buffer, root).unwrap();
+                barrier(ch).unwrap();
+                outcome.push((data[0], buffer[0]));
+            }
+            outcome
+        });
+        for round in 0..3u8 {
+            let total = (0..size).fold(0u8, |sum, rank| sum.wrapping_add(round.wrapping_add(rank as u8)));
+            assert!(results.iter().all(|r| r[round as usize] == (total, round + 100)), "size {size}");
+        }
+    }
+}
+
+#[test]
+fn bad_arguments_are_rejected_before_any_message() {
+    let results = run_group(2, CollTuning::default(), |ch| {
+        let mut buffer = [0u8; 4];
+        let bad_root = bcast(ch, &mut buffer, 2);
+        let bad_elements = allreduce(ch, &mut buffer, 3, &sum, true);
+        let bad_length = allgather(ch, &[1, 2], &mut buffer[..3]);
+        (bad_root, bad_elements, bad_length)
+    });
+    for result in results {
+        assert_eq!(result, (Err(MPI_ERR_ROOT), Err(MPI_ERR_ARG), Err(MPI_ERR_ARG)));
+    }
+}

@@ -1,0 +1,565 @@
+//! The MPI_Type_*, MPI_Pack* and address functions of the C interface.
+
+// The safety contract of every entry point is the MPI standard's: pointers valid for the sizes
+// it documents.
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::slice;
+use std::sync::Arc;
+
+use super::{build_blocks, build_resized, build_struct, failure, lookup, lookup_committed, overflow, register, Blocks, TypeInfo};
+use crate::consts::*;
+use crate::error::{finish, MpiError, MpiResult};
+
+fn count_arg(count: c_int, what: &str) -> MpiResult<usize> {
+    usize::try_from(count).map_err(|_| failure(MPI_ERR_COUNT, format!("{what} is negative ({count})")))
+}
+
+fn blocklength_arg(blocklength: c_int) -> MpiResult<usize> {
+    usize::try_from(blocklength).map_err(|_| failure(MPI_ERR_ARG, format!("negative block length ({blocklength})")))
+}
+
+fn old_type(dt: MPI_Datatype) -> MpiResult<Arc<TypeInfo>> {
+    lookup(dt).map(|info| info.shared()).map_err(|class| failure(class, format!("invalid datatype ({dt})")))
+}
+
+/// # Safety
+/// `pointer` is null or valid for writes.
+unsafe fn out<'a, T>(pointer: *mut T, what: &str) -> MpiResult<&'a mut T> {
+    // SAFETY: non-null pointers are valid for writes (caller's guarantee).
+    unsafe { pointer.as_mut() }.ok_or_else(|| failure(MPI_ERR_ARG, format!("{what} is NULL")))
+}
+
+/// # Safety
+/// `pointer` is null or valid for reads of `len` elements.
+unsafe fn array<'a, T>(pointer: *const T, len: usize, what: &str) -> MpiResult<&'a [T]> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if pointer.is_null() {
+        return Err(failure(MPI_ERR_ARG, format!("{what} is NULL")));
+    }
+    // SAFETY: non-null and, per the caller, valid for `len` reads.
+    Ok(unsafe { slice::from_raw_parts(pointer, len) })
+}
+
+fn to_count(value: isize) -> MPI_Count {
+    value as MPI_Count
+}
+
+/// Registers `built` and stores its handle in `*newtype`.
+///
+/// # Safety
+/// `newtype` is null or valid for writes.
+unsafe fn define(newtype: *mut MPI_Datatype, built: impl FnOnce() -> MpiResult<TypeInfo>) -> MpiResult<()> {
+    // SAFETY: forwarded from this function's contract.
+    let newtype = unsafe { out(newtype, "newtype") }?;
+    *newtype = register(built()?)?;
+    Ok(())
+}
+
+fn element_bytes(elements: c_int, extent: isize) -> MpiResult<isize> {
+    (elements as isize).checked_mul(extent).ok_or_else(overflow)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_size(datatype: MPI_Datatype, size: *mut c_int) -> c_int {
+    finish(
+        "MPI_Type_size",
+        (|| {
+            let info = old_type(datatype)?;
+            // SAFETY: `size` is null or the caller's output variable.
+            *unsafe { out(size, "size") }? = c_int::try_from(info.size).unwrap_or(MPI_UNDEFINED);
+            Ok(())
+        })(),
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_size_x(datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
+    finish(
+        "MPI_Type_size_x",
+        (|| {
+            let info = old_type(datatype)?;
+            // SAFETY: `size` is null or the caller's output variable.
+            *unsafe { out(size, "size") }? = MPI_Count::try_from(info.size).unwrap_or(MPI_UNDEFINED.into());
+            Ok(())
+        })(),
+    )
+}
+
+/// # Safety
+/// Both pointers are null or valid for writes.
+unsafe fn write_pair<T>(function: &str, first: *mut T, second: *mut T, values: MpiResult<(T, T)>) -> c_int {
+    finish(
+        function,
+        (|| {
+            let (a, b) = values?;
+            // SAFETY: null or the caller's output variables.
+            let (first, second) = unsafe { (out(first, "lb")?, out(second, "extent")?) };
+            (*first, *second) = (a, b);
+            Ok(())
+        })(),
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_extent(datatype: MPI_Datatype, lb: *mut MPI_Aint, extent: *mut MPI_Aint) -> c_int {
+    let values = old_type(datatype).map(|info| (info.lb, info.extent));
+    // SAFETY: output pointers forwarded from the caller.
+    unsafe { write_pair("MPI_Type_get_extent", lb, extent, values) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_extent_x(datatype: MPI_Datatype, lb: *mut MPI_Count, extent: *mut MPI_Count) -> c_int {
+    let values = old_type(datatype).map(|info| (to_count(info.lb), to_count(info.extent)));
+    // SAFETY: output pointers forwarded from the caller.
+    unsafe { write_pair("MPI_Type_get_extent_x", lb, extent, values) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_true_extent(datatype: MPI_Datatype, true_lb: *mut MPI_Aint, true_extent: *mut MPI_Aint) -> c_int {
+    let values = old_type(datatype).map(|info| (info.true_lb, info.true_extent));
+    // SAFETY: output pointers forwarded from the caller.
+    unsafe { write_pair("MPI_Type_get_true_extent", true_lb, true_extent, values) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_true_extent_x(datatype: MPI_Datatype, true_lb: *mut MPI_Count, true_extent: *mut MPI_Count) -> c_int {
+    let values = old_type(datatype).map(|info| (to_count(info.true_lb), to_count(info.true_extent)));
+    // SAFETY: output pointers forwarded from the caller.
+    unsafe { write_pair("MPI_Type_get_true_extent_x", true_lb, true_extent, values) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_name(datatype: MPI_Datatype, type_name: *mut c_char, resultlen: *mut c_int) -> c_int {
+    finish(
+        "MPI_Type_get_name",
+        (|| {
+            let name = super::name(datatype).map_err(|class| failure(class, format!("invalid datatype ({datatype})")))?;
+            if type_name.is_null() {
+                return Err(failure(MPI_ERR_ARG, "type_name is NULL"));
+            }
+            // SAFETY: `resultlen` is null or the caller's output variable.
+            let resultlen = unsafe { out(resultlen, "resultlen") }?;
+            let bytes = &name.as_bytes()[..name.len().min(MPI_MAX_OBJECT_NAME as usize - 1)];
+            // SAFETY: MPI requires `type_name` to hold MPI_MAX_OBJECT_NAME characters; we write at
+            // most that many, the terminating NUL included.
+            unsafe {
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), type_name.cast::<u8>(), bytes.len());
+                *type_name.add(bytes.len()) = 0;
+            }
+            *resultlen = bytes.len() as c_int;
+            Ok(())
+        })(),
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_set_name(datatype: MPI_Datatype, type_name: *const c_char) -> c_int {
+    finish(
+        "MPI_Type_set_name",
+        (|| {
+            if type_name.is_null() {
+                return Err(failure(MPI_ERR_ARG, "type_name is NULL"));
+            }
+            // SAFETY: non-null; MPI requires a NUL-terminated string.
+            let mut name = unsafe { CStr::from_ptr(type_name) }.to_string_lossy().into_owned();
+            let mut keep = name.len().min(MPI_MAX_OBJECT_NAME as usize - 1);
+            while !name.is_char_boundary(keep) {
+                keep -= 1;
+            }
+            name.truncate(keep);
+            super::set_name(datatype, name).map_err(|class| failure(class, format!("invalid datatype ({datatype})")))
+        })(),
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_contiguous(count: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    // SAFETY: `newtype` forwarded from the caller.
+    finish("MPI_Type_contiguous", unsafe { contiguous(count, oldtype, newtype) })
+}
+
+/// # Safety
+/// `newtype` is null or valid for writes.
+pub(super) unsafe fn contiguous(count: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> MpiResult<()> {
+    let count = count_arg(count, "count")?;
+    let child = old_type(oldtype)?;
+    // SAFETY: forwarded from this function's contract.
+    unsafe { define(newtype, || build_blocks(&child, &Blocks::Regular { count: 1, blocklen: count, stride: 0 })) }
+}
+
+/// MPI_Type_vector and the h-variants; `stride` in bytes.
+///
+/// # Safety
+/// `newtype` is null or valid for writes.
+pub(super) unsafe fn vector(
+    count: c_int,
+    blocklength: c_int,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+    stride: impl FnOnce(&TypeInfo) -> MpiResult<isize>,
+) -> MpiResult<()> {
+    let count = count_arg(count, "count")?;
+    let blocklen = blocklength_arg(blocklength)?;
+    let child = old_type(oldtype)?;
+    let stride = stride(&child)?;
+    // SAFETY: forwarded from this function's contract.
+    unsafe { define(newtype, || build_blocks(&child, &Blocks::Regular { count, blocklen, stride })) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_vector(
+    count: c_int,
+    blocklength: c_int,
+    stride: c_int,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    // SAFETY: `newtype` forwarded from the caller.
+    let result = unsafe { vector(count, blocklength, oldtype, newtype, |child| element_bytes(stride, child.extent)) };
+    finish("MPI_Type_vector", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_hvector(
+    count: c_int,
+    blocklength: c_int,
+    stride: MPI_Aint,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    // SAFETY: `newtype` forwarded from the caller.
+    let result = unsafe { vector(count, blocklength, oldtype, newtype, |_| Ok(stride)) };
+    finish("MPI_Type_create_hvector", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_hvector(
+    count: c_int,
+    blocklength: c_int,
+    stride: MPI_Aint,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    // SAFETY: `newtype` forwarded from the caller.
+    let result = unsafe { vector(count, blocklength, oldtype, newtype, |_| Ok(stride)) };
+    finish("MPI_Type_hvector", result)
+}
+
+/// The indexed family: `blocklengths` (None: all `blocklength`), displacements scaled to bytes.
+///
+/// # Safety
+/// The arrays are null or valid for `count` reads; `newtype` null or valid for writes.
+pub(super) unsafe fn indexed<D: Copy>(
+    count: c_int,
+    blocklengths: Result<*const c_int, c_int>,
+    displacements: *const D,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+    to_bytes: impl Fn(D, &TypeInfo) -> MpiResult<isize>,
+) -> MpiResult<()> {
+    let count = count_arg(count, "count")?;
+    let child = old_type(oldtype)?;
+    // SAFETY: valid for `count` reads per the caller.
+    let displacements = unsafe { array(displacements, count, "array_of_displacements") }?;
+    let blocklengths = match blocklengths {
+        // SAFETY: valid for `count` reads per the caller.
+        Ok(pointer) => unsafe { array(pointer, count, "array_of_blocklengths") }?
+            .iter()
+            .map(|&len| blocklength_arg(len))
+            .collect::<MpiResult<Vec<_>>>()?,
+        Err(same) => vec![blocklength_arg(same)?; count],
+    };
+    let blocks =
+        displacements.iter().zip(blocklengths).map(|(&disp, len)| Ok((to_bytes(disp, &child)?, len))).collect::<MpiResult<Vec<_>>>()?;
+    // SAFETY: forwarded from this function's contract.
+    unsafe { define(newtype, || build_blocks(&child, &Blocks::List(blocks))) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_indexed(
+    count: c_int,
+    array_of_blocklengths: *const c_int,
+    array_of_displacements: *const c_int,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    // SAFETY: arrays and output forwarded from the caller.
+    let result = unsafe {
+        indexed(count, Ok(array_of_blocklengths), array_of_displacements, oldtype, newtype, |disp, child| element_bytes(disp, child.extent))
+    };
+    finish("MPI_Type_indexed", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_hindexed(
+    count: c_int,
+    array_of_blocklengths: *const c_int,
+    array_of_displacements: *const MPI_Aint,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    // SAFETY: arrays and output forwarded from the caller.
+    let result = unsafe { indexed(count, Ok(array_of_blocklengths), array_of_displacements, oldtype, newtype, |disp, _| Ok(disp)) };
+    finish("MPI_Type_create_hindexed", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_indexed_block(
+    count: c_int,
+    blocklength: c_int,
+    array_of_displacements: *const c_int,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    // SAFETY: array and output forwarded from the caller.
+    let result = unsafe {
+        indexed(count, Err(blocklength), array_of_displacements, oldtype, newtype, |disp, child| element_bytes(disp, child.extent))
+    };
+    finish("MPI_Type_create_indexed_block", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
+    count: c_int,
+    blocklength: c_int,
+    array_of_displacements: *const MPI_Aint,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    // SAFETY: array and output forwarded from the caller.
+    let result = unsafe { indexed(count, Err(blocklength), array_of_displacements, oldtype, newtype, |disp, _| Ok(disp)) };
+    finish("MPI_Type_create_hindexed_block", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_struct(
+    count: c_int,
+    array_of_blocklengths: *const c_int,
+    array_of_displacements: *const MPI_Aint,
+    array_of_types: *const MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    let result = (|| {
+        let count = count_arg(count, "count")?;
+        // SAFETY: the arrays are null or valid for `count` reads (caller's guarantee).
+        let (blocklengths, displacements, types) = unsafe {
+            (
+                array(array_of_blocklengths, count, "array_of_blocklengths")?,
+                array(array_of_displacements, count, "array_of_displacements")?,
+                array(array_of_types, count, "array_of_types")?,
+            )
+        };
+        let blocks = (0..count)
+            .map(|index| Ok((old_type(types[index])?, displacements[index], blocklength_arg(blocklengths[index])?)))
+            .collect::<MpiResult<Vec<_>>>()?;
+        // SAFETY: `newtype` forwarded from the caller.
+        unsafe { define(newtype, || build_struct(&blocks)) }
+    })();
+    finish("MPI_Type_create_struct", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_resized(
+    oldtype: MPI_Datatype,
+    lb: MPI_Aint,
+    extent: MPI_Aint,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    let result = (|| {
+        let child = old_type(oldtype)?;
+        // SAFETY: `newtype` forwarded from the caller.
+        unsafe { define(newtype, || Ok(build_resized(&child, lb, extent))) }
+    })();
+    finish("MPI_Type_create_resized", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_commit(datatype: *mut MPI_Datatype) -> c_int {
+    finish(
+        "MPI_Type_commit",
+        (|| {
+            // SAFETY: `datatype` is null or the caller's handle variable.
+            let datatype = *unsafe { out(datatype, "datatype") }?;
+            super::commit(datatype).map_err(|class| failure(class, format!("invalid datatype ({datatype})")))
+        })(),
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_free(datatype: *mut MPI_Datatype) -> c_int {
+    finish(
+        "MPI_Type_free",
+        (|| {
+            // SAFETY: `datatype` is null or the caller's handle variable.
+            let datatype = unsafe { out(datatype, "datatype") }?;
+            super::free(*datatype)?;
+            *datatype = MPI_DATATYPE_NULL;
+            Ok(())
+        })(),
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    finish(
+        "MPI_Type_dup",
+        (|| {
+            // SAFETY: `newtype` is null or the caller's output variable.
+            let newtype = unsafe { out(newtype, "newtype") }?;
+            *newtype = super::dup(oldtype)?;
+            Ok(())
+        })(),
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_address(location: *const c_void, address: *mut MPI_Aint) -> c_int {
+    finish(
+        "MPI_Get_address",
+        (|| {
+            // SAFETY: `address` is null or the caller's output variable.
+            *unsafe { out(address, "address") }? = location as MPI_Aint;
+            Ok(())
+        })(),
+    )
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Aint_add(base: MPI_Aint, disp: MPI_Aint) -> MPI_Aint {
+    base.wrapping_add(disp)
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Aint_diff(addr1: MPI_Aint, addr2: MPI_Aint) -> MPI_Aint {
+    addr1.wrapping_sub(addr2)
+}
+
+/// Validates a pack/unpack position; returns (start, room after it).
+fn position_arg(position: c_int, buffer_size: c_int) -> MpiResult<(usize, usize)> {
+    let size = usize::try_from(buffer_size).map_err(|_| failure(MPI_ERR_ARG, format!("negative buffer size ({buffer_size})")))?;
+    match usize::try_from(position) {
+        Ok(start) if start <= size => Ok((start, size - start)),
+        _ => Err(failure(MPI_ERR_ARG, format!("position {position} is outside the buffer of {size} bytes"))),
+    }
+}
+
+/// Pack calls report through the error handler of their communicator.
+fn on_comm(result: MpiResult<()>, comm: MPI_Comm) -> MpiResult<()> {
+    result.map_err(|error| MpiError { comm, ..error })
+}
+
+fn advance(position: &mut c_int, by: usize) {
+    *position += by as c_int;
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Pack(
+    inbuf: *const c_void,
+    incount: c_int,
+    datatype: MPI_Datatype,
+    outbuf: *mut c_void,
+    outsize: c_int,
+    position: *mut c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    // SAFETY: buffers and position forwarded from the caller.
+    let result = unsafe { pack_into(inbuf, incount, datatype, outbuf, outsize, position) };
+    finish("MPI_Pack", on_comm(result, comm))
+}
+
+/// # Safety
+/// As MPI_Pack: `outbuf` holds `outsize` bytes, `inbuf` the type map of `incount` elements.
+pub(super) unsafe fn pack_into(
+    inbuf: *const c_void,
+    incount: c_int,
+    datatype: MPI_Datatype,
+    outbuf: *mut c_void,
+    outsize: c_int,
+    position: *mut c_int,
+) -> MpiResult<()> {
+    let count = count_arg(incount, "incount")?;
+    let info = lookup_committed(datatype).map_err(|class| failure(class, format!("invalid or uncommitted datatype ({datatype})")))?;
+    // SAFETY: `position` is null or the caller's in/out variable.
+    let position = unsafe { out(position, "position") }?;
+    let (start, room) = position_arg(*position, outsize)?;
+    let needed = info.size.checked_mul(count).ok_or_else(overflow)?;
+    if needed > room {
+        return Err(failure(MPI_ERR_TRUNCATE, format!("{needed} bytes to pack, {room} left in the output buffer")));
+    }
+    if needed > 0 && outbuf.is_null() {
+        return Err(failure(MPI_ERR_BUFFER, "outbuf is NULL"));
+    }
+    // SAFETY: MPI requires `outbuf` to hold `outsize` bytes, and start + needed <= outsize;
+    // the type map of `incount` elements at `inbuf` is the user's readable data.
+    unsafe {
+        let out_bytes = slice::from_raw_parts_mut(outbuf.cast::<u8>().add(start), needed);
+        info.pack(count, inbuf.cast::<u8>(), out_bytes);
+    }
+    advance(position, needed);
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Unpack(
+    inbuf: *const c_void,
+    insize: c_int,
+    position: *mut c_int,
+    outbuf: *mut c_void,
+    outcount: c_int,
+    datatype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    // SAFETY: buffers and position forwarded from the caller.
+    let result = unsafe { unpack_from(inbuf, insize, position, outbuf, outcount, datatype) };
+    finish("MPI_Unpack", on_comm(result, comm))
+}
+
+/// # Safety
+/// As MPI_Unpack: `inbuf` holds `insize` bytes, `outbuf` the type map of `outcount` elements.
+pub(super) unsafe fn unpack_from(
+    inbuf: *const c_void,
+    insize: c_int,
+    position: *mut c_int,
+    outbuf: *mut c_void,
+    outcount: c_int,
+    datatype: MPI_Datatype,
+) -> MpiResult<()> {
+    let count = count_arg(outcount, "outcount")?;
+    let info = lookup_committed(datatype).map_err(|class| failure(class, format!("invalid or uncommitted datatype ({datatype})")))?;
+    // SAFETY: `position` is null or the caller's in/out variable.
+    let position = unsafe { out(position, "position") }?;
+    let (start, room) = position_arg(*position, insize)?;
+    let needed = info.size.checked_mul(count).ok_or_else(overflow)?;
+    if needed > room {
+        return Err(failure(MPI_ERR_TRUNCATE, format!("{needed} bytes to unpack, {room} left in the input buffer")));
+    }
+    if needed > 0 && inbuf.is_null() {
+        return Err(failure(MPI_ERR_BUFFER, "inbuf is NULL"));
+    }
+    // SAFETY: MPI requires `inbuf` to hold `insize` bytes, and start + needed <= insize; the
+    // type map of `outcount` elements at `outbuf` is the user's writable data.
+    unsafe {
+        let packed = slice::from_raw_parts(inbuf.cast::<u8>().add(start), needed);
+        info.unpack(count, packed, outbuf.cast::<u8>());
+    }
+    advance(position, needed);
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Pack_size(incount: c_int, datatype: MPI_Datatype, comm: MPI_Comm, size: *mut c_int) -> c_int {
+    let result: MpiResult<()> = (|| {
+        let count = count_arg(incount, "incount")?;
+        let info = lookup_committed(datatype).map_err(|class| failure(class, format!("invalid or uncommitted datatype ({datatype})")))?;
+        let bytes = info.size.checked_mul(count).and_then(|bytes| c_int::try_from(bytes).ok());
+        let bytes = bytes.ok_or_else(|| failure(MPI_ERR_COUNT, "the packed size does not fit in an int"))?;
+        // SAFETY: `size` is null or the caller's output variable.
+        *unsafe { out(size, "size") }? = bytes;
+        Ok(())
+    })();
+    finish("MPI_Pack_size", on_comm(result, comm))
+}

@@ -1,0 +1,50 @@
+//! A PMI round trip without MPI: every rank publishes a value, fences, and reads every rank's.
+//! Run it under `braid run -n 3` or `mpiexec.hydra -n 3`; it prints one line per rank and exits 0
+//! when every value arrived intact.
+
+use std::process::ExitCode;
+
+use braid_pmi::client::PmiClient;
+use braid_pmi::Bootstrap;
+
+fn main() -> ExitCode {
+    let mut client = match PmiClient::from_env() {
+        Ok(Some(client)) => client,
+        Ok(None) => {
+            eprintln!("pmi_hello: no PMI launcher in the environment; run it under `braid run` or `mpiexec.hydra`");
+            return ExitCode::from(2);
+        }
+        Err(error) => {
+            eprintln!("pmi_hello: {error}");
+            return ExitCode::from(1);
+        }
+    };
+    match exchange(&mut client) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("pmi_hello: rank {}: {error}", client.rank());
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn value_of(rank: u32, job_id: &str) -> String {
+    format!("hello-from-{rank}-of-{job_id}")
+}
+
+fn exchange(client: &mut PmiClient) -> Result<(), Box<dyn std::error::Error>> {
+    let (rank, size) = (client.rank(), client.size());
+    let job_id = client.job_id().to_string();
+    client.put(&format!("hello-{rank}"), &value_of(rank, &job_id))?;
+    client.fence()?;
+    for peer in 0..size {
+        let value = client.get(&format!("hello-{peer}"))?;
+        if value != value_of(peer, &job_id) {
+            return Err(format!("rank {peer}'s value arrived as {value:?}").into());
+        }
+    }
+    client.fence()?;
+    client.finalize()?;
+    println!("pmi_hello: rank {rank} of {size} read all {size} values");
+    Ok(())
+}

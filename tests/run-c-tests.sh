@@ -1,0 +1,301 @@
+#!/usr/bin/env bash
+# End-to-end C tests: builds every program in tests/c and runs it at 1-4 ranks (4 ranks are
+# oversubscribed on a 2-core machine), plus the forced two-copy path (BRAID_CMA=off), both wait
+# policies, MPI_Abort and fatal-error exits, a rank killed by SIGKILL, a C++ program and header
+# hygiene. After every run it checks that no rank process and no /dev/shm/braid-* file is left.
+#
+# Usage:  tests/run-c-tests.sh                  # against Braid (needs `cargo build --release`)
+#         MPI_IMPL=mpich tests/run-c-tests.sh   # the same suite against MPICH (reference)
+#         MPI_IMPL=openmpi tests/run-c-tests.sh # ... or Open MPI
+#         ONLY=ring tests/run-c-tests.sh        # only the cases whose name contains "ring"
+# Output: one line per case, `PASS name` or `FAIL name (why)`, then `N passed, N failed`.
+# Exit status: 0 only if every case passed. Logs of failed cases stay in $LOG_DIR (printed).
+# Braid-only checks (launcher messages, BRAID_* settings, MPI_Win_create being unsupported,
+# running under mpiexec.hydra) are skipped for MPICH and Open MPI.
+set -u
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+SOURCES="$ROOT/tests/c"
+MPI_IMPL="${MPI_IMPL:-braid}"
+ONLY="${ONLY:-}"
+TIMEOUT="${TIMEOUT:-60}"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/braid-ctests.XXXXXX")"
+BUILD="$WORK/bin"
+LOG_DIR="$WORK/logs"
+mkdir -p "$BUILD" "$LOG_DIR"
+passed=0
+failed=0
+failed_logs=0
+
+case "$MPI_IMPL" in
+braid)
+    CC="$ROOT/bin/braidcc"
+    CXX="$ROOT/bin/braidcxx"
+    LAUNCH=("$ROOT/target/release/braid" run -n)
+    CFLAGS=(-O2 -DTEST_BRAID_ONLY)
+    CXXFLAGS=(-O2)
+    for needed in "$CC" "$CXX" "$ROOT/target/release/braid"; do
+        if [ ! -x "$needed" ]; then
+            echo "FAIL setup ($needed is missing: run cargo build --release first)"
+            echo "0 passed, 1 failed"
+            exit 1
+        fi
+    done
+    ;;
+mpich)
+    CC=mpicc.mpich
+    CXX=mpicxx.mpich
+    LAUNCH=(mpiexec.mpich -n)
+    CFLAGS=(-O2)
+    CXXFLAGS=(-O2)
+    ;;
+openmpi)
+    CC=mpicc.openmpi
+    CXX=mpicxx.openmpi
+    LAUNCH=(mpirun.openmpi --oversubscribe -n)
+    CFLAGS=(-O2)
+    # Open MPI's own C++ bindings do not compile with -Wextra -Werror; the C interface is what we test.
+    CXXFLAGS=(-O2 -DOMPI_SKIP_MPICXX)
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    ;;
+*)
+    echo "MPI_IMPL must be braid, mpich or openmpi, not '$MPI_IMPL'" >&2
+    exit 2
+    ;;
+esac
+is_braid() { [ "$MPI_IMPL" = braid ]; }
+
+finish() {
+    local pids
+    pids="$(pgrep -f "$BUILD/" || true)"
+    # Only processes running our own freshly built binaries can match $BUILD.
+    [ -n "$pids" ] && kill -9 $pids 2>/dev/null
+    if [ "$failed_logs" -eq 0 ]; then
+        rm -rf "$WORK"
+    else
+        rm -rf "$BUILD"
+    fi
+}
+trap finish EXIT
+
+pass() { echo "PASS $1"; passed=$((passed + 1)); }
+fail() {
+    echo "FAIL $1 ($2)"
+    failed=$((failed + 1))
+}
+selected() { [ -z "$ONLY" ] || [[ "$1" == *"$ONLY"* ]]; }
+
+shm_files() { ls -1 /dev/shm 2>/dev/null | grep '^braid-' | sort; }
+
+# Files that appeared since `before`, are still there after a grace period and that no live
+# process has open or mapped (other people's jobs may be running on this machine).
+shm_leftovers() {
+    local before="$1" file attempt fresh
+    for attempt in 1 2 3 4 5; do
+        fresh="$(comm -13 <(echo "$before") <(shm_files))"
+        [ -z "$fresh" ] && return 0
+        sleep 0.2
+    done
+    for file in $fresh; do
+        [ -e "/dev/shm/$file" ] || continue
+        if ! grep -qs "/dev/shm/$file" /proc/[0-9]*/maps && ! find /proc/[0-9]*/fd -lname "/dev/shm/$file" 2>/dev/null | grep -q .; then
+            echo "$file"
+        fi
+    done
+}
+
+# Kills (by pid) and reports rank processes of our binaries that outlived their job.
+leftover_processes() {
+    local pids
+    pids="$(pgrep -f "$BUILD/" || true)"
+    [ -z "$pids" ] && return 0
+    echo $pids
+    kill -9 $pids 2>/dev/null
+}
+
+# First line of a log that explains a failure, shortened to fit on the PASS/FAIL line.
+explain() {
+    local line
+    line="$(grep -m1 -E 'check failed|Fatal|error|Error|panicked|failed|survived|returned instead' "$1" 2>/dev/null)"
+    [ -z "$line" ] && line="$(grep -v '^\s*$' "$1" 2>/dev/null | tail -n1)"
+    echo "${line:0:200}"
+}
+
+# run_job NAME -- COMMAND...: runs one job under the timeout; sets RC, ELAPSED_MS, OUT, ERR and
+# LEFTOVER (what was left behind, empty if nothing).
+run_job() {
+    local name="$1" before start end safe_name
+    shift 2
+    safe_name="$(echo "$name" | tr -c 'A-Za-z0-9=._-' '_')"
+    OUT="$LOG_DIR/$safe_name.out"
+    ERR="$LOG_DIR/$safe_name.err"
+    before="$(shm_files)"
+    start=$(date +%s%N)
+    timeout -k 5 "$TIMEOUT" "$@" >"$OUT" 2>"$ERR" </dev/null
+    RC=$?
+    end=$(date +%s%N)
+    ELAPSED_MS=$(((end - start) / 1000000))
+    LEFTOVER=""
+    local processes files
+    processes="$(leftover_processes)"
+    files="$(shm_leftovers "$before" | tr '\n' ' ')"
+    [ -n "$processes" ] && LEFTOVER="rank processes left: $processes"
+    if [ -n "$files" ]; then
+        [ -n "$LEFTOVER" ] && LEFTOVER="$LEFTOVER; "
+        LEFTOVER="${LEFTOVER}/dev/shm files left: $files"
+        is_braid && for file in $files; do rm -f "/dev/shm/$file"; done
+    fi
+}
+
+keep_logs() { failed_logs=$((failed_logs + 1)); }
+
+# expect_success NAME RANKS [VAR=VALUE...] -- PROGRAM ARGS...
+expect_success() {
+    local name="$1" ranks="$2"
+    shift 2
+    local settings=()
+    while [ "$1" != "--" ]; do settings+=("$1"); shift; done
+    shift
+    selected "$name" || return 0
+    run_job "$name" -- env "${settings[@]}" "${LAUNCH[@]}" "$ranks" "$@"
+    if [ "$RC" -eq 124 ] || [ "$RC" -eq 137 ]; then
+        fail "$name" "timed out after ${TIMEOUT}s"; keep_logs
+    elif [ "$RC" -ne 0 ]; then
+        fail "$name" "exit $RC: $(explain "$ERR")"; keep_logs
+    elif [ -n "$LEFTOVER" ]; then
+        fail "$name" "$LEFTOVER"; keep_logs
+    else
+        pass "$name"
+    fi
+}
+
+compile_c() {
+    local program="$1"
+    shift
+    "$CC" -std=c99 "${CFLAGS[@]}" "$@" -o "$BUILD/$program" "$SOURCES/$program.c" >"$LOG_DIR/build-$program.log" 2>&1
+}
+
+echo "# implementation: $MPI_IMPL$(is_braid || echo ' (Braid-only checks skipped)'); logs: $LOG_DIR"
+
+# Header hygiene: mpi.h must compile cleanly as strict C99 and as C++ with every warning an error.
+if selected header; then
+    if "$CC" -std=c99 -pedantic -Wall -Wextra -Werror -c -o "$BUILD/header_c99.o" "$SOURCES/header_c99.c" >"$LOG_DIR/build-header_c99.log" 2>&1; then
+        pass "header mpi.h -std=c99 -pedantic -Wall -Wextra -Werror"
+    else
+        fail "header mpi.h -std=c99 -pedantic -Wall -Wextra -Werror" "$(explain "$LOG_DIR/build-header_c99.log")"; keep_logs
+    fi
+fi
+
+PROGRAMS=(p2p_matching p2p_modes collectives datatypes comms errors large ring fatal_error abort_code kill_rank)
+for program in "${PROGRAMS[@]}"; do
+    if ! compile_c "$program"; then
+        fail "build $program" "$(explain "$LOG_DIR/build-$program.log")"; keep_logs
+    fi
+done
+built() { [ -x "$BUILD/$1" ]; }
+
+for ranks in 2 3 4; do built p2p_matching && expect_success "p2p_matching n=$ranks" "$ranks" -- "$BUILD/p2p_matching"; done
+for ranks in 2 4; do built p2p_modes && expect_success "p2p_modes n=$ranks" "$ranks" -- "$BUILD/p2p_modes"; done
+for ranks in 1 2 3 4; do built collectives && expect_success "collectives n=$ranks" "$ranks" -- "$BUILD/collectives"; done
+for ranks in 1 2 3 4; do built datatypes && expect_success "datatypes n=$ranks" "$ranks" -- "$BUILD/datatypes"; done
+for ranks in 1 2 3 4; do built comms && expect_success "comms n=$ranks" "$ranks" -- "$BUILD/comms"; done
+for ranks in 1 2 3; do built errors && expect_success "errors n=$ranks" "$ranks" -- "$BUILD/errors"; done
+if built large; then
+    expect_success "large n=2" 2 -- "$BUILD/large"
+    expect_success "large n=3" 3 -- "$BUILD/large"
+    is_braid && expect_success "large n=2 BRAID_CMA=off" 2 BRAID_CMA=off -- "$BUILD/large"
+fi
+if built ring; then
+    expect_success "ring n=2" 2 -- "$BUILD/ring" 2000
+    expect_success "ring n=3" 3 -- "$BUILD/ring" 200
+    expect_success "ring n=4" 4 -- "$BUILD/ring" 200
+    if is_braid; then
+        expect_success "ring n=2 BRAID_WAIT=block" 2 BRAID_WAIT=block -- "$BUILD/ring" 2000
+        expect_success "ring n=4 BRAID_WAIT=block" 4 BRAID_WAIT=block -- "$BUILD/ring" 200
+        expect_success "ring n=2 BRAID_WAIT=poll" 2 BRAID_WAIT=poll -- "$BUILD/ring" 2000
+        if selected "ring mpiexec.hydra"; then
+            if command -v mpiexec.hydra >/dev/null; then
+                run_job "ring mpiexec.hydra n=2" -- mpiexec.hydra -n 2 "$BUILD/ring" 2000
+                if [ "$RC" -ne 0 ]; then
+                    fail "ring mpiexec.hydra n=2" "exit $RC: $(explain "$ERR")"; keep_logs
+                elif ! grep -q "token 4000" "$OUT"; then
+                    fail "ring mpiexec.hydra n=2" "no 'token 4000' line: $(head -c 200 "$OUT")"; keep_logs
+                elif [ -n "$LEFTOVER" ]; then
+                    fail "ring mpiexec.hydra n=2" "$LEFTOVER"; keep_logs
+                else
+                    pass "ring mpiexec.hydra n=2"
+                fi
+            else
+                fail "ring mpiexec.hydra n=2" "mpiexec.hydra is not installed"
+            fi
+        fi
+    fi
+fi
+
+if selected cxx_program; then
+    if "$CXX" -Wall -Wextra -Werror "${CXXFLAGS[@]}" -o "$BUILD/cxx_program" "$SOURCES/cxx_program.cpp" >"$LOG_DIR/build-cxx_program.log" 2>&1; then
+        expect_success "cxx_program n=2" 2 -- "$BUILD/cxx_program"
+    else
+        fail "build cxx_program (C++, -Wall -Wextra -Werror)" "$(explain "$LOG_DIR/build-cxx_program.log")"; keep_logs
+    fi
+fi
+
+if built fatal_error && selected fatal_error; then
+    name="fatal_error n=2"
+    run_job "$name" -- "${LAUNCH[@]}" 2 "$BUILD/fatal_error"
+    if [ "$RC" -eq 0 ] || [ "$RC" -eq 124 ] || [ "$RC" -eq 137 ]; then
+        fail "$name" "exit $RC: the job did not abort on an invalid rank"; keep_logs
+    elif ! grep -q "MPI_Send" "$ERR"; then
+        fail "$name" "stderr does not name MPI_Send: $(head -c 200 "$ERR")"; keep_logs
+    elif is_braid && ! grep -qi "rank" "$ERR"; then
+        fail "$name" "stderr does not explain the invalid rank: $(head -c 200 "$ERR")"; keep_logs
+    elif [ -n "$LEFTOVER" ]; then
+        fail "$name" "$LEFTOVER"; keep_logs
+    else
+        pass "$name"
+    fi
+fi
+
+if built abort_code && selected abort_code; then
+    name="abort_code n=3"
+    run_job "$name" -- "${LAUNCH[@]}" 3 "$BUILD/abort_code"
+    if [ "$RC" -ne 7 ]; then
+        fail "$name" "exit $RC, expected MPI_Abort's code 7"; keep_logs
+    elif grep -q "survived" "$ERR"; then
+        fail "$name" "$(explain "$ERR")"; keep_logs
+    elif [ -n "$LEFTOVER" ]; then
+        fail "$name" "$LEFTOVER"; keep_logs
+    else
+        pass "$name"
+    fi
+fi
+
+if built kill_rank && selected kill_rank; then
+    name="kill_rank n=3"
+    stamp="$WORK/kill-stamp"
+    rm -f "$stamp"
+    run_job "$name" -- "${LAUNCH[@]}" 3 "$BUILD/kill_rank" "$stamp"
+    ended_ms=$(($(date +%s%N) / 1000000))
+    if [ ! -s "$stamp" ]; then
+        fail "$name" "rank 1 never reached its SIGKILL (exit $RC: $(explain "$ERR"))"; keep_logs
+    else
+        reaction_ms=$((ended_ms - $(cat "$stamp")))
+        if [ "$reaction_ms" -ge 2000 ]; then
+            fail "$name" "the job ended ${reaction_ms} ms after rank 1 died (limit 2000 ms, exit $RC)"; keep_logs
+        elif [ "$RC" -eq 0 ]; then
+            fail "$name" "exit 0 although rank 1 was killed"; keep_logs
+        elif is_braid && ! grep -Eq 'rank 1\b.*(SIGKILL|signal 9)' "$ERR"; then
+            fail "$name" "launcher did not name rank 1 and SIGKILL: $(head -c 200 "$ERR")"; keep_logs
+        elif is_braid && [ "$RC" -ne 137 ]; then
+            fail "$name" "exit $RC, expected 128 + 9"; keep_logs
+        elif [ -n "$LEFTOVER" ]; then
+            fail "$name" "$LEFTOVER"; keep_logs
+        else
+            pass "$name (stopped ${reaction_ms} ms after the kill)"
+        fi
+    fi
+fi
+
+[ "$failed_logs" -gt 0 ] && echo "# logs of failed cases: $LOG_DIR"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
