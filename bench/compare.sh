@@ -16,7 +16,8 @@
 # Open MPI runs as root need --allow-run-as-root and --oversubscribe; its shared-memory (vader)
 # and MPICH's shared-memory settings are left at their defaults.
 #
-# Output: a table of medians with Braid/peer ratios on stdout; bench/results/<date>.csv (medians,
+# Output: a table of medians with Braid/peer ratios on stdout (the `better` column says whether
+# lower or higher values win for that row); bench/results/<date>.csv (medians,
 # the input of braid-report), bench/results/<date>-raw.csv (every repetition) and, through
 # `braid-report`, docs/img/latency.svg, docs/img/bandwidth.svg and docs/img/oversubscribed.svg.
 set -euo pipefail
@@ -32,7 +33,7 @@ while [ $# -gt 0 ]; do
     --reps) REPS="$2"; shift ;;
     --impls) IMPLS="$2"; shift ;;
     --no-plots) PLOTS=0 ;;
-    -h | --help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
     shift

@@ -352,7 +352,7 @@ int main(int argc, char **argv)
                    {"ring", ring},       {"allreduce", allreduce}, {"waitcpu", wait_cpu}};
     int found = 0;
     if (strcmp(bench, "bw") == 0 || strcmp(bench, "bibw") == 0) {
-        bandwidth(bench, bench[0] == 'b' && bench[1] == 'i');
+        bandwidth(bench, strcmp(bench, "bibw") == 0);
         found = 1;
     }
     for (size_t i = 0; !found && i < sizeof benches / sizeof benches[0]; i++) {

@@ -74,11 +74,17 @@ static int contribution(int op, int who, int i)
     case OP_MIN: acc = acc < v ? acc : v; break;                \
     }
 
-#define COMBINE_INTEGER(op, acc, v)                             \
+#define COMBINE_LOGICAL(op, acc, v)                             \
     switch (op) {                                               \
     case OP_LAND: acc = (acc && v); break;                      \
     case OP_LOR: acc = (acc || v); break;                       \
     case OP_LXOR: acc = (!acc != !v); break;                    \
+    }
+
+#define COMBINE_INTEGER(op, acc, v)                             \
+    switch (op) {                                               \
+    case OP_LAND: case OP_LOR: case OP_LXOR:                    \
+        COMBINE_LOGICAL(op, acc, v) break;                      \
     case OP_BAND: acc = acc & v; break;                         \
     case OP_BOR: acc = acc | v; break;                          \
     case OP_BXOR: acc = acc ^ v; break;                         \
@@ -104,7 +110,7 @@ DEFINE_REDUCTION_CHECK(reduce_int16, int16_t, COMBINE_INTEGER)
 DEFINE_REDUCTION_CHECK(reduce_int64, int64_t, COMBINE_INTEGER)
 DEFINE_REDUCTION_CHECK(reduce_uint8, uint8_t, COMBINE_INTEGER)
 DEFINE_REDUCTION_CHECK(reduce_uint32, uint32_t, COMBINE_INTEGER)
-DEFINE_REDUCTION_CHECK(reduce_bool, _Bool, COMBINE_INTEGER)
+DEFINE_REDUCTION_CHECK(reduce_bool, _Bool, COMBINE_LOGICAL)
 DEFINE_REDUCTION_CHECK(reduce_float, float, COMBINE_ARITHMETIC)
 DEFINE_REDUCTION_CHECK(reduce_double, double, COMBINE_ARITHMETIC)
 

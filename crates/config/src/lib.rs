@@ -26,6 +26,40 @@ pub enum CmaMode {
     Off,
 }
 
+/// Which network interfaces carry inter-node traffic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rails {
+    /// Every interface that is up, has an IPv4 address and is not loopback.
+    Auto,
+    /// No network rails: ranks on other nodes are unreachable.
+    None,
+    /// These interfaces, in this order.
+    Named(Vec<String>),
+}
+
+/// The multirail strategy: how a message is spread over the rails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StrategyKind {
+    /// Everything on the fastest rail.
+    Single,
+    /// Whole messages to whichever rail is idle first.
+    Greedy,
+    /// Equal split over all rails.
+    Iso,
+    /// Split by each rail's large-message bandwidth, ignoring load.
+    Weighted,
+    /// Predicted-time split: rails that help, chunks ending together, busy rails accounted for.
+    Hetero,
+}
+
+/// Whether chunk submission may be handed to threads on idle cores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffloadMode {
+    /// Offload when the measured cost pays and the node is not oversubscribed.
+    Auto,
+    Off,
+}
+
 /// All settings of one process.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -42,6 +76,15 @@ pub struct Config {
     pub cma_chunk: usize,
     pub coll_bcast_split_min: usize,
     pub coll_allreduce_split_min: usize,
+    pub shm: bool,
+    pub rails: Rails,
+    pub strategy: StrategyKind,
+    pub profile_dir: String,
+    pub sample_ms: u32,
+    pub split_min: usize,
+    pub rate_smoothing: f64,
+    pub offload: OffloadMode,
+    pub offload_cost_ns: Option<u64>,
     pub debug: bool,
 }
 
@@ -61,6 +104,15 @@ impl Default for Config {
             cma_chunk: 1024 * 1024,
             coll_bcast_split_min: 256 * 1024,
             coll_allreduce_split_min: 16 * 1024,
+            shm: true,
+            rails: Rails::Auto,
+            strategy: StrategyKind::Hetero,
+            profile_dir: "/var/tmp/braid/profiles".to_string(),
+            sample_ms: 500,
+            split_min: 16 * 1024,
+            rate_smoothing: 0.25,
+            offload: OffloadMode::Auto,
+            offload_cost_ns: None,
             debug: false,
         }
     }
@@ -88,6 +140,15 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_CMA_CHUNK", default: "1048576", meaning: "bytes per process_vm_readv call of the single-copy pipeline" },
     Setting { variable: "BRAID_COLL_BCAST_SPLIT_MIN", default: "262144", meaning: "smallest broadcast (bytes) sent as scatter + ring allgather instead of a binomial tree; must be equal on every rank" },
     Setting { variable: "BRAID_COLL_ALLREDUCE_SPLIT_MIN", default: "16384", meaning: "smallest commutative allreduce (bytes) done as reduce-scatter + allgather instead of recursive doubling; must be equal on every rank" },
+    Setting { variable: "BRAID_SHM", default: "on", meaning: "on | off: off sends all traffic between ranks of one node through the network rails (\"virtual node mode\")" },
+    Setting { variable: "BRAID_RAILS", default: "auto", meaning: "auto | none | comma-separated interface names: the network rails for inter-node traffic (auto: every up, non-loopback IPv4 interface)" },
+    Setting { variable: "BRAID_STRATEGY", default: "hetero", meaning: "single | greedy | iso | weighted | hetero: how messages are spread over the rails" },
+    Setting { variable: "BRAID_PROFILE_DIR", default: "/var/tmp/braid/profiles", meaning: "where sampled rail profiles are cached, one file per rail identity" },
+    Setting { variable: "BRAID_SAMPLE_MS", default: "500", meaning: "time budget of the start-up sample of a rail that has no cached profile" },
+    Setting { variable: "BRAID_SPLIT_MIN", default: "16384", meaning: "smallest chunk (bytes) worth putting on an additional rail" },
+    Setting { variable: "BRAID_RATE_SMOOTHING", default: "0.25", meaning: "weight of the newest drain-rate observation in a rail's online rate correction (0..1)" },
+    Setting { variable: "BRAID_OFFLOAD", default: "auto", meaning: "auto | off: submit chunks from threads on idle cores when the measured offload cost pays (never when oversubscribed)" },
+    Setting { variable: "BRAID_OFFLOAD_COST_US", default: "measured", meaning: "offload cost T_O in microseconds (seed 004, equation 1); unset: measured at start-up" },
     Setting { variable: "BRAID_DEBUG", default: "0", meaning: "1: print wire-up and protocol decisions on stderr" },
 ];
 
@@ -133,6 +194,19 @@ impl Config {
         config.cma_chunk = reader.number("BRAID_CMA_CHUNK", config.cma_chunk, 4096)?;
         config.coll_bcast_split_min = reader.number("BRAID_COLL_BCAST_SPLIT_MIN", config.coll_bcast_split_min, 0)?;
         config.coll_allreduce_split_min = reader.number("BRAID_COLL_ALLREDUCE_SPLIT_MIN", config.coll_allreduce_split_min, 0)?;
+        config.shm = reader.choice("BRAID_SHM", config.shm, &[("on", true), ("1", true), ("off", false), ("0", false)])?;
+        config.rails = reader.rails("BRAID_RAILS", config.rails)?;
+        config.strategy = reader.choice(
+            "BRAID_STRATEGY",
+            config.strategy,
+            &[("single", StrategyKind::Single), ("greedy", StrategyKind::Greedy), ("iso", StrategyKind::Iso), ("weighted", StrategyKind::Weighted), ("hetero", StrategyKind::Hetero)],
+        )?;
+        config.profile_dir = reader.text("BRAID_PROFILE_DIR", config.profile_dir)?;
+        config.sample_ms = reader.number("BRAID_SAMPLE_MS", config.sample_ms as usize, 1)? as u32;
+        config.split_min = reader.number("BRAID_SPLIT_MIN", config.split_min, 1)?;
+        config.rate_smoothing = reader.fraction("BRAID_RATE_SMOOTHING", config.rate_smoothing)?;
+        config.offload = reader.choice("BRAID_OFFLOAD", config.offload, &[("auto", OffloadMode::Auto), ("on", OffloadMode::Auto), ("off", OffloadMode::Off)])?;
+        config.offload_cost_ns = reader.optional_micros("BRAID_OFFLOAD_COST_US", config.offload_cost_ns)?;
         config.debug = reader.choice("BRAID_DEBUG", config.debug, &[("0", false), ("1", true), ("off", false), ("on", true)])?;
         Ok(config)
     }
@@ -160,6 +234,50 @@ impl<F: Fn(&str) -> Option<String>> Reader<'_, F> {
             .find(|(name, _)| *name == wanted)
             .map(|(_, value)| *value)
             .ok_or(ConfigError { variable, value: text, expected: "one of the documented choices" })
+    }
+}
+
+impl<F: Fn(&str) -> Option<String>> Reader<'_, F> {
+    fn text(&mut self, variable: &'static str, default: String) -> Result<String, ConfigError> {
+        match (self.lookup)(variable) {
+            Some(text) if text.trim().is_empty() => Err(ConfigError { variable, value: text, expected: "a non-empty path" }),
+            Some(text) => Ok(text.trim().to_string()),
+            None => Ok(default),
+        }
+    }
+
+    fn fraction(&mut self, variable: &'static str, default: f64) -> Result<f64, ConfigError> {
+        let Some(text) = (self.lookup)(variable) else { return Ok(default) };
+        match text.trim().parse::<f64>() {
+            Ok(value) if value > 0.0 && value <= 1.0 => Ok(value),
+            _ => Err(ConfigError { variable, value: text, expected: "a number in (0, 1]" }),
+        }
+    }
+
+    fn optional_micros(&mut self, variable: &'static str, default: Option<u64>) -> Result<Option<u64>, ConfigError> {
+        let Some(text) = (self.lookup)(variable) else { return Ok(default) };
+        match text.trim().parse::<f64>() {
+            Ok(micros) if micros >= 0.0 && micros.is_finite() => Ok(Some((micros * 1000.0) as u64)),
+            _ => Err(ConfigError { variable, value: text, expected: "microseconds (a non-negative number)" }),
+        }
+    }
+
+    fn rails(&mut self, variable: &'static str, default: Rails) -> Result<Rails, ConfigError> {
+        let Some(text) = (self.lookup)(variable) else { return Ok(default) };
+        let trimmed = text.trim();
+        match trimmed.to_ascii_lowercase().as_str() {
+            "auto" => Ok(Rails::Auto),
+            "none" | "off" => Ok(Rails::None),
+            _ => {
+                let names: Vec<String> = trimmed.split(',').map(|name| name.trim().to_string()).collect();
+                let valid = |name: &String| !name.is_empty() && name.len() < 16 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.@".contains(&b));
+                if names.iter().all(valid) {
+                    Ok(Rails::Named(names))
+                } else {
+                    Err(ConfigError { variable, value: text, expected: "auto, none, or a comma-separated list of interface names" })
+                }
+            }
+        }
     }
 }
 
@@ -199,6 +317,17 @@ mod tests {
     }
 
     #[test]
+    fn multirail_settings_are_read() {
+        let config = config_of(&[("BRAID_RAILS", "veth1, veth2"), ("BRAID_STRATEGY", "weighted"), ("BRAID_SHM", "off"), ("BRAID_OFFLOAD_COST_US", "3.5")]).unwrap();
+        assert_eq!(config.rails, Rails::Named(vec!["veth1".into(), "veth2".into()]));
+        assert_eq!(config.strategy, StrategyKind::Weighted);
+        assert!(!config.shm);
+        assert_eq!(config.offload_cost_ns, Some(3500));
+        assert!(config_of(&[("BRAID_RAILS", "a b")]).is_err());
+        assert!(config_of(&[("BRAID_RATE_SMOOTHING", "1.5")]).is_err());
+    }
+
+    #[test]
     fn bad_values_name_the_variable() {
         let error = config_of(&[("BRAID_WAIT", "sometimes")]).unwrap_err();
         assert_eq!(error.variable, "BRAID_WAIT");
@@ -207,11 +336,16 @@ mod tests {
     }
 
     #[test]
-    fn every_setting_read_is_documented() {
+    fn every_setting_read_is_documented_and_every_documented_one_read() {
         let source = include_str!("lib.rs");
-        for line in source.lines().filter(|l| l.trim_start().starts_with("config.") && l.contains("reader.")) {
-            let name = line.split('"').nth(1).unwrap();
-            assert!(SETTINGS.iter().any(|s| s.variable == name), "{name} is read but not in SETTINGS");
+        let body_start = source.find("pub fn from_lookup").unwrap();
+        let body = &source[body_start..body_start + source[body_start..].find("\n    }\n").unwrap()];
+        let read: Vec<&str> = body.split('"').filter(|piece| piece.starts_with("BRAID_")).collect();
+        for name in &read {
+            assert!(SETTINGS.iter().any(|s| s.variable == *name), "{name} is read but not in SETTINGS");
+        }
+        for setting in SETTINGS {
+            assert!(read.contains(&setting.variable), "{} is documented but never read", setting.variable);
         }
     }
 }

@@ -71,11 +71,18 @@ fn human_size(bytes: u64) -> String {
     }
 }
 
-/// A bar group's axis label: ranks and message size (compute time for waitcpu).
-fn group_label(bench: &str, ranks: u32, size: u64) -> String {
-    match bench {
-        "waitcpu" => format!("{ranks} ranks, {size} ms"),
-        _ => format!("{ranks} ranks, {} B", human_size(size)),
+/// How a panel's bar groups are told apart: what all groups share goes into the caption, what
+/// differs labels each group (rank count, message size, or compute time for waitcpu).
+fn group_labels(bench: &str, groups: &[(u32, u64)]) -> (String, Vec<String>) {
+    let size_text = |size: u64| if bench == "waitcpu" { format!("{size} ms") } else { format!("{} B", human_size(size)) };
+    let same_ranks = groups.windows(2).all(|pair| pair[0].0 == pair[1].0);
+    let same_size = groups.windows(2).all(|pair| pair[0].1 == pair[1].1);
+    let (ranks, size) = groups.first().copied().unwrap_or_default();
+    match (same_ranks, same_size) {
+        (true, true) => (format!("{ranks} ranks, {}", size_text(size)), vec![String::new(); groups.len()]),
+        (true, false) => (format!("{ranks} ranks"), groups.iter().map(|g| size_text(g.1)).collect()),
+        (false, true) => (size_text(size), groups.iter().map(|g| format!("{} ranks", g.0)).collect()),
+        (false, false) => (String::new(), groups.iter().map(|g| format!("{} ranks, {}", g.0, size_text(g.1))).collect()),
     }
 }
 
@@ -134,31 +141,34 @@ fn bar_panels(samples: &[Sample], path: &Path) -> Result<bool, Box<dyn Error>> {
     root.fill(&WHITE)?;
     let (title_area, body) = root.split_vertically(40);
     title_area.titled("Oversubscribed and waiting ranks (lower is better)", ("sans-serif", 22))?;
-    for (panel, bench) in body.split_evenly((1, benches.len())).iter().zip(&benches) {
+    for (panel_index, (panel, bench)) in body.split_evenly((1, benches.len())).iter().zip(&benches).enumerate() {
         let rows: Vec<&Sample> = samples.iter().filter(|s| s.bench == *bench).collect();
         let groups: Vec<(u32, u64)> = rows.iter().map(|s| (s.ranks, s.size)).collect::<BTreeSet<_>>().into_iter().collect();
         let unit = rows[0].unit.clone();
         // Peers can differ by orders of magnitude when oversubscribed, so the value axis is logarithmic.
-        let top = rows.iter().map(|s| s.median).fold(0.0, f64::max).max(1e-3) * 2.0;
-        let floor = rows.iter().map(|s| s.median).filter(|v| *v > 0.0).fold(top / 2.0, f64::min) / 3.0;
+        // The headroom above the tallest bar keeps the legend off the bars.
+        let tallest = rows.iter().map(|s| s.median).fold(0.0, f64::max).max(1e-3);
+        let top = tallest * 20.0;
+        let floor = rows.iter().map(|s| s.median).filter(|v| *v > 0.0).fold(tallest, f64::min) / 3.0;
+        let (shared, labels) = group_labels(bench, &groups);
+        let caption = if shared.is_empty() { format!("{bench} ({unit}, log scale)") } else { format!("{bench}, {shared} ({unit}, log scale)") };
         let impl_count = names.len();
         let slots = impl_count + 1;
         let mut chart = ChartBuilder::on(panel)
-            .caption(format!("{bench} ({unit}, log scale)"), ("sans-serif", 18))
+            .caption(caption, ("sans-serif", 16))
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(56)
             .build_cartesian_2d(0.0..(groups.len() * slots) as f64, (floor..top).log_scale())?;
-        let label_groups = groups.clone();
         chart
             .configure_mesh()
             .disable_x_mesh()
             .x_labels(groups.len() * slots * 2)
             .x_label_formatter(&move |x| {
                 let slot = x.round() as usize;
-                let centre = slot % slots == (impl_count + 1) / 2 && (*x - slot as f64).abs() < 0.01;
-                match label_groups.get(slot / slots) {
-                    Some((ranks, size)) if centre => group_label(bench, *ranks, *size),
+                let centre = slot % slots == impl_count.div_ceil(2) && (*x - slot as f64).abs() < 0.01;
+                match labels.get(slot / slots) {
+                    Some(label) if centre => label.clone(),
                     _ => String::new(),
                 }
             })
@@ -176,7 +186,9 @@ fn bar_panels(samples: &[Sample], path: &Path) -> Result<bool, Box<dyn Error>> {
                 .label(name.as_str())
                 .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], style));
         }
-        chart.configure_series_labels().background_style(WHITE.mix(0.85)).border_style(BLACK).position(SeriesLabelPosition::UpperRight).draw()?;
+        if panel_index == 0 {
+            chart.configure_series_labels().background_style(WHITE.mix(0.85)).border_style(BLACK).position(SeriesLabelPosition::UpperRight).draw()?;
+        }
     }
     root.present()?;
     Ok(true)
@@ -271,6 +283,14 @@ braid,waitcpu,2,50,3,%,3
     }
 
     #[test]
+    fn bar_groups_are_labelled_by_what_differs() {
+        assert_eq!(group_labels("allreduce", &[(4, 4), (4, 1024)]), ("4 ranks".to_string(), vec!["4 B".to_string(), "1K B".to_string()]));
+        assert_eq!(group_labels("ring", &[(2, 8), (4, 8)]), ("8 B".to_string(), vec!["2 ranks".to_string(), "4 ranks".to_string()]));
+        assert_eq!(group_labels("waitcpu", &[(2, 50)]), ("2 ranks, 50 ms".to_string(), vec![String::new()]));
+        assert_eq!(group_labels("ring", &[(2, 8), (4, 16)]).1, vec!["2 ranks, 8 B".to_string(), "4 ranks, 16 B".to_string()]);
+    }
+
+    #[test]
     fn draws_every_chart_with_every_implementation() {
         let out_dir = std::env::temp_dir().join(format!("braid-report-test-{}", std::process::id()));
         let samples = parse_results(SAMPLE_CSV).unwrap();
@@ -281,7 +301,7 @@ braid,waitcpu,2,50,3,%,3
         let has_text = |svg: &str, text: &str| svg.lines().any(|line| line.trim() == text);
         assert!(files[0].starts_with("<svg") && has_text(&files[0], "braid") && has_text(&files[0], "mpich"));
         assert!(has_text(&files[1], "Streaming bandwidth, window of 64, 2 ranks (higher is better)"));
-        assert!(has_text(&files[2], "ring (us, log scale)") && has_text(&files[2], "waitcpu (%, log scale)") && has_text(&files[2], "openmpi"));
+        assert!(has_text(&files[2], "ring, 4 ranks, 8 B (us, log scale)") && has_text(&files[2], "waitcpu, 2 ranks, 50 ms (%, log scale)") && has_text(&files[2], "openmpi"));
     }
 
     #[test]

@@ -5,6 +5,8 @@
 //! strategy at its decision points — a send is posted, a rendezvous request is matched — and then
 //! carries the decision out. Nothing here touches a transport or the system.
 
+pub mod multirail;
+
 use std::fmt;
 
 use braid_config::{CmaMode, Config};

@@ -143,4 +143,11 @@ pub trait Transport {
 
     /// Ends a sleep phase started by `prepare_sleep` (senders stop ringing).
     fn finish_sleep(&mut self) {}
+
+    /// Bytes posted to `peer` that have not left this host yet (kernel send queue plus the
+    /// transport's own queue): the strategy turns it into "time until this rail is idle".
+    fn backlog(&self, peer: PeerId) -> u64 {
+        let _ = peer;
+        0
+    }
 }
