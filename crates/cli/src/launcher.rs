@@ -10,6 +10,7 @@ use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use braid_pmi::server::{PmiServer, ServerEvent};
+use braid_sys::netns::Namespace;
 use braid_sys::signal::{self, SignalQueue};
 use braid_sys::topology::Topology;
 use braid_sys::{affinity, fd};
@@ -33,6 +34,25 @@ pub struct JobRequest {
     pub tag_output: bool,
     pub program: OsString,
     pub args: Vec<OsString>,
+    /// Set when the ranks run on the nodes of a virtual cluster rather than all on this node.
+    pub nodes: Option<NodeLayout>,
+}
+
+/// Where the ranks run when the job spans the nodes of a virtual cluster.
+pub struct NodeLayout {
+    /// Each node's network namespace.
+    pub namespaces: Vec<String>,
+    /// The node of each rank.
+    pub node_of_rank: Vec<usize>,
+    /// The rails' interface names, given to the ranks as BRAID_RAILS unless the user named rails.
+    pub rails: Vec<String>,
+}
+
+/// Where one rank runs: its node's namespace (none: this one) and its place among the node's ranks.
+struct Site {
+    namespace: Option<Namespace>,
+    local_rank: u32,
+    local_size: u32,
 }
 
 /// Why the job ended early; the first one is reported and sets the exit status.
@@ -116,6 +136,13 @@ pub fn run(request: JobRequest) -> i32 {
             return 2;
         }
     };
+    let (sites, rails) = match sites(&request) {
+        Ok(found) => found,
+        Err(reason) => {
+            eprintln!("braid run: {reason}");
+            return 2;
+        }
+    };
     let mut watched: Vec<i32> = FORWARDED_SIGNALS.to_vec();
     watched.push(libc::SIGCHLD);
     let signals = match SignalQueue::new(&watched) {
@@ -126,7 +153,7 @@ pub fn run(request: JobRequest) -> i32 {
         }
     };
     let kvsname = job_name();
-    let mut job = Job { request: &request, server: PmiServer::new(&kvsname, request.ranks), ranks: Vec::new(), group: None, failure: None, ending: None, killed: false };
+    let mut job = Job { request: &request, sites, rails, server: PmiServer::new(&kvsname, request.ranks), ranks: Vec::new(), group: None, failure: None, ending: None, killed: false };
     job.launch(&placements);
     job.supervise(&signals);
     remove_leftover_segments(&kvsname);
@@ -148,6 +175,29 @@ fn plan(request: &JobRequest) -> Result<Vec<Option<Vec<usize>>>, String> {
     }
 }
 
+/// Each rank's site, and the BRAID_RAILS value the ranks get (none: the user's setting stands).
+fn sites(request: &JobRequest) -> Result<(Vec<Site>, Option<String>), String> {
+    let Some(layout) = &request.nodes else {
+        let size = request.ranks;
+        return Ok(((0..size).map(|rank| Site { namespace: None, local_rank: rank, local_size: size }).collect(), None));
+    };
+    let namespaces = layout
+        .namespaces
+        .iter()
+        .map(|name| Namespace::open(name).map_err(|error| format!("cannot enter the cluster's node: {error} (see braid cluster status)")))
+        .collect::<Result<Vec<_>, String>>()?;
+    let mut sites = Vec::with_capacity(layout.node_of_rank.len());
+    for (rank, &node) in layout.node_of_rank.iter().enumerate() {
+        let local_rank = layout.node_of_rank[..rank].iter().filter(|&&other| other == node).count() as u32;
+        let local_size = layout.node_of_rank.iter().filter(|&&other| other == node).count() as u32;
+        sites.push(Site { namespace: Some(namespaces[node].clone()), local_rank, local_size });
+    }
+    let config = braid_config::Config::from_env().map_err(|error| error.to_string())?;
+    // "auto" inside a node would also pick the management network, which carries no MPI traffic.
+    let rails = matches!(config.rails, braid_config::Rails::Auto).then(|| layout.rails.join(","));
+    Ok((sites, rails))
+}
+
 /// A PMI key-value space name that is unique per job and safe in file names.
 fn job_name() -> String {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.subsec_nanos());
@@ -167,6 +217,9 @@ fn remove_leftover_segments(kvsname: &str) {
 
 struct Job<'a> {
     request: &'a JobRequest,
+    sites: Vec<Site>,
+    /// BRAID_RAILS for every rank, when the launcher chooses it.
+    rails: Option<String>,
     server: PmiServer,
     ranks: Vec<Rank>,
     /// The ranks' process group (the first rank's pid).
@@ -200,6 +253,7 @@ impl Job<'_> {
         let (ours, theirs) = UnixStream::pair().map_err(|error| launch_error(format!("cannot create the PMI socket of rank {rank}: {error}")))?;
         fd::set_inheritable(theirs.as_fd(), true).map_err(|error| launch_error(format!("cannot pass the PMI socket to rank {rank}: {error}")))?;
         let size = self.request.ranks;
+        let site = &self.sites[rank as usize];
         let mut command = Command::new(&self.request.program);
         command
             .args(&self.request.args)
@@ -208,8 +262,8 @@ impl Job<'_> {
             .env("PMI_FD", theirs.as_raw_fd().to_string())
             .env("PMI_RANK", rank.to_string())
             .env("PMI_SIZE", size.to_string())
-            .env("BRAID_LOCAL_RANK", rank.to_string())
-            .env("BRAID_LOCAL_SIZE", size.to_string())
+            .env("BRAID_LOCAL_RANK", site.local_rank.to_string())
+            .env("BRAID_LOCAL_SIZE", site.local_size.to_string())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             // The ranks get their own group: a terminal's Ctrl-C reaches only the launcher, which forwards it.
@@ -217,6 +271,12 @@ impl Job<'_> {
         // Rank 0 reads the launcher's stdin when it is a file or pipe; a terminal would stop a background group.
         let stdin_is_data = rank == 0 && !std::io::stdin().is_terminal();
         command.stdin(if stdin_is_data { Stdio::inherit() } else { Stdio::null() });
+        if let Some(rails) = &self.rails {
+            command.env("BRAID_RAILS", rails);
+        }
+        if let Some(namespace) = &site.namespace {
+            namespace.enter_on_exec(&mut command);
+        }
         let mut child = command.spawn().map_err(|error| {
             let code = match error.kind() {
                 std::io::ErrorKind::NotFound => 127,

@@ -1,17 +1,22 @@
 //! `braid`: the job launcher (`braid run`) and tools to inspect the machine and the settings.
 
+mod cluster;
 mod launcher;
 mod output;
 mod placement;
+mod probe;
+mod sample;
 
 use std::ffi::OsString;
+use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use braid_sys::affinity;
 use braid_sys::topology::{format_cpu_list, Cache, Topology};
 use clap::{Parser, Subcommand};
 
-use crate::launcher::JobRequest;
+use crate::cluster::Cluster;
+use crate::launcher::{JobRequest, NodeLayout};
 use crate::placement::{BindTo, MapBy};
 
 #[derive(Parser)]
@@ -31,13 +36,42 @@ Ranks are bound to a core each when there are enough usable cores, and unbound o
 If a rank fails (non-zero exit, a signal, MPI_Abort), the others are stopped (SIGTERM, then SIGKILL \
 after 1 s) and braid run exits with that rank's code (128 + signal for a signal).\n\
 SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 are passed on to every rank.\n\n\
-Examples:\n  braid run -n 4 ./ring\n  braid run -n 8 --map-by socket --tag-output ./app --size 1m"
+With --cluster, ranks run inside the cluster's nodes (network namespaces), --ppn per node, in \
+blocks (--map-by node: round-robin), with BRAID_RAILS set to the cluster's rails unless BRAID_RAILS \
+names interfaces; every node shares this machine's cores.\n\n\
+Examples:\n  braid run -n 4 ./ring\n  braid run -n 8 --map-by socket --tag-output ./app --size 1m\n  \
+braid run --cluster lab -n 4 --ppn 2 ./app"
     )]
     Run(RunArgs),
+    /// Build, inspect and remove virtual clusters: nodes are network namespaces joined by shaped rails.
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
+    /// One TCP stream between namespaces, to check a network and its rate (for tests).
+    #[command(subcommand, hide = true)]
+    NetProbe(ProbeCommand),
+    /// Profile every rail of virtual cluster NAME (cached per rail; reused unless --force).
+    Sample {
+        /// The cluster whose rails are sampled (one rank on each of its first two nodes).
+        #[arg(long, value_name = "NAME")]
+        cluster: String,
+        /// Measure again even where a cached profile exists.
+        #[arg(long)]
+        force: bool,
+    },
+    /// One rank of `braid sample` (started by it).
+    #[command(hide = true)]
+    SampleRank {
+        #[arg(long)]
+        force: bool,
+    },
     /// Print this machine's layout: packages, NUMA nodes, cores and caches.
     Topology,
     /// Print every BRAID_* setting with its default and meaning, and check the current environment.
-    Config,
+    Config {
+        /// Print the settings as the Markdown page docs/settings.md instead.
+        #[arg(long)]
+        markdown: bool,
+    },
 }
 
 #[derive(clap::Args)]
@@ -58,22 +92,200 @@ struct RunArgs {
     #[arg(long)]
     tag_output: bool,
 
+    /// Run the ranks on the nodes of this virtual cluster (see `braid cluster`).
+    #[arg(long, value_name = "NAME")]
+    cluster: Option<String>,
+
+    /// Ranks per node, with --cluster [default: N over the number of nodes, rounded up].
+    #[arg(long, value_name = "P")]
+    ppn: Option<u32>,
+
+    /// Run on these hosts (not supported yet: use --cluster, or start the ranks with a PMI-1 launcher).
+    #[arg(long, value_name = "HOSTS")]
+    hosts: Option<String>,
+
     /// The program to start, then its arguments.
     #[arg(value_name = "PROGRAM", required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     command: Vec<OsString>,
 }
 
+#[derive(Subcommand)]
+enum ClusterCommand {
+    /// Build cluster NAME: nodes `braid-NAME-nK` with interfaces `mgmt` and `rail0`, `rail1`, ...
+    #[command(after_help = "Addresses: mgmt 10.213.0.K+1/24, railR 10.213.R+1.K+1/24 on node K. Each rail is shaped with \
+tc tbf on both ends of every link, offloads off. Cached rail profiles of these rails are removed.\n\n\
+Example:\n  braid cluster up lab --nodes 2 --rails 2gbit,1gbit")]
+    Up {
+        name: String,
+        /// Number of nodes.
+        #[arg(long, value_name = "N")]
+        nodes: u32,
+        /// Each rail's rate, in tc units (2gbit, 250mbit, 500kbit), comma-separated.
+        #[arg(long, value_name = "RATES", required = true, value_delimiter = ',', value_parser = cluster::parse_rate)]
+        rails: Vec<u64>,
+        /// MTU of every link.
+        #[arg(long, default_value_t = 1500)]
+        mtu: u32,
+    },
+    /// Remove cluster NAME: its namespaces (with their links) and its record; half-built ones too.
+    Down { name: String },
+    /// Describe cluster NAME (default: every cluster) and check that it is intact.
+    Status { name: Option<String> },
+    /// List the clusters, and braid-* namespaces that belong to none.
+    List,
+}
+
+#[derive(Subcommand)]
+enum ProbeCommand {
+    /// Accept one connection, read it to the end, print the bytes and the rate.
+    Listen {
+        #[arg(long)]
+        netns: Option<String>,
+        address: SocketAddr,
+    },
+    /// Connect and send for a while.
+    Send {
+        #[arg(long)]
+        netns: Option<String>,
+        address: SocketAddr,
+        #[arg(long, default_value_t = 1.0)]
+        seconds: f64,
+    },
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Commands::Run(args) => {
-            let mut command = args.command.into_iter();
-            let program = command.next().unwrap_or_default();
-            let request = JobRequest { ranks: args.ranks, map_by: args.map_by, bind_to: args.bind_to, tag_output: args.tag_output, program, args: command.collect() };
-            ExitCode::from(launcher::run(request).clamp(0, 255) as u8)
+        Commands::Run(args) => run_job(args),
+        Commands::Cluster(command) => manage_cluster(command),
+        Commands::NetProbe(command) => {
+            let outcome = match command {
+                ProbeCommand::Listen { netns, address } => probe::listen(netns.as_deref(), address),
+                ProbeCommand::Send { netns, address, seconds } => probe::send(netns.as_deref(), address, seconds),
+            };
+            finish("braid net-probe", outcome)
         }
+        Commands::Sample { cluster, force } => sample::run(&cluster, force),
+        Commands::SampleRank { force } => sample::sample_rank(force),
         Commands::Topology => print_topology(),
-        Commands::Config => print_config(),
+        Commands::Config { markdown: true } => {
+            print!("{}", braid_config::settings_markdown());
+            ExitCode::SUCCESS
+        }
+        Commands::Config { markdown: false } => print_config(),
+    }
+}
+
+fn finish(what: &str, outcome: Result<(), String>) -> ExitCode {
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("{what}: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_job(args: RunArgs) -> ExitCode {
+    let usage_error = |message: String| {
+        eprintln!("braid run: {message}");
+        ExitCode::from(2)
+    };
+    if args.hosts.is_some() {
+        return usage_error("--hosts is not supported yet: use --cluster for a virtual cluster, or start the ranks with a PMI-1 launcher".to_string());
+    }
+    let nodes = match &args.cluster {
+        Some(name) => match cluster_layout(name, &args) {
+            Ok(layout) => Some(layout),
+            Err(message) => return usage_error(message),
+        },
+        None if args.ppn.is_some() => return usage_error("--ppn needs --cluster".to_string()),
+        None if args.map_by == MapBy::Node => return usage_error("--map-by node needs --cluster".to_string()),
+        None => None,
+    };
+    let mut command = args.command.into_iter();
+    let program = command.next().unwrap_or_default();
+    let request = JobRequest { ranks: args.ranks, map_by: args.map_by, bind_to: args.bind_to, tag_output: args.tag_output, program, args: command.collect(), nodes };
+    ExitCode::from(launcher::run(request).clamp(0, 255) as u8)
+}
+
+fn cluster_layout(name: &str, args: &RunArgs) -> Result<NodeLayout, String> {
+    let cluster = Cluster::load(name)?;
+    let nodes = cluster.nodes.len();
+    let per_node = args.ppn.unwrap_or_else(|| args.ranks.div_ceil(nodes as u32));
+    let node_of_rank = placement::assign_nodes(args.ranks, nodes, per_node, args.map_by == MapBy::Node)?;
+    Ok(NodeLayout { namespaces: cluster.nodes.iter().map(|node| node.namespace.clone()).collect(), node_of_rank, rails: cluster.rail_interfaces() })
+}
+
+fn manage_cluster(command: ClusterCommand) -> ExitCode {
+    match command {
+        ClusterCommand::Up { name, nodes, rails, mtu } => {
+            let outcome = Cluster::plan(&name, nodes, &rails, mtu).and_then(|plan| {
+                let profile_dir = braid_config::Config::from_env().map_err(|error| error.to_string())?.profile_dir;
+                let cleared = cluster::up(&plan, &profile_dir)?;
+                print!("{}", cluster::describe(&plan));
+                if cleared > 0 {
+                    println!("removed {cleared} cached rail profile(s) from {profile_dir}");
+                }
+                Ok(())
+            });
+            finish("braid cluster up", outcome)
+        }
+        ClusterCommand::Down { name } => finish(
+            "braid cluster down",
+            cluster::down(&name).map(|removed| println!("cluster {name} removed ({} namespace(s))", removed.len())),
+        ),
+        ClusterCommand::Status { name } => cluster_status(name),
+        ClusterCommand::List => {
+            for name in cluster::recorded() {
+                match Cluster::load(&name) {
+                    Ok(cluster) => {
+                        let rates: Vec<String> = cluster.rails().iter().filter_map(|rail| rail.rate_bits_per_second.map(cluster::format_rate)).collect();
+                        println!("{name}: {} node(s), rails {}", cluster.nodes.len(), rates.join(","));
+                    }
+                    Err(error) => println!("{name}: unreadable ({error})"),
+                }
+            }
+            let strays = cluster::strays();
+            if !strays.is_empty() {
+                println!("namespaces of no recorded cluster: {}", strays.join(" "));
+            }
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+/// Describes the named cluster (or every one) and checks it; fails when one is damaged or unknown.
+fn cluster_status(name: Option<String>) -> ExitCode {
+    let names = match name {
+        Some(name) => vec![name],
+        None => cluster::recorded(),
+    };
+    if names.is_empty() {
+        println!("no clusters");
+    }
+    let mut intact = true;
+    for name in names {
+        match Cluster::load(&name) {
+            Ok(cluster) => {
+                print!("{}", cluster::describe(&cluster));
+                let problems = cluster::problems(&cluster);
+                for problem in &problems {
+                    println!("  problem: {problem}");
+                }
+                println!("  state: {}", if problems.is_empty() { "intact" } else { "damaged (braid cluster down, then up again)" });
+                intact &= problems.is_empty();
+            }
+            Err(error) => {
+                eprintln!("braid cluster status: {error}");
+                intact = false;
+            }
+        }
+    }
+    if intact {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 

@@ -13,6 +13,8 @@ pub enum MapBy {
     Socket,
     /// Round-robin over NUMA nodes, then over the cores of each.
     Numa,
+    /// Round-robin over the cluster's nodes (with --cluster); the cores are then filled in order.
+    Node,
 }
 
 /// What a rank is bound to once mapped.
@@ -61,7 +63,7 @@ pub fn place(topology: &Topology, usable: &[usize], ranks: u32, map_by: MapBy, b
         ));
     }
     let domain_of = |core: &UsableCore| match map_by {
-        MapBy::Core => 0,
+        MapBy::Core | MapBy::Node => 0,
         MapBy::Socket => core.package,
         MapBy::Numa => core.numa_node,
     };
@@ -89,9 +91,31 @@ pub fn place(topology: &Topology, usable: &[usize], ranks: u32, map_by: MapBy, b
     Ok(placements)
 }
 
+/// The node of each rank on a cluster of `nodes` nodes with at most `per_node` ranks each: blocks
+/// of `per_node` consecutive ranks per node, or round-robin when `cyclic`.
+pub fn assign_nodes(ranks: u32, nodes: usize, per_node: u32, cyclic: bool) -> Result<Vec<usize>, String> {
+    if per_node == 0 {
+        return Err("--ppn must be at least 1".to_string());
+    }
+    let capacity = nodes as u64 * u64::from(per_node);
+    if u64::from(ranks) > capacity {
+        return Err(format!("{ranks} ranks do not fit on {nodes} node(s) with --ppn {per_node} (at most {capacity})"));
+    }
+    Ok((0..ranks as usize).map(|rank| if cyclic { rank % nodes } else { rank / per_node as usize }).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nodes_are_filled_in_blocks_or_round_robin() {
+        assert_eq!(assign_nodes(4, 2, 2, false).unwrap(), vec![0, 0, 1, 1]);
+        assert_eq!(assign_nodes(3, 2, 2, false).unwrap(), vec![0, 0, 1]);
+        assert_eq!(assign_nodes(5, 3, 2, true).unwrap(), vec![0, 1, 2, 0, 1]);
+        assert!(assign_nodes(5, 2, 2, false).unwrap_err().contains("at most 4"));
+        assert!(assign_nodes(1, 2, 0, false).is_err());
+    }
     use braid_sys::topology::{Core, Cpu, NumaNode};
 
     /// Two packages (= NUMA nodes) of two cores of two hardware threads: cores {0,4} {1,5} | {2,6} {3,7}.

@@ -8,8 +8,8 @@ use std::fmt;
 /// How a rank waits for a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WaitMode {
-    /// Spin for `spin_count` polls, then block on the futex doorbell; block at once when the
-    /// node's ranks outnumber the cores the job may use.
+    /// Spin for `spin_count` polls, then block on the futex doorbell; when the node's ranks
+    /// outnumber the cores the job may use, yield the core for `yield_us`, then block.
     Auto,
     /// Always poll (lowest latency when every rank has its own core).
     Poll,
@@ -127,7 +127,7 @@ pub struct Setting {
 
 /// Every environment variable Braid reads, in the order docs/settings.md lists them.
 pub const SETTINGS: &[Setting] = &[
-    Setting { variable: "BRAID_WAIT", default: "auto", meaning: "auto | poll | block: how a rank waits for messages (auto spins, then blocks on a futex doorbell; blocks at once when oversubscribed)" },
+    Setting { variable: "BRAID_WAIT", default: "auto", meaning: "auto | poll | block: how a rank waits for messages (auto spins, then blocks on a futex doorbell; on an oversubscribed node it yields its core for BRAID_YIELD_US, then blocks)" },
     Setting { variable: "BRAID_SPIN_COUNT", default: "20000", meaning: "polls of all channels before a waiting rank blocks (auto mode)" },
     Setting { variable: "BRAID_YIELD_US", default: "200", meaning: "oversubscribed node (auto mode): microseconds a waiting rank yields its core (sched_yield) before it blocks on the doorbell; 0 blocks at once" },
     Setting { variable: "BRAID_BLOCK_TIMEOUT_MS", default: "200", meaning: "longest single futex sleep; a sleeping rank re-checks its channels at least this often" },
@@ -151,6 +151,26 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_OFFLOAD_COST_US", default: "measured", meaning: "offload cost T_O in microseconds (seed 004, equation 1); unset: measured at start-up" },
     Setting { variable: "BRAID_DEBUG", default: "0", meaning: "1: print wire-up and protocol decisions on stderr" },
 ];
+
+/// The settings as the Markdown page docs/settings.md (`braid config --markdown` prints it).
+pub fn settings_markdown() -> String {
+    let mut page = String::from(
+        "# Settings\n\nEvery setting is an environment variable read once, at MPI_Init, by `braid-config` \
+         (the only code that reads the environment). `braid config` prints this table and checks the \
+         current environment. Generated from `braid_config::SETTINGS`: edit the code, then run \
+         `braid config --markdown > docs/settings.md`.\n\n| variable | default | meaning |\n|---|---|---|\n",
+    );
+    for setting in SETTINGS {
+        page.push_str(&format!("| `{}` | `{}` | {} |\n", setting.variable, setting.default, setting.meaning.replace('|', "\\|")));
+    }
+    page.push_str(
+        "\nThe compiler wrappers read `BRAID_CC` / `BRAID_CXX` (the real compiler, default `cc` / `c++`) and \
+         `BRAID_LIBDIR` (where `libbraid.so` is, default `target/release` of the checkout). The launcher \
+         hands each rank the PMI-1 variables `PMI_FD`, `PMI_RANK`, `PMI_SIZE` (or `PMI_PORT`, `PMI_ID` under \
+         other launchers).\n",
+    );
+    page
+}
 
 /// A setting whose value could not be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -314,6 +334,12 @@ mod tests {
         assert_eq!(config.wait, WaitMode::Block);
         assert_eq!(config.eager_max, 16 * 1024);
         assert_eq!(config.cma, CmaMode::Off);
+    }
+
+    #[test]
+    fn docs_settings_page_is_current() {
+        let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/settings.md")).unwrap_or_default();
+        assert!(page == settings_markdown(), "docs/settings.md is stale: run `braid config --markdown > docs/settings.md`");
     }
 
     #[test]

@@ -1,5 +1,11 @@
 //! The engine's frame headers: compact little-endian records, at most 33 bytes, whose first byte
 //! names the kind. Transports carry them opaquely.
+//!
+//! Peers reached over the network rails add three kinds: a CONTROL envelope (a sequence number
+//! and a cumulative acknowledgement around one of the frames above, so a control frame lost with
+//! a failed rail is re-sent on another and a duplicate is recognised), a bare NET_ACK, and
+//! NET_DATA, a rendezvous chunk tagged with its transfer (the sequence number of the CTS that
+//! asked for it) so a chunk re-sent after a failover cannot land in a later receive.
 
 use braid_transport::{RemoteRegion, MAX_HEADER};
 
@@ -10,11 +16,21 @@ const FIN: u8 = 4;
 const CTS: u8 = 5;
 const DATA: u8 = 6;
 const ACK: u8 = 7;
+const CONTROL: u8 = 8;
+const NET_ACK: u8 = 9;
+const NET_DATA: u8 = 10;
+/// A rail sampling ping-pong frame (seen only by `sampling`, before the engine starts).
+pub(crate) const SAMPLE: u8 = 11;
 
 /// The longest eager header (EAGER_SYNC); the eager limit leaves room for it.
 pub(crate) const EAGER_HEADER_MAX: usize = 13;
 /// Header length of a DATA frame; pipeline chunks leave room for it.
 pub(crate) const DATA_HEADER: usize = 13;
+
+/// Bytes the CONTROL envelope adds in front of a frame.
+pub(crate) const CONTROL_OVERHEAD: usize = 17;
+/// Header length of a NET_DATA frame.
+pub(crate) const NET_DATA_HEADER: usize = 21;
 
 /// One frame's header. Request ids are the engine-local `RequestId` numbers of the rank named.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +62,50 @@ impl Header {
     #[inline]
     pub(crate) fn as_bytes(&self) -> &[u8] {
         &self.bytes[..self.len as usize]
+    }
+
+    /// A CONTROL envelope: sequence number `seq`, everything up to `ack` received, then `inner`.
+    pub(crate) fn control(seq: u64, ack: u64, inner: &Header) -> Header {
+        Writer::new(CONTROL).put(&seq.to_le_bytes()).put(&ack.to_le_bytes()).put(inner.as_bytes()).header
+    }
+
+    /// A bare cumulative acknowledgement of control frames up to `ack`.
+    pub(crate) fn net_ack(ack: u64) -> Header {
+        Writer::new(NET_ACK).put(&ack.to_le_bytes()).header
+    }
+
+    /// A rendezvous chunk for `receiver`'s request at `offset`, of transfer `transfer`.
+    pub(crate) fn net_data(receiver: u32, offset: u64, transfer: u64) -> Header {
+        Writer::new(NET_DATA).put(&receiver.to_le_bytes()).put(&offset.to_le_bytes()).put(&transfer.to_le_bytes()).header
+    }
+}
+
+/// A frame that only travels over the network rails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NetFrame<'a> {
+    Control { seq: u64, ack: u64, inner: &'a [u8] },
+    Ack { ack: u64 },
+    Data { receiver: u32, offset: u64, transfer: u64 },
+}
+
+impl NetFrame<'_> {
+    /// Whether `header` is one of the network kinds (the rest is decoded by [`Frame::decode`]).
+    #[inline]
+    pub(crate) fn is_network(header: &[u8]) -> bool {
+        header.first().is_some_and(|&kind| (CONTROL..=NET_DATA).contains(&kind))
+    }
+
+    /// Parses a network header; `None` if it is malformed.
+    pub(crate) fn decode(bytes: &[u8]) -> Option<NetFrame<'_>> {
+        let (&kind, rest) = bytes.split_first()?;
+        let mut r = Reader { rest };
+        let frame = match kind {
+            CONTROL => return Some(NetFrame::Control { seq: r.u64()?, ack: r.u64()?, inner: r.rest }),
+            NET_ACK => NetFrame::Ack { ack: r.u64()? },
+            NET_DATA => NetFrame::Data { receiver: r.u32()?, offset: r.u64()?, transfer: r.u64()? },
+            _ => return None,
+        };
+        r.rest.is_empty().then_some(frame)
     }
 }
 
@@ -162,6 +222,26 @@ mod tests {
         }
         assert_eq!(Frame::EagerSync { context: 0, tag: 0, sender: 0 }.encode().as_bytes().len(), EAGER_HEADER_MAX);
         assert_eq!(Frame::Data { receiver: 0, offset: 0 }.encode().as_bytes().len(), DATA_HEADER);
+    }
+
+    #[test]
+    fn network_frames_round_trip_and_fit() {
+        let inner = Frame::Rts { context: 1, tag: 2, len: 8 << 20, sender: 9, pid: 1234, address: 0xdead_beef_0000 }.encode();
+        let control = Header::control(u64::MAX - 1, 77, &inner);
+        assert!(control.as_bytes().len() <= MAX_HEADER);
+        assert_eq!(control.as_bytes().len(), inner.as_bytes().len() + CONTROL_OVERHEAD);
+        let Some(NetFrame::Control { seq, ack, inner: decoded }) = NetFrame::decode(control.as_bytes()) else { panic!("not a control frame") };
+        assert_eq!((seq, ack), (u64::MAX - 1, 77));
+        assert_eq!(Frame::decode(decoded), Frame::decode(inner.as_bytes()));
+        assert_eq!(NetFrame::decode(Header::net_ack(5).as_bytes()), Some(NetFrame::Ack { ack: 5 }));
+        let data = Header::net_data(3, 1 << 33, 9);
+        assert_eq!(data.as_bytes().len(), NET_DATA_HEADER);
+        assert_eq!(NetFrame::decode(data.as_bytes()), Some(NetFrame::Data { receiver: 3, offset: 1 << 33, transfer: 9 }));
+        assert!(NetFrame::is_network(data.as_bytes()));
+        assert!(!NetFrame::is_network(inner.as_bytes()));
+        assert_eq!(Frame::decode(data.as_bytes()), None);
+        assert_eq!(NetFrame::decode(&data.as_bytes()[..20]), None);
+        assert_eq!(NetFrame::decode(inner.as_bytes()), None);
     }
 
     #[test]

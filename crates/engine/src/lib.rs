@@ -33,8 +33,10 @@
 
 mod frame;
 mod matching;
+mod network;
 mod node;
 mod requests;
+pub mod sampling;
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -43,13 +45,14 @@ use std::time::{Duration, Instant};
 
 use braid_config::{Config, WaitMode};
 use braid_pmi::Bootstrap;
-use braid_strategy::{Protocol, ProtocolPolicy, RendezvousPath, Router};
+use braid_strategy::{Protocol, ProtocolPolicy, RendezvousPath, Route, Router};
 use braid_transport::selfloop::SelfTransport;
 use braid_transport::shm::ShmTransport;
 use braid_transport::{Capabilities, Incoming, PeerId, RemoteRegion, SendOutcome, Transport, TransportError};
 
-use frame::{Frame, Header, DATA_HEADER, EAGER_HEADER_MAX};
+use frame::{Frame, Header, NetFrame, DATA_HEADER, EAGER_HEADER_MAX};
 use matching::{Body, Matching, Posted, Unexpected};
+use network::{Arrival, Network};
 use requests::{Operation, Requests};
 
 /// A request handle: an index into the engine's request table (never 0).
@@ -136,6 +139,7 @@ struct Outgoing {
 struct Stream {
     request: u32,
     peer: PeerId,
+    transport: usize,
     receiver: u32,
     data: &'static [u8],
     offset: usize,
@@ -147,6 +151,7 @@ struct Stream {
 struct Read {
     request: u32,
     peer: PeerId,
+    transport: usize,
     sender: u32,
     region: RemoteRegion,
     offset: usize,
@@ -208,6 +213,8 @@ struct Core {
     remote_read_refused: Vec<bool>,
     /// Buffers of received unexpected messages, kept for the next ones.
     spare_payloads: Vec<Vec<u8>>,
+    /// Peers routed over the network rails.
+    net: Network,
     /// The first failure met inside a poll callback, reported when the poll returns.
     failure: Option<EngineError>,
     debug: bool,
@@ -230,10 +237,15 @@ fn gather(payload: &[u8]) -> [IoSlice<'_>; 1] {
 
 impl Core {
     fn has_local_work(&self) -> bool {
-        self.backlog_len > 0 || !self.streams.is_empty() || !self.reads.is_empty()
+        self.backlog_len > 0 || !self.streams.is_empty() || !self.reads.is_empty() || self.net.has_work()
     }
 
+    /// Queues a frame behind those waiting for `peer` (a network peer's goes on its control rail).
     fn queue(&mut self, peer: PeerId, frame: Frame, payload: &'static [u8], completes: u32) {
+        if self.router.route(peer) == Route::Rails {
+            self.net.queue_control(peer, frame, payload);
+            return;
+        }
         self.backlog[peer as usize].push_back(Outgoing { header: frame.encode(), payload, completes });
         self.backlog_len += 1;
     }
@@ -249,7 +261,12 @@ impl Core {
     }
 
     fn on_frame(&mut self, incoming: Incoming<'_>) {
-        if let Err(error) = self.handle(incoming.peer, incoming.header, incoming.payload) {
+        let result = if NetFrame::is_network(incoming.header) {
+            self.handle_network(incoming.peer, incoming.header, incoming.payload)
+        } else {
+            self.handle(incoming.peer, incoming.header, incoming.payload)
+        };
+        if let Err(error) = result {
             self.failure.get_or_insert(error);
         }
     }
@@ -257,6 +274,39 @@ impl Core {
     #[inline]
     fn handle(&mut self, peer: PeerId, header: &[u8], payload: &[u8]) -> Result<(), EngineError> {
         let frame = Frame::decode(header).ok_or_else(|| protocol_error(peer, "malformed header"))?;
+        if self.router.route(peer) == Route::Rails {
+            return Err(protocol_error(peer, "a frame without sequence number from a network peer"));
+        }
+        self.dispatch(peer, frame, payload)
+    }
+
+    /// A frame from a peer routed over the rails.
+    fn handle_network(&mut self, peer: PeerId, header: &[u8], payload: &[u8]) -> Result<(), EngineError> {
+        if self.router.route(peer) != Route::Rails {
+            return Err(protocol_error(peer, "a network frame from a peer not routed over the rails"));
+        }
+        match NetFrame::decode(header).ok_or_else(|| protocol_error(peer, "malformed network header"))? {
+            NetFrame::Control { seq, ack, inner } => {
+                let frame = Frame::decode(inner).ok_or_else(|| protocol_error(peer, "malformed header"))?;
+                if !self.net.accept_control(peer, seq, ack)? {
+                    return Ok(());
+                }
+                match frame {
+                    Frame::Cts { sender, receiver, len } => self.start_transfer(peer, sender, receiver, len, seq),
+                    Frame::Fin { sender } => {
+                        self.net.finish_transfer(peer, sender);
+                        self.complete_send(peer, sender)
+                    }
+                    frame => self.dispatch(peer, frame, payload),
+                }
+            }
+            NetFrame::Ack { ack } => self.net.acknowledged(peer, ack),
+            NetFrame::Data { receiver, offset, transfer } => self.arrive_network_data(peer, receiver, offset, transfer, payload),
+        }
+    }
+
+    #[inline]
+    fn dispatch(&mut self, peer: PeerId, frame: Frame, payload: &[u8]) -> Result<(), EngineError> {
         match frame {
             Frame::Eager { context, tag } => self.arrive_eager(peer, context, tag, payload, None),
             Frame::EagerSync { context, tag, sender } => self.arrive_eager(peer, context, tag, payload, Some(sender)),
@@ -329,14 +379,21 @@ impl Core {
             self.queue(peer, Frame::Fin { sender }, &[], 0);
             return Ok(());
         }
-        let transport = self.router.transport_for(peer);
+        let transport = match self.router.route(peer) {
+            Route::Direct(transport) => transport,
+            Route::Rails => {
+                let transfer = self.net.queue_control(peer, Frame::Cts { sender, receiver: request, len: wanted as u64 }, &[]);
+                self.net.expect(peer, request, sender, transfer, wanted);
+                return Ok(());
+            }
+        };
         let path = self.policy.rendezvous_path(&self.caps[transport], self.remote_read_refused[peer as usize]);
         if self.debug {
             eprintln!("braid: rank {}: {wanted}-byte rendezvous from rank {peer}: {path:?}", self.rank);
         }
         match path {
             RendezvousPath::SingleCopy { chunk } => {
-                self.reads.push(Read { request, peer, sender, region, offset: 0, end: wanted, chunk });
+                self.reads.push(Read { request, peer, transport, sender, region, offset: 0, end: wanted, chunk });
             }
             RendezvousPath::Pipeline => self.queue(peer, Frame::Cts { sender, receiver: request, len: wanted as u64 }, &[], 0),
         }
@@ -345,20 +402,61 @@ impl Core {
 
     /// The receiver asked for `len` bytes of send `request` through the pipeline.
     fn start_stream(&mut self, peer: PeerId, request: u32, receiver: u32, len: u64) -> Result<(), EngineError> {
-        let data = match self.requests.get(request) {
-            Some(slot) if !slot.done => match slot.operation {
-                Operation::Send { data } => data,
-                _ => return Err(protocol_error(peer, "CTS for a receive request")),
-            },
-            _ => return Err(protocol_error(peer, "CTS for an unknown send")),
-        };
+        let data = self.send_data(peer, request)?;
         let wanted = usize::try_from(len).unwrap_or(usize::MAX).min(data.len());
         if wanted == 0 {
             return self.complete_send(peer, request);
         }
-        let chunk = self.policy.pipeline_chunk(&self.caps[self.router.transport_for(peer)], DATA_HEADER);
-        self.streams.push(Stream { request, peer, receiver, data: &data[..wanted], offset: 0, chunk });
+        let Route::Direct(transport) = self.router.route(peer) else {
+            return Err(protocol_error(peer, "CTS without sequence number from a network peer"));
+        };
+        let chunk = self.policy.pipeline_chunk(&self.caps[transport], DATA_HEADER);
+        self.streams.push(Stream { request, peer, transport, receiver, data: &data[..wanted], offset: 0, chunk });
         Ok(())
+    }
+
+    /// The sending side of a send request, for a CTS.
+    fn send_data(&self, peer: PeerId, request: u32) -> Result<&'static [u8], EngineError> {
+        match self.requests.get(request) {
+            Some(slot) if !slot.done => match slot.operation {
+                Operation::Send { data } => Ok(data),
+                _ => Err(protocol_error(peer, "CTS for a receive request")),
+            },
+            _ => Err(protocol_error(peer, "CTS for an unknown send")),
+        }
+    }
+
+    /// A network peer's CTS (sequence number `transfer`) asks for `len` bytes of send `request`.
+    fn start_transfer(&mut self, peer: PeerId, request: u32, receiver: u32, len: u64, transfer: u64) -> Result<(), EngineError> {
+        let data = self.send_data(peer, request)?;
+        let wanted = usize::try_from(len).unwrap_or(usize::MAX).min(data.len());
+        if wanted == 0 {
+            return self.complete_send(peer, request);
+        }
+        self.net.start_transfer(peer, request, receiver, transfer, &data[..wanted]);
+        Ok(())
+    }
+
+    /// A rendezvous chunk from a network peer; stale ones (an earlier transfer's re-sent chunk)
+    /// are dropped.
+    fn arrive_network_data(&mut self, peer: PeerId, receiver: u32, offset: u64, transfer: u64, payload: &[u8]) -> Result<(), EngineError> {
+        let offset = usize::try_from(offset).map_err(|_| protocol_error(peer, "DATA offset out of range"))?;
+        let requests = &mut self.requests;
+        let copy = |request: u32| match requests.get_mut(request).map(|slot| &mut slot.operation) {
+            Some(Operation::Recv { buffer, .. }) => {
+                buffer[offset..offset + payload.len()].copy_from_slice(payload);
+                Ok(())
+            }
+            _ => Err(protocol_error(peer, "DATA for a request that is not a receive")),
+        };
+        match self.net.arrive_data(peer, receiver, offset, transfer, payload.len(), copy)? {
+            Arrival::Pending => Ok(()),
+            Arrival::Complete { request, sender } => {
+                self.requests.finish(request);
+                self.net.queue_control(peer, Frame::Fin { sender }, &[]);
+                Ok(())
+            }
+        }
     }
 
     fn arrive_data(&mut self, peer: PeerId, request: u32, offset: usize, payload: &[u8]) -> Result<(), EngineError> {
@@ -381,6 +479,14 @@ impl Core {
     }
 }
 
+/// Where the rails' profiles come from at start-up.
+enum RailProfiles {
+    /// Each rail transport's own profile (tests, callers that measured them).
+    FromTransports,
+    /// The profile cache, else a short sample shared through the bootstrap.
+    CachedOrSampled(Vec<sampling::RailCache>),
+}
+
 /// One process's communication engine.
 pub struct Engine {
     transports: Vec<Box<dyn Transport>>,
@@ -391,38 +497,84 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Wires up every transport through `bootstrap` (collective over the job).
+    /// Wires up every transport through `bootstrap` (collective over the job): self, shared
+    /// memory (unless `BRAID_SHM=off`) and one TCP transport per network rail. Rail profiles come
+    /// from the profile cache, or from a short sample at start-up.
     pub fn new(config: &Config, bootstrap: Box<dyn Bootstrap>) -> Result<Engine, EngineError> {
-        let shm = ShmTransport::new(config).map_err(|error| EngineError::Init(format!("shared-memory transport: {error}")))?;
-        Engine::with_transports(config, bootstrap, Box::new(SelfTransport::new()), vec![Box::new(shm)])
+        let mut direct: Vec<Box<dyn Transport>> = Vec::new();
+        if config.shm {
+            let shm = ShmTransport::new(config).map_err(|error| EngineError::Init(format!("shared-memory transport: {error}")))?;
+            direct.push(Box::new(shm));
+        }
+        let (rails, caches) = sampling::tcp_rails(config)?;
+        Engine::build(config, bootstrap, Box::new(SelfTransport::new()), direct, rails, RailProfiles::CachedOrSampled(caches))
     }
 
     /// Builds an engine over the given transports: `self_transport` carries messages to the own
     /// rank, every other rank goes to the first of `transports` that reaches it. Connects them all
-    /// in order (collective). [`Engine::new`] calls this with the self and shared-memory
-    /// transports; tests and future multirail set-ups pass their own.
+    /// in order (collective).
     pub fn with_transports(
+        config: &Config,
+        bootstrap: Box<dyn Bootstrap>,
+        self_transport: Box<dyn Transport>,
+        transports: Vec<Box<dyn Transport>>,
+    ) -> Result<Engine, EngineError> {
+        Engine::build(config, bootstrap, self_transport, transports, Vec::new(), RailProfiles::FromTransports)
+    }
+
+    /// Like [`Engine::with_transports`], plus network `rails`: a rank that none of `transports`
+    /// reaches but a rail does is served by the rail set, with each rail's own
+    /// [`Transport::profile`] (no sampling).
+    pub fn with_rails(
+        config: &Config,
+        bootstrap: Box<dyn Bootstrap>,
+        self_transport: Box<dyn Transport>,
+        transports: Vec<Box<dyn Transport>>,
+        rails: Vec<Box<dyn Transport>>,
+    ) -> Result<Engine, EngineError> {
+        Engine::build(config, bootstrap, self_transport, transports, rails, RailProfiles::FromTransports)
+    }
+
+    fn build(
         config: &Config,
         mut bootstrap: Box<dyn Bootstrap>,
         self_transport: Box<dyn Transport>,
         transports: Vec<Box<dyn Transport>>,
+        rails: Vec<Box<dyn Transport>>,
+        profiles: RailProfiles,
     ) -> Result<Engine, EngineError> {
         let rank = bootstrap.rank();
         let size = bootstrap.size();
         let node = node::exchange(bootstrap.as_mut())?;
-        let mut all = Vec::with_capacity(1 + transports.len());
+        let rail_base = 1 + transports.len();
+        let mut all = Vec::with_capacity(rail_base + rails.len());
         all.push(self_transport);
         all.extend(transports);
+        all.extend(rails);
         for transport in &mut all {
             transport
                 .connect(bootstrap.as_mut())
                 .map_err(|error| EngineError::Init(format!("{} transport: {error}", transport.name())))?;
         }
-        let router = Router::new(rank, size, 0, all.len(), |transport, peer| all[transport].reaches(peer)).map_err(|unroutable| {
-            EngineError::Unreachable { rank: unroutable.rank, reason: "no transport reaches it (inter-node transports are not available yet)".into() }
-        })?;
+        let router = Router::with_rails(rank, size, 0, 1..rail_base, rail_base..all.len(), |transport, peer| all[transport].reaches(peer))
+            .map_err(|unroutable| EngineError::Unreachable {
+                rank: unroutable.rank,
+                reason: "no shared memory with it and no network rail reaches it (see BRAID_RAILS and BRAID_SHM)".into(),
+            })?;
+        let rail_peers: Vec<PeerId> = router.rail_peers().collect();
+        let rail_profiles = match profiles {
+            RailProfiles::FromTransports => all[rail_base..].iter().map(|rail| rail.profile().clone()).collect(),
+            RailProfiles::CachedOrSampled(caches) => {
+                let leader = node.ranks.first() == Some(&rank);
+                sampling::startup_profiles(config, bootstrap.as_mut(), &mut all[rail_base..], &caches, &rail_peers, leader)?
+            }
+        };
+        let net = Network::new(config, rank, rail_base, rail_profiles, &all[rail_base..], rail_peers);
         let caps: Vec<Capabilities> = all.iter().map(|transport| transport.capabilities()).collect();
-        let carriers: Vec<usize> = (0..all.len()).filter(|&t| router.peers_of(t).any(|peer| peer != rank)).collect();
+        let mut carriers: Vec<usize> = (0..rail_base).filter(|&t| router.peers_of(t).any(|peer| peer != rank)).collect();
+        if router.rail_peers().next().is_some() {
+            carriers.extend(rail_base..all.len());
+        }
         let sleeper = match carriers.as_slice() {
             [only] if caps[*only].wakes_receiver => Some(*only),
             _ => None,
@@ -436,13 +588,19 @@ impl Engine {
             sleeper,
         };
         if config.debug {
-            let names: Vec<&str> = (0..size).map(|peer| all[router.transport_for(peer)].name()).collect();
+            let names: Vec<&str> = (0..size)
+                .map(|peer| match router.route(peer) {
+                    Route::Direct(transport) => all[transport].name(),
+                    Route::Rails => "rails",
+                })
+                .collect();
             eprintln!(
-                "braid: rank {rank}: routes {names:?}, node ranks {:?}, oversubscribed {}, wait {:?}, sleeps on {:?}",
+                "braid: rank {rank}: routes {names:?}, node ranks {:?}, oversubscribed {}, wait {:?}, sleeps on {:?}, {}",
                 node.ranks,
                 node.oversubscribed,
                 config.wait,
-                sleeper.map(|t| all[t].name())
+                sleeper.map(|t| all[t].name()),
+                net.describe()
             );
         }
         let core = Core {
@@ -459,6 +617,7 @@ impl Engine {
             reads: Vec::new(),
             remote_read_refused: vec![false; size as usize],
             spare_payloads: Vec::new(),
+            net,
             failure: None,
             debug: config.debug,
         };
@@ -480,18 +639,20 @@ impl Engine {
         if dest >= self.core.size {
             return Err(self.out_of_range(dest));
         }
-        let transport = self.core.router.transport_for(dest);
+        let Route::Direct(transport) = self.core.router.route(dest) else {
+            return self.isend_network(data, dest, tag, context, mode);
+        };
         let status = Status { source: self.core.rank, tag, count: data.len(), cancelled: false, truncated: false };
         let request = self.core.requests.allocate(Operation::Send { data }, status);
         let protocol = self.core.policy.choose(data.len(), &self.core.caps[transport], EAGER_HEADER_MAX);
         let result = match (protocol, mode) {
             (Protocol::Eager, SendMode::Synchronous) => {
-                self.send_or_queue(dest, Frame::EagerSync { context, tag, sender: request }, data, 0)
+                self.send_or_queue(transport, dest, Frame::EagerSync { context, tag, sender: request }, data, 0)
             }
-            (Protocol::Eager, SendMode::Standard | SendMode::Ready) => self.send_or_queue(dest, Frame::Eager { context, tag }, data, request),
+            (Protocol::Eager, SendMode::Standard | SendMode::Ready) => self.send_or_queue(transport, dest, Frame::Eager { context, tag }, data, request),
             (Protocol::Rendezvous, _) => {
                 let region = self.transports[transport].expose(data);
-                self.send_or_queue(dest, Frame::rts(context, tag, request, region), &[], 0)
+                self.send_or_queue(transport, dest, Frame::rts(context, tag, request, region), &[], 0)
             }
         };
         match result {
@@ -500,6 +661,55 @@ impl Engine {
                 self.core.requests.free(request);
                 Err(error)
             }
+        }
+    }
+
+    /// A send to a peer routed over the rails: eager frames are copied (a standard send is
+    /// complete at once); larger messages announce themselves with RTS and complete on FIN.
+    fn isend_network(&mut self, data: &'static [u8], dest: u32, tag: i32, context: u32, mode: SendMode) -> Result<RequestId, EngineError> {
+        let status = Status { source: self.core.rank, tag, count: data.len(), cancelled: false, truncated: false };
+        let request = self.core.requests.allocate(Operation::Send { data }, status);
+        let net = &mut self.core.net;
+        if data.len() <= net.eager_limit {
+            if mode == SendMode::Synchronous {
+                net.queue_control(dest, Frame::EagerSync { context, tag, sender: request }, data);
+            } else {
+                net.queue_control(dest, Frame::Eager { context, tag }, data);
+                self.core.requests.finish(request);
+            }
+        } else {
+            let region = RemoteRegion { pid: 0, address: 0, len: data.len() as u64 };
+            net.queue_control(dest, Frame::rts(context, tag, request, region), &[]);
+        }
+        match self.core.net.flush_control(dest, &mut self.transports[self.core.net.rail_base..]) {
+            Ok(_) => Ok(RequestId(request)),
+            Err(error) => {
+                self.core.requests.free(request);
+                Err(error)
+            }
+        }
+    }
+
+    /// A standard-mode send that finishes at once, with no request: the message is small enough
+    /// to go eagerly, nothing is queued to `dest`, and its transport takes the frame now.
+    /// `Ok(false)`: nothing was sent; the caller uses [`Engine::isend`].
+    #[inline]
+    pub fn try_send_now(&mut self, data: &[u8], dest: u32, tag: i32, context: u32) -> Result<bool, EngineError> {
+        if dest >= self.core.size || !self.core.backlog[dest as usize].is_empty() {
+            return Ok(false);
+        }
+        let Route::Direct(route) = self.core.router.route(dest) else {
+            return Ok(false);
+        };
+        if self.core.policy.choose(data.len(), &self.core.caps[route], EAGER_HEADER_MAX) != Protocol::Eager {
+            return Ok(false);
+        }
+        let header = Frame::Eager { context, tag }.encode();
+        let transport = &mut self.transports[route];
+        match transport.try_send(dest, header.as_bytes(), &gather(data)) {
+            Ok(SendOutcome::Sent) => Ok(true),
+            Ok(SendOutcome::WouldBlock) => Ok(false),
+            Err(error) => Err(transport_error(transport.as_ref(), dest, error)),
         }
     }
 
@@ -534,6 +744,9 @@ impl Engine {
             }
             Body::Rendezvous { sender, region } => self.core.start_rendezvous_receive(request, source, tag, sender, region)?,
         }
+        if self.core.router.route(source) == Route::Rails {
+            return self.core.net.flush_control(source, &mut self.transports[self.core.net.rail_base..]).map(|_| ());
+        }
         self.flush_backlogs().map(|_| ())
     }
 
@@ -542,12 +755,12 @@ impl Engine {
         EngineError::Unreachable { rank, reason: format!("the job has {} ranks", self.core.size) }
     }
 
-    /// Hands a frame to the peer's transport, or queues it behind earlier frames still waiting.
+    /// Hands a frame to `transport` (the peer's), or queues it behind earlier frames still waiting.
     #[inline]
-    fn send_or_queue(&mut self, peer: PeerId, frame: Frame, payload: &'static [u8], completes: u32) -> Result<(), EngineError> {
+    fn send_or_queue(&mut self, transport: usize, peer: PeerId, frame: Frame, payload: &'static [u8], completes: u32) -> Result<(), EngineError> {
         if self.core.backlog[peer as usize].is_empty() {
             let header = frame.encode();
-            let transport = &mut self.transports[self.core.router.transport_for(peer)];
+            let transport = &mut self.transports[transport];
             match transport.try_send(peer, header.as_bytes(), &gather(payload)) {
                 Ok(SendOutcome::Sent) => {
                     if completes != 0 {
@@ -570,7 +783,11 @@ impl Engine {
         }
         let mut moved = false;
         for peer in 0..self.core.size {
-            let transport = &mut self.transports[self.core.router.transport_for(peer)];
+            if self.core.backlog[peer as usize].is_empty() {
+                continue;
+            }
+            let Route::Direct(transport) = self.core.router.route(peer) else { continue };
+            let transport = &mut self.transports[transport];
             while let Some(&outgoing) = self.core.backlog[peer as usize].front() {
                 match transport.try_send(peer, outgoing.header.as_bytes(), &gather(outgoing.payload)) {
                     Ok(SendOutcome::Sent) => {
@@ -595,7 +812,7 @@ impl Engine {
         let mut index = 0;
         while index < self.core.streams.len() {
             let mut stream = self.core.streams[index];
-            let transport = &mut self.transports[self.core.router.transport_for(stream.peer)];
+            let transport = &mut self.transports[stream.transport];
             // Frames already queued to this peer (a FIN, an ACK) go first.
             while stream.offset < stream.data.len() && self.core.backlog[stream.peer as usize].is_empty() {
                 let end = stream.data.len().min(stream.offset + stream.chunk);
@@ -626,7 +843,7 @@ impl Engine {
         let mut index = 0;
         while index < self.core.reads.len() {
             let mut read = self.core.reads[index];
-            let transport = &mut self.transports[self.core.router.transport_for(read.peer)];
+            let transport = &mut self.transports[read.transport];
             let Some(Operation::Recv { buffer, .. }) = self.core.requests.get_mut(read.request).map(|slot| &mut slot.operation) else {
                 return Err(protocol_error(read.peer, "single-copy read into a vanished receive"));
             };
@@ -776,6 +993,9 @@ impl Engine {
         moved |= self.flush_backlogs()?;
         if !self.core.streams.is_empty() {
             moved |= self.advance_streams()?;
+        }
+        if self.core.net.active() {
+            moved |= self.core.net.advance(&mut self.transports[self.core.net.rail_base..], !moved)?;
         }
         Ok(moved)
     }

@@ -14,11 +14,9 @@ pub(crate) struct NodeInfo {
     pub(crate) oversubscribed: bool,
 }
 
-/// Names this machine for this boot: the host name alone could be reused by a rebooted or
-/// cloned machine whose shared memory is not ours.
+/// Names this node: machine, boot and network namespace (see `process::node_identity`).
 fn node_identity() -> Result<String, EngineError> {
-    let failed = |error: std::io::Error| EngineError::Init(format!("cannot identify this node: {error}"));
-    Ok(format!("{}/{}", process::hostname().map_err(failed)?, process::boot_id().map_err(failed)?))
+    process::node_identity().map_err(|error| EngineError::Init(format!("cannot identify this node: {error}")))
 }
 
 fn bootstrap_error(error: braid_pmi::BootstrapError) -> EngineError {

@@ -136,13 +136,82 @@ pub(crate) fn start(rt: &mut Runtime, op: &Operation) -> MpiResult<Pending> {
                     let mut packed = vec![0u8; element_size * count];
                     // SAFETY: the Vec moves into the request's staging and lives until completion.
                     let lent = unsafe { staging_bytes(&mut packed) };
-                    (lent, Staging::Recv(Unpack { staging: packed, datatype: op.datatype, count, element_size, destination: op.buffer }))
+                    let datatype = datatype::lookup_committed(op.datatype).map_err(datatype_error)?;
+                    (lent, Staging::Recv(Unpack { staging: packed, datatype, count, element_size, destination: op.buffer }))
                 }
             };
             let id = rt.engine.irecv(buffer, source, tag, context).map_err(|e| engine_error(op.comm, e))?;
             Ok(Pending { comm: op.comm, shared: Some(shared.clone()), engine: Some(id), staging, done: None, persistent: None })
         }
     }
+}
+
+/// The blocking calls' fast path covers the common, valid case: a gap-free predefined datatype, a
+/// tag in range and a non-NULL buffer. Returns the user's bytes, or `None` to take the general
+/// path (which also reports every error).
+///
+/// # Safety
+/// `op.buffer` must hold `op.count` elements of `op.datatype` for as long as the operation runs.
+#[inline]
+unsafe fn dense_bytes(op: &Operation) -> Option<&'static mut [u8]> {
+    let element = datatype::dense_predefined_size(op.datatype)?;
+    let count = usize::try_from(op.count).ok()?;
+    let tag_ok = (0..=TAG_UB).contains(&op.tag) || (op.send_mode.is_none() && op.tag == MPI_ANY_TAG);
+    if !tag_ok || op.buffer.is_null() {
+        return None;
+    }
+    // SAFETY: per the caller; element sizes are at most 32 bytes, so the product fits.
+    Some(unsafe { std::slice::from_raw_parts_mut(op.buffer, element * count) })
+}
+
+/// The communicator and job rank of a fast-path peer: a rank of `comm`, or `None`.
+#[inline]
+fn dense_peer(rt: &Runtime, op: &Operation) -> Option<(std::sync::Arc<CommShared>, u32)> {
+    let shared = &rt.comms.get(op.comm).ok()?.shared;
+    let peer = u32::try_from(op.peer).ok().filter(|&rank| (rank as usize) < shared.size())?;
+    Some((shared.clone(), shared.job_rank(peer)))
+}
+
+/// MPI_Send's fast path: an eager message sent at once, with no request. False: nothing was
+/// sent and the general path runs.
+///
+/// # Safety
+/// `buf` must hold `count` elements of `datatype`.
+#[inline]
+unsafe fn send_now(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> bool {
+    let op = send_operation(buf, count, datatype, dest, tag, comm, SendMode::Standard);
+    // SAFETY: per the caller.
+    let Some(data) = (unsafe { dense_bytes(&op) }) else { return false };
+    runtime::with(|rt| {
+        let Some((shared, job)) = dense_peer(rt, &op) else { return Ok(false) };
+        Ok(rt.engine.try_send_now(data, job, tag, shared.p2p_context).unwrap_or(false))
+    })
+    .unwrap_or(false)
+}
+
+/// MPI_Recv's fast path: posts straight to the engine and waits, with no MPI request.
+fn receive_dense(op: &Operation, buffer: &'static mut [u8]) -> MpiResult<Completion> {
+    runtime::with(|rt| {
+        let source = match op.peer {
+            MPI_ANY_SOURCE => Some(Source::Any),
+            _ => dense_peer(rt, op).map(|(_, job)| Source::Rank(job)),
+        };
+        let (Some(source), Ok(shared)) = (source, rt.comms.get(op.comm).map(|comm| comm.shared.clone())) else {
+            let mut pending = start(rt, op)?;
+            return pending.wait(&mut rt.engine).map_err(|e| engine_error(op.comm, e));
+        };
+        let tag = if op.tag == MPI_ANY_TAG { TagSelector::Any } else { TagSelector::Tag(op.tag) };
+        let engine_error_here = |e| engine_error(op.comm, e);
+        let id = rt.engine.irecv(buffer, source, tag, shared.p2p_context).map_err(engine_error_here)?;
+        let status = rt.engine.wait(id).map_err(engine_error_here)?;
+        Ok(Completion {
+            source: shared.rank_of_job(status.source).map_or(MPI_UNDEFINED, |rank| rank as c_int),
+            tag: status.tag,
+            count: status.count,
+            cancelled: false,
+            error: if status.truncated { MPI_ERR_TRUNCATE } else { MPI_SUCCESS },
+        })
+    })
 }
 
 /// Starts `op` and waits for it (the blocking calls).
@@ -185,6 +254,10 @@ unsafe fn nonblocking(function: &str, op: Operation, request: *mut MPI_Request) 
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Send(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+    // SAFETY: MPI's rule for MPI_Send: `buf` holds `count` elements of `datatype`.
+    if unsafe { send_now(buf, count, datatype, dest, tag, comm) } {
+        return MPI_SUCCESS;
+    }
     blocking_send("MPI_Send", send_operation(buf, count, datatype, dest, tag, comm, SendMode::Standard))
 }
 
@@ -200,7 +273,13 @@ pub unsafe extern "C" fn MPI_Rsend(buf: *const c_void, count: c_int, datatype: M
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Recv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
-    match run_blocking(&recv_operation(buf, count, datatype, source, tag, comm)) {
+    let op = recv_operation(buf, count, datatype, source, tag, comm);
+    // SAFETY: MPI's rule for MPI_Recv: `buf` has room for `count` elements of `datatype`.
+    let received = match unsafe { dense_bytes(&op) } {
+        Some(bytes) => receive_dense(&op, bytes),
+        None => run_blocking(&op),
+    };
+    match received {
         Ok(completion) => {
             // SAFETY: the caller's status (or MPI_STATUS_IGNORE).
             unsafe { write_status(status, &completion) };

@@ -79,7 +79,9 @@ pub unsafe fn write_status(status: *mut MPI_Status, completion: &Completion) {
 /// A receive that landed in a temporary because the datatype is not contiguous.
 pub struct Unpack {
     pub staging: Vec<u8>,
-    pub datatype: MPI_Datatype,
+    /// The type's description, held so that MPI_Type_free before completion (which MPI allows)
+    /// cannot pull it away.
+    pub datatype: datatype::DatatypeRef,
     pub count: usize,
     /// Packed bytes per element.
     pub element_size: usize,
@@ -152,7 +154,7 @@ impl Pending {
                 // SAFETY: `destination` is the user's receive buffer, valid for `count` elements of
                 // `datatype` until this request completes (MPI's rule); the staging holds `whole`
                 // packed elements.
-                unsafe { datatype::unpack(unpack.datatype, whole, &unpack.staging[..whole * unpack.element_size], unpack.destination) };
+                unsafe { unpack.datatype.unpack(whole, &unpack.staging[..whole * unpack.element_size], unpack.destination) };
             }
         }
         self.staging = Staging::None;

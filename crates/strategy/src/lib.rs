@@ -20,16 +20,25 @@ pub struct Unroutable {
 
 impl fmt::Display for Unroutable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "no transport reaches rank {} (inter-node transports are not available yet)", self.rank)
+        write!(f, "no transport reaches rank {} (no shared memory with it and no network rail to it)", self.rank)
     }
 }
 
 impl std::error::Error for Unroutable {}
 
-/// Which transport (an index into the engine's transport list) carries each peer's traffic.
+/// How traffic to one peer travels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// Every frame through this one transport (an index into the engine's transport list).
+    Direct(usize),
+    /// Through the network rails: control frames on one rail, rendezvous payloads split over them.
+    Rails,
+}
+
+/// Which transport (or the rail set) carries each peer's traffic.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Router {
-    routes: Vec<usize>,
+    routes: Vec<Route>,
 }
 
 impl Router {
@@ -42,27 +51,49 @@ impl Router {
         transport_count: usize,
         reaches: impl Fn(usize, PeerId) -> bool,
     ) -> Result<Router, Unroutable> {
+        Router::with_rails(own_rank, size, self_transport, 0..transport_count, 0..0, reaches)
+    }
+
+    /// Like [`Router::new`] over the `direct` transports; a rank that none of them reaches but
+    /// one of the `rails` does is routed over the rail set.
+    pub fn with_rails(
+        own_rank: PeerId,
+        size: u32,
+        self_transport: usize,
+        direct: std::ops::Range<usize>,
+        rails: std::ops::Range<usize>,
+        reaches: impl Fn(usize, PeerId) -> bool,
+    ) -> Result<Router, Unroutable> {
         let routes = (0..size)
             .map(|rank| {
                 if rank == own_rank {
-                    Ok(self_transport)
+                    Ok(Route::Direct(self_transport))
+                } else if let Some(transport) = direct.clone().find(|&transport| reaches(transport, rank)) {
+                    Ok(Route::Direct(transport))
+                } else if rails.clone().any(|rail| reaches(rail, rank)) {
+                    Ok(Route::Rails)
                 } else {
-                    (0..transport_count).find(|&transport| reaches(transport, rank)).ok_or(Unroutable { rank })
+                    Err(Unroutable { rank })
                 }
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Router { routes })
     }
 
-    /// The transport carrying traffic to `peer` (a rank of the job).
+    /// How traffic to `peer` (a rank of the job) travels.
     #[inline]
-    pub fn transport_for(&self, peer: PeerId) -> usize {
+    pub fn route(&self, peer: PeerId) -> Route {
         self.routes[peer as usize]
     }
 
-    /// The ranks routed through `transport`, in rank order.
+    /// The ranks routed through direct transport `transport`, in rank order.
     pub fn peers_of(&self, transport: usize) -> impl Iterator<Item = PeerId> + '_ {
-        self.routes.iter().enumerate().filter(move |(_, &t)| t == transport).map(|(rank, _)| rank as PeerId)
+        self.routes.iter().enumerate().filter(move |(_, &route)| route == Route::Direct(transport)).map(|(rank, _)| rank as PeerId)
+    }
+
+    /// The ranks routed over the rails, in rank order.
+    pub fn rail_peers(&self) -> impl Iterator<Item = PeerId> + '_ {
+        self.routes.iter().enumerate().filter(|(_, &route)| route == Route::Rails).map(|(rank, _)| rank as PeerId)
     }
 }
 
@@ -152,8 +183,29 @@ mod tests {
             _ => false,
         };
         let router = Router::new(0, 4, 0, 3, reaches).unwrap();
-        assert_eq!((0..4).map(|r| router.transport_for(r)).collect::<Vec<_>>(), vec![0, 1, 1, 2]);
+        let routes: Vec<Route> = (0..4).map(|r| router.route(r)).collect();
+        assert_eq!(routes, [0, 1, 1, 2].map(Route::Direct));
         assert_eq!(router.peers_of(1).collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(router.rail_peers().count(), 0);
+    }
+
+    #[test]
+    fn ranks_only_the_rails_reach_are_routed_over_the_rail_set() {
+        // 0 is self, 1 shared memory (reaches rank 1), 2 and 3 rails (reach ranks 2 and 3; rail 3
+        // also claims rank 1, which shared memory keeps).
+        let reaches = |transport: usize, rank: u32| match transport {
+            1 => rank == 1,
+            2 => rank == 2,
+            3 => rank == 1 || rank == 3,
+            _ => false,
+        };
+        let router = Router::with_rails(0, 4, 0, 1..2, 2..4, reaches).unwrap();
+        let routes: Vec<Route> = (0..4).map(|r| router.route(r)).collect();
+        assert_eq!(routes, vec![Route::Direct(0), Route::Direct(1), Route::Rails, Route::Rails]);
+        assert_eq!(router.rail_peers().collect::<Vec<_>>(), vec![2, 3]);
+        assert_eq!(router.peers_of(1).collect::<Vec<_>>(), vec![1]);
+        let error = Router::with_rails(0, 5, 0, 1..2, 2..4, reaches).unwrap_err();
+        assert_eq!(error, Unroutable { rank: 4 });
     }
 
     #[test]

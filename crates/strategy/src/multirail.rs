@@ -4,8 +4,30 @@
 //! rates — so the unit tests drive it on a simulated network. The engine calls it when it sends
 //! an eager frame (which rail, and whether to aggregate) and when a rendezvous payload is ready
 //! to move (what split).
+//!
+//! The parts: [`build`] makes the strategy BRAID_STRATEGY names; a [`RateEstimator`] per rail
+//! turns observed drains into [`RailView::rate_factor`]; an [`Aggregator`] per peer holds small
+//! eager frames while their rail is busy (for strategies whose
+//! [`MultirailStrategy::aggregates_eager`] says so); [`rendezvous_threshold`] and
+//! [`offload_pays`] derive thresholds from the profiles; [`predicted_finish`],
+//! [`split_finish`] and [`common_finish_time`] expose the predictions for logs and benchmarks.
 
+mod aggregate;
+mod rate;
+mod strategies;
+mod thresholds;
+mod timing;
+
+use braid_config::{Config, StrategyKind};
 use braid_transport::Profile;
+
+pub use aggregate::{Aggregator, Batch, Decision};
+pub use rate::RateEstimator;
+pub use thresholds::{offload_pays, rendezvous_threshold, RENDEZVOUS_THRESHOLD_MAX, RENDEZVOUS_THRESHOLD_MIN};
+pub use timing::{
+    common_finish_time, fastest_rail, predicted_finish, soonest_rail, split_finish, time_until_idle, transfer_time,
+    RATE_FACTOR_MAX, RATE_FACTOR_MIN,
+};
 
 /// One rail toward one peer, as the strategy sees it at one instant.
 #[derive(Debug, Clone, Copy)]
@@ -36,4 +58,59 @@ pub trait MultirailStrategy: Send {
     /// Splits a `len`-byte payload over the rails, appending the chunks (covering 0..len exactly,
     /// in offset order) to `out`.
     fn split(&mut self, len: usize, rails: &[RailView<'_>], out: &mut Vec<Chunk>);
+    /// Whether small eager frames to a peer wait (in an [`Aggregator`]) for their busy rail
+    /// rather than leaving at once.
+    fn aggregates_eager(&self) -> bool {
+        false
+    }
+}
+
+/// The settings the strategies and their helpers use.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SplitSettings {
+    /// Smallest chunk worth putting on an additional rail (BRAID_SPLIT_MIN).
+    pub split_min: usize,
+    /// Weight of the newest observation in [`RateEstimator`] (BRAID_RATE_SMOOTHING).
+    pub rate_smoothing: f64,
+    /// Most bytes in one aggregated eager packet. There is no setting of its own: a packet is
+    /// at most one eager message long (BRAID_EAGER_MAX), a size every rail was sampled at.
+    pub aggregate_max: usize,
+}
+
+impl SplitSettings {
+    pub fn from_config(config: &Config) -> SplitSettings {
+        SplitSettings {
+            split_min: config.split_min.max(1),
+            rate_smoothing: config.rate_smoothing,
+            aggregate_max: config.eager_max.max(1),
+        }
+    }
+
+    /// A rate estimator for one rail.
+    pub fn rate_estimator(&self) -> RateEstimator {
+        RateEstimator::new(self.rate_smoothing)
+    }
+
+    /// An aggregator for one peer.
+    pub fn aggregator(&self) -> Aggregator {
+        Aggregator::new(self.aggregate_max)
+    }
+}
+
+impl Default for SplitSettings {
+    fn default() -> SplitSettings {
+        SplitSettings::from_config(&Config::default())
+    }
+}
+
+/// The strategy BRAID_STRATEGY names.
+pub fn build(kind: StrategyKind, settings: SplitSettings) -> Box<dyn MultirailStrategy> {
+    let split_min = settings.split_min.max(1);
+    match kind {
+        StrategyKind::Single => Box::new(strategies::Single),
+        StrategyKind::Greedy => Box::new(strategies::Greedy),
+        StrategyKind::Iso => Box::new(strategies::Iso { split_min }),
+        StrategyKind::Weighted => Box::new(strategies::Weighted { split_min }),
+        StrategyKind::Hetero => Box::new(strategies::Hetero { split_min }),
+    }
 }

@@ -4,6 +4,8 @@ pub mod affinity;
 pub mod cma;
 pub mod fd;
 pub mod futex;
+pub mod net;
+pub mod netns;
 pub mod process;
 pub mod shm;
 pub mod signal;

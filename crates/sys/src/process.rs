@@ -40,6 +40,15 @@ pub fn boot_id() -> io::Result<String> {
     Ok(id.to_string())
 }
 
+/// Names the node this process runs on, for deciding which ranks share a node: host name, boot id
+/// and network-namespace inode. Ranks in different network namespaces of one machine (the nodes of
+/// a virtual cluster) are different nodes: they reach each other only through the network. The
+/// result holds no whitespace or `=`, so it fits in a PMI value as is.
+pub fn node_identity() -> io::Result<String> {
+    let identity = format!("{}:{}:net{}", hostname()?, boot_id()?, crate::netns::current_inode()?);
+    Ok(identity.chars().map(|c| if c.is_ascii_graphic() && c != '=' { c } else { '_' }).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -52,6 +61,15 @@ mod tests {
         let id = boot_id().unwrap();
         assert_eq!(id.len(), 36, "boot_id is a UUID: {id}");
         assert_eq!(id, boot_id().unwrap());
+    }
+
+    #[test]
+    fn node_identity_names_host_boot_and_network_namespace() {
+        let identity = node_identity().unwrap();
+        assert_eq!(identity, node_identity().unwrap());
+        assert!(identity.contains(&boot_id().unwrap()), "{identity}");
+        assert!(identity.ends_with(&format!(":net{}", crate::netns::current_inode().unwrap())), "{identity}");
+        assert!(identity.chars().all(|c| c.is_ascii_graphic() && c != '='), "{identity}");
     }
 
     #[test]

@@ -268,7 +268,9 @@ where
                     }
                     me.inbox.clear();
                 }
-                me.barrier();
+                // The flooding rank must keep polling here: a TCP sender's queued frames only
+                // leave while it polls.
+                me.barrier_polling();
             }
         });
     }
@@ -405,23 +407,20 @@ impl<T: Transport> Rank<T> {
         }
     }
 
-    /// Job-wide barrier that gives up if another rank failed or the check overran.
+    /// Job-wide barrier that gives up if another rank failed or the check overran. It does not
+    /// poll: a receiver waiting here leaves its channels full.
     pub fn barrier(&self) {
-        let job = &self.job;
-        let mut state = job.barrier.lock().expect("barrier");
-        let generation = state.1;
-        state.0 += 1;
-        if state.0 == job.size {
-            *state = (0, generation + 1);
-            job.released.notify_all();
-            return;
-        }
-        while state.1 == generation {
-            state = job.released.wait_timeout(state, Duration::from_millis(50)).expect("barrier").0;
-            drop(state);
+        meet(&self.job, Duration::from_millis(50), || self.check_alive());
+    }
+
+    /// A barrier that keeps polling (into the inbox) while it waits, for transports whose
+    /// queued frames only leave while the sender polls (TCP).
+    pub fn barrier_polling(&mut self) {
+        let job = Arc::clone(&self.job);
+        meet(&job, Duration::from_millis(1), || {
+            self.poll();
             self.check_alive();
-            state = job.barrier.lock().expect("barrier");
-        }
+        });
     }
 
     /// Panics if another rank failed or the check overran its deadline.
@@ -529,5 +528,24 @@ mod tests {
     fn regions_round_trip() {
         let region = RemoteRegion { pid: 1234, address: 0xdead_beef_0000, len: 77 };
         assert_eq!(decode_region(&encode_region(region)), region);
+    }
+}
+
+/// Counts this rank in at the job's barrier and waits for the others, calling `between` every
+/// `period` while it waits.
+fn meet(job: &JobState, period: Duration, mut between: impl FnMut()) {
+    let mut state = job.barrier.lock().expect("barrier");
+    let generation = state.1;
+    state.0 += 1;
+    if state.0 == job.size {
+        *state = (0, generation + 1);
+        job.released.notify_all();
+        return;
+    }
+    while state.1 == generation {
+        state = job.released.wait_timeout(state, period).expect("barrier").0;
+        drop(state);
+        between();
+        state = job.barrier.lock().expect("barrier");
     }
 }

@@ -9,6 +9,7 @@ pub mod conformance;
 pub mod profile;
 pub mod selfloop;
 pub mod shm;
+pub mod tcp;
 
 use std::fmt;
 use std::io::IoSlice;

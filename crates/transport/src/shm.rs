@@ -316,12 +316,6 @@ fn fence(bootstrap: &mut dyn Bootstrap) -> Result<(), TransportError> {
     bootstrap.fence().map_err(|error| TransportError::Bootstrap(error.to_string()))
 }
 
-/// Host name and boot id, reduced to characters a PMI value may hold.
-fn node_identity() -> io::Result<String> {
-    let identity = format!("{}:{}", process::hostname()?, process::boot_id()?);
-    Ok(identity.chars().map(|c| if c.is_ascii_graphic() && c != '=' { c } else { '_' }).collect())
-}
-
 /// Removes this rank's segment file when wire-up ends, whether it succeeded or not.
 struct UnlinkOnDrop(Option<String>);
 
@@ -370,7 +364,7 @@ impl Transport for ShmTransport {
             // Failure only means peers may be refused later, which has a fallback.
             let _ = process::allow_ptrace_from_any();
         }
-        let identity = node_identity().map_err(|error| TransportError::System(format!("cannot identify this node: {error}")))?;
+        let identity = process::node_identity().map_err(|error| TransportError::System(format!("cannot identify this node: {error}")))?;
         let bootstrap_error = |error: braid_pmi::BootstrapError| TransportError::Bootstrap(error.to_string());
         bootstrap.put(&format!("braid-shm-node-{}", self.rank), &identity).map_err(bootstrap_error)?;
         fence(bootstrap)?;

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod rails;
 pub mod scenarios;
 
 use std::collections::VecDeque;

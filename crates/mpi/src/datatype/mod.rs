@@ -376,6 +376,16 @@ fn derived_index(dt: MPI_Datatype) -> Option<usize> {
     usize::try_from(dt.checked_sub(BRAID_FIRST_DERIVED_DATATYPE)?).ok()
 }
 
+/// Bytes per element of a predefined datatype whose elements lie back to back with no gap (every
+/// predefined type but the padded pair types), straight from the fixed table: the blocking calls'
+/// fast path. `None` for anything else.
+#[inline]
+pub fn dense_predefined_size(dt: MPI_Datatype) -> Option<usize> {
+    let index = usize::try_from(dt).ok()?.checked_sub(1)?;
+    let info = predefined_table().get(index)?;
+    (info.lb == 0 && info.true_lb == 0 && info.extent == info.size as isize).then_some(info.size)
+}
+
 /// The description of `dt`, committed or not.
 pub fn lookup(dt: MPI_Datatype) -> Result<DatatypeRef, c_int> {
     lookup_checked(dt, false)

@@ -1,0 +1,577 @@
+//! Peers reached only over the network rails (seed 004).
+//!
+//! * **Control frames** (EAGER, EAGER_SYNC, RTS, CTS, FIN, ACK) to one peer travel on one control
+//!   rail, chosen at wire-up as the strategy's eager rail, so they arrive in order (MPI's
+//!   non-overtaking rule). Each carries a per-peer sequence number and a cumulative
+//!   acknowledgement; the sender keeps what is not acknowledged (eager payloads are copied, so
+//!   a standard send completes at once) and re-sends it on a new control rail when the old one
+//!   fails; the receiver drops what it has already seen.
+//! * **Rendezvous**: the receiver's CTS names the transfer by its own sequence number; the sender
+//!   asks the strategy to split the payload over the rails that are up and posts NET_DATA chunks
+//!   (cut to each rail's frame size); the receiver records the ranges that arrived and sends FIN
+//!   once it has them all. The send completes on FIN, so the chunks of a rail that fails before
+//!   then are split again over the remaining rails.
+//! * **Rates**: each rail's drain rate (bytes posted minus the change of its backlog, over the
+//!   engine's clock) corrects its profile online.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use braid_config::Config;
+use braid_strategy::multirail::{self, Chunk, MultirailStrategy, RailView, RateEstimator, SplitSettings};
+use braid_transport::{PeerId, Profile, SendOutcome, Transport, TransportError};
+
+use crate::frame::{Frame, Header, CONTROL_OVERHEAD, EAGER_HEADER_MAX, NET_DATA_HEADER};
+use crate::{gather, protocol_error, transport_error, EngineError};
+
+/// A receiver acknowledges at least every this many control frames without waiting to be idle:
+/// it bounds the copies a streaming sender keeps for re-sending.
+const ACK_EVERY: u64 = 32;
+
+/// A control frame with its own copy of the payload, kept until the peer acknowledges it.
+struct Control {
+    seq: u64,
+    header: Header,
+    payload: Vec<u8>,
+}
+
+/// Control-frame state toward one peer routed over the rails.
+struct Peer {
+    control_rail: usize,
+    rail_up: Vec<bool>,
+    next_seq: u64,
+    unsent: VecDeque<Control>,
+    unacked: VecDeque<Control>,
+    /// Highest sequence number received from the peer (all below it were received too).
+    received: u64,
+    /// Highest sequence number we have acknowledged to the peer.
+    acknowledged: u64,
+}
+
+/// A piece of a rendezvous payload assigned to one rail; `posted` is the next byte to post.
+#[derive(Debug, Clone, Copy)]
+struct Piece {
+    rail: usize,
+    start: usize,
+    posted: usize,
+    end: usize,
+}
+
+/// A rendezvous send whose receiver sent CTS; it lives until FIN.
+struct Transfer {
+    request: u32,
+    peer: PeerId,
+    receiver: u32,
+    transfer: u64,
+    data: &'static [u8],
+    pieces: Vec<Piece>,
+    /// Byte ranges not assigned to a rail yet (all of it at first, a failed rail's later).
+    unassigned: Vec<(usize, usize)>,
+}
+
+/// A rendezvous receive being filled by NET_DATA chunks.
+struct Receive {
+    request: u32,
+    peer: PeerId,
+    sender: u32,
+    transfer: u64,
+    expected: usize,
+    /// Disjoint, sorted byte ranges that have arrived.
+    ranges: Vec<(usize, usize)>,
+}
+
+/// One rail's state shared by every peer.
+struct Rail {
+    profile: Profile,
+    rate: RateEstimator,
+    /// Largest NET_DATA payload.
+    chunk_max: usize,
+    /// Bytes posted since the last drain observation, and the backlog then.
+    posted: u64,
+    backlog: u64,
+    observed_at: Instant,
+}
+
+/// What the receiver of a NET_DATA frame has to do.
+pub(crate) enum Arrival {
+    /// Nothing (more chunks to come, or a stale duplicate).
+    Pending,
+    /// The receive is complete: send FIN for `sender`.
+    Complete { request: u32, sender: u32 },
+}
+
+pub(crate) struct Network {
+    /// Index of the first rail in the engine's transport list.
+    pub(crate) rail_base: usize,
+    rails: Vec<Rail>,
+    peers: Vec<Option<Peer>>,
+    /// Largest eager message to a network peer.
+    pub(crate) eager_limit: usize,
+    strategy: Box<dyn MultirailStrategy>,
+    /// Smallest drain worth a rate observation (BRAID_SPLIT_MIN).
+    observe_min: u64,
+    transfers: Vec<Transfer>,
+    receives: Vec<Receive>,
+    spare: Vec<Vec<u8>>,
+    unsent: usize,
+    unacked: usize,
+    ack_due: bool,
+    debug: bool,
+    rank: u32,
+}
+
+/// Payload buffers kept for reuse.
+const SPARE_BUFFERS: usize = 64;
+
+fn views<'a>(rails: &'a [Rail], transports: &[Box<dyn Transport>], peer: PeerId, up: &[bool]) -> Vec<RailView<'a>> {
+    rails
+        .iter()
+        .zip(transports)
+        .zip(up)
+        .map(|((rail, transport), &up)| RailView {
+            profile: &rail.profile,
+            backlog_bytes: transport.backlog(peer),
+            rate_factor: rail.rate.factor(),
+            up,
+        })
+        .collect()
+}
+
+impl Network {
+    /// Sets up the rails `transports` (already connected, at `rail_base` in the engine's list)
+    /// with their `profiles`, for the `rail_peers`.
+    pub(crate) fn new(
+        config: &Config,
+        rank: u32,
+        rail_base: usize,
+        profiles: Vec<Profile>,
+        transports: &[Box<dyn Transport>],
+        rail_peers: Vec<PeerId>,
+    ) -> Network {
+        let now = Instant::now();
+        let settings = SplitSettings::from_config(config);
+        let rails: Vec<Rail> = profiles
+            .into_iter()
+            .zip(transports)
+            .map(|(profile, transport)| Rail {
+                profile,
+                rate: settings.rate_estimator(),
+                chunk_max: transport.capabilities().max_payload.saturating_sub(NET_DATA_HEADER).max(1),
+                posted: 0,
+                backlog: 0,
+                observed_at: now,
+            })
+            .collect();
+        let mut strategy = multirail::build(config.strategy, settings);
+        let size = rail_peers.iter().max().map_or(0, |&peer| peer as usize + 1);
+        let mut peers: Vec<Option<Peer>> = (0..size).map(|_| None).collect();
+        for peer in rail_peers {
+            let up: Vec<bool> = transports.iter().map(|transport| transport.reaches(peer)).collect();
+            let control_rail = strategy.eager_rail(0, &views(&rails, transports, peer, &up));
+            peers[peer as usize] = Some(Peer {
+                control_rail,
+                rail_up: up,
+                next_seq: 1,
+                unsent: VecDeque::new(),
+                unacked: VecDeque::new(),
+                received: 0,
+                acknowledged: 0,
+            });
+        }
+        let frame_room = transports
+            .iter()
+            .map(|transport| transport.capabilities().max_payload.saturating_sub(CONTROL_OVERHEAD + EAGER_HEADER_MAX))
+            .min()
+            .unwrap_or(0);
+        let all_up = vec![true; rails.len()];
+        let eager_limit = if rails.is_empty() {
+            0
+        } else {
+            let views: Vec<RailView<'_>> = rails.iter().zip(&all_up).map(|(rail, &up)| RailView { profile: &rail.profile, backlog_bytes: 0, rate_factor: 1.0, up }).collect();
+            multirail::rendezvous_threshold(&views, CONTROL_OVERHEAD + EAGER_HEADER_MAX).min(frame_room)
+        };
+        Network {
+            rail_base,
+            rails,
+            peers,
+            eager_limit,
+            strategy,
+            observe_min: config.split_min as u64,
+            transfers: Vec::new(),
+            receives: Vec::new(),
+            spare: Vec::new(),
+            unsent: 0,
+            unacked: 0,
+            ack_due: false,
+            debug: config.debug,
+            rank,
+        }
+    }
+
+    /// The strategy's name and each peer's control rail, for the debug line.
+    pub(crate) fn describe(&self) -> String {
+        let controls: Vec<(usize, usize)> =
+            self.peers.iter().enumerate().filter_map(|(rank, peer)| peer.as_ref().map(|peer| (rank, peer.control_rail))).collect();
+        format!("strategy {}, eager up to {} bytes, control rails (rank, rail) {controls:?}", self.strategy.name(), self.eager_limit)
+    }
+
+    /// Something to send, re-send or acknowledge: the engine runs [`Network::advance`].
+    #[inline]
+    pub(crate) fn active(&self) -> bool {
+        self.unsent > 0 || self.unacked > 0 || self.ack_due || !self.transfers.is_empty()
+    }
+
+    /// Frames or chunks not yet handed to a rail (finalize waits for them).
+    pub(crate) fn has_work(&self) -> bool {
+        self.unsent > 0 || self.transfers.iter().any(|transfer| !transfer.unassigned.is_empty() || transfer.pieces.iter().any(|piece| piece.posted < piece.end))
+    }
+
+    fn peer(&mut self, peer: PeerId) -> Result<&mut Peer, EngineError> {
+        self.peers.get_mut(peer as usize).and_then(Option::as_mut).ok_or_else(|| protocol_error(peer, "network frame from a peer not routed over the rails"))
+    }
+
+    /// Queues a control frame (payload copied) to `peer`; returns its sequence number.
+    pub(crate) fn queue_control(&mut self, peer: PeerId, frame: Frame, payload: &[u8]) -> u64 {
+        let mut copy = self.spare.pop().unwrap_or_default();
+        copy.clear();
+        copy.extend_from_slice(payload);
+        let Some(state) = self.peers.get_mut(peer as usize).and_then(Option::as_mut) else {
+            unreachable!("the router sends only rail peers here")
+        };
+        let seq = state.next_seq;
+        state.next_seq += 1;
+        state.unsent.push_back(Control { seq, header: frame.encode(), payload: copy });
+        self.unsent += 1;
+        seq
+    }
+
+    /// A CONTROL envelope arrived: drops acknowledged copies; true if the frame is new (to be
+    /// handled), false for a duplicate of one already handled.
+    pub(crate) fn accept_control(&mut self, peer: PeerId, seq: u64, ack: u64) -> Result<bool, EngineError> {
+        self.acknowledged(peer, ack)?;
+        let state = self.peer(peer)?;
+        if seq <= state.received {
+            return Ok(false);
+        }
+        if seq != state.received + 1 {
+            return Err(protocol_error(peer, "control frame out of sequence"));
+        }
+        state.received = seq;
+        self.ack_due = true;
+        Ok(true)
+    }
+
+    /// The peer has every control frame up to `ack`.
+    pub(crate) fn acknowledged(&mut self, peer: PeerId, ack: u64) -> Result<(), EngineError> {
+        let state = self.peers.get_mut(peer as usize).and_then(Option::as_mut).ok_or_else(|| protocol_error(peer, "acknowledgement from a peer not routed over the rails"))?;
+        while state.unacked.front().is_some_and(|control| control.seq <= ack) {
+            let control = state.unacked.pop_front().expect("front checked");
+            self.unacked -= 1;
+            if self.spare.len() < SPARE_BUFFERS {
+                self.spare.push(control.payload);
+            }
+        }
+        Ok(())
+    }
+
+    /// CTS `transfer` from `peer`: send `len` bytes of `data` to its request `receiver`.
+    pub(crate) fn start_transfer(&mut self, peer: PeerId, request: u32, receiver: u32, transfer: u64, data: &'static [u8]) {
+        self.transfers.push(Transfer { request, peer, receiver, transfer, data, pieces: Vec::new(), unassigned: vec![(0, data.len())] });
+    }
+
+    /// FIN for send `request`: its chunks need no re-sending any more.
+    pub(crate) fn finish_transfer(&mut self, peer: PeerId, request: u32) {
+        self.transfers.retain(|transfer| !(transfer.peer == peer && transfer.request == request));
+    }
+
+    /// Receive `request` sent CTS `transfer` for `expected` bytes of `peer`'s send `sender`.
+    pub(crate) fn expect(&mut self, peer: PeerId, request: u32, sender: u32, transfer: u64, expected: usize) {
+        self.receives.push(Receive { request, peer, sender, transfer, expected, ranges: Vec::new() });
+    }
+
+    /// A NET_DATA chunk arrived: where to copy it (`None`: stale, drop it) and whether the receive
+    /// is then complete. `copy` writes the payload into the receive's buffer.
+    pub(crate) fn arrive_data(
+        &mut self,
+        peer: PeerId,
+        receiver: u32,
+        offset: usize,
+        transfer: u64,
+        len: usize,
+        copy: impl FnOnce(u32) -> Result<(), EngineError>,
+    ) -> Result<Arrival, EngineError> {
+        let Some(index) = self.receives.iter().position(|r| r.peer == peer && r.request == receiver && r.transfer == transfer) else {
+            return Ok(Arrival::Pending);
+        };
+        let receive = &mut self.receives[index];
+        let end = offset.checked_add(len).filter(|&end| end <= receive.expected).ok_or_else(|| protocol_error(peer, "DATA beyond the expected length"))?;
+        copy(receive.request)?;
+        add_range(&mut receive.ranges, offset, end);
+        if receive.ranges.as_slice() == [(0, receive.expected)] {
+            let receive = self.receives.swap_remove(index);
+            return Ok(Arrival::Complete { request: receive.request, sender: receive.sender });
+        }
+        Ok(Arrival::Pending)
+    }
+
+    /// Hands queued control frames of `peer` to its control rail.
+    pub(crate) fn flush_control(&mut self, peer: PeerId, transports: &mut [Box<dyn Transport>]) -> Result<bool, EngineError> {
+        let mut moved = false;
+        loop {
+            let Some(state) = self.peers.get_mut(peer as usize).and_then(Option::as_mut) else { return Ok(moved) };
+            let Some(control) = state.unsent.front() else { return Ok(moved) };
+            let rail = state.control_rail;
+            let header = Header::control(control.seq, state.received, &control.header);
+            let transport = &mut transports[rail];
+            match transport.try_send(peer, header.as_bytes(), &gather(&control.payload)) {
+                Ok(SendOutcome::Sent) => {
+                    state.acknowledged = state.received;
+                    let control = state.unsent.pop_front().expect("front checked");
+                    state.unacked.push_back(control);
+                    self.unsent -= 1;
+                    self.unacked += 1;
+                    moved = true;
+                }
+                Ok(SendOutcome::WouldBlock) => return Ok(moved),
+                Err(TransportError::Unreachable(_)) => {
+                    self.fail_rail(peer, rail, transports)?;
+                    moved = true;
+                }
+                Err(error) => return Err(transport_error(transport.as_ref(), peer, error)),
+            }
+        }
+    }
+
+    /// Sends bare acknowledgements: to every peer owed one when `idle`, else only where
+    /// [`ACK_EVERY`] frames are waiting.
+    fn send_acks(&mut self, idle: bool, transports: &mut [Box<dyn Transport>]) -> Result<bool, EngineError> {
+        if !self.ack_due {
+            return Ok(false);
+        }
+        let mut moved = false;
+        let mut still_due = false;
+        for peer in 0..self.peers.len() as PeerId {
+            let Some(state) = self.peers[peer as usize].as_mut() else { continue };
+            let owed = state.received - state.acknowledged;
+            if owed == 0 {
+                continue;
+            }
+            if !idle && owed < ACK_EVERY {
+                still_due = true;
+                continue;
+            }
+            let rail = state.control_rail;
+            let header = Header::net_ack(state.received);
+            match transports[rail].try_send(peer, header.as_bytes(), &[]) {
+                Ok(SendOutcome::Sent) => {
+                    state.acknowledged = state.received;
+                    moved = true;
+                }
+                Ok(SendOutcome::WouldBlock) => still_due = true,
+                Err(TransportError::Unreachable(_)) => {
+                    still_due = true;
+                    self.fail_rail(peer, rail, transports)?;
+                }
+                Err(error) => return Err(transport_error(transports[rail].as_ref(), peer, error)),
+            }
+        }
+        self.ack_due = still_due;
+        Ok(moved)
+    }
+
+    /// `rail` no longer reaches `peer`: move its control frames and chunks to the other rails.
+    #[cold]
+    fn fail_rail(&mut self, peer: PeerId, rail: usize, transports: &[Box<dyn Transport>]) -> Result<(), EngineError> {
+        let Some(state) = self.peers.get_mut(peer as usize).and_then(Option::as_mut) else { return Ok(()) };
+        let newly_failed = std::mem::replace(&mut state.rail_up[rail], false);
+        if newly_failed && self.debug {
+            eprintln!("braid: rank {}: rail {} to rank {peer} failed", self.rank, transports[rail].name());
+        }
+        if !state.rail_up.iter().any(|&up| up) {
+            return Err(EngineError::Unreachable { rank: peer, reason: "every network rail to it has failed".into() });
+        }
+        if !newly_failed {
+            return Ok(());
+        }
+        if state.control_rail == rail {
+            let up = state.rail_up.clone();
+            state.control_rail = self.strategy.eager_rail(0, &views(&self.rails, transports, peer, &up));
+            if !up[state.control_rail] {
+                state.control_rail = up.iter().position(|&up| up).expect("a rail is up");
+            }
+            // Everything not acknowledged may have died with the rail: re-send it, in order.
+            self.unacked -= state.unacked.len();
+            self.unsent += state.unacked.len();
+            while let Some(control) = state.unacked.pop_back() {
+                state.unsent.push_front(control);
+            }
+        }
+        for transfer in self.transfers.iter_mut().filter(|transfer| transfer.peer == peer) {
+            for piece in transfer.pieces.iter().filter(|piece| piece.rail == rail) {
+                transfer.unassigned.push((piece.start, piece.end));
+            }
+            transfer.pieces.retain(|piece| piece.rail != rail);
+        }
+        Ok(())
+    }
+
+    /// Checks the rails of every peer with something outstanding, splits new transfers, posts
+    /// chunks, sends acknowledgements and observes drain rates. `idle`: nothing else happened in
+    /// this progress step.
+    pub(crate) fn advance(&mut self, transports: &mut [Box<dyn Transport>], idle: bool) -> Result<bool, EngineError> {
+        let mut moved = false;
+        self.detect_failures(transports)?;
+        if self.unsent > 0 {
+            for peer in 0..self.peers.len() as PeerId {
+                if self.peers[peer as usize].as_ref().is_some_and(|state| !state.unsent.is_empty()) {
+                    moved |= self.flush_control(peer, transports)?;
+                }
+            }
+        }
+        if !self.transfers.is_empty() {
+            moved |= self.post_chunks(transports)?;
+            self.observe_rates(transports);
+        }
+        moved |= self.send_acks(idle && !moved, transports)?;
+        Ok(moved)
+    }
+
+    /// A rail that stopped reaching a peer with frames or chunks outstanding is failed over.
+    fn detect_failures(&mut self, transports: &[Box<dyn Transport>]) -> Result<(), EngineError> {
+        if self.unacked == 0 && self.unsent == 0 && self.transfers.is_empty() {
+            return Ok(());
+        }
+        for peer in 0..self.peers.len() as PeerId {
+            let Some(state) = self.peers[peer as usize].as_ref() else { continue };
+            let busy = !state.unacked.is_empty() || !state.unsent.is_empty() || self.transfers.iter().any(|transfer| transfer.peer == peer);
+            if !busy {
+                continue;
+            }
+            let dead: Vec<usize> = (0..self.rails.len()).filter(|&rail| state.rail_up[rail] && !transports[rail].reaches(peer)).collect();
+            for rail in dead {
+                self.fail_rail(peer, rail, transports)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Splits unassigned ranges and posts chunks while the rails take them.
+    fn post_chunks(&mut self, transports: &mut [Box<dyn Transport>]) -> Result<bool, EngineError> {
+        let mut moved = false;
+        let mut failed: Option<(PeerId, usize)> = None;
+        let mut chunks: Vec<Chunk> = Vec::new();
+        for transfer in &mut self.transfers {
+            if !transfer.unassigned.is_empty() {
+                let Some(state) = self.peers.get(transfer.peer as usize).and_then(Option::as_ref) else { continue };
+                let up = &state.rail_up;
+                let views = views(&self.rails, transports, transfer.peer, up);
+                for (start, end) in transfer.unassigned.drain(..) {
+                    chunks.clear();
+                    self.strategy.split(end - start, &views, &mut chunks);
+                    for chunk in &chunks {
+                        // A strategy that picked a failed rail is overruled: the first rail up takes it.
+                        let rail = if up[chunk.rail] { chunk.rail } else { up.iter().position(|&up| up).unwrap_or(chunk.rail) };
+                        let offset = start + chunk.offset;
+                        transfer.pieces.push(Piece { rail, start: offset, posted: offset, end: offset + chunk.len });
+                    }
+                }
+                if self.debug {
+                    let split: Vec<(usize, usize)> = transfer.pieces.iter().map(|piece| (piece.rail, piece.end - piece.posted)).collect();
+                    eprintln!("braid: rank {}: {} bytes to rank {} split (rail, bytes) {split:?}", self.rank, transfer.data.len(), transfer.peer);
+                }
+            }
+            for piece in &mut transfer.pieces {
+                let rail = &mut self.rails[piece.rail];
+                while piece.posted < piece.end {
+                    let end = piece.end.min(piece.posted + rail.chunk_max);
+                    let header = Header::net_data(transfer.receiver, piece.posted as u64, transfer.transfer);
+                    let transport = &mut transports[piece.rail];
+                    match transport.try_send(transfer.peer, header.as_bytes(), &gather(&transfer.data[piece.posted..end])) {
+                        Ok(SendOutcome::Sent) => {
+                            rail.posted += (end - piece.posted) as u64;
+                            piece.posted = end;
+                            moved = true;
+                        }
+                        Ok(SendOutcome::WouldBlock) => break,
+                        Err(TransportError::Unreachable(_)) => {
+                            failed.get_or_insert((transfer.peer, piece.rail));
+                            break;
+                        }
+                        Err(error) => return Err(transport_error(transport.as_ref(), transfer.peer, error)),
+                    }
+                }
+            }
+        }
+        if let Some((peer, rail)) = failed {
+            self.fail_rail(peer, rail, transports)?;
+            moved = true;
+        }
+        Ok(moved)
+    }
+
+    /// Feeds each rail's rate estimator with what drained since the last observation. Only a
+    /// rail that stayed busy is observed (an idle stretch would pass for a slow rail), and only
+    /// once at least `split_min` bytes drained (smaller drains are mostly timing noise).
+    fn observe_rates(&mut self, transports: &[Box<dyn Transport>]) {
+        let now = Instant::now();
+        let mut peers: Vec<PeerId> = self.transfers.iter().map(|transfer| transfer.peer).collect();
+        peers.sort_unstable();
+        peers.dedup();
+        for (index, rail) in self.rails.iter_mut().enumerate() {
+            if rail.posted == 0 {
+                rail.observed_at = now;
+                continue;
+            }
+            let backlog: u64 = peers.iter().map(|&peer| transports[index].backlog(peer)).sum();
+            let drained = (rail.backlog + rail.posted).saturating_sub(backlog);
+            if backlog > 0 && drained < self.observe_min {
+                continue;
+            }
+            if backlog > 0 {
+                let elapsed = now.duration_since(rail.observed_at);
+                rail.rate.observe(drained, elapsed.as_nanos() as u64, &rail.profile);
+            }
+            rail.posted = 0;
+            rail.backlog = backlog;
+            rail.observed_at = now;
+        }
+    }
+}
+
+/// Adds `[start, end)` to disjoint sorted `ranges`, merging what touches or overlaps.
+fn add_range(ranges: &mut Vec<(usize, usize)>, start: usize, end: usize) {
+    if start == end {
+        return;
+    }
+    let first = ranges.partition_point(|&(_, e)| e < start);
+    let mut merged = (start, end);
+    let mut last = first;
+    while last < ranges.len() && ranges[last].0 <= merged.1 {
+        merged = (merged.0.min(ranges[last].0), merged.1.max(ranges[last].1));
+        last += 1;
+    }
+    ranges.splice(first..last, [merged]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_merge_overlaps_duplicates_and_neighbours() {
+        let mut ranges = Vec::new();
+        add_range(&mut ranges, 10, 20);
+        add_range(&mut ranges, 30, 40);
+        assert_eq!(ranges, vec![(10, 20), (30, 40)]);
+        add_range(&mut ranges, 12, 18);
+        assert_eq!(ranges, vec![(10, 20), (30, 40)]);
+        add_range(&mut ranges, 20, 30);
+        assert_eq!(ranges, vec![(10, 40)]);
+        add_range(&mut ranges, 0, 5);
+        add_range(&mut ranges, 45, 50);
+        add_range(&mut ranges, 3, 47);
+        assert_eq!(ranges, vec![(0, 50)]);
+        add_range(&mut ranges, 50, 50);
+        assert_eq!(ranges, vec![(0, 50)]);
+    }
+}

@@ -1,0 +1,297 @@
+//! The engine over several network rails (in-process rails with chosen profiles, capacities and
+//! failures): matching across rails, rendezvous split over the rails, failover without loss or
+//! duplication, a clear error once no rail is left, and node-local and network peers in one job.
+
+mod common;
+
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use braid_config::{Config, StrategyKind};
+use braid_engine::{EngineError, SendMode, Source, TagSelector};
+use common::rails::{run_rail_job, run_rail_job_finalizing, RailOptions};
+use common::scenarios::{self, post, receive, send, CONTEXT};
+use common::{leak, pattern};
+
+fn config() -> Config {
+    Config { spin_count: 100, ..Config::default() }
+}
+
+/// Two rails, the first twice as fast as the second.
+fn two_rails() -> Vec<RailOptions> {
+    vec![RailOptions::with_bandwidth(2e9), RailOptions::with_bandwidth(1e9)]
+}
+
+/// A checksum that notices reordered as well as changed bytes.
+fn checksum(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |hash, &byte| (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3))
+}
+
+#[test]
+fn wildcard_receives_keep_each_senders_order_across_nodes() {
+    let (results, _) = run_rail_job(vec![0, 1, 2], two_rails(), config(), |engine, _| scenarios::wildcard_order(engine));
+    assert_eq!(results[2], 400);
+}
+
+#[test]
+fn mixed_sizes_arrive_in_order_and_intact() {
+    // Small (eager), medium and large (rendezvous, split) messages interleaved, with a
+    // synchronous send and a truncated receive among them.
+    const SIZES: [usize; 7] = [0, 1, 3000, 200_000, 64 * 1024, 3 << 20, 17];
+    run_rail_job(vec![0, 1], two_rails(), config(), |engine, _| {
+        if engine.rank() == 0 {
+            let mut sends: Vec<_> = SIZES.iter().enumerate().map(|(tag, &len)| send(engine, pattern(tag as u64, len), 1, tag as i32)).collect();
+            sends.push(engine.isend(leak(pattern(99, 500_000)), 1, 99, CONTEXT, SendMode::Synchronous).unwrap());
+            sends.push(engine.isend(leak(pattern(98, 20)), 1, 98, CONTEXT, SendMode::Synchronous).unwrap());
+            for request in sends {
+                engine.wait(request).unwrap();
+            }
+            return;
+        }
+        for (tag, &len) in SIZES.iter().enumerate() {
+            let (status, data) = receive(engine, len, Source::Any, TagSelector::Any);
+            assert_eq!((status.tag, status.count, status.source), (tag as i32, len, 0));
+            assert!(*data == pattern(tag as u64, len)[..], "message {tag} of {len} bytes corrupted");
+        }
+        let (status, data) = receive(engine, 100_000, Source::Rank(0), TagSelector::Tag(99));
+        assert!(status.truncated);
+        assert!(*data == pattern(99, 500_000)[..100_000]);
+        let (_, data) = receive(engine, 20, Source::Rank(0), TagSelector::Tag(98));
+        assert!(*data == pattern(98, 20)[..]);
+        assert_eq!(engine.iprobe(Source::Any, TagSelector::Any, CONTEXT).unwrap(), None);
+    });
+}
+
+fn exchange_split(strategy: StrategyKind, len: usize) -> (u64, u64) {
+    let (_, net) = run_rail_job(vec![0, 1], two_rails(), Config { strategy, ..config() }, move |engine, _| {
+        let peer = 1 - engine.rank();
+        let incoming = post(engine, len, Source::Rank(peer), TagSelector::Tag(1));
+        let data = pattern(engine.rank() as u64, len);
+        let sent_sum = checksum(&data);
+        let outgoing = send(engine, data, peer, 1);
+        let (status, received) = engine.wait_receive(incoming).unwrap();
+        assert_eq!(status.count, len);
+        assert_eq!(checksum(received), checksum(&pattern(peer as u64, len)), "{len}-byte message corrupted");
+        assert_eq!(engine.wait(outgoing).unwrap().count, len);
+        sent_sum
+    });
+    (net.data_bytes(0), net.data_bytes(1))
+}
+
+#[test]
+fn large_messages_are_split_over_both_rails_by_their_speed() {
+    let (fast, slow) = exchange_split(StrategyKind::Hetero, 32 << 20);
+    assert_eq!(fast + slow, 2 * (32 << 20), "every byte crosses exactly once when no rail fails");
+    let share = fast as f64 / (fast + slow) as f64;
+    assert!((0.55..0.8).contains(&share), "the 2:1 rails carried {fast} and {slow} bytes");
+}
+
+#[test]
+fn the_single_strategy_keeps_to_the_fastest_rail() {
+    let (fast, slow) = exchange_split(StrategyKind::Single, 8 << 20);
+    assert_eq!((fast, slow), (2 * (8 << 20), 0));
+}
+
+/// Rank 0 streams large and small messages to rank 1 while rail `killed` dies after
+/// `after` rendezvous bytes; everything must arrive once, in order, intact.
+fn survive_rail_failure(killed: usize, after: u64) {
+    const ROUNDS: usize = 6;
+    let mut rails = two_rails();
+    rails[killed].fail_after = Some(after);
+    let (_, net) = run_rail_job(vec![0, 1], rails, config(), |engine, _| {
+        if engine.rank() == 0 {
+            let mut sends = Vec::new();
+            for round in 0..ROUNDS {
+                sends.push(send(engine, pattern(round as u64, 4 << 20), 1, 0));
+                for small in 0..20 {
+                    sends.push(send(engine, pattern(1000 + (round * 20 + small) as u64, 100), 1, 1));
+                }
+            }
+            for request in sends {
+                engine.wait(request).unwrap();
+            }
+            return;
+        }
+        let mut larges = Vec::new();
+        for round in 0..ROUNDS {
+            larges.push(post(engine, 4 << 20, Source::Rank(0), TagSelector::Tag(0)));
+            let _ = round;
+        }
+        for index in 0..ROUNDS * 20 {
+            let (status, data) = receive(engine, 100, Source::Rank(0), TagSelector::Tag(1));
+            assert_eq!(status.count, 100);
+            assert!(*data == pattern(1000 + index as u64, 100)[..], "small message {index} lost, duplicated or reordered");
+        }
+        for (round, request) in larges.into_iter().enumerate() {
+            let (status, data) = engine.wait_receive(request).unwrap();
+            assert_eq!(status.count, 4 << 20);
+            assert!(*data == pattern(round as u64, 4 << 20)[..], "large message {round} corrupted");
+        }
+        let deadline = Instant::now() + Duration::from_millis(50);
+        while Instant::now() < deadline {
+            assert_eq!(engine.iprobe(Source::Any, TagSelector::Any, CONTEXT).unwrap(), None, "a message arrived twice");
+        }
+    });
+    assert!(!net.alive(killed), "the rail was never killed");
+}
+
+#[test]
+fn a_data_rail_failing_mid_transfer_loses_nothing() {
+    survive_rail_failure(1, 3 << 20);
+}
+
+#[test]
+fn the_control_rail_failing_mid_run_loses_nothing() {
+    survive_rail_failure(0, 5 << 20);
+}
+
+#[test]
+fn losing_every_rail_is_a_clear_error() {
+    let mut rails = two_rails();
+    rails[0].fail_after = Some(1 << 20);
+    rails[1].fail_after = Some(1 << 20);
+    let barrier = Arc::new(Barrier::new(2));
+    let (errors, _) = run_rail_job_finalizing(vec![0, 1], rails, config(), false, move |engine, net| {
+        if engine.rank() == 1 {
+            let request = post(engine, 16 << 20, Source::Rank(0), TagSelector::Tag(0));
+            // Receive until both rails are down (then this rank's own progress fails too).
+            while net.alive(0) || net.alive(1) {
+                let _ = engine.progress();
+            }
+            barrier.wait();
+            assert!(!engine.is_complete(request));
+            return None;
+        }
+        let outgoing = send(engine, pattern(0, 16 << 20), 1, 0);
+        let error = engine.wait(outgoing).unwrap_err();
+        barrier.wait();
+        Some(error)
+    });
+    match &errors[0] {
+        Some(EngineError::Unreachable { rank: 1, reason }) => assert!(reason.contains("every network rail"), "{reason}"),
+        other => panic!("expected rank 1 to be reported unreachable, got {other:?}"),
+    }
+}
+
+#[test]
+fn node_local_and_network_peers_mix_in_one_job() {
+    // Ranks 0, 1 on one node and 2, 3 on another: every rank sends every other a small and a
+    // large message.
+    let (results, net) = run_rail_job(vec![0, 0, 1, 1], two_rails(), config(), |engine, _| {
+        let rank = engine.rank();
+        let peers: Vec<u32> = (0..4).filter(|&peer| peer != rank).collect();
+        let mut receives = Vec::new();
+        for &peer in &peers {
+            receives.push((peer, 0, post(engine, 1000, Source::Rank(peer), TagSelector::Tag(0))));
+            receives.push((peer, 1, post(engine, 2 << 20, Source::Rank(peer), TagSelector::Tag(1))));
+        }
+        let mut sends = Vec::new();
+        for &peer in &peers {
+            sends.push(send(engine, pattern(u64::from(rank * 10 + peer), 1000), peer, 0));
+            sends.push(send(engine, pattern(u64::from(100 + rank * 10 + peer), 2 << 20), peer, 1));
+        }
+        for (peer, tag, request) in receives {
+            let (status, data) = engine.wait_receive(request).unwrap();
+            let seed = if tag == 0 { peer * 10 + rank } else { 100 + peer * 10 + rank };
+            assert!(*data == pattern(u64::from(seed), status.count)[..], "message from {peer} with tag {tag} corrupted");
+        }
+        for request in sends {
+            engine.wait(request).unwrap();
+        }
+        rank
+    });
+    assert_eq!(results, vec![0, 1, 2, 3]);
+    // Only the 8 cross-node large messages crossed the rails.
+    assert_eq!(net.data_bytes(0) + net.data_bytes(1), 8 * (2 << 20));
+}
+
+/// Two TCP rails over loopback addresses 127.0.0.1 and 127.0.0.2 between threads of this
+/// process (`BRAID_SHM=off`: every peer is a network peer).
+fn run_tcp_job<T: Send + 'static>(size: u32, body: impl Fn(&mut braid_engine::Engine) -> T + Send + Sync + 'static) -> Vec<T> {
+    use braid_sys::net::Rail;
+    use braid_transport::tcp::TcpTransport;
+    let profile_dir = std::env::temp_dir().join(format!("braid-engine-tcp-test-{}", std::process::id()));
+    let config = Config { shm: false, profile_dir: profile_dir.display().to_string(), ..config() };
+    let body = Arc::new(body);
+    let handles: Vec<_> = braid_pmi::threads::ThreadBootstrap::job(&format!("braid-engine-tcp-{}", std::process::id()), size)
+        .into_iter()
+        .map(|bootstrap| {
+            let (config, body) = (config.clone(), Arc::clone(&body));
+            std::thread::spawn(move || {
+                let rank = braid_pmi::Bootstrap::rank(&bootstrap);
+                let rails: Vec<Box<dyn braid_transport::Transport>> = [("lo", [127, 0, 0, 1]), ("lo-second", [127, 0, 0, 2])]
+                    .into_iter()
+                    .map(|(name, address)| {
+                        let rail = Rail { name: name.to_string(), address: address.into() };
+                        Box::new(TcpTransport::new(&config, rail).expect("tcp rail")) as Box<dyn braid_transport::Transport>
+                    })
+                    .collect();
+                let mut engine = braid_engine::Engine::with_rails(
+                    &config,
+                    Box::new(bootstrap),
+                    Box::new(braid_transport::selfloop::SelfTransport::new()),
+                    Vec::new(),
+                    rails,
+                )
+                .expect("engine over tcp rails");
+                assert_eq!(engine.rank(), rank);
+                let result = body(&mut engine);
+                engine.finalize().expect("finalize");
+                result
+            })
+        })
+        .collect();
+    let results = handles.into_iter().map(|handle| handle.join().expect("rank panicked")).collect();
+    let _ = std::fs::remove_dir_all(profile_dir);
+    results
+}
+
+#[test]
+fn tcp_rails_over_loopback_keep_order_and_move_large_messages_intact() {
+    let results = run_tcp_job(3, |engine| {
+        let ordered = scenarios::wildcard_order(engine);
+        if engine.rank() < 2 {
+            let peer = 1 - engine.rank();
+            for len in [100_000, 8 << 20] {
+                let incoming = post(engine, len, Source::Rank(peer), TagSelector::Tag(7));
+                let outgoing = send(engine, pattern(u64::from(engine.rank()), len), peer, 7);
+                let (status, data) = engine.wait_receive(incoming).unwrap();
+                assert_eq!(status.count, len);
+                assert_eq!(checksum(data), checksum(&pattern(u64::from(peer), len)), "{len}-byte message over tcp corrupted");
+                engine.wait(outgoing).unwrap();
+            }
+        }
+        ordered
+    });
+    assert_eq!(results[2], 400);
+}
+
+fn sample_pair(plan: braid_engine::sampling::SamplePlan) -> (braid_transport::Profile, Vec<usize>) {
+    use braid_engine::sampling::ping_pong;
+    use common::rails::{RailNet, RailTransport};
+    let mut options = RailOptions::with_bandwidth(1e9);
+    options.capacity = 4;
+    options.max_payload = 64 * 1024;
+    let net = RailNet::new(vec![0, 1], vec![options]);
+    let responder = {
+        let net = Arc::clone(&net);
+        std::thread::spawn(move || ping_pong(&mut RailTransport::new(&net, 0, 1), 0, false, &plan, |_, _| {}).unwrap())
+    };
+    let mut progressed = Vec::new();
+    let profile = ping_pong(&mut RailTransport::new(&net, 0, 0), 1, true, &plan, |size, _| progressed.push(size)).unwrap();
+    assert!(responder.join().unwrap().is_none(), "only the initiator measures");
+    (profile.expect("the initiator's profile"), progressed)
+}
+
+#[test]
+fn sampling_measures_every_size_and_respects_the_deadline() {
+    use braid_engine::sampling::{sizes, SamplePlan};
+    let (profile, progressed) = sample_pair(SamplePlan { largest: 1 << 20, repetitions: 3, deadline: None });
+    assert_eq!(progressed, sizes(1 << 20));
+    let measured: Vec<usize> = profile.samples().iter().map(|sample| sample.size).collect();
+    assert_eq!(measured, sizes(1 << 20));
+    assert!(profile.samples().windows(2).all(|pair| pair[0].nanos <= pair[1].nanos), "larger sizes predicted faster");
+    assert!(profile.samples()[0].nanos > 0.0);
+    let (short, _) = sample_pair(SamplePlan { largest: 16 << 20, repetitions: 1, deadline: Some(Instant::now()) });
+    assert_eq!(short.samples().len(), 2, "past the deadline only the two smallest sizes are measured");
+}

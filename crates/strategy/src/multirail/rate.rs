@@ -1,0 +1,86 @@
+//! Online correction of a rail's profiled rate from how fast its recent chunks really drained,
+//! so that a rail slowed by other traffic is given less.
+
+use braid_transport::Profile;
+
+use super::timing::{RATE_FACTOR_MAX, RATE_FACTOR_MIN};
+
+/// Exponentially weighted average of observed / profiled drain rate for one rail.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateEstimator {
+    smoothing: f64,
+    factor: f64,
+}
+
+impl RateEstimator {
+    /// An estimator that trusts the profile until told otherwise; `smoothing` (BRAID_RATE_SMOOTHING)
+    /// is the weight of each new observation, within (0, 1].
+    pub fn new(smoothing: f64) -> RateEstimator {
+        let smoothing = if smoothing.is_nan() { 1.0 } else { smoothing.clamp(f64::MIN_POSITIVE, 1.0) };
+        RateEstimator { smoothing, factor: 1.0 }
+    }
+
+    /// Records that the rail drained `bytes` in `elapsed_ns` (from handing the first byte to
+    /// the rail until none of them was queued, one-way latency excluded). The profile's time
+    /// for them is its size-dependent part, predict(bytes) - predict(0); the observed rate over
+    /// the profiled rate is that time over `elapsed_ns`. Empty or instant drains say nothing
+    /// and are ignored.
+    pub fn observe(&mut self, bytes: u64, elapsed_ns: u64, profile: &Profile) {
+        if bytes == 0 || elapsed_ns == 0 {
+            return;
+        }
+        let size = usize::try_from(bytes).unwrap_or(usize::MAX);
+        let profiled_ns = profile.predict(size) - profile.predict(0);
+        if !(profiled_ns > 0.0 && profiled_ns.is_finite()) {
+            return;
+        }
+        let observed = (profiled_ns / elapsed_ns as f64).clamp(RATE_FACTOR_MIN, RATE_FACTOR_MAX);
+        self.factor += self.smoothing * (observed - self.factor);
+    }
+
+    /// Observed / profiled drain rate (1.0 until something was observed); goes into
+    /// [`super::RailView::rate_factor`].
+    pub fn factor(&self) -> f64 {
+        self.factor
+    }
+
+    /// Forgets the observations (the rail was re-sampled or reconnected).
+    pub fn reset(&mut self) {
+        self.factor = 1.0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn converges_to_the_observed_ratio_at_the_smoothing_pace() {
+        let profile = Profile::from_model(50_000.0, 250e6, 1 << 24);
+        let mut estimator = RateEstimator::new(0.25);
+        assert_eq!(estimator.factor(), 1.0);
+        // 1 MiB at half the sampled rate: 8 ms instead of 4 ms.
+        let half_rate_ns = (2.0 * (profile.predict(1 << 20) - profile.predict(0))) as u64;
+        estimator.observe(1 << 20, half_rate_ns, &profile);
+        assert!((estimator.factor() - 0.875).abs() < 1e-6, "{}", estimator.factor());
+        for _ in 0..40 {
+            estimator.observe(1 << 20, half_rate_ns, &profile);
+        }
+        assert!((estimator.factor() - 0.5).abs() < 1e-3);
+        estimator.observe(0, 5, &profile);
+        estimator.observe(5, 0, &profile);
+        assert!((estimator.factor() - 0.5).abs() < 1e-3);
+        estimator.reset();
+        assert_eq!(estimator.factor(), 1.0);
+    }
+
+    #[test]
+    fn absurd_observations_are_bounded() {
+        let profile = Profile::from_model(50_000.0, 250e6, 1 << 24);
+        let mut estimator = RateEstimator::new(1.0);
+        estimator.observe(1 << 20, 1, &profile);
+        assert_eq!(estimator.factor(), RATE_FACTOR_MAX);
+        estimator.observe(1, u64::MAX, &profile);
+        assert_eq!(estimator.factor(), RATE_FACTOR_MIN);
+    }
+}

@@ -1,0 +1,407 @@
+//! Network facts and socket calls the TCP rails need beyond `std::net`: interface enumeration
+//! (getifaddrs, MTU), sockets bound to a chosen local address before connecting, a deep listen
+//! backlog, vectored sends that never raise SIGPIPE, the kernel send queue length (SIOCOUTQ) and
+//! an epoll set for polling many connections with one system call.
+
+use std::ffi::{CStr, CString};
+use std::io::{self, IoSlice};
+use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+use braid_config::Rails;
+
+/// The management network of a virtual cluster: never a data rail under `BRAID_RAILS=auto`.
+pub const MANAGEMENT_INTERFACE: &str = "mgmt";
+
+/// One network rail: a local interface and the IPv4 address its traffic leaves from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rail {
+    /// Interface name (`eth1`); ranks on different nodes pair up rails by this name.
+    pub name: String,
+    pub address: Ipv4Addr,
+}
+
+/// One IPv4 address of a local interface.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interface {
+    pub name: String,
+    pub address: Ipv4Addr,
+    /// Length of the network prefix (24 for a /24).
+    pub prefix_len: u8,
+    pub up: bool,
+    pub loopback: bool,
+}
+
+/// Every IPv4 address of every local interface, in the kernel's order.
+pub fn interfaces() -> io::Result<Vec<Interface>> {
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs stores a list it allocated in `head`; it is freed below with freeifaddrs.
+    if unsafe { libc::getifaddrs(&mut head) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut found = Vec::new();
+    let mut cursor = head;
+    while !cursor.is_null() {
+        // SAFETY: `cursor` is a node of the list getifaddrs returned, alive until freeifaddrs.
+        let entry = unsafe { &*cursor };
+        cursor = entry.ifa_next;
+        if entry.ifa_addr.is_null() || entry.ifa_name.is_null() {
+            continue;
+        }
+        // SAFETY: ifa_addr is non-null and points to a sockaddr whose family field is valid.
+        if i32::from(unsafe { (*entry.ifa_addr).sa_family }) != libc::AF_INET {
+            continue;
+        }
+        // SAFETY: an AF_INET address is a sockaddr_in; ifa_name is a NUL-terminated string.
+        let (address, name) = unsafe { (ipv4_of(entry.ifa_addr.cast()), CStr::from_ptr(entry.ifa_name)) };
+        let prefix_len = if entry.ifa_netmask.is_null() {
+            32
+        } else {
+            // SAFETY: the netmask of an AF_INET entry is a sockaddr_in too.
+            u32::from(unsafe { ipv4_of(entry.ifa_netmask.cast()) }).count_ones() as u8
+        };
+        let flags = entry.ifa_flags as libc::c_int;
+        found.push(Interface {
+            name: name.to_string_lossy().into_owned(),
+            address,
+            prefix_len,
+            up: flags & libc::IFF_UP != 0,
+            loopback: flags & libc::IFF_LOOPBACK != 0,
+        });
+    }
+    // SAFETY: `head` came from getifaddrs and no reference into the list outlives this call.
+    unsafe { libc::freeifaddrs(head) };
+    Ok(found)
+}
+
+/// # Safety
+/// `address` must point to a valid `sockaddr_in`.
+unsafe fn ipv4_of(address: *const libc::sockaddr_in) -> Ipv4Addr {
+    // SAFETY: guaranteed by the caller.
+    Ipv4Addr::from(u32::from_be(unsafe { (*address).sin_addr.s_addr }))
+}
+
+/// The rails `selection` names: `Auto` is every up, non-loopback interface with an IPv4 address
+/// except the management network; `Named` is those interfaces in that order (an interface that is
+/// missing, down or without IPv4 is an error naming it). One rail per interface (its first address).
+pub fn rails(selection: &Rails) -> io::Result<Vec<Rail>> {
+    match selection {
+        Rails::None => Ok(Vec::new()),
+        _ => select_rails(&interfaces()?, selection),
+    }
+}
+
+fn select_rails(all: &[Interface], selection: &Rails) -> io::Result<Vec<Rail>> {
+    let rail_of = |interface: &Interface| Rail { name: interface.name.clone(), address: interface.address };
+    let names = match selection {
+        Rails::None => return Ok(Vec::new()),
+        Rails::Named(names) => names,
+        Rails::Auto => {
+            let mut rails: Vec<Rail> = Vec::new();
+            for interface in all.iter().filter(|i| i.up && !i.loopback && i.name != MANAGEMENT_INTERFACE) {
+                if !rails.iter().any(|rail| rail.name == interface.name) {
+                    rails.push(rail_of(interface));
+                }
+            }
+            return Ok(rails);
+        }
+    };
+    names
+        .iter()
+        .map(|name| match all.iter().find(|i| i.name == *name) {
+            Some(interface) if interface.up => Ok(rail_of(interface)),
+            Some(_) => Err(io::Error::new(io::ErrorKind::NotConnected, format!("rail interface {name} is down"))),
+            None => Err(io::Error::new(io::ErrorKind::NotFound, format!("rail interface {name} does not exist or has no IPv4 address"))),
+        })
+        .collect()
+}
+
+/// The MTU of interface `name`.
+pub fn mtu(name: &str) -> io::Result<u32> {
+    let c_name = CString::new(name).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name contains NUL"))?;
+    if c_name.as_bytes_with_nul().len() > libc::IFNAMSIZ {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("interface name {name} is too long")));
+    }
+    let probe = new_socket(libc::SOCK_DGRAM)?;
+    // SAFETY: ifreq is plain data; all-zero is a valid value.
+    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (slot, &byte) in request.ifr_name.iter_mut().zip(c_name.as_bytes_with_nul()) {
+        *slot = byte as libc::c_char;
+    }
+    // SAFETY: SIOCGIFMTU reads the name from and writes the MTU into `request`, which is live.
+    if unsafe { libc::ioctl(probe.as_raw_fd(), libc::SIOCGIFMTU, &mut request) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: after SIOCGIFMTU succeeded the union holds the MTU.
+    Ok(unsafe { request.ifr_ifru.ifru_mtu }.max(0) as u32)
+}
+
+fn new_socket(kind: libc::c_int) -> io::Result<OwnedFd> {
+    // SAFETY: socket takes plain integers; a non-negative result is a new descriptor we own.
+    let fd = unsafe { libc::socket(libc::AF_INET, kind | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just created and is owned by nothing else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn sockaddr_of(address: SocketAddrV4) -> libc::sockaddr_in {
+    // SAFETY: sockaddr_in is plain data; all-zero is a valid value.
+    let mut raw: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+    raw.sin_family = libc::AF_INET as libc::sa_family_t;
+    raw.sin_port = address.port().to_be();
+    raw.sin_addr.s_addr = u32::from(*address.ip()).to_be();
+    raw
+}
+
+fn check(rc: libc::c_int) -> io::Result<()> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+fn set_int_option(fd: RawFd, level: libc::c_int, name: libc::c_int, value: libc::c_int) -> io::Result<()> {
+    // SAFETY: the option value is a live c_int of the size passed.
+    check(unsafe { libc::setsockopt(fd, level, name, (&value as *const libc::c_int).cast(), std::mem::size_of::<libc::c_int>() as libc::socklen_t) })
+}
+
+/// Sets the kernel send and receive buffer sizes of a socket (the kernel doubles and clamps them).
+pub fn set_buffer_sizes(fd: BorrowedFd<'_>, bytes: usize) -> io::Result<()> {
+    let value = bytes.min(i32::MAX as usize) as libc::c_int;
+    set_int_option(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF, value)?;
+    set_int_option(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVBUF, value)
+}
+
+fn bind(fd: RawFd, address: SocketAddrV4) -> io::Result<()> {
+    let raw = sockaddr_of(address);
+    // SAFETY: `raw` is a live sockaddr_in of the length passed.
+    check(unsafe { libc::bind(fd, (&raw as *const libc::sockaddr_in).cast(), std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t) })
+}
+
+/// A TCP listener on `address` with the deepest backlog the kernel allows (every lower rank of a
+/// job may connect before this rank accepts). `buffer_bytes` sets the socket buffers, which
+/// accepted connections inherit.
+pub fn listen(address: SocketAddrV4, buffer_bytes: Option<usize>) -> io::Result<TcpListener> {
+    let socket = new_socket(libc::SOCK_STREAM)?;
+    if let Some(bytes) = buffer_bytes {
+        set_buffer_sizes(socket.as_fd(), bytes)?;
+    }
+    bind(socket.as_raw_fd(), address)?;
+    // SAFETY: listen takes plain integers on a socket we own.
+    check(unsafe { libc::listen(socket.as_raw_fd(), libc::SOMAXCONN) })?;
+    Ok(TcpListener::from(socket))
+}
+
+/// Connects to `remote` from a socket bound to `local` (so the traffic leaves on the interface
+/// that owns `local`), giving up after `timeout`. The stream returned is in blocking mode.
+pub fn connect_from(local: Ipv4Addr, remote: SocketAddrV4, buffer_bytes: Option<usize>, timeout: Duration) -> io::Result<TcpStream> {
+    let socket = new_socket(libc::SOCK_STREAM | libc::SOCK_NONBLOCK)?;
+    if let Some(bytes) = buffer_bytes {
+        set_buffer_sizes(socket.as_fd(), bytes)?;
+    }
+    bind(socket.as_raw_fd(), SocketAddrV4::new(local, 0))?;
+    let raw = sockaddr_of(remote);
+    // SAFETY: `raw` is a live sockaddr_in of the length passed.
+    let rc = unsafe { libc::connect(socket.as_raw_fd(), (&raw as *const libc::sockaddr_in).cast(), std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t) };
+    if rc < 0 {
+        let error = io::Error::last_os_error();
+        if error.raw_os_error() != Some(libc::EINPROGRESS) {
+            return Err(error);
+        }
+        wait_writable(socket.as_raw_fd(), timeout)?;
+        let mut pending_error: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: SO_ERROR writes one c_int into the live `pending_error`, whose size is in `len`.
+        check(unsafe { libc::getsockopt(socket.as_raw_fd(), libc::SOL_SOCKET, libc::SO_ERROR, (&mut pending_error as *mut libc::c_int).cast(), &mut len) })?;
+        if pending_error != 0 {
+            return Err(io::Error::from_raw_os_error(pending_error));
+        }
+    }
+    let stream = TcpStream::from(socket);
+    stream.set_nonblocking(false)?;
+    Ok(stream)
+}
+
+fn wait_writable(fd: RawFd, timeout: Duration) -> io::Result<()> {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, format!("connection not established within {timeout:?}")));
+        }
+        let mut entry = libc::pollfd { fd, events: libc::POLLOUT, revents: 0 };
+        let millis = left.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
+        // SAFETY: `entry` is one live pollfd.
+        let rc = unsafe { libc::poll(&mut entry, 1, millis) };
+        if rc < 0 {
+            let error = io::Error::last_os_error();
+            if error.kind() != io::ErrorKind::Interrupted {
+                return Err(error);
+            }
+        } else if rc > 0 {
+            return Ok(());
+        }
+    }
+}
+
+/// Sends the concatenation of `parts` without blocking and without SIGPIPE (a closed peer is
+/// an `EPIPE` error). Returns the bytes the kernel took; `WouldBlock` when it took none.
+pub fn send_vectored(fd: BorrowedFd<'_>, parts: &[IoSlice<'_>]) -> io::Result<usize> {
+    // SAFETY: msghdr is plain data; all-zero is a valid value (no name, no control data).
+    let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
+    // IoSlice is ABI-compatible with iovec on Unix; sendmsg only reads the array.
+    message.msg_iov = parts.as_ptr() as *mut libc::iovec;
+    message.msg_iovlen = parts.len().min(libc::UIO_MAXIOV as usize) as _;
+    // SAFETY: `message` points to `parts`, live and unmodified for the duration of the call.
+    let sent = unsafe { libc::sendmsg(fd.as_raw_fd(), &message, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) };
+    if sent < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(sent as usize)
+}
+
+/// Bytes in the kernel send queue of a TCP socket: not yet sent or not yet acknowledged.
+pub fn send_queue_len(fd: BorrowedFd<'_>) -> io::Result<u64> {
+    let mut queued: libc::c_int = 0;
+    // SAFETY: SIOCOUTQ (TIOCOUTQ) writes one c_int into the live `queued`.
+    check(unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCOUTQ, &mut queued) })?;
+    Ok(queued.max(0) as u64)
+}
+
+/// An epoll set: which of many descriptors are readable, in one system call.
+pub struct Poller {
+    epoll: OwnedFd,
+    events: Vec<libc::epoll_event>,
+    ready: Vec<u64>,
+}
+
+impl Poller {
+    /// A set that reports up to `batch` ready descriptors per wait.
+    pub fn new(batch: usize) -> io::Result<Poller> {
+        // SAFETY: epoll_create1 takes a flag; a non-negative result is a new descriptor we own.
+        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just created and is owned by nothing else.
+        let epoll = unsafe { OwnedFd::from_raw_fd(fd) };
+        let batch = batch.max(1);
+        Ok(Poller { epoll, events: vec![libc::epoll_event { events: 0, u64: 0 }; batch], ready: Vec::with_capacity(batch) })
+    }
+
+    /// Watches `fd` for input, end of file and errors (level-triggered), reported as `token`.
+    pub fn add(&mut self, fd: BorrowedFd<'_>, token: u64) -> io::Result<()> {
+        let mut event = libc::epoll_event { events: (libc::EPOLLIN | libc::EPOLLRDHUP) as u32, u64: token };
+        // SAFETY: `event` is live; the kernel copies it. Closing `fd` later removes it from the set.
+        check(unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd.as_raw_fd(), &mut event) })
+    }
+
+    /// Tokens of the descriptors ready after waiting at most `timeout` (zero: just look).
+    pub fn wait(&mut self, timeout: Duration) -> io::Result<&[u64]> {
+        let millis = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
+        // SAFETY: `events` is a live array of `events.len()` entries the kernel may fill.
+        let count = unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), self.events.as_mut_ptr(), self.events.len() as libc::c_int, millis) };
+        self.ready.clear();
+        if count < 0 {
+            let error = io::Error::last_os_error();
+            return if error.kind() == io::ErrorKind::Interrupted { Ok(&self.ready) } else { Err(error) };
+        }
+        self.ready.extend(self.events[..count as usize].iter().map(|event| event.u64));
+        Ok(&self.ready)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::os::fd::AsFd;
+
+    fn interface(name: &str, address: [u8; 4], up: bool, loopback: bool) -> Interface {
+        Interface { name: name.to_string(), address: Ipv4Addr::from(address), prefix_len: 24, up, loopback }
+    }
+
+    #[test]
+    fn auto_skips_loopback_down_and_management_and_keeps_one_address_per_interface() {
+        let all = [
+            interface("lo", [127, 0, 0, 1], true, true),
+            interface("mgmt", [10, 99, 0, 2], true, false),
+            interface("eth1", [10, 1, 0, 2], true, false),
+            interface("eth1", [10, 1, 1, 2], true, false),
+            interface("eth2", [10, 2, 0, 2], false, false),
+            interface("eth3", [10, 3, 0, 2], true, false),
+        ];
+        let rails = select_rails(&all, &Rails::Auto).unwrap();
+        let expected = vec![Rail { name: "eth1".into(), address: Ipv4Addr::new(10, 1, 0, 2) }, Rail { name: "eth3".into(), address: Ipv4Addr::new(10, 3, 0, 2) }];
+        assert_eq!(rails, expected);
+    }
+
+    #[test]
+    fn named_rails_keep_their_order_and_missing_or_down_ones_are_errors() {
+        let all = [interface("eth1", [10, 1, 0, 2], true, false), interface("eth2", [10, 2, 0, 2], false, false), interface("eth3", [10, 3, 0, 2], true, false)];
+        let named = |names: &[&str]| select_rails(&all, &Rails::Named(names.iter().map(|n| n.to_string()).collect()));
+        let ordered = named(&["eth3", "eth1"]).unwrap();
+        assert_eq!(ordered.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(), ["eth3", "eth1"]);
+        assert!(named(&["eth9"]).unwrap_err().to_string().contains("eth9"));
+        assert!(named(&["eth2"]).unwrap_err().to_string().contains("down"));
+        assert_eq!(rails(&Rails::None).unwrap(), Vec::new());
+    }
+
+    #[test]
+    fn loopback_is_listed_with_its_mtu() {
+        let all = interfaces().unwrap();
+        let lo = all.iter().find(|i| i.loopback).expect("a loopback interface");
+        assert_eq!(lo.address, Ipv4Addr::LOCALHOST);
+        assert_eq!(lo.prefix_len, 8);
+        assert!(mtu(&lo.name).unwrap() >= 1500);
+        assert!(mtu("no-such-if0").is_err());
+    }
+
+    #[test]
+    fn bound_connection_sends_vectored_and_reports_its_queue() {
+        let listener = listen(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0), None).unwrap();
+        let std::net::SocketAddr::V4(target) = listener.local_addr().unwrap() else { panic!("IPv4 listener") };
+        let local = Ipv4Addr::new(127, 0, 0, 2);
+        let stream = connect_from(local, target, Some(8192), Duration::from_secs(5)).unwrap();
+        let (mut accepted, from) = listener.accept().unwrap();
+        assert_eq!(from.ip(), local, "the connection leaves from the bound address");
+        let sent = send_vectored(stream.as_fd(), &[IoSlice::new(b"ab"), IoSlice::new(b""), IoSlice::new(b"cde")]).unwrap();
+        assert_eq!(sent, 5);
+        let mut got = [0u8; 5];
+        accepted.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"abcde");
+        assert!(send_queue_len(stream.as_fd()).unwrap() < 1 << 20);
+
+        let mut poller = Poller::new(4).unwrap();
+        poller.add(accepted.as_fd(), 7).unwrap();
+        assert_eq!(poller.wait(Duration::ZERO).unwrap(), &[] as &[u64]);
+        (&stream).write_all(b"x").unwrap();
+        assert_eq!(poller.wait(Duration::from_secs(5)).unwrap(), &[7]);
+        drop(accepted);
+        let mut refused = None;
+        for _ in 0..100 {
+            match send_vectored(stream.as_fd(), &[IoSlice::new(&[0u8; 1024])]) {
+                Ok(_) => std::thread::sleep(Duration::from_millis(5)),
+                Err(error) => {
+                    refused = Some(error);
+                    break;
+                }
+            }
+        }
+        let error = refused.expect("sending to a closed peer fails");
+        assert!(matches!(error.raw_os_error(), Some(libc::EPIPE | libc::ECONNRESET)), "{error}");
+    }
+
+    #[test]
+    fn connecting_to_a_closed_port_fails_quickly() {
+        let listener = listen(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0), None).unwrap();
+        let std::net::SocketAddr::V4(target) = listener.local_addr().unwrap() else { panic!("IPv4 listener") };
+        drop(listener);
+        let error = connect_from(Ipv4Addr::LOCALHOST, target, None, Duration::from_secs(5)).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::ConnectionRefused);
+    }
+}

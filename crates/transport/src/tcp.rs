@@ -1,0 +1,740 @@
+//! The TCP transport: one instance per network rail (a local interface), one connection per
+//! peer on that rail.
+//!
+//! ## Wire-up (collective, in `connect`)
+//! Each rank listens on the rail's address (port 0), publishes `tcp-<rail>-<rank>` =
+//! `ip:port/<node identity>` and fences once. Then, for every rank that published on the same rail
+//! name and that this transport serves (ranks on other nodes; every other rank when shared memory
+//! is off), the lower rank connects from a socket bound to the rail's address (so the traffic
+//! leaves on that interface) and sends a hello (magic, its rank, a hash of the job id and rail
+//! name); the higher rank accepts and identifies it by the hello. Connects complete in the kernel's
+//! accept backlog, so every rank connects first and accepts afterwards without waiting on anyone:
+//! no deadlock, and no second fence.
+//!
+//! ## Frames
+//! `[u32 header_len][u32 payload_len][header][payload]`, little endian, written with one vectored
+//! `sendmsg`. When the kernel takes only part of a frame, the rest is copied into the peer's
+//! pending buffer and the frame counts as sent. While a peer has pending bytes, new frames are
+//! appended behind them (up to [`PENDING_FRAMES_MAX`] frames and [`PENDING_BYTES_MAX`] bytes,
+//! then `WouldBlock`): small eager frames sent while the rail is busy leave in one write. `poll`
+//! flushes pending bytes, asks epoll which connections have input (one system call when nothing
+//! arrived) and reassembles frames in a per-peer receive buffer that grows to the largest frame.
+//!
+//! ## Closing
+//! Dropping the transport hands the bytes still pending to the kernel (blocking, at most
+//! [`CLOSE_LINGER`] in all) and shuts the connections down for writing, so frames reported `Sent`
+//! reach a peer that keeps polling.
+//!
+//! ## Failure
+//! End of file, a connection error or a malformed frame marks the peer down on this rail: the
+//! frames that arrived whole are still delivered, then `reaches(peer)` is false and `try_send`
+//! answers `Unreachable(peer)`.
+
+use std::io::{self, IoSlice, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use braid_config::Config;
+use braid_pmi::Bootstrap;
+use braid_sys::net::{self as sysnet, Poller};
+use braid_sys::{fd, process};
+
+use crate::{profile, Capabilities, Incoming, PeerId, Profile, SendOutcome, Transport, TransportError, MAX_HEADER};
+
+pub use braid_sys::net::{rails, Rail};
+
+/// Largest payload of one frame (one chunk of a split message).
+pub const MAX_PAYLOAD: usize = 4 << 20;
+/// Payloads up to this size are "small" (reported as `max_inline`; TCP carries every frame inline).
+pub const MAX_INLINE: usize = 1024;
+/// While a peer has unsent bytes, at most this many frames are queued behind them.
+pub const PENDING_FRAMES_MAX: usize = 64;
+/// ... and at most this many bytes in all; more is `WouldBlock`.
+pub const PENDING_BYTES_MAX: usize = 256 << 10;
+/// How long wire-up waits for a connection or a hello.
+pub const WIRE_UP_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long an accepted connection may take to send its hello before it is dropped.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long dropping the transport may block to hand queued bytes to the kernel.
+pub const CLOSE_LINGER: Duration = Duration::from_secs(10);
+
+/// Estimate used until the rail is sampled: a gigabit link with a typical kernel TCP latency.
+const MODEL_LATENCY_NANOS: f64 = 30_000.0;
+const MODEL_BYTES_PER_SECOND: f64 = 1.25e8;
+
+const FRAME_PREFIX: usize = 8;
+const MAX_FRAME: usize = FRAME_PREFIX + MAX_HEADER + MAX_PAYLOAD;
+const HELLO_MAGIC: [u8; 4] = *b"BRTC";
+const HELLO_LEN: usize = 16;
+/// Slices passed to one `sendmsg` (prefix, header, payload slices); more are sent in windows.
+const GATHER_MAX: usize = 16;
+const RECEIVE_BUFFER_INITIAL: usize = 64 << 10;
+/// Reads from one connection per `poll`, so one busy peer cannot starve the others.
+const READS_PER_POLL: usize = 32;
+/// Ready connections reported by one epoll wait; the rest are reported by the next one.
+const EPOLL_BATCH: usize = 64;
+const NO_CONNECTION: u32 = u32::MAX;
+
+/// One peer on this rail.
+struct Connection {
+    peer: PeerId,
+    /// `None` once the peer is down.
+    stream: Option<TcpStream>,
+    /// Bytes accepted by `try_send` but not yet taken by the kernel: `pending[pending_sent..]`.
+    pending: Vec<u8>,
+    pending_sent: usize,
+    /// Frames appended since the pending buffer was last empty.
+    pending_frames: usize,
+    /// Received bytes not yet delivered: `received[received_start..received_end]`.
+    received: Vec<u8>,
+    received_start: usize,
+    received_end: usize,
+}
+
+/// A connection that must be marked down.
+struct Broken;
+
+impl Connection {
+    fn new(peer: PeerId, stream: TcpStream) -> Connection {
+        Connection {
+            peer,
+            stream: Some(stream),
+            pending: Vec::new(),
+            pending_sent: 0,
+            pending_frames: 0,
+            received: Vec::new(),
+            received_start: 0,
+            received_end: 0,
+        }
+    }
+
+    fn unsent(&self) -> usize {
+        self.pending.len() - self.pending_sent
+    }
+
+    fn has_room(&self, frame_len: usize) -> bool {
+        self.pending_frames < PENDING_FRAMES_MAX && self.unsent() + frame_len <= PENDING_BYTES_MAX
+    }
+
+    /// One attempt to hand the pending bytes to the kernel; true when none are left.
+    fn flush(&mut self) -> Result<bool, Broken> {
+        let Some(stream) = &self.stream else { return Err(Broken) };
+        match sysnet::send_vectored(stream.as_fd(), &[IoSlice::new(&self.pending[self.pending_sent..])]) {
+            Ok(written) => self.pending_sent += written,
+            Err(error) if transient(&error) => {}
+            Err(_) => return Err(Broken),
+        }
+        if self.pending_sent == self.pending.len() {
+            self.pending.clear();
+            self.pending_sent = 0;
+            self.pending_frames = 0;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Queues `frame` minus its first `skip` bytes behind the pending bytes.
+    fn append(&mut self, frame: &FramePieces<'_, '_>, skip: usize) {
+        if self.pending_sent > 0 {
+            self.pending.drain(..self.pending_sent);
+            self.pending_sent = 0;
+        }
+        let mut skip = skip;
+        for index in 0..frame.count() {
+            let piece = frame.piece(index);
+            let start = skip.min(piece.len());
+            skip -= start;
+            self.pending.extend_from_slice(&piece[start..]);
+        }
+        self.pending_frames += 1;
+    }
+
+    /// Reads what has arrived and delivers every complete frame, in order.
+    fn receive(&mut self, deliver: &mut dyn FnMut(Incoming<'_>)) -> (usize, Result<(), Broken>) {
+        let mut delivered = 0;
+        for _ in 0..READS_PER_POLL {
+            self.make_room();
+            let Some(stream) = &mut self.stream else { return (delivered, Err(Broken)) };
+            let space = self.received.len() - self.received_end;
+            match stream.read(&mut self.received[self.received_end..]) {
+                Ok(0) => {
+                    let complete = self.deliver_complete(deliver);
+                    return (delivered + complete.unwrap_or(0), Err(Broken));
+                }
+                Ok(count) => {
+                    self.received_end += count;
+                    match self.deliver_complete(deliver) {
+                        Ok(complete) => delivered += complete,
+                        Err(Broken) => return (delivered, Err(Broken)),
+                    }
+                    if count < space {
+                        break;
+                    }
+                }
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) if transient(&error) => break,
+                Err(_) => return (delivered, Err(Broken)),
+            }
+        }
+        (delivered, Ok(()))
+    }
+
+    /// Delivers the complete frames at the front of the receive buffer.
+    fn deliver_complete(&mut self, deliver: &mut dyn FnMut(Incoming<'_>)) -> Result<usize, Broken> {
+        let mut delivered = 0;
+        while let Some((header_len, payload_len)) = self.next_frame_lengths()? {
+            let frame_len = FRAME_PREFIX + header_len + payload_len;
+            if self.received_end - self.received_start < frame_len {
+                break;
+            }
+            let header_start = self.received_start + FRAME_PREFIX;
+            let payload_start = header_start + header_len;
+            deliver(Incoming {
+                peer: self.peer,
+                header: &self.received[header_start..payload_start],
+                payload: &self.received[payload_start..payload_start + payload_len],
+            });
+            self.received_start += frame_len;
+            delivered += 1;
+        }
+        if self.received_start == self.received_end {
+            self.received_start = 0;
+            self.received_end = 0;
+        }
+        Ok(delivered)
+    }
+
+    /// Header and payload lengths of the frame at the front, once its prefix has arrived.
+    fn next_frame_lengths(&self) -> Result<Option<(usize, usize)>, Broken> {
+        if self.received_end - self.received_start < FRAME_PREFIX {
+            return Ok(None);
+        }
+        let prefix = &self.received[self.received_start..self.received_start + FRAME_PREFIX];
+        let header_len = u32::from_le_bytes(prefix[..4].try_into().expect("4 bytes")) as usize;
+        let payload_len = u32::from_le_bytes(prefix[4..].try_into().expect("4 bytes")) as usize;
+        if header_len > MAX_HEADER || payload_len > MAX_PAYLOAD {
+            return Err(Broken);
+        }
+        Ok(Some((header_len, payload_len)))
+    }
+
+    /// Makes space after the buffered bytes: moves them to the front, and grows the buffer when
+    /// the frame being received does not fit.
+    fn make_room(&mut self) {
+        if self.received.len() - self.received_end > 0 {
+            return;
+        }
+        let needed = match self.next_frame_lengths() {
+            Ok(Some((header_len, payload_len))) => FRAME_PREFIX + header_len + payload_len,
+            _ => FRAME_PREFIX,
+        };
+        if self.received_start > 0 {
+            self.received.copy_within(self.received_start..self.received_end, 0);
+            self.received_end -= self.received_start;
+            self.received_start = 0;
+        }
+        if self.received_end == self.received.len() || self.received.len() < needed {
+            let grown = (self.received.len() * 2).clamp(RECEIVE_BUFFER_INITIAL, MAX_FRAME).max(needed);
+            self.received.resize(grown, 0);
+        }
+    }
+
+    /// Marks the peer down; returns whether it had pending bytes.
+    fn close(&mut self) -> bool {
+        let had_pending = self.unsent() > 0;
+        self.stream = None;
+        self.pending = Vec::new();
+        self.pending_sent = 0;
+        self.pending_frames = 0;
+        self.received = Vec::new();
+        self.received_start = 0;
+        self.received_end = 0;
+        had_pending
+    }
+}
+
+/// An error after which the connection is still usable.
+fn transient(error: &io::Error) -> bool {
+    matches!(error.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted)
+}
+
+/// A frame as the pieces it is written from: prefix, header, payload slices.
+struct FramePieces<'h, 'p> {
+    prefix: [u8; FRAME_PREFIX],
+    header: &'h [u8],
+    payload: &'p [IoSlice<'p>],
+}
+
+impl FramePieces<'_, '_> {
+    fn count(&self) -> usize {
+        2 + self.payload.len()
+    }
+
+    fn piece(&self, index: usize) -> &[u8] {
+        match index {
+            0 => &self.prefix,
+            1 => self.header,
+            _ => &self.payload[index - 2],
+        }
+    }
+
+    /// Writes as much of the frame as the kernel takes now; returns the bytes written.
+    fn write_to(&self, stream: &TcpStream) -> io::Result<usize> {
+        let mut written = 0;
+        let mut next = 0;
+        loop {
+            let mut window = [IoSlice::new(&[]); GATHER_MAX];
+            let count = (self.count() - next).min(GATHER_MAX);
+            let mut window_len = 0;
+            for (slot, index) in window.iter_mut().zip(next..next + count) {
+                let piece = self.piece(index);
+                window_len += piece.len();
+                *slot = IoSlice::new(piece);
+            }
+            let sent = match sysnet::send_vectored(stream.as_fd(), &window[..count]) {
+                Ok(sent) => sent,
+                Err(error) if transient(&error) => 0,
+                Err(error) => return Err(error),
+            };
+            written += sent;
+            next += count;
+            if sent < window_len || next == self.count() {
+                return Ok(written);
+            }
+        }
+    }
+}
+
+/// The TCP transport of one rail.
+pub struct TcpTransport {
+    rail: Rail,
+    name: String,
+    identity: String,
+    profile_file: PathBuf,
+    profile: Profile,
+    measured: bool,
+    /// Same-node peers are served by shared memory, so only ranks on other nodes are connected.
+    shm: bool,
+    socket_buffer: Option<usize>,
+    connected: bool,
+    /// For each job rank: its index in `connections`, or NO_CONNECTION.
+    route: Vec<u32>,
+    connections: Vec<Connection>,
+    poller: Option<Poller>,
+    /// Connections with pending bytes.
+    flushing: usize,
+}
+
+impl TcpTransport {
+    /// The transport of `rail`; nothing is opened until [`Transport::connect`]. The rail's
+    /// profile is loaded from `config.profile_dir` when a valid one is cached for its identity,
+    /// otherwise it is a model guess until [`TcpTransport::set_profile`].
+    pub fn new(config: &Config, rail: Rail) -> Result<TcpTransport, TransportError> {
+        if rail.name.is_empty() {
+            return Err(TransportError::System("a rail needs an interface name".to_string()));
+        }
+        let identity = rail_identity(&rail);
+        let profile_file = profile::identity_file(Path::new(&config.profile_dir), &identity);
+        let cached = Profile::load(&profile_file).ok();
+        Ok(TcpTransport {
+            name: format!("tcp:{}", rail.name),
+            rail,
+            identity,
+            profile_file,
+            measured: cached.is_some(),
+            profile: cached.unwrap_or_else(|| Profile::from_model(MODEL_LATENCY_NANOS, MODEL_BYTES_PER_SECOND, MAX_PAYLOAD)),
+            shm: config.shm,
+            socket_buffer: None,
+            connected: false,
+            route: Vec::new(),
+            connections: Vec::new(),
+            poller: None,
+            flushing: 0,
+        })
+    }
+
+    pub fn rail(&self) -> &Rail {
+        &self.rail
+    }
+
+    /// What names this rail's network for profile caching: interface, local address, subnet, MTU.
+    pub fn identity(&self) -> &str {
+        &self.identity
+    }
+
+    /// Where this rail's profile is cached (`Profile::save` there after sampling).
+    pub fn profile_file(&self) -> &Path {
+        &self.profile_file
+    }
+
+    /// Whether the profile was measured (loaded from the cache or set), not a model guess.
+    pub fn profile_is_measured(&self) -> bool {
+        self.measured
+    }
+
+    /// Replaces the profile (after sampling).
+    pub fn set_profile(&mut self, profile: Profile) {
+        self.profile = profile;
+        self.measured = true;
+    }
+
+    /// Sets the kernel socket buffers of every connection (before `connect`; for experiments and
+    /// tests: small buffers make partial writes and back-pressure happen early).
+    pub fn set_socket_buffer(&mut self, bytes: usize) {
+        self.socket_buffer = Some(bytes);
+    }
+
+    fn connection_of(&self, peer: PeerId) -> Option<usize> {
+        match self.route.get(peer as usize) {
+            Some(&index) if index != NO_CONNECTION && self.connections[index as usize].stream.is_some() => Some(index as usize),
+            _ => None,
+        }
+    }
+
+    fn mark_down(&mut self, index: usize) {
+        if self.connections[index].close() {
+            self.flushing -= 1;
+        }
+    }
+
+    #[cold]
+    fn flush_all(&mut self) {
+        for index in 0..self.connections.len() {
+            let connection = &mut self.connections[index];
+            if connection.unsent() == 0 {
+                continue;
+            }
+            match connection.flush() {
+                Ok(true) => self.flushing -= 1,
+                Ok(false) => {}
+                Err(Broken) => self.mark_down(index),
+            }
+        }
+    }
+
+    fn key(&self, rank: u32) -> String {
+        let rail: String = self.rail.name.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '_' }).collect();
+        format!("tcp-{rail}-{rank}")
+    }
+
+    fn wire_up_error(&self, what: String) -> TransportError {
+        TransportError::System(format!("rail {} ({}): {what}", self.rail.name, self.rail.address))
+    }
+
+    /// Connects to the higher ranks, then accepts the lower ones (see the module comment).
+    fn attach(&self, bootstrap: &mut dyn Bootstrap, listener: TcpListener, node: &str) -> Result<Vec<(PeerId, TcpStream)>, TransportError> {
+        let (rank, size) = (bootstrap.rank(), bootstrap.size());
+        let hash = hello_hash(bootstrap.job_id(), &self.rail.name);
+        let mut lower = Vec::new();
+        let mut streams = Vec::new();
+        for peer in (0..size).filter(|&peer| peer != rank) {
+            let Ok(value) = bootstrap.get(&self.key(peer)) else { continue };
+            let (address, peer_node) = parse_published(&value).ok_or_else(|| self.wire_up_error(format!("rank {peer} published an unreadable address {value:?}")))?;
+            if self.shm && peer_node == node {
+                continue;
+            }
+            if peer < rank {
+                lower.push(peer);
+                continue;
+            }
+            let stream = sysnet::connect_from(self.rail.address, address, self.socket_buffer, WIRE_UP_TIMEOUT)
+                .and_then(|mut stream| {
+                    stream.write_all(&hello(rank, hash))?;
+                    Ok(stream)
+                })
+                .map_err(|error| self.wire_up_error(format!("rank {rank} cannot connect to rank {peer} at {address}: {error}")))?;
+            streams.push((peer, stream));
+        }
+        let accepted = self.accept_lower(&listener, rank, hash, &lower)?;
+        streams.extend(accepted);
+        Ok(streams)
+    }
+
+    fn accept_lower(&self, listener: &TcpListener, rank: u32, hash: u64, lower: &[PeerId]) -> Result<Vec<(PeerId, TcpStream)>, TransportError> {
+        let deadline = Instant::now() + WIRE_UP_TIMEOUT;
+        let mut missing: Vec<PeerId> = lower.to_vec();
+        let mut streams = Vec::new();
+        listener.set_nonblocking(true).map_err(|error| self.wire_up_error(format!("listener: {error}")))?;
+        while !missing.is_empty() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(self.wire_up_error(format!("rank(s) {missing:?} did not connect to rank {rank} within {WIRE_UP_TIMEOUT:?}")));
+            }
+            let mut stream = match listener.accept() {
+                Ok((stream, _)) => stream,
+                Err(error) if transient(&error) => {
+                    fd::poll_readable(&[listener.as_fd()], Some(left)).map_err(|error| self.wire_up_error(format!("waiting for connections: {error}")))?;
+                    continue;
+                }
+                Err(error) => return Err(self.wire_up_error(format!("accept: {error}"))),
+            };
+            // A connection that is not a well-formed hello from an expected rank is dropped.
+            let mut greeting = [0u8; HELLO_LEN];
+            let greeted = stream.set_nonblocking(false).and_then(|()| stream.set_read_timeout(Some(left.min(HELLO_TIMEOUT)))).and_then(|()| stream.read_exact(&mut greeting));
+            if greeted.is_err() {
+                continue;
+            }
+            let Some(peer) = parse_hello(&greeting, hash) else { continue };
+            if let Some(position) = missing.iter().position(|&m| m == peer) {
+                missing.swap_remove(position);
+                streams.push((peer, stream));
+            }
+        }
+        Ok(streams)
+    }
+
+    /// Makes the wired-up streams the transport's connections.
+    fn install(&mut self, size: u32, streams: Vec<(PeerId, TcpStream)>) -> Result<(), TransportError> {
+        let mut poller = Poller::new(EPOLL_BATCH).map_err(|error| self.wire_up_error(format!("epoll: {error}")))?;
+        self.route = vec![NO_CONNECTION; size as usize];
+        for (index, (peer, stream)) in streams.into_iter().enumerate() {
+            let prepared = stream
+                .set_nodelay(true)
+                .and_then(|()| stream.set_read_timeout(None))
+                .and_then(|()| stream.set_nonblocking(true))
+                .and_then(|()| poller.add(stream.as_fd(), index as u64));
+            prepared.map_err(|error| self.wire_up_error(format!("setting up the connection to rank {peer}: {error}")))?;
+            self.route[peer as usize] = index as u32;
+            self.connections.push(Connection::new(peer, stream));
+        }
+        self.poller = Some(poller);
+        Ok(())
+    }
+}
+
+impl Drop for TcpTransport {
+    fn drop(&mut self) {
+        let deadline = Instant::now() + CLOSE_LINGER;
+        for connection in &mut self.connections {
+            let Some(stream) = connection.stream.take() else { continue };
+            let unsent = &connection.pending[connection.pending_sent..];
+            if !unsent.is_empty() {
+                let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+                let _ = stream.set_nonblocking(false).and_then(|()| stream.set_write_timeout(Some(left))).and_then(|()| (&stream).write_all(unsent));
+            }
+            let _ = stream.shutdown(std::net::Shutdown::Write);
+        }
+    }
+}
+
+/// Interface, address, subnet and MTU of `rail` (as far as the system knows the interface).
+fn rail_identity(rail: &Rail) -> String {
+    let subnet = sysnet::interfaces().ok().and_then(|all| all.into_iter().find(|i| i.name == rail.name && i.address == rail.address)).map(|interface| {
+        let mask = u32::MAX.checked_shl(32 - u32::from(interface.prefix_len)).unwrap_or(0);
+        format!("{}_{}", Ipv4Addr::from(u32::from(interface.address) & mask), interface.prefix_len)
+    });
+    let mut identity = format!("{}-{}", rail.name, rail.address);
+    if let Some(subnet) = subnet {
+        identity.push_str(&format!("-net{subnet}"));
+    }
+    if let Ok(mtu) = sysnet::mtu(&rail.name) {
+        identity.push_str(&format!("-mtu{mtu}"));
+    }
+    identity
+}
+
+fn parse_published(value: &str) -> Option<(SocketAddrV4, &str)> {
+    let (address, node) = value.split_once('/')?;
+    Some((address.parse().ok()?, node))
+}
+
+/// FNV-1a of the job id and rail name: a hello from another job or rail is refused.
+fn hello_hash(job_id: &str, rail: &str) -> u64 {
+    job_id.bytes().chain([0]).chain(rail.bytes()).fold(0xcbf2_9ce4_8422_2325, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3))
+}
+
+fn hello(rank: u32, hash: u64) -> [u8; HELLO_LEN] {
+    let mut bytes = [0u8; HELLO_LEN];
+    bytes[..4].copy_from_slice(&HELLO_MAGIC);
+    bytes[4..8].copy_from_slice(&rank.to_le_bytes());
+    bytes[8..].copy_from_slice(&hash.to_le_bytes());
+    bytes
+}
+
+fn parse_hello(bytes: &[u8; HELLO_LEN], hash: u64) -> Option<PeerId> {
+    let well_formed = bytes[..4] == HELLO_MAGIC && bytes[8..] == hash.to_le_bytes();
+    well_formed.then(|| u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes")))
+}
+
+impl Transport for TcpTransport {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities { max_payload: MAX_PAYLOAD, max_inline: MAX_INLINE, remote_read: false, wakes_receiver: false }
+    }
+
+    fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    fn connect(&mut self, bootstrap: &mut dyn Bootstrap) -> Result<(), TransportError> {
+        if self.connected {
+            return Err(TransportError::Unsupported("connecting a tcp transport twice"));
+        }
+        let (rank, size) = (bootstrap.rank(), bootstrap.size());
+        // A rank that cannot identify its node or listen publishes nothing (peers then skip it)
+        // but still fences, so no rank waits for it.
+        let node = process::node_identity().map_err(|error| self.wire_up_error(format!("cannot identify this node: {error}")));
+        let listening = sysnet::listen(SocketAddrV4::new(self.rail.address, 0), self.socket_buffer)
+            .and_then(|listener| match listener.local_addr()? {
+                SocketAddr::V4(address) => Ok((listener, address)),
+                SocketAddr::V6(_) => Err(io::Error::new(io::ErrorKind::InvalidData, "IPv6 listener on an IPv4 rail")),
+            })
+            .map_err(|error| self.wire_up_error(format!("cannot listen: {error}")));
+        if let (Ok(node), Ok((_, address))) = (&node, &listening) {
+            bootstrap.put(&self.key(rank), &format!("{address}/{node}")).map_err(|error| TransportError::Bootstrap(error.to_string()))?;
+        }
+        bootstrap.fence().map_err(|error| TransportError::Bootstrap(error.to_string()))?;
+        let (node, (listener, _)) = (node?, listening?);
+        let streams = self.attach(bootstrap, listener, &node)?;
+        self.install(size, streams)?;
+        self.connected = true;
+        Ok(())
+    }
+
+    fn reaches(&self, peer: PeerId) -> bool {
+        self.connection_of(peer).is_some()
+    }
+
+    fn try_send(&mut self, peer: PeerId, header: &[u8], payload: &[IoSlice<'_>]) -> Result<SendOutcome, TransportError> {
+        let Some(index) = self.connection_of(peer) else { return Err(TransportError::Unreachable(peer)) };
+        if header.len() > MAX_HEADER {
+            return Err(TransportError::Unsupported("frame header longer than MAX_HEADER"));
+        }
+        let payload_len: usize = payload.iter().map(|slice| slice.len()).sum();
+        if payload_len > MAX_PAYLOAD {
+            return Err(TransportError::TooLarge { len: payload_len, max: MAX_PAYLOAD });
+        }
+        let mut prefix = [0u8; FRAME_PREFIX];
+        prefix[..4].copy_from_slice(&(header.len() as u32).to_le_bytes());
+        prefix[4..].copy_from_slice(&(payload_len as u32).to_le_bytes());
+        let frame = FramePieces { prefix, header, payload };
+        let frame_len = FRAME_PREFIX + header.len() + payload_len;
+
+        let connection = &mut self.connections[index];
+        if connection.unsent() > 0 {
+            match connection.flush() {
+                Err(Broken) => {
+                    self.mark_down(index);
+                    return Err(TransportError::Unreachable(peer));
+                }
+                Ok(false) if connection.has_room(frame_len) => {
+                    connection.append(&frame, 0);
+                    return Ok(SendOutcome::Sent);
+                }
+                Ok(false) => return Ok(SendOutcome::WouldBlock),
+                Ok(true) => self.flushing -= 1,
+            }
+        }
+        let connection = &mut self.connections[index];
+        let Some(stream) = &connection.stream else { return Err(TransportError::Unreachable(peer)) };
+        match frame.write_to(stream) {
+            Ok(written) if written == frame_len => Ok(SendOutcome::Sent),
+            Ok(0) if frame_len > PENDING_BYTES_MAX => Ok(SendOutcome::WouldBlock),
+            Ok(written) => {
+                connection.append(&frame, written);
+                self.flushing += 1;
+                Ok(SendOutcome::Sent)
+            }
+            Err(_) => {
+                self.mark_down(index);
+                Err(TransportError::Unreachable(peer))
+            }
+        }
+    }
+
+    fn poll(&mut self, deliver: &mut dyn FnMut(Incoming<'_>)) -> usize {
+        if self.flushing > 0 {
+            self.flush_all();
+        }
+        let TcpTransport { poller, connections, flushing, .. } = self;
+        let Some(poller) = poller else { return 0 };
+        let Ok(ready) = poller.wait(Duration::ZERO) else { return 0 };
+        let mut delivered = 0;
+        for &token in ready {
+            let connection = &mut connections[token as usize];
+            let (count, state) = connection.receive(deliver);
+            delivered += count;
+            if state.is_err() && connection.close() {
+                *flushing -= 1;
+            }
+        }
+        delivered
+    }
+
+    fn backlog(&self, peer: PeerId) -> u64 {
+        let Some(index) = self.connection_of(peer) else { return 0 };
+        let connection = &self.connections[index];
+        let queued = connection.stream.as_ref().and_then(|stream| sysnet::send_queue_len(stream.as_fd()).ok()).unwrap_or(0);
+        queued + connection.unsent() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hellos_round_trip_and_foreign_ones_are_refused() {
+        let hash = hello_hash("job-1", "eth1");
+        assert_eq!(parse_hello(&hello(7, hash), hash), Some(7));
+        assert_eq!(parse_hello(&hello(7, hash), hello_hash("job-2", "eth1")), None);
+        assert_ne!(hello_hash("job-1", "eth1"), hello_hash("job-1", "eth2"));
+        let mut garbled = hello(7, hash);
+        garbled[0] = b'X';
+        assert_eq!(parse_hello(&garbled, hash), None);
+    }
+
+    #[test]
+    fn published_addresses_parse() {
+        assert_eq!(parse_published("10.1.0.2:4000/host:boot:net7"), Some(("10.1.0.2:4000".parse().unwrap(), "host:boot:net7")));
+        assert_eq!(parse_published("10.1.0.2:4000"), None);
+        assert_eq!(parse_published("nonsense/node"), None);
+    }
+
+    #[test]
+    fn partial_frames_queue_their_rest_in_order() {
+        let (a, b) = (vec![1u8, 2, 3], vec![4u8, 5]);
+        let payload = [IoSlice::new(&a), IoSlice::new(&b)];
+        let frame = FramePieces { prefix: [9; FRAME_PREFIX], header: &[7, 7], payload: &payload };
+        let listener = sysnet::listen(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0), None).unwrap();
+        let SocketAddr::V4(address) = listener.local_addr().unwrap() else { panic!("IPv4") };
+        let stream = sysnet::connect_from(Ipv4Addr::LOCALHOST, address, None, WIRE_UP_TIMEOUT).unwrap();
+        let mut connection = Connection::new(0, stream);
+        connection.append(&frame, 11);
+        assert_eq!(connection.pending, vec![2, 3, 4, 5], "prefix (8), header (2) and one payload byte were written");
+        connection.pending_sent = 1;
+        connection.append(&frame, 0);
+        assert_eq!(connection.pending[..3], [3, 4, 5], "the sent byte is dropped before appending");
+        assert_eq!(connection.pending[3..], [[9u8; FRAME_PREFIX].as_slice(), &[7, 7], &a, &b].concat());
+        assert_eq!(connection.unsent(), 3 + 15);
+        assert_eq!(connection.pending_frames, 2);
+    }
+
+    #[test]
+    fn receive_buffer_grows_to_the_frame_and_compacts() {
+        let listener = sysnet::listen(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0), None).unwrap();
+        let SocketAddr::V4(address) = listener.local_addr().unwrap() else { panic!("IPv4") };
+        let stream = sysnet::connect_from(Ipv4Addr::LOCALHOST, address, None, WIRE_UP_TIMEOUT).unwrap();
+        let mut connection = Connection::new(0, stream);
+        connection.make_room();
+        assert_eq!(connection.received.len(), RECEIVE_BUFFER_INITIAL);
+        let big = 3 * RECEIVE_BUFFER_INITIAL;
+        let mut prefix = [0u8; FRAME_PREFIX];
+        prefix[4..].copy_from_slice(&(big as u32).to_le_bytes());
+        connection.received[100..108].copy_from_slice(&prefix);
+        connection.received_start = 100;
+        connection.received_end = RECEIVE_BUFFER_INITIAL;
+        connection.make_room();
+        assert_eq!((connection.received_start, connection.received_end), (0, RECEIVE_BUFFER_INITIAL - 100));
+        assert_eq!(connection.received[..8], prefix);
+        assert!(connection.received.len() >= FRAME_PREFIX + big);
+        prefix[..4].copy_from_slice(&(MAX_HEADER as u32 + 1).to_le_bytes());
+        connection.received[..8].copy_from_slice(&prefix);
+        assert!(connection.next_frame_lengths().is_err(), "an oversized header is a broken stream");
+    }
+}
