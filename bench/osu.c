@@ -13,6 +13,9 @@
  *   waitcpu    the lower half of the ranks compute for -w ms (default 50) and then send; the
  *              upper half wait in MPI_Recv. Reports the waiting ranks' CPU use (user + system
  *              time over wall time, in percent, averaged over the waiting ranks)
+ *   xfer       rank 0 sends one message of -m bytes (default 1 MiB) to rank 1 and waits for its
+ *              empty reply, -i times (default 400, quick 100): median and p99 of those
+ *              times (us), as the rows xfer_median and xfer_p99 (for transfers under load)
  *   -q         quick: fewer iterations and sizes (a smoke run)
  * Output (rank 0, stdout): `# ...` comment lines and one `bench,size,value,unit` line per point.
  */
@@ -318,13 +321,48 @@ static void wait_cpu(void)
     emit("waitcpu", compute_ms, sum / half, "%");
 }
 
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Times of single transfers, one at a time, with their spread (median and 99th percentile). */
+static void transfer_times(void)
+{
+    long bytes = last_size(1 << 20);
+    long count = iterations_option > 0 ? iterations_option : quick ? 100 : 400;
+    double *times = malloc((size_t)count * sizeof *times);
+    if (!times)
+        die("out of memory");
+    allocate(bytes);
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (long i = 0; i < count + count / 10 + 1; i++) {
+        long timed = i - (count / 10 + 1);
+        if (rank == 0) {
+            double start = MPI_Wtime();
+            MPI_Send(send_buffer, (int)bytes, MPI_CHAR, 1, 6, MPI_COMM_WORLD);
+            MPI_Recv(receive_buffer, 0, MPI_CHAR, 1, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            if (timed >= 0)
+                times[timed] = (MPI_Wtime() - start) * 1e6;
+        } else if (rank == 1) {
+            MPI_Recv(receive_buffer, (int)bytes, MPI_CHAR, 0, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(send_buffer, 0, MPI_CHAR, 0, 6, MPI_COMM_WORLD);
+        }
+    }
+    qsort(times, (size_t)count, sizeof *times, compare_doubles);
+    emit("xfer_median", bytes, times[count / 2], "us");
+    emit("xfer_p99", bytes, times[(count * 99) / 100 < count ? (count * 99) / 100 : count - 1], "us");
+    free(times);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (argc < 2)
-        die("usage: osu latency|bw|bibw|mr|multi_bw|multi_lat|ring|allreduce|waitcpu [-q] [-n MIN] [-m MAX] [-i ITERATIONS] [-w MS]");
+        die("usage: osu latency|bw|bibw|mr|multi_bw|multi_lat|ring|allreduce|waitcpu|xfer [-q] [-n MIN] [-m MAX] [-i ITERATIONS] [-w MS]");
     const char *bench = argv[1];
     int option;
     optind = 2;
@@ -349,7 +387,8 @@ int main(int argc, char **argv)
         const char *name;
         void (*run)(void);
     } benches[] = {{"latency", latency}, {"mr", message_rate}, {"multi_bw", multi_bandwidth}, {"multi_lat", multi_latency},
-                   {"ring", ring},       {"allreduce", allreduce}, {"waitcpu", wait_cpu}};
+                   {"ring", ring},       {"allreduce", allreduce}, {"waitcpu", wait_cpu},
+                   {"xfer", transfer_times}};
     int found = 0;
     if (strcmp(bench, "bw") == 0 || strcmp(bench, "bibw") == 0) {
         bandwidth(bench, strcmp(bench, "bibw") == 0);
@@ -362,7 +401,7 @@ int main(int argc, char **argv)
         }
     }
     if (!found)
-        die("unknown benchmark (latency, bw, bibw, mr, multi_bw, multi_lat, ring, allreduce, waitcpu)");
+        die("unknown benchmark (latency, bw, bibw, mr, multi_bw, multi_lat, ring, allreduce, waitcpu, xfer)");
     free(send_buffer);
     free(receive_buffer);
     MPI_Finalize();

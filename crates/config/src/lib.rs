@@ -82,6 +82,7 @@ pub struct Config {
     pub profile_dir: String,
     pub sample_ms: u32,
     pub split_min: usize,
+    pub rail_timeout_ms: usize,
     pub rate_smoothing: f64,
     pub offload: OffloadMode,
     pub offload_cost_ns: Option<u64>,
@@ -96,7 +97,7 @@ impl Default for Config {
             yield_us: 200,
             block_timeout_ms: 200,
             shm_ring_cells: 512,
-            shm_inline_max: 1024,
+            shm_inline_max: 128,
             shm_pool_buffers: 32,
             shm_pool_buffer_size: 64 * 1024,
             eager_max: 32 * 1024,
@@ -110,6 +111,7 @@ impl Default for Config {
             profile_dir: "/var/tmp/braid/profiles".to_string(),
             sample_ms: 500,
             split_min: 16 * 1024,
+            rail_timeout_ms: 2000,
             rate_smoothing: 0.25,
             offload: OffloadMode::Auto,
             offload_cost_ns: None,
@@ -132,7 +134,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_YIELD_US", default: "200", meaning: "oversubscribed node (auto mode): microseconds a waiting rank yields its core (sched_yield) before it blocks on the doorbell; 0 blocks at once" },
     Setting { variable: "BRAID_BLOCK_TIMEOUT_MS", default: "200", meaning: "longest single futex sleep; a sleeping rank re-checks its channels at least this often" },
     Setting { variable: "BRAID_SHM_RING_CELLS", default: "512", meaning: "64-byte cells in each per-pair ring (power of two)" },
-    Setting { variable: "BRAID_SHM_INLINE_MAX", default: "1024", meaning: "largest message (header included) copied through the ring cells; larger eager messages use the buffer pool" },
+    Setting { variable: "BRAID_SHM_INLINE_MAX", default: "128", meaning: "largest message (header included) copied through the ring cells; larger eager messages use the buffer pool" },
     Setting { variable: "BRAID_SHM_POOL_BUFFERS", default: "32", meaning: "buffers in each rank's shared send pool" },
     Setting { variable: "BRAID_SHM_POOL_BUFFER_SIZE", default: "65536", meaning: "bytes per pool buffer; also the chunk of the two-copy pipeline" },
     Setting { variable: "BRAID_EAGER_MAX", default: "32768", meaning: "largest message sent eagerly; larger ones use rendezvous (CMA single copy or two-copy pipeline)" },
@@ -146,6 +148,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_PROFILE_DIR", default: "/var/tmp/braid/profiles", meaning: "where sampled rail profiles are cached, one file per rail identity" },
     Setting { variable: "BRAID_SAMPLE_MS", default: "500", meaning: "time budget of the start-up sample of a rail that has no cached profile" },
     Setting { variable: "BRAID_SPLIT_MIN", default: "16384", meaning: "smallest chunk (bytes) worth putting on an additional rail" },
+    Setting { variable: "BRAID_RAIL_TIMEOUT_MS", default: "2000", meaning: "a rail whose sent bytes stay unacknowledged this long is failed over (TCP_USER_TIMEOUT)" },
     Setting { variable: "BRAID_RATE_SMOOTHING", default: "0.25", meaning: "weight of the newest drain-rate observation in a rail's online rate correction (0..1)" },
     Setting { variable: "BRAID_OFFLOAD", default: "auto", meaning: "auto | off: submit chunks from threads on idle cores when the measured offload cost pays (never when oversubscribed)" },
     Setting { variable: "BRAID_OFFLOAD_COST_US", default: "measured", meaning: "offload cost T_O in microseconds (seed 004, equation 1); unset: measured at start-up" },
@@ -224,6 +227,7 @@ impl Config {
         config.profile_dir = reader.text("BRAID_PROFILE_DIR", config.profile_dir)?;
         config.sample_ms = reader.number("BRAID_SAMPLE_MS", config.sample_ms as usize, 1)? as u32;
         config.split_min = reader.number("BRAID_SPLIT_MIN", config.split_min, 1)?;
+        config.rail_timeout_ms = reader.number("BRAID_RAIL_TIMEOUT_MS", config.rail_timeout_ms, 1)?;
         config.rate_smoothing = reader.fraction("BRAID_RATE_SMOOTHING", config.rate_smoothing)?;
         config.offload = reader.choice("BRAID_OFFLOAD", config.offload, &[("auto", OffloadMode::Auto), ("on", OffloadMode::Auto), ("off", OffloadMode::Off)])?;
         config.offload_cost_ns = reader.optional_micros("BRAID_OFFLOAD_COST_US", config.offload_cost_ns)?;

@@ -490,6 +490,8 @@ enum RailProfiles {
 /// One process's communication engine.
 pub struct Engine {
     transports: Vec<Box<dyn Transport>>,
+    /// The transports `progress` polls: self, and those that carry traffic to some peer.
+    polled: Vec<usize>,
     core: Core,
     bootstrap: Box<dyn Bootstrap>,
     wait: WaitPolicy,
@@ -546,6 +548,14 @@ impl Engine {
         let rank = bootstrap.rank();
         let size = bootstrap.size();
         let node = node::exchange(bootstrap.as_mut())?;
+        // A real job that lives on one node with shared memory needs no network: no listening
+        // socket. Every rank sees the same node list, so all decide alike. (In-process test jobs
+        // share one node identity while emulating several nodes, so they keep their rails.)
+        let single_node = node.ranks.len() == size as usize;
+        let (rails, profiles) = match (config.shm && single_node, profiles) {
+            (true, RailProfiles::CachedOrSampled(_)) => (Vec::new(), RailProfiles::FromTransports),
+            (_, profiles) => (rails, profiles),
+        };
         let rail_base = 1 + transports.len();
         let mut all = Vec::with_capacity(rail_base + rails.len());
         all.push(self_transport);
@@ -621,7 +631,8 @@ impl Engine {
             failure: None,
             debug: config.debug,
         };
-        Ok(Engine { transports: all, core, bootstrap, wait, node_ranks: node.ranks })
+        let polled = std::iter::once(0).chain(carriers.iter().copied().filter(|&t| t != 0)).collect();
+        Ok(Engine { transports: all, polled, core, bootstrap, wait, node_ranks: node.ranks })
     }
 
     /// This process's job rank.
@@ -950,10 +961,7 @@ impl Engine {
             }
             idle_polls = idle_polls.saturating_add(1);
             match self.wait.after_idle_poll(idle_polls, || idle_since.get_or_insert_with(Instant::now).elapsed()) {
-                Idle::Spin => {
-                    std::hint::spin_loop();
-                    continue;
-                }
+                Idle::Spin => continue,
                 Idle::Yield => {
                     std::thread::yield_now();
                     continue;
@@ -980,7 +988,8 @@ impl Engine {
     pub fn progress(&mut self) -> Result<bool, EngineError> {
         let mut delivered = 0;
         let core = &mut self.core;
-        for transport in &mut self.transports {
+        for &index in &self.polled {
+            let transport = &mut self.transports[index];
             delivered += transport.poll(&mut |incoming| core.on_frame(incoming));
         }
         if let Some(error) = self.core.failure.take() {

@@ -288,6 +288,12 @@ impl CollChannel for CommChannel {
         let job = self.peer(dest)?;
         let context = self.shared.coll_context;
         runtime::with(|rt| {
+            // A small message the transport takes at once needs no request.
+            match rt.engine.try_send_now(data, job, COLL_TAG, context) {
+                Ok(true) => return Ok(Ok(())),
+                Ok(false) => {}
+                Err(e) => return Ok(Err(channel_failure(e))),
+            }
             // SAFETY: the request is waited for before this function returns.
             let request = rt.engine.isend(unsafe { lend(data) }, job, COLL_TAG, context, SendMode::Standard);
             Ok(request.and_then(|id| rt.engine.wait(id)).map(|_| ()).map_err(channel_failure))
@@ -312,19 +318,73 @@ impl CollChannel for CommChannel {
         let context = self.shared.coll_context;
         runtime::with(|rt| {
             let engine = &mut rt.engine;
-            let mut exchange = || -> Result<(RequestId, RequestId), braid_engine::EngineError> {
+            let mut exchange = || -> Result<(RequestId, Option<RequestId>), braid_engine::EngineError> {
                 // SAFETY: both requests are waited for before this function returns.
                 let receive = engine.irecv(unsafe { lend_mut(buffer) }, Source::Rank(from), TagSelector::Tag(COLL_TAG), context)?;
+                // A small message the transport takes at once needs no send request.
+                if engine.try_send_now(data, to, COLL_TAG, context)? {
+                    return Ok((receive, None));
+                }
                 // SAFETY: as above.
                 let send = engine.isend(unsafe { lend(data) }, to, COLL_TAG, context, SendMode::Standard)?;
-                Ok((receive, send))
+                Ok((receive, Some(send)))
             };
             let outcome = exchange().and_then(|(receive, send)| {
                 let received = engine.wait(receive)?;
-                engine.wait(send)?;
+                if let Some(send) = send {
+                    engine.wait(send)?;
+                }
                 Ok(received)
             });
             Ok(outcome.map_err(channel_failure).and_then(check_truncation))
+        })
+        .map_err(|e| e.class)?
+    }
+
+    fn exchange_all(&mut self, data: &[u8], all: &mut [u8]) -> Result<(), i32> {
+        let (rank, size, len) = (self.rank(), self.size(), data.len());
+        if size > EXCHANGE_ALL_MAX || all.len() != len * size {
+            return crate::coll::pairwise_exchange_all(self, data, all);
+        }
+        let mut peers = [0u32; EXCHANGE_ALL_MAX];
+        for (index, peer) in peers[..size].iter_mut().enumerate() {
+            *peer = self.peer(index)?;
+        }
+        let context = self.shared.coll_context;
+        runtime::with(|rt| {
+            let engine = &mut rt.engine;
+            let mut receives = [None; EXCHANGE_ALL_MAX];
+            let mut sends = [None; EXCHANGE_ALL_MAX];
+            let mut exchange = || -> Result<bool, braid_engine::EngineError> {
+                for (source, block) in all.chunks_exact_mut(len.max(1)).enumerate().filter(|&(source, _)| source != rank) {
+                    // SAFETY: every request is waited for before this function returns, and the
+                    // blocks are disjoint.
+                    let request = engine.irecv(unsafe { lend_mut(block) }, Source::Rank(peers[source]), TagSelector::Tag(COLL_TAG), context)?;
+                    receives[source] = Some(request);
+                }
+                if len == 0 {
+                    for (source, slot) in receives[..size].iter_mut().enumerate().filter(|&(source, _)| source != rank) {
+                        // SAFETY: as above; an empty buffer is never written.
+                        *slot = Some(engine.irecv(unsafe { lend_mut(&mut []) }, Source::Rank(peers[source]), TagSelector::Tag(COLL_TAG), context)?);
+                    }
+                }
+                for step in 1..size {
+                    let dest = (rank + step) % size;
+                    if !engine.try_send_now(data, peers[dest], COLL_TAG, context)? {
+                        // SAFETY: as above.
+                        sends[dest] = Some(engine.isend(unsafe { lend(data) }, peers[dest], COLL_TAG, context, SendMode::Standard)?);
+                    }
+                }
+                let mut truncated = false;
+                for request in receives.iter_mut().filter_map(Option::take) {
+                    truncated |= engine.wait(request)?.truncated;
+                }
+                for request in sends.iter_mut().filter_map(Option::take) {
+                    engine.wait(request)?;
+                }
+                Ok(truncated)
+            };
+            Ok(exchange().map_err(channel_failure).and_then(|truncated| if truncated { Err(MPI_ERR_TRUNCATE) } else { Ok(()) }))
         })
         .map_err(|e| e.class)?
     }
@@ -333,6 +393,9 @@ impl CollChannel for CommChannel {
         self.tuning
     }
 }
+
+/// Most ranks [`CommChannel::exchange_all`] posts every receive for at once.
+const EXCHANGE_ALL_MAX: usize = 16;
 
 fn check_truncation(status: braid_engine::Status) -> Result<(), i32> {
     if status.truncated {

@@ -439,27 +439,37 @@ fn report_many(function: &str, results: &[(usize, Completion, MPI_Comm)]) -> c_i
     raise(comm, function, MPI_ERR_IN_STATUS, &detail)
 }
 
+/// Completes every active request of `requests` (waiting for each), writes each one's status
+/// and returns the failures, for MPI_Waitall and MPI_Testall.
+///
+/// # Safety
+/// `array_of_statuses` is MPI_STATUSES_IGNORE or holds a status per request.
+unsafe fn complete_all(rt: &mut Runtime, requests: &mut [MPI_Request], array_of_statuses: *mut MPI_Status) -> MpiResult<Vec<(usize, Completion, MPI_Comm)>> {
+    let mut results = Vec::new();
+    for (index, handle) in requests.iter_mut().enumerate() {
+        let completion = if is_active(rt, *handle)? {
+            let (completion, new_handle, comm) = wait_one(rt, *handle)?;
+            *handle = new_handle;
+            if completion.error != MPI_SUCCESS {
+                results.push((index, completion, comm));
+            }
+            completion
+        } else {
+            Completion::EMPTY
+        };
+        // SAFETY: the caller's status array holds a status per request (or is ignored).
+        unsafe { write_status(status_at(array_of_statuses, index), &completion) };
+    }
+    Ok(results)
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Waitall(count: c_int, array_of_requests: *mut MPI_Request, array_of_statuses: *mut MPI_Status) -> c_int {
     let outcome = runtime::with(|rt| {
         // SAFETY: MPI requires `count` handles.
         let requests = unsafe { request_array(count, array_of_requests)? };
-        let mut results = Vec::new();
-        for (index, handle) in requests.iter_mut().enumerate() {
-            let completion = if is_active(rt, *handle)? {
-                let (completion, new_handle, comm) = wait_one(rt, *handle)?;
-                *handle = new_handle;
-                if completion.error != MPI_SUCCESS {
-                    results.push((index, completion, comm));
-                }
-                completion
-            } else {
-                Completion::EMPTY
-            };
-            // SAFETY: the caller's status array holds `count` statuses (or is ignored).
-            unsafe { write_status(status_at(array_of_statuses, index), &completion) };
-        }
-        Ok(results)
+        // SAFETY: the caller's status array holds `count` statuses (or is ignored).
+        unsafe { complete_all(rt, requests, array_of_statuses) }
     });
     match outcome {
         Ok(results) => report_many("MPI_Waitall", &results),
@@ -489,21 +499,8 @@ pub unsafe extern "C" fn MPI_Testall(count: c_int, array_of_requests: *mut MPI_R
             unsafe { *flag = 0 };
             return Ok(Vec::new());
         }
-        let mut results = Vec::new();
-        for (index, handle) in requests.iter_mut().enumerate() {
-            let completion = if is_active(rt, *handle)? {
-                let (completion, new_handle, comm) = wait_one(rt, *handle)?;
-                *handle = new_handle;
-                if completion.error != MPI_SUCCESS {
-                    results.push((index, completion, comm));
-                }
-                completion
-            } else {
-                Completion::EMPTY
-            };
-            // SAFETY: the caller's status array holds `count` statuses (or is ignored).
-            unsafe { write_status(status_at(array_of_statuses, index), &completion) };
-        }
+        // SAFETY: the caller's status array holds `count` statuses (or is ignored).
+        let results = unsafe { complete_all(rt, requests, array_of_statuses)? };
         // SAFETY: checked non-null.
         unsafe { *flag = 1 };
         Ok(results)

@@ -176,6 +176,13 @@ pub fn set_buffer_sizes(fd: BorrowedFd<'_>, bytes: usize) -> io::Result<()> {
     set_int_option(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVBUF, value)
 }
 
+/// Makes the kernel abort the connection (ETIMEDOUT) when sent bytes stay unacknowledged for
+/// `timeout`: a link that went down silently (no reset) is then noticed in bounded time.
+pub fn set_user_timeout(fd: BorrowedFd<'_>, timeout: Duration) -> io::Result<()> {
+    let millis = timeout.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
+    set_int_option(fd.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, millis)
+}
+
 fn bind(fd: RawFd, address: SocketAddrV4) -> io::Result<()> {
     let raw = sockaddr_of(address);
     // SAFETY: `raw` is a live sockaddr_in of the length passed.

@@ -26,6 +26,8 @@
 //! reach a peer that keeps polling.
 //!
 //! ## Failure
+//! A link that goes down sends no reset; TCP_USER_TIMEOUT (`BRAID_RAIL_TIMEOUT_MS`) turns bytes left
+//! unacknowledged that long into a connection error.
 //! End of file, a connection error or a malformed frame marks the peer down on this rail: the
 //! frames that arrived whole are still delivered, then `reaches(peer)` is false and `try_send`
 //! answers `Unreachable(peer)`.
@@ -318,6 +320,8 @@ pub struct TcpTransport {
     /// Same-node peers are served by shared memory, so only ranks on other nodes are connected.
     shm: bool,
     socket_buffer: Option<usize>,
+    /// Unacknowledged bytes older than this fail the connection (a rail that went down silently).
+    user_timeout: Duration,
     connected: bool,
     /// For each job rank: its index in `connections`, or NO_CONNECTION.
     route: Vec<u32>,
@@ -347,6 +351,7 @@ impl TcpTransport {
             profile: cached.unwrap_or_else(|| Profile::from_model(MODEL_LATENCY_NANOS, MODEL_BYTES_PER_SECOND, MAX_PAYLOAD)),
             shm: config.shm,
             socket_buffer: None,
+            user_timeout: Duration::from_millis(config.rail_timeout_ms as u64),
             connected: false,
             route: Vec::new(),
             connections: Vec::new(),
@@ -492,6 +497,7 @@ impl TcpTransport {
         for (index, (peer, stream)) in streams.into_iter().enumerate() {
             let prepared = stream
                 .set_nodelay(true)
+                .and_then(|()| sysnet::set_user_timeout(stream.as_fd(), self.user_timeout))
                 .and_then(|()| stream.set_read_timeout(None))
                 .and_then(|()| stream.set_nonblocking(true))
                 .and_then(|()| poller.add(stream.as_fd(), index as u64));

@@ -21,6 +21,27 @@ use crate::datatype;
 use crate::error::{error, finish, MpiError, MpiResult};
 use crate::op::{reduction, Reduction};
 
+/// Defines the entry point `$name`: it runs the body (or the expression after `=>`) and
+/// reports the result through the error handler under the call's name.
+macro_rules! collective {
+    ($(#[$attr:meta])* $name:ident($($arg:ident: $ty:ty),* $(,)?) => $run:expr) => {
+        #[no_mangle]
+        $(#[$attr])*
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
+            // SAFETY: the module's contract: the caller passes the buffers, counts and arrays
+            // that MPI describes for this call.
+            finish(stringify!($name), unsafe { $run })
+        }
+    };
+    ($(#[$attr:meta])* $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
+        collective!($(#[$attr])* $name($($arg: $ty),*) => {
+            $(#[$attr])*
+            unsafe fn run($($arg: $ty),*) -> MpiResult<()> $body
+            run($($arg),*)
+        });
+    };
+}
+
 fn channel(comm: MPI_Comm) -> MpiResult<CommChannel> {
     coll_channel(comm).map_err(|class| {
         let detail = if class == MPI_ERR_COMM { format!("{comm} is not a valid communicator") } else { "MPI is not running".to_owned() };
@@ -116,15 +137,16 @@ fn typed(comm: MPI_Comm, buffer: *const c_void, count: c_int, datatype: MPI_Data
 
 fn typed_elements(comm: MPI_Comm, buffer: *const c_void, count: usize, datatype: MPI_Datatype) -> MpiResult<Typed> {
     let type_error = |class| error(comm, class, format!("datatype {datatype} is not valid or not committed"));
-    datatype::is_valid_committed(datatype).map_err(type_error)?;
+    // One lookup serves every question below (a derived type's costs a lock).
+    let info = datatype::lookup_committed(datatype).map_err(type_error)?;
     if is_in_place(buffer) {
         return Err(error(comm, MPI_ERR_BUFFER, "MPI_IN_PLACE is not allowed for this buffer"));
     }
-    let packed_len = datatype::packed_size(datatype, count).map_err(|class| error(comm, class, "message too large"))?;
+    let packed_len = info.size.checked_mul(count).ok_or_else(|| error(comm, MPI_ERR_COUNT, "message too large"))?;
     if buffer.is_null() && packed_len > 0 && (1..=BRAID_PREDEFINED_DATATYPE_LAST).contains(&datatype) {
         return Err(error(comm, MPI_ERR_BUFFER, "the buffer is NULL"));
     }
-    let run = datatype::contiguous_bytes(datatype, count).map_err(type_error)?;
+    let run = info.contiguous_run(count);
     Ok(Typed { buffer: buffer as *mut u8, count, datatype, packed_len, run })
 }
 
@@ -306,6 +328,18 @@ impl Spread {
     }
 }
 
+/// This rank's own block for a gather: `None` in place (it is already in recvbuf), otherwise
+/// its send data, packed, which must be the `expected` number of bytes.
+unsafe fn own_block<'a>(comm: MPI_Comm, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, expected: usize) -> MpiResult<Option<Cow<'a, [u8]>>> {
+    if is_in_place(sendbuf) {
+        return Ok(None);
+    }
+    let send = typed(comm, sendbuf, sendcount, sendtype)?;
+    same_signature(comm, send.packed_len, expected)?;
+    // SAFETY: the caller's send buffer holds the elements.
+    Ok(Some(unsafe { send.read() }))
+}
+
 /// Copies the packed input of a reduction into `work`, which the algorithm then overwrites.
 ///
 /// # Safety
@@ -321,77 +355,65 @@ pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
     finish("MPI_Barrier", channel(comm).and_then(|mut ch| algorithms::barrier(&mut ch).map_err(failed(comm))))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Bcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller passes `count` elements of `datatype` at `buffer`.
-    finish("MPI_Bcast", unsafe { bcast(buffer, count, datatype, root, comm) })
+collective! {
+    MPI_Bcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) {
+        let mut ch = channel(comm)?;
+        let root = root_of(comm, root, ch.size())?;
+        let data = typed(comm, buffer, count, datatype)?;
+        let at_root = ch.rank() == root;
+        // SAFETY: the caller's buffer holds the elements; only this call uses it.
+        let mut landing = unsafe { data.landing(at_root) };
+        algorithms::bcast(&mut ch, landing.bytes(), root).map_err(failed(comm))?;
+        if !at_root {
+            // SAFETY: as above.
+            unsafe { data.store(&landing) };
+        }
+        Ok(())
+    }
 }
 
-unsafe fn bcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> MpiResult<()> {
-    let mut ch = channel(comm)?;
-    let root = root_of(comm, root, ch.size())?;
-    let data = typed(comm, buffer, count, datatype)?;
-    let at_root = ch.rank() == root;
-    // SAFETY: the caller's buffer holds the elements; only this call uses it.
-    let mut landing = unsafe { data.landing(at_root) };
-    algorithms::bcast(&mut ch, landing.bytes(), root).map_err(failed(comm))?;
-    if !at_root {
+collective! {
+    MPI_Reduce(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        count: c_int,
+        datatype: MPI_Datatype,
+        op: MPI_Op,
+        root: c_int,
+        comm: MPI_Comm,
+    ) {
+        let mut ch = channel(comm)?;
+        let root = root_of(comm, root, ch.size())?;
+        let reduction = reduction_of(comm, op, datatype)?;
+        let combine = |input: &[u8], inout: &mut [u8]| reduction.apply(input, inout);
+        let element_size = reduction.element_size().max(1);
+        if ch.rank() != root {
+            let send = typed(comm, sendbuf, count, datatype)?;
+            // SAFETY: the caller's send buffer holds the elements.
+            let mut work = unsafe { send.packed() };
+            return algorithms::reduce(&mut ch, &mut work, element_size, &combine, reduction.commutative(), root).map_err(failed(comm));
+        }
+        let recv = typed(comm, recvbuf, count, datatype)?;
+        let in_place = is_in_place(sendbuf);
+        // SAFETY: the caller's receive buffer holds the elements; only this call uses it.
+        let mut landing = unsafe { recv.landing(in_place) };
+        if !in_place {
+            let send = typed(comm, sendbuf, count, datatype)?;
+            // SAFETY: the caller's send buffer holds the elements and does not overlap recvbuf.
+            unsafe { reduction_input(&send, landing.bytes()) };
+        }
+        algorithms::reduce(&mut ch, landing.bytes(), element_size, &combine, reduction.commutative(), root).map_err(failed(comm))?;
         // SAFETY: as above.
-        unsafe { data.store(&landing) };
+        unsafe { recv.store(&landing) };
+        Ok(())
     }
-    Ok(())
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller passes buffers of `count` elements of `datatype` (recvbuf at the root).
-    finish("MPI_Reduce", unsafe { reduce(sendbuf, recvbuf, count, datatype, op, root, comm) })
-}
+collective!(MPI_Allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) => in_place_reduction(sendbuf, recvbuf, count, datatype, op, comm, ReduceKind::Allreduce));
 
-unsafe fn reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm) -> MpiResult<()> {
-    let mut ch = channel(comm)?;
-    let root = root_of(comm, root, ch.size())?;
-    let reduction = reduction_of(comm, op, datatype)?;
-    let combine = |input: &[u8], inout: &mut [u8]| reduction.apply(input, inout);
-    let element_size = reduction.element_size().max(1);
-    if ch.rank() != root {
-        let send = typed(comm, sendbuf, count, datatype)?;
-        // SAFETY: the caller's send buffer holds the elements.
-        let mut work = unsafe { send.packed() };
-        return algorithms::reduce(&mut ch, &mut work, element_size, &combine, reduction.commutative(), root).map_err(failed(comm));
-    }
-    let recv = typed(comm, recvbuf, count, datatype)?;
-    let in_place = is_in_place(sendbuf);
-    // SAFETY: the caller's receive buffer holds the elements; only this call uses it.
-    let mut landing = unsafe { recv.landing(in_place) };
-    if !in_place {
-        let send = typed(comm, sendbuf, count, datatype)?;
-        // SAFETY: the caller's send buffer holds the elements and does not overlap recvbuf.
-        unsafe { reduction_input(&send, landing.bytes()) };
-    }
-    algorithms::reduce(&mut ch, landing.bytes(), element_size, &combine, reduction.commutative(), root).map_err(failed(comm))?;
-    // SAFETY: as above.
-    unsafe { recv.store(&landing) };
-    Ok(())
-}
+collective!(MPI_Scan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) => in_place_reduction(sendbuf, recvbuf, count, datatype, op, comm, ReduceKind::Scan));
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller passes buffers of `count` elements of `datatype`.
-    finish("MPI_Allreduce", unsafe { in_place_reduction(sendbuf, recvbuf, count, datatype, op, comm, ReduceKind::Allreduce) })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Scan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller passes buffers of `count` elements of `datatype`.
-    finish("MPI_Scan", unsafe { in_place_reduction(sendbuf, recvbuf, count, datatype, op, comm, ReduceKind::Scan) })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller passes buffers of `count` elements of `datatype`.
-    finish("MPI_Exscan", unsafe { in_place_reduction(sendbuf, recvbuf, count, datatype, op, comm, ReduceKind::Exscan) })
-}
+collective!(MPI_Exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) => in_place_reduction(sendbuf, recvbuf, count, datatype, op, comm, ReduceKind::Exscan));
 
 /// Which reduction [`in_place_reduction`] runs.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -427,19 +449,27 @@ unsafe fn in_place_reduction(sendbuf: *const c_void, recvbuf: *mut c_void, count
     Ok(())
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller passes n * recvcount elements at sendbuf (or recvbuf when in place) and
-    // recvcount elements at recvbuf.
-    finish("MPI_Reduce_scatter_block", unsafe { reduce_scatter(sendbuf, recvbuf, Counts::Same(recvcount), datatype, op, comm) })
-}
+collective!(
+    MPI_Reduce_scatter_block(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        datatype: MPI_Datatype,
+        op: MPI_Op,
+        comm: MPI_Comm,
+    ) => reduce_scatter(sendbuf, recvbuf, Counts::Same(recvcount), datatype, op, comm)
+);
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller passes one count per rank, their sum of elements at sendbuf (or recvbuf
-    // when in place) and its own count at recvbuf.
-    finish("MPI_Reduce_scatter", unsafe { reduce_scatter(sendbuf, recvbuf, Counts::PerRank(recvcounts), datatype, op, comm) })
-}
+collective!(
+    MPI_Reduce_scatter(
+        sendbuf: *const c_void,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        datatype: MPI_Datatype,
+        op: MPI_Op,
+        comm: MPI_Comm,
+    ) => reduce_scatter(sendbuf, recvbuf, Counts::PerRank(recvcounts), datatype, op, comm)
+);
 
 enum Counts {
     Same(c_int),
@@ -476,353 +506,283 @@ unsafe fn reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, counts: C
     Ok(())
 }
 
-#[no_mangle]
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn MPI_Gather(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    // SAFETY: the caller passes the buffers MPI_Gather describes.
-    finish("MPI_Gather", unsafe { gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) })
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe fn gather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> MpiResult<()> {
-    let mut ch = channel(comm)?;
-    let (rank, size) = (ch.rank(), ch.size());
-    let root = root_of(comm, root, size)?;
-    if rank != root {
-        let send = typed(comm, sendbuf, sendcount, sendtype)?;
-        // SAFETY: the caller's send buffer holds the elements.
-        let mine = unsafe { send.read() };
-        return algorithms::gather(&mut ch, Some(mine.as_ref()), &mut [], root).map_err(failed(comm));
-    }
-    let recv = typed_elements(comm, recvbuf, times(comm, count_of(comm, recvcount)?, size)?, recvtype)?;
-    let in_place = is_in_place(sendbuf);
-    let send = if in_place { None } else { Some(typed(comm, sendbuf, sendcount, sendtype)?) };
-    if let Some(send) = &send {
-        same_signature(comm, send.packed_len, recv.packed_len / size)?;
-    }
-    // SAFETY: the caller's buffers hold the elements and do not overlap unless in place.
-    let mine = send.map(|send| unsafe { send.read() });
-    // SAFETY: as above.
-    let mut landing = unsafe { recv.landing(in_place) };
-    algorithms::gather(&mut ch, mine.as_deref(), landing.bytes(), root).map_err(failed(comm))?;
-    // SAFETY: as above.
-    unsafe { recv.store(&landing) };
-    Ok(())
-}
-
-#[no_mangle]
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn MPI_Gatherv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    // SAFETY: the caller passes the buffers and arrays MPI_Gatherv describes.
-    finish("MPI_Gatherv", unsafe { gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm) })
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe fn gatherv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> MpiResult<()> {
-    let mut ch = channel(comm)?;
-    let (rank, size) = (ch.rank(), ch.size());
-    let root = root_of(comm, root, size)?;
-    if rank != root {
-        let send = typed(comm, sendbuf, sendcount, sendtype)?;
-        // SAFETY: the caller's send buffer holds the elements.
-        let mine = unsafe { send.read() };
-        return algorithms::gatherv(&mut ch, Some(mine.as_ref()), &mut [], &[], root).map_err(failed(comm));
-    }
-    // SAFETY: the caller passes one count and one displacement per rank.
-    let recv = unsafe { spread(comm, recvbuf, recvcounts, displs, recvtype, size)? };
-    let in_place = is_in_place(sendbuf);
-    let send = if in_place { None } else { Some(typed(comm, sendbuf, sendcount, sendtype)?) };
-    if let Some(send) = &send {
-        same_signature(comm, send.packed_len, recv.blocks[root].packed_len)?;
-    }
-    // SAFETY: the caller's buffers hold the elements and do not overlap unless in place.
-    let mine = send.map(|send| unsafe { send.read() });
-    // SAFETY: as above.
-    let mut landing = unsafe { recv.landing(in_place.then_some(root)) };
-    algorithms::gatherv(&mut ch, mine.as_deref(), landing.bytes(), &recv.ranges, root).map_err(failed(comm))?;
-    // SAFETY: as above.
-    unsafe { recv.store(&landing, in_place.then_some(root)) };
-    Ok(())
-}
-
-#[no_mangle]
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn MPI_Scatter(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    // SAFETY: the caller passes the buffers MPI_Scatter describes.
-    finish("MPI_Scatter", unsafe { scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm) })
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe fn scatter(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> MpiResult<()> {
-    let mut ch = channel(comm)?;
-    let (rank, size) = (ch.rank(), ch.size());
-    let root = root_of(comm, root, size)?;
-    let in_place = rank == root && is_in_place(recvbuf);
-    let recv = if in_place { None } else { Some(typed(comm, recvbuf, recvcount, recvtype)?) };
-    // SAFETY: the caller's receive buffer holds the elements; only this call uses it.
-    let mut landing = recv.as_ref().map(|recv| unsafe { recv.landing(false) });
-    if rank == root {
-        let send = typed_elements(comm, sendbuf, times(comm, count_of(comm, sendcount)?, size)?, sendtype)?;
-        if let Some(recv) = &recv {
-            same_signature(comm, send.packed_len / size, recv.packed_len)?;
+collective! {
+    #[allow(clippy::too_many_arguments)]
+    MPI_Gather(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: MPI_Datatype,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: MPI_Datatype,
+        root: c_int,
+        comm: MPI_Comm,
+    ) {
+        let mut ch = channel(comm)?;
+        let (rank, size) = (ch.rank(), ch.size());
+        let root = root_of(comm, root, size)?;
+        if rank != root {
+            let send = typed(comm, sendbuf, sendcount, sendtype)?;
+            // SAFETY: the caller's send buffer holds the elements.
+            let mine = unsafe { send.read() };
+            return algorithms::gather(&mut ch, Some(mine.as_ref()), &mut [], root).map_err(failed(comm));
         }
-        // SAFETY: the caller's send buffer holds the elements and does not overlap recvbuf.
-        let all = unsafe { send.read() };
-        algorithms::scatter(&mut ch, &all, landing.as_mut().map(Landing::bytes), root).map_err(failed(comm))?;
-    } else {
-        algorithms::scatter(&mut ch, &[], landing.as_mut().map(Landing::bytes), root).map_err(failed(comm))?;
-    }
-    if let (Some(recv), Some(landing)) = (&recv, &landing) {
+        let recv = typed_elements(comm, recvbuf, times(comm, count_of(comm, recvcount)?, size)?, recvtype)?;
+        let in_place = is_in_place(sendbuf);
+        // SAFETY: the caller's send buffer, unless in place, holds the elements and does not
+        // overlap recvbuf.
+        let mine = unsafe { own_block(comm, sendbuf, sendcount, sendtype, recv.packed_len / size)? };
         // SAFETY: as above.
-        unsafe { recv.store(landing) };
+        let mut landing = unsafe { recv.landing(in_place) };
+        algorithms::gather(&mut ch, mine.as_deref(), landing.bytes(), root).map_err(failed(comm))?;
+        // SAFETY: as above.
+        unsafe { recv.store(&landing) };
+        Ok(())
     }
-    Ok(())
 }
 
-#[no_mangle]
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn MPI_Scatterv(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    // SAFETY: the caller passes the buffers and arrays MPI_Scatterv describes.
-    finish("MPI_Scatterv", unsafe { scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm) })
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe fn scatterv(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> MpiResult<()> {
-    let mut ch = channel(comm)?;
-    let (rank, size) = (ch.rank(), ch.size());
-    let root = root_of(comm, root, size)?;
-    let in_place = rank == root && is_in_place(recvbuf);
-    let recv = if in_place { None } else { Some(typed(comm, recvbuf, recvcount, recvtype)?) };
-    // SAFETY: the caller's receive buffer holds the elements; only this call uses it.
-    let mut landing = recv.as_ref().map(|recv| unsafe { recv.landing(false) });
-    if rank == root {
-        // SAFETY: the caller passes one count and one displacement per rank.
-        let send = unsafe { spread(comm, sendbuf, sendcounts, displs, sendtype, size)? };
-        if let Some(recv) = &recv {
-            same_signature(comm, send.blocks[root].packed_len, recv.packed_len)?;
+collective! {
+    #[allow(clippy::too_many_arguments)]
+    MPI_Gatherv(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: MPI_Datatype,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        displs: *const c_int,
+        recvtype: MPI_Datatype,
+        root: c_int,
+        comm: MPI_Comm,
+    ) {
+        let mut ch = channel(comm)?;
+        let (rank, size) = (ch.rank(), ch.size());
+        let root = root_of(comm, root, size)?;
+        if rank != root {
+            let send = typed(comm, sendbuf, sendcount, sendtype)?;
+            // SAFETY: the caller's send buffer holds the elements.
+            let mine = unsafe { send.read() };
+            return algorithms::gatherv(&mut ch, Some(mine.as_ref()), &mut [], &[], root).map_err(failed(comm));
         }
-        // SAFETY: the caller's send buffer holds the blocks and does not overlap recvbuf.
-        let all = unsafe { send.read() };
-        algorithms::scatterv(&mut ch, &all, &send.ranges, landing.as_mut().map(Landing::bytes), root).map_err(failed(comm))?;
-    } else {
-        algorithms::scatterv(&mut ch, &[], &[], landing.as_mut().map(Landing::bytes), root).map_err(failed(comm))?;
-    }
-    if let (Some(recv), Some(landing)) = (&recv, &landing) {
-        // SAFETY: as above.
-        unsafe { recv.store(landing) };
-    }
-    Ok(())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller passes the buffers MPI_Allgather describes.
-    finish("MPI_Allgather", unsafe { allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) })
-}
-
-unsafe fn allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> MpiResult<()> {
-    let mut ch = channel(comm)?;
-    let size = ch.size();
-    let recv = typed_elements(comm, recvbuf, times(comm, count_of(comm, recvcount)?, size)?, recvtype)?;
-    let block = recv.packed_len / size;
-    let in_place = is_in_place(sendbuf);
-    // SAFETY: the caller's receive buffer holds the elements; only this call uses it.
-    let mut landing = unsafe { recv.landing(in_place) };
-    if in_place {
-        let blocks: Vec<Range<usize>> = (0..size).map(|index| index * block..(index + 1) * block).collect();
-        algorithms::allgatherv(&mut ch, None, landing.bytes(), &blocks).map_err(failed(comm))?;
-    } else {
-        let send = typed(comm, sendbuf, sendcount, sendtype)?;
-        same_signature(comm, send.packed_len, block)?;
-        // SAFETY: the caller's send buffer holds the elements and does not overlap recvbuf.
-        let mine = unsafe { send.read() };
-        algorithms::allgather(&mut ch, &mine, landing.bytes()).map_err(failed(comm))?;
-    }
-    // SAFETY: as above.
-    unsafe { recv.store(&landing) };
-    Ok(())
-}
-
-#[no_mangle]
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn MPI_Allgatherv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    // SAFETY: the caller passes the buffers and arrays MPI_Allgatherv describes.
-    finish("MPI_Allgatherv", unsafe { allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm) })
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe fn allgatherv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> MpiResult<()> {
-    let mut ch = channel(comm)?;
-    let (rank, size) = (ch.rank(), ch.size());
-    // SAFETY: the caller passes one count and one displacement per rank.
-    let recv = unsafe { spread(comm, recvbuf, recvcounts, displs, recvtype, size)? };
-    let in_place = is_in_place(sendbuf);
-    let send = if in_place { None } else { Some(typed(comm, sendbuf, sendcount, sendtype)?) };
-    if let Some(send) = &send {
-        same_signature(comm, send.packed_len, recv.blocks[rank].packed_len)?;
-    }
-    // SAFETY: the caller's buffers hold the elements and do not overlap unless in place.
-    let mine = send.map(|send| unsafe { send.read() });
-    // SAFETY: as above.
-    let mut landing = unsafe { recv.landing(in_place.then_some(rank)) };
-    algorithms::allgatherv(&mut ch, mine.as_deref(), landing.bytes(), &recv.ranges).map_err(failed(comm))?;
-    // SAFETY: as above.
-    unsafe { recv.store(&landing, in_place.then_some(rank)) };
-    Ok(())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    // SAFETY: the caller passes the buffers MPI_Alltoall describes.
-    finish("MPI_Alltoall", unsafe { alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) })
-}
-
-unsafe fn alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> MpiResult<()> {
-    let mut ch = channel(comm)?;
-    let size = ch.size();
-    let recv = typed_elements(comm, recvbuf, times(comm, count_of(comm, recvcount)?, size)?, recvtype)?;
-    // In place, the data to send is copied out before the receive buffer is overwritten.
-    let outgoing: Cow<[u8]> = if is_in_place(sendbuf) {
-        // SAFETY: the caller's receive buffer holds the elements.
-        Cow::Owned(unsafe { recv.read() }.into_owned())
-    } else {
-        let send = typed_elements(comm, sendbuf, times(comm, count_of(comm, sendcount)?, size)?, sendtype)?;
-        same_signature(comm, send.packed_len, recv.packed_len)?;
-        // SAFETY: the caller's send buffer holds the elements and does not overlap recvbuf.
-        unsafe { send.read() }
-    };
-    // SAFETY: the caller's receive buffer holds the elements; only this call uses it.
-    let mut landing = unsafe { recv.landing(false) };
-    algorithms::alltoall(&mut ch, &outgoing, landing.bytes()).map_err(failed(comm))?;
-    // SAFETY: as above.
-    unsafe { recv.store(&landing) };
-    Ok(())
-}
-
-#[no_mangle]
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn MPI_Alltoallv(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    // SAFETY: the caller passes the buffers and arrays MPI_Alltoallv describes.
-    finish("MPI_Alltoallv", unsafe { alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm) })
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe fn alltoallv(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> MpiResult<()> {
-    let mut ch = channel(comm)?;
-    let (rank, size) = (ch.rank(), ch.size());
-    // SAFETY: the caller passes one count and one displacement per rank.
-    let recv = unsafe { spread(comm, recvbuf, recvcounts, rdispls, recvtype, size)? };
-    // In place, the data to send is copied out before the receive buffer is overwritten.
-    let (outgoing, send_ranges): (Cow<[u8]>, Vec<Range<usize>>) = if is_in_place(sendbuf) {
-        // SAFETY: the caller's receive buffer holds the blocks.
-        (Cow::Owned(unsafe { recv.read() }.into_owned()), recv.ranges.clone())
-    } else {
         // SAFETY: the caller passes one count and one displacement per rank.
-        let send = unsafe { spread(comm, sendbuf, sendcounts, sdispls, sendtype, size)? };
-        same_signature(comm, send.blocks[rank].packed_len, recv.blocks[rank].packed_len)?;
-        // SAFETY: the caller's send buffer holds the blocks and does not overlap recvbuf.
-        (unsafe { send.read() }, send.ranges)
-    };
-    // SAFETY: the caller's receive buffer holds the blocks; only this call uses it.
-    let mut landing = unsafe { recv.landing(None) };
-    algorithms::alltoallv(&mut ch, &outgoing, &send_ranges, landing.bytes(), &recv.ranges).map_err(failed(comm))?;
-    // SAFETY: as above.
-    unsafe { recv.store(&landing, None) };
-    Ok(())
+        let recv = unsafe { spread(comm, recvbuf, recvcounts, displs, recvtype, size)? };
+        let in_place = is_in_place(sendbuf);
+        // SAFETY: the caller's send buffer, unless in place, holds the elements and does not
+        // overlap recvbuf.
+        let mine = unsafe { own_block(comm, sendbuf, sendcount, sendtype, recv.blocks[root].packed_len)? };
+        // SAFETY: as above.
+        let mut landing = unsafe { recv.landing(in_place.then_some(root)) };
+        algorithms::gatherv(&mut ch, mine.as_deref(), landing.bytes(), &recv.ranges, root).map_err(failed(comm))?;
+        // SAFETY: as above.
+        unsafe { recv.store(&landing, in_place.then_some(root)) };
+        Ok(())
+    }
+}
+
+collective! {
+    #[allow(clippy::too_many_arguments)]
+    MPI_Scatter(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: MPI_Datatype,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: MPI_Datatype,
+        root: c_int,
+        comm: MPI_Comm,
+    ) {
+        let mut ch = channel(comm)?;
+        let (rank, size) = (ch.rank(), ch.size());
+        let root = root_of(comm, root, size)?;
+        let in_place = rank == root && is_in_place(recvbuf);
+        let recv = if in_place { None } else { Some(typed(comm, recvbuf, recvcount, recvtype)?) };
+        // SAFETY: the caller's receive buffer holds the elements; only this call uses it.
+        let mut landing = recv.as_ref().map(|recv| unsafe { recv.landing(false) });
+        if rank == root {
+            let send = typed_elements(comm, sendbuf, times(comm, count_of(comm, sendcount)?, size)?, sendtype)?;
+            if let Some(recv) = &recv {
+                same_signature(comm, send.packed_len / size, recv.packed_len)?;
+            }
+            // SAFETY: the caller's send buffer holds the elements and does not overlap recvbuf.
+            let all = unsafe { send.read() };
+            algorithms::scatter(&mut ch, &all, landing.as_mut().map(Landing::bytes), root).map_err(failed(comm))?;
+        } else {
+            algorithms::scatter(&mut ch, &[], landing.as_mut().map(Landing::bytes), root).map_err(failed(comm))?;
+        }
+        if let (Some(recv), Some(landing)) = (&recv, &landing) {
+            // SAFETY: as above.
+            unsafe { recv.store(landing) };
+        }
+        Ok(())
+    }
+}
+
+collective! {
+    #[allow(clippy::too_many_arguments)]
+    MPI_Scatterv(
+        sendbuf: *const c_void,
+        sendcounts: *const c_int,
+        displs: *const c_int,
+        sendtype: MPI_Datatype,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: MPI_Datatype,
+        root: c_int,
+        comm: MPI_Comm,
+    ) {
+        let mut ch = channel(comm)?;
+        let (rank, size) = (ch.rank(), ch.size());
+        let root = root_of(comm, root, size)?;
+        let in_place = rank == root && is_in_place(recvbuf);
+        let recv = if in_place { None } else { Some(typed(comm, recvbuf, recvcount, recvtype)?) };
+        // SAFETY: the caller's receive buffer holds the elements; only this call uses it.
+        let mut landing = recv.as_ref().map(|recv| unsafe { recv.landing(false) });
+        if rank == root {
+            // SAFETY: the caller passes one count and one displacement per rank.
+            let send = unsafe { spread(comm, sendbuf, sendcounts, displs, sendtype, size)? };
+            if let Some(recv) = &recv {
+                same_signature(comm, send.blocks[root].packed_len, recv.packed_len)?;
+            }
+            // SAFETY: the caller's send buffer holds the blocks and does not overlap recvbuf.
+            let all = unsafe { send.read() };
+            algorithms::scatterv(&mut ch, &all, &send.ranges, landing.as_mut().map(Landing::bytes), root).map_err(failed(comm))?;
+        } else {
+            algorithms::scatterv(&mut ch, &[], &[], landing.as_mut().map(Landing::bytes), root).map_err(failed(comm))?;
+        }
+        if let (Some(recv), Some(landing)) = (&recv, &landing) {
+            // SAFETY: as above.
+            unsafe { recv.store(landing) };
+        }
+        Ok(())
+    }
+}
+
+collective! {
+    MPI_Allgather(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: MPI_Datatype,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: MPI_Datatype,
+        comm: MPI_Comm,
+    ) {
+        let mut ch = channel(comm)?;
+        let size = ch.size();
+        let recv = typed_elements(comm, recvbuf, times(comm, count_of(comm, recvcount)?, size)?, recvtype)?;
+        let block = recv.packed_len / size;
+        let in_place = is_in_place(sendbuf);
+        // SAFETY: the caller's receive buffer holds the elements; only this call uses it.
+        let mut landing = unsafe { recv.landing(in_place) };
+        if in_place {
+            let blocks: Vec<Range<usize>> = (0..size).map(|index| index * block..(index + 1) * block).collect();
+            algorithms::allgatherv(&mut ch, None, landing.bytes(), &blocks).map_err(failed(comm))?;
+        } else {
+            let send = typed(comm, sendbuf, sendcount, sendtype)?;
+            same_signature(comm, send.packed_len, block)?;
+            // SAFETY: the caller's send buffer holds the elements and does not overlap recvbuf.
+            let mine = unsafe { send.read() };
+            algorithms::allgather(&mut ch, &mine, landing.bytes()).map_err(failed(comm))?;
+        }
+        // SAFETY: as above.
+        unsafe { recv.store(&landing) };
+        Ok(())
+    }
+}
+
+collective! {
+    #[allow(clippy::too_many_arguments)]
+    MPI_Allgatherv(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: MPI_Datatype,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        displs: *const c_int,
+        recvtype: MPI_Datatype,
+        comm: MPI_Comm,
+    ) {
+        let mut ch = channel(comm)?;
+        let (rank, size) = (ch.rank(), ch.size());
+        // SAFETY: the caller passes one count and one displacement per rank.
+        let recv = unsafe { spread(comm, recvbuf, recvcounts, displs, recvtype, size)? };
+        let in_place = is_in_place(sendbuf);
+        // SAFETY: the caller's send buffer, unless in place, holds the elements and does not
+        // overlap recvbuf.
+        let mine = unsafe { own_block(comm, sendbuf, sendcount, sendtype, recv.blocks[rank].packed_len)? };
+        // SAFETY: as above.
+        let mut landing = unsafe { recv.landing(in_place.then_some(rank)) };
+        algorithms::allgatherv(&mut ch, mine.as_deref(), landing.bytes(), &recv.ranges).map_err(failed(comm))?;
+        // SAFETY: as above.
+        unsafe { recv.store(&landing, in_place.then_some(rank)) };
+        Ok(())
+    }
+}
+
+collective! {
+    MPI_Alltoall(
+        sendbuf: *const c_void,
+        sendcount: c_int,
+        sendtype: MPI_Datatype,
+        recvbuf: *mut c_void,
+        recvcount: c_int,
+        recvtype: MPI_Datatype,
+        comm: MPI_Comm,
+    ) {
+        let mut ch = channel(comm)?;
+        let size = ch.size();
+        let recv = typed_elements(comm, recvbuf, times(comm, count_of(comm, recvcount)?, size)?, recvtype)?;
+        // In place, the data to send is copied out before the receive buffer is overwritten.
+        let outgoing: Cow<[u8]> = if is_in_place(sendbuf) {
+            // SAFETY: the caller's receive buffer holds the elements.
+            Cow::Owned(unsafe { recv.read() }.into_owned())
+        } else {
+            let send = typed_elements(comm, sendbuf, times(comm, count_of(comm, sendcount)?, size)?, sendtype)?;
+            same_signature(comm, send.packed_len, recv.packed_len)?;
+            // SAFETY: the caller's send buffer holds the elements and does not overlap recvbuf.
+            unsafe { send.read() }
+        };
+        // SAFETY: the caller's receive buffer holds the elements; only this call uses it.
+        let mut landing = unsafe { recv.landing(false) };
+        algorithms::alltoall(&mut ch, &outgoing, landing.bytes()).map_err(failed(comm))?;
+        // SAFETY: as above.
+        unsafe { recv.store(&landing) };
+        Ok(())
+    }
+}
+
+collective! {
+    #[allow(clippy::too_many_arguments)]
+    MPI_Alltoallv(
+        sendbuf: *const c_void,
+        sendcounts: *const c_int,
+        sdispls: *const c_int,
+        sendtype: MPI_Datatype,
+        recvbuf: *mut c_void,
+        recvcounts: *const c_int,
+        rdispls: *const c_int,
+        recvtype: MPI_Datatype,
+        comm: MPI_Comm,
+    ) {
+        let mut ch = channel(comm)?;
+        let (rank, size) = (ch.rank(), ch.size());
+        // SAFETY: the caller passes one count and one displacement per rank.
+        let recv = unsafe { spread(comm, recvbuf, recvcounts, rdispls, recvtype, size)? };
+        // In place, the data to send is copied out before the receive buffer is overwritten.
+        let (outgoing, send_ranges): (Cow<[u8]>, Vec<Range<usize>>) = if is_in_place(sendbuf) {
+            // SAFETY: the caller's receive buffer holds the blocks.
+            (Cow::Owned(unsafe { recv.read() }.into_owned()), recv.ranges.clone())
+        } else {
+            // SAFETY: the caller passes one count and one displacement per rank.
+            let send = unsafe { spread(comm, sendbuf, sendcounts, sdispls, sendtype, size)? };
+            same_signature(comm, send.blocks[rank].packed_len, recv.blocks[rank].packed_len)?;
+            // SAFETY: the caller's send buffer holds the blocks and does not overlap recvbuf.
+            (unsafe { send.read() }, send.ranges)
+        };
+        // SAFETY: the caller's receive buffer holds the blocks; only this call uses it.
+        let mut landing = unsafe { recv.landing(None) };
+        algorithms::alltoallv(&mut ch, &outgoing, &send_ranges, landing.bytes(), &recv.ranges).map_err(failed(comm))?;
+        // SAFETY: as above.
+        unsafe { recv.store(&landing, None) };
+        Ok(())
+    }
 }

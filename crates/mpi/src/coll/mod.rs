@@ -41,10 +41,30 @@ pub trait CollChannel {
     fn recv(&mut self, source: usize, buffer: &mut [u8]) -> Result<(), i32>;
     /// Sends and receives concurrently (never deadlocks on a pairwise exchange).
     fn sendrecv(&mut self, dest: usize, data: &[u8], source: usize, buffer: &mut [u8]) -> Result<(), i32>;
+    /// Sends `data` to every other rank and receives rank r's equally long `data` into block r
+    /// of `all` (`size` blocks; this rank's block is left as it is). Pairwise exchange unless
+    /// the channel can do better (post every receive, then send everything at once).
+    fn exchange_all(&mut self, data: &[u8], all: &mut [u8]) -> Result<(), i32> {
+        pairwise_exchange_all(self, data, all)
+    }
     /// Algorithm switch points; a channel of a running process returns its configuration's.
     fn tuning(&self) -> CollTuning {
         CollTuning::default()
     }
+}
+
+/// [`CollChannel::exchange_all`] as n - 1 rounds of `sendrecv`.
+pub fn pairwise_exchange_all<C: CollChannel + ?Sized>(ch: &mut C, data: &[u8], all: &mut [u8]) -> Result<(), i32> {
+    let (rank, size, len) = (ch.rank(), ch.size(), data.len());
+    if all.len() != len * size {
+        return Err(crate::consts::MPI_ERR_ARG);
+    }
+    for step in 1..size {
+        let dest = (rank + step) % size;
+        let source = (rank + size - step) % size;
+        ch.sendrecv(dest, data, source, &mut all[source * len..(source + 1) * len])?;
+    }
+    Ok(())
 }
 
 /// Combines `input` into `inout` element-wise (`inout = input op inout`), as MPI_Reduce's user

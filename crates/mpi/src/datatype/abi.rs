@@ -5,10 +5,11 @@
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 use std::ffi::{c_char, c_int, c_void, CStr};
+use std::convert::identity;
 use std::slice;
 use std::sync::Arc;
 
-use super::{build_blocks, build_resized, build_struct, failure, lookup, lookup_committed, overflow, register, Blocks, TypeInfo};
+use super::{build_blocks, build_resized, build_struct, failure, lookup, lookup_committed, overflow, register, Blocks, DatatypeRef, TypeInfo};
 use crate::consts::*;
 use crate::error::{finish, MpiError, MpiResult};
 
@@ -59,6 +60,19 @@ unsafe fn define(newtype: *mut MPI_Datatype, built: impl FnOnce() -> MpiResult<T
     Ok(())
 }
 
+/// Defines the type constructor `$name`, which runs the expression after `=>` and reports its
+/// result under the call's name.
+macro_rules! constructor {
+    ($name:ident($($arg:ident: $ty:ty),* $(,)?) => $build:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
+            // SAFETY: the arrays and `newtype` are forwarded from the caller, who keeps MPI's
+            // contract for them.
+            finish(stringify!($name), unsafe { $build })
+        }
+    };
+}
+
 fn element_bytes(elements: c_int, extent: isize) -> MpiResult<isize> {
     (elements as isize).checked_mul(extent).ok_or_else(overflow)
 }
@@ -89,6 +103,19 @@ pub unsafe extern "C" fn MPI_Type_size_x(datatype: MPI_Datatype, size: *mut MPI_
     )
 }
 
+/// Defines `$name`, which writes the datatype's `$first` and `$second`, passed through
+/// `$convert`, to the caller's output variables of the same names.
+macro_rules! extent_query {
+    ($name:ident($first:ident, $second:ident): $ty:ty = $convert:path) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(datatype: MPI_Datatype, $first: *mut $ty, $second: *mut $ty) -> c_int {
+            let values = old_type(datatype).map(|info| ($convert(info.$first), $convert(info.$second)));
+            // SAFETY: output pointers forwarded from the caller.
+            unsafe { write_pair(stringify!($name), $first, $second, values) }
+        }
+    };
+}
+
 /// # Safety
 /// Both pointers are null or valid for writes.
 unsafe fn write_pair<T>(function: &str, first: *mut T, second: *mut T, values: MpiResult<(T, T)>) -> c_int {
@@ -104,33 +131,10 @@ unsafe fn write_pair<T>(function: &str, first: *mut T, second: *mut T, values: M
     )
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_extent(datatype: MPI_Datatype, lb: *mut MPI_Aint, extent: *mut MPI_Aint) -> c_int {
-    let values = old_type(datatype).map(|info| (info.lb, info.extent));
-    // SAFETY: output pointers forwarded from the caller.
-    unsafe { write_pair("MPI_Type_get_extent", lb, extent, values) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_extent_x(datatype: MPI_Datatype, lb: *mut MPI_Count, extent: *mut MPI_Count) -> c_int {
-    let values = old_type(datatype).map(|info| (to_count(info.lb), to_count(info.extent)));
-    // SAFETY: output pointers forwarded from the caller.
-    unsafe { write_pair("MPI_Type_get_extent_x", lb, extent, values) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_true_extent(datatype: MPI_Datatype, true_lb: *mut MPI_Aint, true_extent: *mut MPI_Aint) -> c_int {
-    let values = old_type(datatype).map(|info| (info.true_lb, info.true_extent));
-    // SAFETY: output pointers forwarded from the caller.
-    unsafe { write_pair("MPI_Type_get_true_extent", true_lb, true_extent, values) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_true_extent_x(datatype: MPI_Datatype, true_lb: *mut MPI_Count, true_extent: *mut MPI_Count) -> c_int {
-    let values = old_type(datatype).map(|info| (to_count(info.true_lb), to_count(info.true_extent)));
-    // SAFETY: output pointers forwarded from the caller.
-    unsafe { write_pair("MPI_Type_get_true_extent_x", true_lb, true_extent, values) }
-}
+extent_query!(MPI_Type_get_extent(lb, extent): MPI_Aint = identity);
+extent_query!(MPI_Type_get_extent_x(lb, extent): MPI_Count = to_count);
+extent_query!(MPI_Type_get_true_extent(true_lb, true_extent): MPI_Aint = identity);
+extent_query!(MPI_Type_get_true_extent_x(true_lb, true_extent): MPI_Count = to_count);
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_get_name(datatype: MPI_Datatype, type_name: *mut c_char, resultlen: *mut c_int) -> c_int {
@@ -176,11 +180,7 @@ pub unsafe extern "C" fn MPI_Type_set_name(datatype: MPI_Datatype, type_name: *c
     )
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_contiguous(count: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    // SAFETY: `newtype` forwarded from the caller.
-    finish("MPI_Type_contiguous", unsafe { contiguous(count, oldtype, newtype) })
-}
+constructor!(MPI_Type_contiguous(count: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) => contiguous(count, oldtype, newtype));
 
 /// # Safety
 /// `newtype` is null or valid for writes.
@@ -210,44 +210,35 @@ pub(super) unsafe fn vector(
     unsafe { define(newtype, || build_blocks(&child, &Blocks::Regular { count, blocklen, stride })) }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_vector(
-    count: c_int,
-    blocklength: c_int,
-    stride: c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    // SAFETY: `newtype` forwarded from the caller.
-    let result = unsafe { vector(count, blocklength, oldtype, newtype, |child| element_bytes(stride, child.extent)) };
-    finish("MPI_Type_vector", result)
-}
+constructor!(
+    MPI_Type_vector(
+        count: c_int,
+        blocklength: c_int,
+        stride: c_int,
+        oldtype: MPI_Datatype,
+        newtype: *mut MPI_Datatype,
+    ) => vector(count, blocklength, oldtype, newtype, |child| element_bytes(stride, child.extent))
+);
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_hvector(
-    count: c_int,
-    blocklength: c_int,
-    stride: MPI_Aint,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    // SAFETY: `newtype` forwarded from the caller.
-    let result = unsafe { vector(count, blocklength, oldtype, newtype, |_| Ok(stride)) };
-    finish("MPI_Type_create_hvector", result)
-}
+constructor!(
+    MPI_Type_create_hvector(
+        count: c_int,
+        blocklength: c_int,
+        stride: MPI_Aint,
+        oldtype: MPI_Datatype,
+        newtype: *mut MPI_Datatype,
+    ) => vector(count, blocklength, oldtype, newtype, |_| Ok(stride))
+);
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_hvector(
-    count: c_int,
-    blocklength: c_int,
-    stride: MPI_Aint,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    // SAFETY: `newtype` forwarded from the caller.
-    let result = unsafe { vector(count, blocklength, oldtype, newtype, |_| Ok(stride)) };
-    finish("MPI_Type_hvector", result)
-}
+constructor!(
+    MPI_Type_hvector(
+        count: c_int,
+        blocklength: c_int,
+        stride: MPI_Aint,
+        oldtype: MPI_Datatype,
+        newtype: *mut MPI_Datatype,
+    ) => vector(count, blocklength, oldtype, newtype, |_| Ok(stride))
+);
 
 /// The indexed family: `blocklengths` (None: all `blocklength`), displacements scaled to bytes.
 ///
@@ -279,61 +270,45 @@ pub(super) unsafe fn indexed<D: Copy>(
     unsafe { define(newtype, || build_blocks(&child, &Blocks::List(blocks))) }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_indexed(
-    count: c_int,
-    array_of_blocklengths: *const c_int,
-    array_of_displacements: *const c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    // SAFETY: arrays and output forwarded from the caller.
-    let result = unsafe {
-        indexed(count, Ok(array_of_blocklengths), array_of_displacements, oldtype, newtype, |disp, child| element_bytes(disp, child.extent))
-    };
-    finish("MPI_Type_indexed", result)
-}
+constructor!(
+    MPI_Type_indexed(
+        count: c_int,
+        array_of_blocklengths: *const c_int,
+        array_of_displacements: *const c_int,
+        oldtype: MPI_Datatype,
+        newtype: *mut MPI_Datatype,
+    ) => indexed(count, Ok(array_of_blocklengths), array_of_displacements, oldtype, newtype, |disp, child| element_bytes(disp, child.extent))
+);
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_hindexed(
-    count: c_int,
-    array_of_blocklengths: *const c_int,
-    array_of_displacements: *const MPI_Aint,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    // SAFETY: arrays and output forwarded from the caller.
-    let result = unsafe { indexed(count, Ok(array_of_blocklengths), array_of_displacements, oldtype, newtype, |disp, _| Ok(disp)) };
-    finish("MPI_Type_create_hindexed", result)
-}
+constructor!(
+    MPI_Type_create_hindexed(
+        count: c_int,
+        array_of_blocklengths: *const c_int,
+        array_of_displacements: *const MPI_Aint,
+        oldtype: MPI_Datatype,
+        newtype: *mut MPI_Datatype,
+    ) => indexed(count, Ok(array_of_blocklengths), array_of_displacements, oldtype, newtype, |disp, _| Ok(disp))
+);
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_indexed_block(
-    count: c_int,
-    blocklength: c_int,
-    array_of_displacements: *const c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    // SAFETY: array and output forwarded from the caller.
-    let result = unsafe {
-        indexed(count, Err(blocklength), array_of_displacements, oldtype, newtype, |disp, child| element_bytes(disp, child.extent))
-    };
-    finish("MPI_Type_create_indexed_block", result)
-}
+constructor!(
+    MPI_Type_create_indexed_block(
+        count: c_int,
+        blocklength: c_int,
+        array_of_displacements: *const c_int,
+        oldtype: MPI_Datatype,
+        newtype: *mut MPI_Datatype,
+    ) => indexed(count, Err(blocklength), array_of_displacements, oldtype, newtype, |disp, child| element_bytes(disp, child.extent))
+);
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
-    count: c_int,
-    blocklength: c_int,
-    array_of_displacements: *const MPI_Aint,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    // SAFETY: array and output forwarded from the caller.
-    let result = unsafe { indexed(count, Err(blocklength), array_of_displacements, oldtype, newtype, |disp, _| Ok(disp)) };
-    finish("MPI_Type_create_hindexed_block", result)
-}
+constructor!(
+    MPI_Type_create_hindexed_block(
+        count: c_int,
+        blocklength: c_int,
+        array_of_displacements: *const MPI_Aint,
+        oldtype: MPI_Datatype,
+        newtype: *mut MPI_Datatype,
+    ) => indexed(count, Err(blocklength), array_of_displacements, oldtype, newtype, |disp, _| Ok(disp))
+);
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_create_struct(
@@ -456,6 +431,47 @@ fn advance(position: &mut c_int, by: usize) {
     *position += by as c_int;
 }
 
+/// What a pack or unpack moves: `needed` bytes of the packed buffer, from `start`.
+struct Span<'a> {
+    count: usize,
+    info: DatatypeRef,
+    position: &'a mut c_int,
+    start: usize,
+    needed: usize,
+}
+
+/// The argument checks that MPI_Pack and MPI_Unpack share, in the same order; `verb` and
+/// `side` word the truncation error, `packed_name` the error for a NULL packed buffer.
+///
+/// # Safety
+/// `position` is null or valid for reads and writes.
+#[allow(clippy::too_many_arguments)]
+unsafe fn span<'a>(
+    count: c_int,
+    count_name: &str,
+    datatype: MPI_Datatype,
+    position: *mut c_int,
+    packed_size: c_int,
+    packed: *const c_void,
+    packed_name: &str,
+    verb: &str,
+    side: &str,
+) -> MpiResult<Span<'a>> {
+    let count = count_arg(count, count_name)?;
+    let info = lookup_committed(datatype).map_err(|class| failure(class, format!("invalid or uncommitted datatype ({datatype})")))?;
+    // SAFETY: forwarded from this function's contract.
+    let position = unsafe { out(position, "position") }?;
+    let (start, room) = position_arg(*position, packed_size)?;
+    let needed = info.size.checked_mul(count).ok_or_else(overflow)?;
+    if needed > room {
+        return Err(failure(MPI_ERR_TRUNCATE, format!("{needed} bytes to {verb}, {room} left in the {side} buffer")));
+    }
+    if needed > 0 && packed.is_null() {
+        return Err(failure(MPI_ERR_BUFFER, format!("{packed_name} is NULL")));
+    }
+    Ok(Span { count, info, position, start, needed })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Pack(
     inbuf: *const c_void,
@@ -481,18 +497,9 @@ pub(super) unsafe fn pack_into(
     outsize: c_int,
     position: *mut c_int,
 ) -> MpiResult<()> {
-    let count = count_arg(incount, "incount")?;
-    let info = lookup_committed(datatype).map_err(|class| failure(class, format!("invalid or uncommitted datatype ({datatype})")))?;
     // SAFETY: `position` is null or the caller's in/out variable.
-    let position = unsafe { out(position, "position") }?;
-    let (start, room) = position_arg(*position, outsize)?;
-    let needed = info.size.checked_mul(count).ok_or_else(overflow)?;
-    if needed > room {
-        return Err(failure(MPI_ERR_TRUNCATE, format!("{needed} bytes to pack, {room} left in the output buffer")));
-    }
-    if needed > 0 && outbuf.is_null() {
-        return Err(failure(MPI_ERR_BUFFER, "outbuf is NULL"));
-    }
+    let Span { count, info, position, start, needed } =
+        unsafe { span(incount, "incount", datatype, position, outsize, outbuf, "outbuf", "pack", "output") }?;
     // SAFETY: MPI requires `outbuf` to hold `outsize` bytes, and start + needed <= outsize;
     // the type map of `incount` elements at `inbuf` is the user's readable data.
     unsafe {
@@ -528,18 +535,9 @@ pub(super) unsafe fn unpack_from(
     outcount: c_int,
     datatype: MPI_Datatype,
 ) -> MpiResult<()> {
-    let count = count_arg(outcount, "outcount")?;
-    let info = lookup_committed(datatype).map_err(|class| failure(class, format!("invalid or uncommitted datatype ({datatype})")))?;
     // SAFETY: `position` is null or the caller's in/out variable.
-    let position = unsafe { out(position, "position") }?;
-    let (start, room) = position_arg(*position, insize)?;
-    let needed = info.size.checked_mul(count).ok_or_else(overflow)?;
-    if needed > room {
-        return Err(failure(MPI_ERR_TRUNCATE, format!("{needed} bytes to unpack, {room} left in the input buffer")));
-    }
-    if needed > 0 && inbuf.is_null() {
-        return Err(failure(MPI_ERR_BUFFER, "inbuf is NULL"));
-    }
+    let Span { count, info, position, start, needed } =
+        unsafe { span(outcount, "outcount", datatype, position, insize, inbuf, "inbuf", "unpack", "input") }?;
     // SAFETY: MPI requires `inbuf` to hold `insize` bytes, and start + needed <= insize; the
     // type map of `outcount` elements at `outbuf` is the user's writable data.
     unsafe {

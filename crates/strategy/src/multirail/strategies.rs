@@ -52,33 +52,28 @@ fn whole(len: usize, rail: usize, out: &mut Vec<Chunk>) {
     out.push(Chunk { rail, offset: 0, len });
 }
 
-impl MultirailStrategy for Single {
-    fn name(&self) -> &'static str {
-        "single"
-    }
+/// A strategy that never splits: every message, eager or not, goes whole to the rail `$pick`
+/// names.
+macro_rules! whole_message_strategy {
+    ($strategy:ty, $name:literal, $pick:path) => {
+        impl MultirailStrategy for $strategy {
+            fn name(&self) -> &'static str {
+                $name
+            }
 
-    fn eager_rail(&mut self, len: usize, rails: &[RailView<'_>]) -> usize {
-        or_first(fastest_rail(len, rails))
-    }
+            fn eager_rail(&mut self, len: usize, rails: &[RailView<'_>]) -> usize {
+                or_first($pick(len, rails))
+            }
 
-    fn split(&mut self, len: usize, rails: &[RailView<'_>], out: &mut Vec<Chunk>) {
-        whole(len, self.eager_rail(len, rails), out);
-    }
+            fn split(&mut self, len: usize, rails: &[RailView<'_>], out: &mut Vec<Chunk>) {
+                whole(len, self.eager_rail(len, rails), out);
+            }
+        }
+    };
 }
 
-impl MultirailStrategy for Greedy {
-    fn name(&self) -> &'static str {
-        "greedy"
-    }
-
-    fn eager_rail(&mut self, len: usize, rails: &[RailView<'_>]) -> usize {
-        or_first(soonest_rail(len, rails))
-    }
-
-    fn split(&mut self, len: usize, rails: &[RailView<'_>], out: &mut Vec<Chunk>) {
-        whole(len, self.eager_rail(len, rails), out);
-    }
-}
+whole_message_strategy!(Single, "single", fastest_rail);
+whole_message_strategy!(Greedy, "greedy", soonest_rail);
 
 impl MultirailStrategy for Iso {
     fn name(&self) -> &'static str {
@@ -90,13 +85,7 @@ impl MultirailStrategy for Iso {
     }
 
     fn split(&mut self, len: usize, rails: &[RailView<'_>], out: &mut Vec<Chunk>) {
-        if len == 0 {
-            return whole(len, self.eager_rail(len, rails), out);
-        }
-        let start = push_up_rails(rails, out);
-        if start == out.len() {
-            return whole(len, or_first(None), out);
-        }
+        let Some(start) = begin_split(len, rails, out) else { return };
         // Fastest first, so that the rails left out are the slow ones.
         out[start..].sort_unstable_by(|a, b| {
             let bandwidth = |chunk: &Chunk| rails[chunk.rail].profile.bandwidth();
@@ -120,13 +109,7 @@ impl MultirailStrategy for Weighted {
     }
 
     fn split(&mut self, len: usize, rails: &[RailView<'_>], out: &mut Vec<Chunk>) {
-        if len == 0 {
-            return whole(len, self.eager_rail(len, rails), out);
-        }
-        let start = push_up_rails(rails, out);
-        if start == out.len() {
-            return whole(len, or_first(None), out);
-        }
+        let Some(start) = begin_split(len, rails, out) else { return };
         let unbounded = out[start..].iter().any(|chunk| rails[chunk.rail].profile.bandwidth().is_infinite());
         let weight = |rail: usize| {
             let bandwidth = rails[rail].profile.bandwidth();
@@ -183,6 +166,22 @@ impl MultirailStrategy for Hetero {
     fn aggregates_eager(&self) -> bool {
         true
     }
+}
+
+/// The common start of the load-blind splits (`iso`, `weighted`, whose eager rail is the
+/// fastest): an empty message or one with no rail up goes whole to one rail and `None` is
+/// returned; otherwise the up rails are pushed as candidates and where they start is returned.
+fn begin_split(len: usize, rails: &[RailView<'_>], out: &mut Vec<Chunk>) -> Option<usize> {
+    if len == 0 {
+        whole(len, or_first(fastest_rail(len, rails)), out);
+        return None;
+    }
+    let start = push_up_rails(rails, out);
+    if start == out.len() {
+        whole(len, or_first(None), out);
+        return None;
+    }
+    Some(start)
 }
 
 /// Appends a zero-length chunk for every up rail (the candidates); returns where they start.

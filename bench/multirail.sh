@@ -1,0 +1,289 @@
+#!/usr/bin/env bash
+# Multirail benchmark on 2-node virtual clusters (needs root, iproute2, iperf3, python3 and
+# `cargo build --release`). For each rail set (2gbit+1gbit, then 2gbit+1gbit+250mbit):
+#   1. builds the cluster (`braid cluster up`), measures each rail alone with iperf3 (server in n1,
+#      client in n0, both bound to the rail's addresses, $IPERF_SECONDS s each);
+#   2. `braid sample --cluster` (profiles in a private directory, so they are fresh);
+#   3. bench/osu.c bw and latency from 8 B to 16 MiB with each BRAID_STRATEGY (single, greedy, iso,
+#      weighted, hetero), one rank per node;
+#   4. with an iperf3 flow loading rail0 (the fastest rail): median and p99 time of 1 MiB transfers
+#      (osu xfer) for each strategy;
+#   5. the same with Open MPI's TCP multirail (`--mca btl tcp,self` over every rail), with its
+#      default weights and with hand-set `btl_tcp_bandwidth_<rail>`; mpirun runs inside n0 with an
+#      rsh agent that maps each node's management address to `ip netns exec <node>`.
+# Efficiency = bandwidth / sum of the single-rail iperf3 bandwidths.
+#
+# Usage: bench/multirail.sh [--full] [--no-openmpi] [--rails "2gbit,1gbit 2gbit,1gbit,250mbit"]
+#   (default) quick: sizes every fourth power of two (8 B, then 16 B, 64 B, ... 1 MiB, 4 MiB,
+#             16 MiB), one timed window of 64 messages at >= 256 KiB, 100 transfers under load
+#   --full    every power of two, osu's default iteration counts, 400 transfers under load
+# Output: a table on stdout; every point in bench/results/multirail-<date>.csv
+#   (rails,impl,variant,load,bench,size,value,unit).
+# Everything it starts (clusters bm<pid>*, iperf3 processes, scratch files) is removed on exit.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BRAID="$ROOT/target/release/braid"
+MODE=quick
+OPENMPI=1
+RAIL_SETS="2gbit,1gbit 2gbit,1gbit,250mbit"
+STRATEGIES="single greedy iso weighted hetero"
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --full) MODE=full ;;
+    --no-openmpi) OPENMPI=0 ;;
+    --rails) RAIL_SETS="$2"; shift ;;
+    -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
+    *) echo "multirail.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+IPERF_SECONDS=3
+# Quick: one timed window (plus one warm-up) per large size; osu's own counts below that.
+# Quick steps sizes by 4 from 16 B and 256 KiB, so 64 KiB, 1 MiB and 16 MiB are all measured.
+if [ "$MODE" = quick ]; then
+    OSU_MODE=(-q)
+    SMALL=(-n 16 -m 65536)
+    LARGE=(-n 262144 -m 4194304 -i 1)
+    HUGE=(-n 16777216 -m 16777216 -i 1)
+    LATENCY=(-n 16 -m 16777216)
+    TRANSFERS=100
+else
+    OSU_MODE=()
+    SMALL=(-n 8 -m 65536)
+    LARGE=(-n 131072 -m 8388608)
+    HUGE=(-n 16777216 -m 16777216)
+    LATENCY=(-n 16 -m 16777216)
+    TRANSFERS=400
+fi
+# The longest any one benchmark run may take before it is killed (and reported as missing).
+RUN_LIMIT=${RUN_LIMIT:-180}
+
+for tool in ip tc ethtool iperf3 python3; do
+    command -v "$tool" >/dev/null || { echo "multirail.sh: $tool is not installed" >&2; exit 1; }
+done
+[ "$(id -u)" = 0 ] || { echo "multirail.sh: building virtual clusters needs root" >&2; exit 1; }
+[ -x "$BRAID" ] && [ -f "$ROOT/target/release/libbraid.so" ] || { echo "multirail.sh: run cargo build --release first" >&2; exit 1; }
+if [ "$OPENMPI" = 1 ] && ! command -v mpirun.openmpi >/dev/null; then
+    echo "# Open MPI (mpirun.openmpi) is not installed: its columns are skipped"
+    OPENMPI=0
+fi
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/braid-multirail.XXXXXX")"
+CSV="$ROOT/bench/results/multirail-$(date +%Y-%m-%d-%H%M%S).csv"
+mkdir -p "$ROOT/bench/results"
+export BRAID_PROFILE_DIR="$WORK/profiles"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+CLUSTER=""
+BACKGROUND=()
+
+# Drops PID from the processes cleanup ends (once it has ended by itself).
+forget() {
+    local kept=() pid
+    for pid in "${BACKGROUND[@]}"; do
+        [ "$pid" = "$1" ] || kept+=("$pid")
+    done
+    BACKGROUND=("${kept[@]}")
+}
+
+cleanup() {
+    local pid
+    for pid in "${BACKGROUND[@]}"; do
+        kill "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    BACKGROUND=()
+    if [ -n "$CLUSTER" ]; then
+        "$BRAID" cluster down "$CLUSTER" >/dev/null 2>&1 || true
+        CLUSTER=""
+    fi
+}
+trap 'cleanup; rm -rf "$WORK"' EXIT
+trap 'exit 130' INT TERM
+
+"$ROOT/bin/braidcc" -std=c99 -O2 "$ROOT/bench/osu.c" -o "$WORK/osu-braid"
+if [ "$OPENMPI" = 1 ]; then
+    mpicc.openmpi -std=c99 -O2 "$ROOT/bench/osu.c" -o "$WORK/osu-openmpi"
+fi
+echo "rails,impl,variant,load,bench,size,value,unit" >"$CSV"
+
+# record RAILS IMPL VARIANT LOAD < osu output: appends its data lines to the CSV.
+record() {
+    grep -v '^#' | grep ',' | sed "s/^/$1,$2,$3,$4,/" >>"$CSV" || true
+}
+
+# Address of node N on network NET (mgmt, rail0, ...), from `braid cluster status`.
+address() {
+    "$BRAID" cluster status "$CLUSTER" | awk -v node="braid-$CLUSTER-n$1" -v net="$2" '
+        $1 == "node" { for (i = 2; i <= NF; i++) column[$i] = i }
+        $1 == node { print $(column[net]) }'
+}
+
+# iperf3 from n0 to n1 over rail K for SECONDS; prints Mbit/s received.
+iperf_rail() {
+    local rail=$1 seconds=$2 server client port=$((5201 + $1))
+    server=$(address 1 "rail$rail")
+    client=$(address 0 "rail$rail")
+    ip netns exec "braid-$CLUSTER-n1" iperf3 -s -1 -B "$server" -p "$port" >/dev/null 2>&1 &
+    local server_pid=$!
+    BACKGROUND+=("$server_pid")
+    sleep 0.3
+    ip netns exec "braid-$CLUSTER-n0" iperf3 -c "$server" -B "$client" -p "$port" -t "$seconds" -J |
+        python3 -c 'import json,sys; print("%.1f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e6))'
+    wait "$server_pid" 2>/dev/null || true
+    forget "$server_pid"
+}
+
+# Starts an iperf3 flow on rail0 that lasts until cleanup (or `stop_load`).
+start_load() {
+    local server client
+    server=$(address 1 rail0)
+    client=$(address 0 rail0)
+    ip netns exec "braid-$CLUSTER-n1" iperf3 -s -1 -B "$server" -p 5299 >/dev/null 2>&1 &
+    LOAD_SERVER=$!
+    BACKGROUND+=("$LOAD_SERVER")
+    sleep 0.3
+    ip netns exec "braid-$CLUSTER-n0" iperf3 -c "$server" -B "$client" -p 5299 -t 3600 >/dev/null 2>&1 &
+    LOAD_CLIENT=$!
+    BACKGROUND+=("$LOAD_CLIENT")
+    sleep 1
+}
+
+stop_load() {
+    kill "$LOAD_CLIENT" "$LOAD_SERVER" 2>/dev/null || true
+    wait "$LOAD_CLIENT" "$LOAD_SERVER" 2>/dev/null || true
+    forget "$LOAD_CLIENT"
+    forget "$LOAD_SERVER"
+    sleep 0.5
+}
+
+braid_osu() {
+    timeout "$RUN_LIMIT" "$BRAID" run --cluster "$CLUSTER" -n 2 --ppn 1 "$WORK/osu-braid" "$@" 2>>"$WORK/errors.log" || echo "# failed: braid osu $*" >&2
+}
+
+# Open MPI over the cluster: mpirun inside n0, ranks started through the rsh agent.
+openmpi_osu() {
+    local variant=$1
+    shift
+    local rails_list weights=() rail=0 rate
+    rails_list=$(IFS=,; echo "${RAIL_NAMES[*]}")
+    if [ "$variant" = hand-set ]; then
+        for rate in "${RAIL_MBITS[@]}"; do
+            weights+=(--mca "btl_tcp_bandwidth_rail$rail" "$rate")
+            rail=$((rail + 1))
+        done
+    fi
+    (cd "$WORK" && timeout "$RUN_LIMIT" ip netns exec "braid-$CLUSTER-n0" mpirun.openmpi --allow-run-as-root -np 2 \
+        --host "$(address 0 mgmt),$(address 1 mgmt)" --bind-to none --mca plm_rsh_agent "$WORK/rsh-agent" \
+        --mca btl tcp,self --mca btl_tcp_if_include "$rails_list" --mca oob_tcp_if_include mgmt \
+        "${weights[@]}" "$WORK/osu-openmpi" "$@" 2>>"$WORK/errors.log") || echo "# failed: Open MPI ($variant) osu $*" >&2
+}
+
+write_rsh_agent() {
+    {
+        echo '#!/bin/sh'
+        echo '# Open MPI rsh agent: runs the command in the namespace of the node with that address.'
+        echo 'host=$1; shift'
+        echo 'case $host in'
+        local node
+        for node in 0 1; do
+            echo "$(address "$node" mgmt)) exec ip netns exec braid-$CLUSTER-n$node sh -c \"\$*\" ;;"
+        done
+        echo '*) echo "rsh agent: unknown host $host" >&2; exit 1 ;;'
+        echo 'esac'
+    } >"$WORK/rsh-agent"
+    chmod +x "$WORK/rsh-agent"
+}
+
+# bw and latency, 8 B .. 16 MiB, through RUNNER (braid_osu or openmpi_osu VARIANT).
+bandwidth_and_latency() {
+    "$@" bw "${OSU_MODE[@]}" -n 8 -m 8
+    "$@" bw "${OSU_MODE[@]}" "${SMALL[@]}"
+    "$@" bw "${OSU_MODE[@]}" "${LARGE[@]}"
+    "$@" bw "${OSU_MODE[@]}" "${HUGE[@]}"
+    "$@" latency "${OSU_MODE[@]}" -n 8 -m 8
+    "$@" latency "${OSU_MODE[@]}" "${LATENCY[@]}"
+}
+
+index=0
+for rails in $RAIL_SETS; do
+    index=$((index + 1))
+    CLUSTER="bm$$r$index"
+    tag=${rails//,/+}
+    echo "# cluster $CLUSTER: rails $rails" >&2
+    "$BRAID" cluster up "$CLUSTER" --nodes 2 --rails "$rails" >/dev/null
+    IFS=, read -r -a rates <<<"$rails"
+    RAIL_NAMES=()
+    RAIL_MBITS=()
+    for rail in "${!rates[@]}"; do
+        RAIL_NAMES+=("rail$rail")
+        mbits=$(iperf_rail "$rail" "$IPERF_SECONDS")
+        RAIL_MBITS+=("${mbits%.*}")
+        echo "$tag,iperf3,rail$rail,none,rail_mbits,0,$mbits,Mbit/s" >>"$CSV"
+    done
+    "$BRAID" sample --cluster "$CLUSTER" >"$WORK/sample.log" 2>&1 || { echo "# braid sample failed:" >&2; cat "$WORK/sample.log" >&2; }
+
+    for strategy in $STRATEGIES; do
+        echo "# braid $strategy" >&2
+        BRAID_STRATEGY=$strategy bandwidth_and_latency braid_osu | record "$tag" braid "$strategy" none
+    done
+    if [ "$OPENMPI" = 1 ]; then
+        write_rsh_agent
+        for variant in default hand-set; do
+            echo "# Open MPI $variant" >&2
+            bandwidth_and_latency openmpi_osu "$variant" | record "$tag" openmpi "$variant" none
+        done
+    fi
+
+    start_load
+    for strategy in $STRATEGIES; do
+        BRAID_STRATEGY=$strategy braid_osu xfer -i "$TRANSFERS" -m 1048576 | record "$tag" braid "$strategy" rail0
+    done
+    if [ "$OPENMPI" = 1 ]; then
+        for variant in default hand-set; do
+            openmpi_osu "$variant" xfer -i "$TRANSFERS" -m 1048576 | record "$tag" openmpi "$variant" rail0
+        done
+    fi
+    stop_load
+    cleanup
+done
+
+python3 - "$CSV" <<'EOF'
+import csv, sys
+from collections import defaultdict
+
+rows = list(csv.DictReader(open(sys.argv[1])))
+value = defaultdict(dict)
+rails_sum = defaultdict(float)
+for row in rows:
+    if row["impl"] == "iperf3":
+        rails_sum[row["rails"]] += float(row["value"])
+        print(f'{row["rails"]:>22} {row["variant"]}: iperf3 {float(row["value"]):.0f} Mbit/s')
+        continue
+    value[(row["rails"], row["impl"], row["variant"], row["load"], row["bench"])][int(row["size"])] = float(row["value"])
+
+def cell(series, size, scale=1.0, fmt="{:.0f}"):
+    return fmt.format(series[size] * scale) if size in series else "-"
+
+for rails, total in rails_sum.items():
+    print(f"\nrails {rails}: sum of single-rail iperf3 = {total:.0f} Mbit/s; efficiency = bw / sum")
+    sizes = [65536, 1 << 20, 16 << 20]
+    print(f'{"impl":<8}{"variant":<10}' + "".join(f'{"eff@" + label:>10}' for label in ["64K", "1M", "16M"])
+          + f'{"bw@16M":>9}{"lat@8B":>9}{"lat@1M":>9}{"xfer1M med":>12}{"p99":>8}')
+    print(f'{"":<18}' + f'{"%":>10}' * 3 + f'{"MB/s":>9}{"us":>9}{"us":>9}{"us (rail0 loaded)":>20}')
+    keys = sorted({(impl, variant) for (r, impl, variant, load, bench) in value if r == rails},
+                  key=lambda key: (key[0] != "braid", key))
+    for impl, variant in keys:
+        bw = value.get((rails, impl, variant, "none", "bw"), {})
+        lat = value.get((rails, impl, variant, "none", "latency"), {})
+        med = value.get((rails, impl, variant, "rail0", "xfer_median"), {})
+        p99 = value.get((rails, impl, variant, "rail0", "xfer_p99"), {})
+        effs = [cell(bw, size, 8 / total * 100) for size in sizes]
+        print(f"{impl:<8}{variant:<10}" + "".join(f"{e:>10}" for e in effs) + f"{cell(bw, 16 << 20):>9}{cell(lat, 8, 1, '{:.1f}'):>9}"
+              + f"{cell(lat, 1 << 20):>9}{cell(med, 1 << 20):>12}{cell(p99, 1 << 20):>8}")
+print(f"CSV: {sys.argv[1]}")
+EOF
+if [ -s "$WORK/errors.log" ]; then
+    echo "# stderr of the runs (last 20 lines):" >&2
+    tail -20 "$WORK/errors.log" >&2
+fi

@@ -1,0 +1,306 @@
+//! Multirail jobs on a 2-node virtual cluster with two shaped rails (2gbit, 1gbit): matching
+//! across nodes, large messages split over both rails, a rail taken down mid-run, and shared memory
+//! mixed with TCP in one job. Needs root and iproute2 (the tests say so and pass without checking
+//! anything otherwise) and libbraid.so next to the `braid` binary. Every cluster is named
+//! `bm<pid><letter>` and removed by a guard, even when a test fails; clusters left by a test
+//! process that died are removed at start. The tests take turns: they share two cores and their
+//! timings matter.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard, Once};
+use std::time::{Duration, Instant};
+
+use braid_sys::netns;
+
+/// Longest any command here may take before the test kills it and fails.
+const COMMAND_LIMIT: Duration = Duration::from_secs(30);
+/// The stream of the failover test takes about 5 s on a quiet machine; past this it hangs.
+const STREAM_LIMIT: Duration = Duration::from_secs(20);
+/// The rails of every cluster here.
+const RAILS: &str = "2gbit,1gbit";
+const RAIL_NAMES: [&str; 2] = ["rail0", "rail1"];
+
+static TURN: Mutex<()> = Mutex::new(());
+
+fn take_turn() -> MutexGuard<'static, ()> {
+    TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn braid() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_braid"));
+    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    command
+}
+
+/// Waits for `child`, killing it (and failing) past [`COMMAND_LIMIT`].
+fn finish(mut child: Child, what: &str) -> Output {
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > COMMAND_LIMIT {
+            let _ = child.kill();
+            let output = child.wait_with_output().unwrap();
+            panic!("{what} did not finish in {COMMAND_LIMIT:?}; stderr:\n{}", String::from_utf8_lossy(&output.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn run(args: &[&str]) -> Output {
+    finish(braid().args(args).spawn().unwrap(), &format!("braid {}", args.join(" ")))
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn find_in_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|dir| dir.join(program)).find(|candidate| candidate.is_file())
+}
+
+fn repository() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+/// Where the MPI library of this build is: beside the `braid` binary.
+fn library_dir() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_braid")).parent().unwrap().to_path_buf()
+}
+
+/// Whether clusters can be built and MPI programs linked here; says why not otherwise.
+fn can_run_cluster_jobs() -> bool {
+    if !netns::can_manage() {
+        eprintln!("skipped: building a virtual cluster needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN)");
+        return false;
+    }
+    for tool in ["ip", "tc", "ethtool", "cc"] {
+        if find_in_path(tool).is_none() {
+            eprintln!("skipped: `{tool}` is not installed (scripts/setup installs it)");
+            return false;
+        }
+    }
+    if !library_dir().join("libbraid.so").is_file() {
+        eprintln!("skipped: {} has no libbraid.so (build the workspace, e.g. `cargo build -p braid-mpi`)", library_dir().display());
+        return false;
+    }
+    remove_stale_clusters();
+    true
+}
+
+/// Removes clusters of earlier test processes that died before their guards ran.
+fn remove_stale_clusters() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        for namespace in netns::list().unwrap_or_default() {
+            let Some(rest) = namespace.strip_prefix("braid-bm") else { continue };
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            let Some(letter) = rest[digits.len()..].chars().next() else { continue };
+            let alive = digits.parse::<u32>().is_ok_and(|pid| Path::new(&format!("/proc/{pid}")).exists());
+            if !digits.is_empty() && !alive {
+                let _ = braid().args(["cluster", "down", &format!("bm{digits}{letter}")]).output();
+            }
+        }
+    });
+}
+
+/// A running cluster, taken down (and its compiled programs removed) when dropped, whatever happened.
+struct Cluster {
+    name: String,
+    programs: PathBuf,
+}
+
+impl Cluster {
+    fn up(letter: char) -> Cluster {
+        let name = format!("bm{}{letter}", std::process::id());
+        let programs = std::env::temp_dir().join(format!("braid-multirail-{name}"));
+        std::fs::create_dir_all(&programs).unwrap();
+        let cluster = Cluster { name, programs };
+        let up = run(&["cluster", "up", &cluster.name, "--nodes", "2", "--rails", RAILS]);
+        assert!(up.status.success(), "cluster up failed: {}", text(&up.stderr));
+        cluster
+    }
+
+    fn node(&self, index: usize) -> String {
+        format!("braid-{}-n{index}", self.name)
+    }
+
+    /// Bytes node `node` has sent on each rail so far.
+    fn sent_per_rail(&self, node: usize) -> Vec<u64> {
+        RAIL_NAMES
+            .iter()
+            .map(|rail| {
+                let path = format!("/sys/class/net/{rail}/statistics/tx_bytes");
+                let output = Command::new("ip").args(["netns", "exec", &self.node(node), "cat", &path]).output().unwrap();
+                assert!(output.status.success(), "reading {path} in {}: {}", self.node(node), text(&output.stderr));
+                text(&output.stdout).trim().parse().unwrap()
+            })
+            .collect()
+    }
+
+    /// Compiles tests/c/`program`.c with bin/braidcc against this build's library.
+    fn compiled(&self, program: &str) -> PathBuf {
+        let binary = self.programs.join(program);
+        if !binary.is_file() {
+            let source = repository().join("tests/c").join(format!("{program}.c"));
+            let output = Command::new(repository().join("bin/braidcc"))
+                .args(["-std=c99", "-O2", "-DTEST_BRAID_ONLY"])
+                .arg(&source)
+                .arg("-o")
+                .arg(&binary)
+                .env("BRAID_LIBDIR", library_dir())
+                .output()
+                .unwrap();
+            assert!(output.status.success(), "braidcc {}: {}", source.display(), text(&output.stderr));
+        }
+        binary
+    }
+
+    /// `braid run --cluster` with the given placement, program and arguments. Rail profiles are
+    /// cached per cluster: every cluster has the same addresses, so a shared cache would mix them.
+    fn job(&self, placement: &[&str], program: &Path, args: &[&str]) -> Command {
+        let mut command = braid();
+        command.args(["run", "--cluster", &self.name]).args(placement).arg(program).args(args);
+        command.env("BRAID_PROFILE_DIR", self.programs.join("profiles"));
+        command
+    }
+
+    fn run_job(&self, placement: &[&str], program: &str, args: &[&str]) -> Output {
+        let binary = self.compiled(program);
+        let output = finish(self.job(placement, &binary, args).spawn().unwrap(), &format!("{program} {placement:?}"));
+        assert!(output.status.success(), "{program} {placement:?} failed:\n{}{}", text(&output.stdout), text(&output.stderr));
+        output
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        // No panicking here: this may run while a failed test unwinds.
+        let _ = braid().args(["cluster", "down", &self.name]).output();
+        let _ = std::fs::remove_dir_all(&self.programs);
+        let prefix = format!("braid-{}-", self.name);
+        for namespace in netns::list().unwrap_or_default().into_iter().filter(|namespace| namespace.starts_with(&prefix)) {
+            let _ = Command::new("ip").args(["netns", "delete", &namespace]).output();
+        }
+    }
+}
+
+fn difference(after: &[u64], before: &[u64]) -> Vec<u64> {
+    after.iter().zip(before).map(|(after, before)| after - before).collect()
+}
+
+const MIB: u64 = 1 << 20;
+
+#[test]
+fn matching_and_ordering_hold_across_nodes() {
+    if !can_run_cluster_jobs() {
+        return;
+    }
+    let _turn = take_turn();
+    let cluster = Cluster::up('a');
+    let before = cluster.sent_per_rail(0);
+    let output = cluster.run_job(&["-n", "2", "--ppn", "1"], "p2p_matching", &[]);
+    assert!(text(&output.stdout).contains("p2p_matching: ok on 2 ranks"), "{}", text(&output.stdout));
+    let sent = difference(&cluster.sent_per_rail(0), &before);
+    assert!(sent.iter().sum::<u64>() > MIB, "the job crossed nodes, yet the rails carried only {sent:?} bytes");
+
+    let cyclic = cluster.run_job(&["-n", "3", "--map-by", "node"], "p2p_matching", &[]);
+    assert!(text(&cyclic.stdout).contains("p2p_matching: ok on 3 ranks"), "{}", text(&cyclic.stdout));
+}
+
+#[test]
+fn large_messages_are_split_over_both_rails_and_arrive_intact() {
+    if !can_run_cluster_jobs() {
+        return;
+    }
+    let _turn = take_turn();
+    let cluster = Cluster::up('b');
+    let before = [cluster.sent_per_rail(0), cluster.sent_per_rail(1)];
+    let output = cluster.run_job(&["-n", "2", "--ppn", "1"], "large", &[]);
+    assert!(text(&output.stdout).contains("large: ok on 2 ranks"), "{}", text(&output.stdout));
+    // Node 0 sends about 250 MiB and node 1 about 140 MiB, in messages of 16 to 64 MiB; on rails
+    // of 2 and 1 Gbit/s the slower one should carry about a third of it.
+    for (node, before) in before.iter().enumerate() {
+        let sent = difference(&cluster.sent_per_rail(node), before);
+        let total: u64 = sent.iter().sum();
+        assert!(total > 100 * MIB, "node {node} sent only {sent:?} bytes per rail");
+        for (rail, bytes) in sent.iter().enumerate() {
+            assert!(*bytes * 8 > total, "node {node}: rail{rail} carried {bytes} of {total} bytes ({sent:?}): not split over both rails");
+        }
+    }
+}
+
+#[test]
+fn a_rail_taken_down_mid_run_loses_duplicates_and_corrupts_nothing() {
+    if !can_run_cluster_jobs() {
+        return;
+    }
+    let _turn = take_turn();
+    let cluster = Cluster::up('c');
+    let binary = cluster.compiled("multirail_stream");
+    // 600 messages of 2 MiB: several seconds on both rails, so the rail goes down mid-stream.
+    // Equal splits put every message on both rails for sure; failover is the engine's, whatever
+    // the strategy.
+    let mut job = cluster.job(&["-n", "2", "--ppn", "1"], &binary, &["600", "2097152"]).env("BRAID_STRATEGY", "iso").spawn().unwrap();
+    let mut stdout = BufReader::new(job.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    assert_eq!(first.trim_end(), "streaming", "the stream did not start");
+    let before = cluster.sent_per_rail(0);
+    std::thread::sleep(Duration::from_millis(300));
+    let during = cluster.sent_per_rail(0);
+    let down = Command::new("ip").args(["netns", "exec", &cluster.node(0), "ip", "link", "set", "rail1", "down"]).output().unwrap();
+    assert!(down.status.success(), "taking rail1 down: {}", text(&down.stderr));
+    assert!(during[1] > before[1], "rail1 carried nothing before it went down: {before:?} -> {during:?}");
+
+    // Read the rest in threads, so that a job that hangs is killed at the limit rather than waited on.
+    let rest = std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = stdout.read_to_string(&mut rest);
+        rest
+    });
+    let mut stderr_pipe = job.stderr.take().unwrap();
+    let stderr = std::thread::spawn(move || {
+        let mut stderr = String::new();
+        let _ = stderr_pipe.read_to_string(&mut stderr);
+        stderr
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = job.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > STREAM_LIMIT {
+            let _ = job.kill();
+            let _ = job.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let (rest, stderr) = (rest.join().unwrap(), stderr.join().unwrap());
+    let Some(status) = status else {
+        panic!("the stream hung after rail1 went down (killed after {STREAM_LIMIT:?}):\n{rest}{stderr}");
+    };
+    assert!(status.success(), "the stream failed after rail1 went down:\n{rest}{stderr}");
+    assert!(rest.contains("multirail_stream: ok on 2 ranks"), "{rest}{stderr}");
+    let after = cluster.sent_per_rail(0);
+    assert!(after[0] - during[0] > 100 * MIB, "rail0 did not carry the rest of the stream: {during:?} -> {after:?}");
+}
+
+#[test]
+fn shared_memory_and_tcp_mix_in_one_job() {
+    if !can_run_cluster_jobs() {
+        return;
+    }
+    let _turn = take_turn();
+    let cluster = Cluster::up('d');
+    let before = cluster.sent_per_rail(0);
+    for (program, says) in [("collectives", "collectives: ok on 4 ranks"), ("p2p_matching", "p2p_matching: ok on 4 ranks"), ("ring", "ring: 4 ranks")] {
+        let output = cluster.run_job(&["-n", "4", "--ppn", "2"], program, &[]);
+        assert!(text(&output.stdout).contains(says), "{program}: {}", text(&output.stdout));
+    }
+    let sent = difference(&cluster.sent_per_rail(0), &before);
+    assert!(sent.iter().sum::<u64>() > MIB, "ranks on two nodes, yet the rails carried only {sent:?} bytes");
+}
