@@ -8,14 +8,15 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Mutex, MutexGuard, Once};
+use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use braid_sys::netns;
 
-/// Longest any command here may take before the test kills it and fails.
-const COMMAND_LIMIT: Duration = Duration::from_secs(30);
+mod common;
+use common::*;
+
 /// The stream of the failover test takes about 5 s on a quiet machine; past this it hangs.
 const STREAM_LIMIT: Duration = Duration::from_secs(20);
 /// The rails of every cluster here.
@@ -26,39 +27,6 @@ static TURN: Mutex<()> = Mutex::new(());
 
 fn take_turn() -> MutexGuard<'static, ()> {
     TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-fn braid() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_braid"));
-    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    command
-}
-
-/// Waits for `child`, killing it (and failing) past [`COMMAND_LIMIT`].
-fn finish(mut child: Child, what: &str) -> Output {
-    let started = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > COMMAND_LIMIT {
-            let _ = child.kill();
-            let output = child.wait_with_output().unwrap();
-            panic!("{what} did not finish in {COMMAND_LIMIT:?}; stderr:\n{}", String::from_utf8_lossy(&output.stderr));
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    child.wait_with_output().unwrap()
-}
-
-fn run(args: &[&str]) -> Output {
-    finish(braid().args(args).spawn().unwrap(), &format!("braid {}", args.join(" ")))
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn find_in_path(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|dir| dir.join(program)).find(|candidate| candidate.is_file())
 }
 
 fn repository() -> PathBuf {
@@ -86,25 +54,10 @@ fn can_run_cluster_jobs() -> bool {
         eprintln!("skipped: {} has no libbraid.so (build the workspace, e.g. `cargo build -p braid-mpi`)", library_dir().display());
         return false;
     }
-    remove_stale_clusters();
+    remove_stale_clusters("bm");
     true
 }
 
-/// Removes clusters of earlier test processes that died before their guards ran.
-fn remove_stale_clusters() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        for namespace in netns::list().unwrap_or_default() {
-            let Some(rest) = namespace.strip_prefix("braid-bm") else { continue };
-            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-            let Some(letter) = rest[digits.len()..].chars().next() else { continue };
-            let alive = digits.parse::<u32>().is_ok_and(|pid| Path::new(&format!("/proc/{pid}")).exists());
-            if !digits.is_empty() && !alive {
-                let _ = braid().args(["cluster", "down", &format!("bm{digits}{letter}")]).output();
-            }
-        }
-    });
-}
 
 /// A running cluster, taken down (and its compiled programs removed) when dropped, whatever happened.
 struct Cluster {
