@@ -172,8 +172,28 @@ fn dense_peer(rt: &Runtime, op: &Operation) -> Option<(std::sync::Arc<CommShared
     Some((shared.clone(), shared.job_rank(peer)))
 }
 
-/// MPI_Send's fast path: an eager message sent at once, with no request. False: nothing was
-/// sent and the general path runs.
+/// The send fast path of MPI_Send and MPI_Isend: an eager message sent at once, with no engine
+/// request; `on_sent` then runs with the bytes sent. False: nothing was sent and the general path
+/// runs.
+///
+/// # Safety
+/// `op.buffer` must hold `op.count` elements of `op.datatype`.
+#[inline]
+unsafe fn send_eagerly_now(op: &Operation, on_sent: impl FnOnce(&mut Runtime, usize)) -> bool {
+    // SAFETY: per the caller.
+    let Some(data) = (unsafe { dense_bytes(op) }) else { return false };
+    runtime::with(|rt| {
+        let Some((shared, job)) = dense_peer(rt, op) else { return Ok(false) };
+        if !rt.engine.try_send_now(data, job, op.tag, shared.p2p_context).unwrap_or(false) {
+            return Ok(false);
+        }
+        on_sent(rt, data.len());
+        Ok(true)
+    })
+    .unwrap_or(false)
+}
+
+/// MPI_Send's fast path (see [`send_eagerly_now`]).
 ///
 /// # Safety
 /// `buf` must hold `count` elements of `datatype`.
@@ -181,16 +201,11 @@ fn dense_peer(rt: &Runtime, op: &Operation) -> Option<(std::sync::Arc<CommShared
 unsafe fn send_now(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> bool {
     let op = send_operation(buf, count, datatype, dest, tag, comm, SendMode::Standard);
     // SAFETY: per the caller.
-    let Some(data) = (unsafe { dense_bytes(&op) }) else { return false };
-    runtime::with(|rt| {
-        let Some((shared, job)) = dense_peer(rt, &op) else { return Ok(false) };
-        Ok(rt.engine.try_send_now(data, job, tag, shared.p2p_context).unwrap_or(false))
-    })
-    .unwrap_or(false)
+    unsafe { send_eagerly_now(&op, |_, _| ()) }
 }
 
-/// MPI_Isend's fast path: an eager message sent at once, handed back as an already completed
-/// request (no engine request). False: nothing was sent and the general path runs.
+/// MPI_Isend's fast path: the message sent at once is handed back as an already completed
+/// request.
 ///
 /// # Safety
 /// `buf` must hold `count` elements of `datatype`; `request` must be NULL or writable.
@@ -200,21 +215,14 @@ unsafe fn isend_now(buf: *const c_void, count: c_int, datatype: MPI_Datatype, de
         return false;
     }
     let op = send_operation(buf, count, datatype, dest, tag, comm, SendMode::Standard);
-    // SAFETY: per the caller.
-    let Some(data) = (unsafe { dense_bytes(&op) }) else { return false };
-    runtime::with(|rt| {
-        let Some((shared, job)) = dense_peer(rt, &op) else { return Ok(false) };
-        if !rt.engine.try_send_now(data, job, tag, shared.p2p_context).unwrap_or(false) {
-            return Ok(false);
-        }
+    let hand_back = |rt: &mut Runtime, bytes: usize| {
         // The same completion the general path reports for a send: this rank, the tag, the bytes.
-        let completion = Completion { source: rt.engine.rank() as c_int, tag, count: data.len(), cancelled: false, error: MPI_SUCCESS };
-        let handle = rt.requests.insert(Pending::completed(comm, completion));
+        let completion = Completion { source: rt.engine.rank() as c_int, tag, count: bytes, cancelled: false, error: MPI_SUCCESS };
         // SAFETY: checked non-null; the caller's handle.
-        unsafe { *request = handle };
-        Ok(true)
-    })
-    .unwrap_or(false)
+        unsafe { *request = rt.requests.insert(Pending::completed(comm, completion)) };
+    };
+    // SAFETY: per the caller.
+    unsafe { send_eagerly_now(&op, hand_back) }
 }
 
 /// MPI_Recv's fast path: posts straight to the engine and waits, with no MPI request.
