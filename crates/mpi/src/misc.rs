@@ -11,7 +11,7 @@ use crate::group::store;
 
 /// The text MPI_Get_library_version reports.
 pub fn library_version() -> String {
-    format!("Braid {} (MPI {MPI_VERSION}.{MPI_SUBVERSION}; intra-node: self + shared memory)", env!("CARGO_PKG_VERSION"))
+    format!("Braid {} (MPI {MPI_VERSION}.{MPI_SUBVERSION}; transports: self, shared memory, TCP rails)", env!("CARGO_PKG_VERSION"))
 }
 
 fn monotonic() -> libc::timespec {
