@@ -227,6 +227,7 @@ fn derived_types_of_one_basic_type_reduce_elementwise() {
     sum.apply(&bytes_of(&[10.0f64, 20.0, 30.0, 40.0]), &mut inout);
     assert_eq!(values_of::<f64>(&inout), [11.0, 22.0, 33.0, 44.0]);
 
+    // SAFETY: `dt` is a live output; MPI_2INT is predefined.
     let pairs_of_pairs = derived(|dt| unsafe { crate::datatype::MPI_Type_contiguous(2, MPI_2INT, dt) });
     let input = pairs(&[(1, 4), (9, 9)]);
     assert_eq!(reduce(MPI_MAXLOC, pairs_of_pairs, &input, &pairs(&[(1, 3), (8, 0)])), pairs(&[(1, 3), (9, 9)]));
@@ -234,9 +235,11 @@ fn derived_types_of_one_basic_type_reduce_elementwise() {
     let lengths = [1, 1];
     let displacements: [MPI_Aint; 2] = [0, 8];
     let types = [MPI_INT, MPI_DOUBLE];
+    // SAFETY: the three arrays hold 2 entries each and outlive the call.
     let mixed =
         derived(|dt| unsafe { crate::datatype::MPI_Type_create_struct(2, lengths.as_ptr(), displacements.as_ptr(), types.as_ptr(), dt) });
     assert_eq!(reduction(MPI_SUM, mixed).map(|_| ()), Err(MPI_ERR_OP));
+    // SAFETY: `dt` is a live output.
     let empty = derived(|dt| unsafe { crate::datatype::MPI_Type_contiguous(0, MPI_INT, dt) });
     assert_eq!(reduction(MPI_SUM, empty).map(|sum| sum.element_size()), Ok(0));
     let replaced = reduce(MPI_REPLACE, mixed, &[7u8; 12], &[0u8; 12]);
