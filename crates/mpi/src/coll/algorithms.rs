@@ -79,6 +79,21 @@ fn lowest_bit(relative: usize) -> usize {
     relative & relative.wrapping_neg()
 }
 
+/// A non-root rank's place in the binomial tree rooted at `root`.
+struct TreeNode {
+    /// Rank relative to the root.
+    relative: usize,
+    /// Blocks in this rank's subtree, its own included.
+    span: usize,
+    /// The rank it exchanges its subtree's blocks with.
+    parent: usize,
+}
+
+fn tree_node(rank: usize, size: usize, root: usize) -> TreeNode {
+    let relative = (rank + size - root) % size;
+    TreeNode { relative, span: lowest_bit(relative).min(size - relative), parent: (rank + size - lowest_bit(relative)) % size }
+}
+
 /// Dissemination barrier: ceil(log2 n) rounds of empty messages.
 pub fn barrier(ch: &mut dyn CollChannel) -> Result<(), i32> {
     let (rank, size) = (ch.rank(), ch.size());
@@ -200,9 +215,7 @@ pub fn gather(ch: &mut dyn CollChannel, mine: Option<&[u8]>, all: &mut [u8], roo
     check_root(root, size)?;
     if rank != root {
         let mine = mine.ok_or(MPI_ERR_BUFFER)?;
-        let relative = (rank + size - root) % size;
-        let span = lowest_bit(relative).min(size - relative);
-        let parent = (rank + size - lowest_bit(relative)) % size;
+        let TreeNode { relative, span, parent } = tree_node(rank, size, root);
         if span == 1 {
             return ch.send(parent, mine);
         }
@@ -252,9 +265,7 @@ pub fn scatter(ch: &mut dyn CollChannel, all: &[u8], mine: Option<&mut [u8]>, ro
     check_root(root, size)?;
     if rank != root {
         let mine = mine.ok_or(MPI_ERR_BUFFER)?;
-        let relative = (rank + size - root) % size;
-        let span = lowest_bit(relative).min(size - relative);
-        let parent = (rank + size - lowest_bit(relative)) % size;
+        let TreeNode { relative, span, parent } = tree_node(rank, size, root);
         if span == 1 {
             return ch.recv(parent, mine);
         }
