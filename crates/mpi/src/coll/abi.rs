@@ -578,6 +578,44 @@ collective! {
     }
 }
 
+/// The receive side of MPI_Scatter(v) at one rank: where its block lands, or nothing at a root
+/// that keeps its block in place (MPI_IN_PLACE).
+struct ScatterTarget<'a> {
+    recv: Option<Typed>,
+    landing: Option<Landing<'a>>,
+}
+
+impl ScatterTarget<'_> {
+    /// # Safety
+    /// `recvbuf` must hold `recvcount` elements of `recvtype`, used by nothing else during the call.
+    unsafe fn new(comm: MPI_Comm, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, in_place: bool) -> MpiResult<Self> {
+        let recv = if in_place { None } else { Some(typed(comm, recvbuf, recvcount, recvtype)?) };
+        // SAFETY: per the caller.
+        let landing = recv.as_ref().map(|recv| unsafe { recv.landing(false) });
+        Ok(ScatterTarget { recv, landing })
+    }
+
+    /// Packed bytes this rank expects, unless the block stays in place.
+    fn packed_len(&self) -> Option<usize> {
+        self.recv.as_ref().map(|recv| recv.packed_len)
+    }
+
+    fn bytes(&mut self) -> Option<&mut [u8]> {
+        self.landing.as_mut().map(Landing::bytes)
+    }
+
+    /// Moves a staged block into the caller's elements.
+    ///
+    /// # Safety
+    /// As for [`ScatterTarget::new`].
+    unsafe fn finish(&self) {
+        if let (Some(recv), Some(landing)) = (&self.recv, &self.landing) {
+            // SAFETY: per the caller.
+            unsafe { recv.store(landing) };
+        }
+    }
+}
+
 collective! {
     #[allow(clippy::too_many_arguments)]
     MPI_Scatter(
@@ -593,25 +631,21 @@ collective! {
         let mut ch = channel(comm)?;
         let (rank, size) = (ch.rank(), ch.size());
         let root = root_of(comm, root, size)?;
-        let in_place = rank == root && is_in_place(recvbuf);
-        let recv = if in_place { None } else { Some(typed(comm, recvbuf, recvcount, recvtype)?) };
         // SAFETY: the caller's receive buffer holds the elements; only this call uses it.
-        let mut landing = recv.as_ref().map(|recv| unsafe { recv.landing(false) });
+        let mut target = unsafe { ScatterTarget::new(comm, recvbuf, recvcount, recvtype, rank == root && is_in_place(recvbuf))? };
         if rank == root {
             let send = typed_elements(comm, sendbuf, times(comm, count_of(comm, sendcount)?, size)?, sendtype)?;
-            if let Some(recv) = &recv {
-                same_signature(comm, send.packed_len / size, recv.packed_len)?;
+            if let Some(expected) = target.packed_len() {
+                same_signature(comm, send.packed_len / size, expected)?;
             }
             // SAFETY: the caller's send buffer holds the elements and does not overlap recvbuf.
             let all = unsafe { send.read() };
-            algorithms::scatter(&mut ch, &all, landing.as_mut().map(Landing::bytes), root).map_err(failed(comm))?;
+            algorithms::scatter(&mut ch, &all, target.bytes(), root).map_err(failed(comm))?;
         } else {
-            algorithms::scatter(&mut ch, &[], landing.as_mut().map(Landing::bytes), root).map_err(failed(comm))?;
+            algorithms::scatter(&mut ch, &[], target.bytes(), root).map_err(failed(comm))?;
         }
-        if let (Some(recv), Some(landing)) = (&recv, &landing) {
-            // SAFETY: as above.
-            unsafe { recv.store(landing) };
-        }
+        // SAFETY: as above.
+        unsafe { target.finish() };
         Ok(())
     }
 }
@@ -632,26 +666,22 @@ collective! {
         let mut ch = channel(comm)?;
         let (rank, size) = (ch.rank(), ch.size());
         let root = root_of(comm, root, size)?;
-        let in_place = rank == root && is_in_place(recvbuf);
-        let recv = if in_place { None } else { Some(typed(comm, recvbuf, recvcount, recvtype)?) };
         // SAFETY: the caller's receive buffer holds the elements; only this call uses it.
-        let mut landing = recv.as_ref().map(|recv| unsafe { recv.landing(false) });
+        let mut target = unsafe { ScatterTarget::new(comm, recvbuf, recvcount, recvtype, rank == root && is_in_place(recvbuf))? };
         if rank == root {
             // SAFETY: the caller passes one count and one displacement per rank.
             let send = unsafe { spread(comm, sendbuf, sendcounts, displs, sendtype, size)? };
-            if let Some(recv) = &recv {
-                same_signature(comm, send.blocks[root].packed_len, recv.packed_len)?;
+            if let Some(expected) = target.packed_len() {
+                same_signature(comm, send.blocks[root].packed_len, expected)?;
             }
             // SAFETY: the caller's send buffer holds the blocks and does not overlap recvbuf.
             let all = unsafe { send.read() };
-            algorithms::scatterv(&mut ch, &all, &send.ranges, landing.as_mut().map(Landing::bytes), root).map_err(failed(comm))?;
+            algorithms::scatterv(&mut ch, &all, &send.ranges, target.bytes(), root).map_err(failed(comm))?;
         } else {
-            algorithms::scatterv(&mut ch, &[], &[], landing.as_mut().map(Landing::bytes), root).map_err(failed(comm))?;
+            algorithms::scatterv(&mut ch, &[], &[], target.bytes(), root).map_err(failed(comm))?;
         }
-        if let (Some(recv), Some(landing)) = (&recv, &landing) {
-            // SAFETY: as above.
-            unsafe { recv.store(landing) };
-        }
+        // SAFETY: as above.
+        unsafe { target.finish() };
         Ok(())
     }
 }
