@@ -164,12 +164,12 @@ unsafe fn dense_bytes(op: &Operation) -> Option<&'static mut [u8]> {
     Some(unsafe { std::slice::from_raw_parts_mut(op.buffer, element * count) })
 }
 
-/// The communicator and job rank of a fast-path peer: a rank of `comm`, or `None`.
+/// The point-to-point context and job rank of a fast-path peer: a rank of `comm`, or `None`.
 #[inline]
-fn dense_peer(rt: &Runtime, op: &Operation) -> Option<(std::sync::Arc<CommShared>, u32)> {
+fn dense_peer(rt: &Runtime, op: &Operation) -> Option<(u32, u32)> {
     let shared = &rt.comms.get(op.comm).ok()?.shared;
     let peer = u32::try_from(op.peer).ok().filter(|&rank| (rank as usize) < shared.size())?;
-    Some((shared.clone(), shared.job_rank(peer)))
+    Some((shared.p2p_context, shared.job_rank(peer)))
 }
 
 /// The send fast path of MPI_Send and MPI_Isend: an eager message sent at once, with no engine
@@ -183,8 +183,8 @@ unsafe fn send_eagerly_now(op: &Operation, on_sent: impl FnOnce(&mut Runtime, us
     // SAFETY: per the caller.
     let Some(data) = (unsafe { dense_bytes(op) }) else { return false };
     runtime::with(|rt| {
-        let Some((shared, job)) = dense_peer(rt, op) else { return Ok(false) };
-        if !rt.engine.try_send_now(data, job, op.tag, shared.p2p_context).unwrap_or(false) {
+        let Some((context, job)) = dense_peer(rt, op) else { return Ok(false) };
+        if !rt.engine.try_send_now(data, job, op.tag, context).unwrap_or(false) {
             return Ok(false);
         }
         on_sent(rt, data.len());
