@@ -11,11 +11,11 @@
 //!   (cut to each rail's frame size); the receiver records the ranges that arrived and sends FIN
 //!   once it has them all. The send completes on FIN, so the chunks of a rail that fails before
 //!   then are split again over the remaining rails.
-//! * **Rates**: each rail's drain rate (bytes posted minus the change of its backlog, over the
-//!   engine's clock) corrects its profile online.
+//! * **Rates**: while a rail stays busy, its drain rate (bytes posted minus the change of its
+//!   backlog, over the engine's clock) corrects its profile online.
 
 use std::collections::VecDeque;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use braid_config::Config;
 use braid_strategy::multirail::{self, Chunk, MultirailStrategy, RailView, RateEstimator, SplitSettings};
@@ -86,11 +86,17 @@ struct Rail {
     rate: RateEstimator,
     /// Largest NET_DATA payload.
     chunk_max: usize,
-    /// Bytes posted since the last drain observation, and the backlog then.
+    /// Drain observation: bytes posted since `observed_at`, the backlog then, and the peers the
+    /// rail has carried chunks to since it was last seen idle (empty: not being observed).
     posted: u64,
     backlog: u64,
     observed_at: Instant,
+    peers: Vec<PeerId>,
 }
+
+/// Shortest stretch of a busy rail taken as one drain observation: acknowledgements arrive in
+/// bursts, so shorter stretches measure the bursts rather than the rail.
+const DRAIN_OBSERVATION_MIN: Duration = Duration::from_micros(500);
 
 /// What the receiver of a NET_DATA frame has to do.
 pub(crate) enum Arrival {
@@ -123,18 +129,32 @@ pub(crate) struct Network {
 /// Payload buffers kept for reuse.
 const SPARE_BUFFERS: usize = 64;
 
-fn views<'a>(rails: &'a [Rail], transports: &[Box<dyn Transport>], peer: PeerId, up: &[bool]) -> Vec<RailView<'a>> {
+/// What the strategy sees of each rail toward `peer`. A rail's backlog is what its transport
+/// still holds for the peer plus `waiting[rail]`, the chunk bytes assigned to it that it has not
+/// taken yet: once a socket buffer is full the transport's count stops growing, and a rail
+/// judged by it alone would look ever less busy than it is.
+fn views<'a>(rails: &'a [Rail], transports: &[Box<dyn Transport>], peer: PeerId, up: &[bool], waiting: &[u64]) -> Vec<RailView<'a>> {
     rails
         .iter()
         .zip(transports)
         .zip(up)
-        .map(|((rail, transport), &up)| RailView {
+        .zip(waiting)
+        .map(|(((rail, transport), &up), &waiting)| RailView {
             profile: &rail.profile,
-            backlog_bytes: transport.backlog(peer),
+            backlog_bytes: transport.backlog(peer) + waiting,
             rate_factor: rail.rate.factor(),
             up,
         })
         .collect()
+}
+
+/// Chunk bytes assigned to each rail and not yet handed to it, over every transfer.
+fn waiting_bytes(transfers: &[Transfer], rails: usize) -> Vec<u64> {
+    let mut waiting = vec![0u64; rails];
+    for piece in transfers.iter().flat_map(|transfer| &transfer.pieces) {
+        waiting[piece.rail] += (piece.end - piece.posted) as u64;
+    }
+    waiting
 }
 
 impl Network {
@@ -160,6 +180,7 @@ impl Network {
                 posted: 0,
                 backlog: 0,
                 observed_at: now,
+                peers: Vec::new(),
             })
             .collect();
         let mut strategy = multirail::build(config.strategy, settings);
@@ -167,7 +188,7 @@ impl Network {
         let mut peers: Vec<Option<Peer>> = (0..size).map(|_| None).collect();
         for peer in rail_peers {
             let up: Vec<bool> = transports.iter().map(|transport| transport.reaches(peer)).collect();
-            let control_rail = strategy.eager_rail(0, &views(&rails, transports, peer, &up));
+            let control_rail = strategy.eager_rail(0, &views(&rails, transports, peer, &up, &vec![0; rails.len()]));
             peers[peer as usize] = Some(Peer {
                 control_rail,
                 rail_up: up,
@@ -279,9 +300,16 @@ impl Network {
         self.transfers.push(Transfer { request, peer, receiver, transfer, data, pieces: Vec::new(), unassigned: vec![(0, data.len())] });
     }
 
-    /// FIN for send `request`: its chunks need no re-sending any more.
+    /// FIN for send `request`: its chunks need no re-sending any more. Once no transfer is left
+    /// the rails stop being observed: nothing polls them until the next one, so the time their
+    /// backlogs take to empty would be unknown.
     pub(crate) fn finish_transfer(&mut self, peer: PeerId, request: u32) {
         self.transfers.retain(|transfer| !(transfer.peer == peer && transfer.request == request));
+        if self.transfers.is_empty() {
+            for rail in &mut self.rails {
+                rail.peers.clear();
+            }
+        }
     }
 
     /// Receive `request` sent CTS `transfer` for `expected` bytes of `peer`'s send `sender`.
@@ -395,7 +423,8 @@ impl Network {
         }
         if state.control_rail == rail {
             let up = state.rail_up.clone();
-            state.control_rail = self.strategy.eager_rail(0, &views(&self.rails, transports, peer, &up));
+            let waiting = waiting_bytes(&self.transfers, self.rails.len());
+            state.control_rail = self.strategy.eager_rail(0, &views(&self.rails, transports, peer, &up, &waiting));
             if !up[state.control_rail] {
                 state.control_rail = up.iter().position(|&up| up).expect("a rail is up");
             }
@@ -460,28 +489,37 @@ impl Network {
         let mut moved = false;
         let mut failed: Option<(PeerId, usize)> = None;
         let mut chunks: Vec<Chunk> = Vec::new();
+        let mut waiting = if self.transfers.iter().any(|transfer| !transfer.unassigned.is_empty()) {
+            waiting_bytes(&self.transfers, self.rails.len())
+        } else {
+            Vec::new()
+        };
         for transfer in &mut self.transfers {
             if !transfer.unassigned.is_empty() {
                 let Some(state) = self.peers.get(transfer.peer as usize).and_then(Option::as_ref) else { continue };
                 let up = &state.rail_up;
-                let views = views(&self.rails, transports, transfer.peer, up);
                 for (start, end) in transfer.unassigned.drain(..) {
                     chunks.clear();
-                    self.strategy.split(end - start, &views, &mut chunks);
+                    self.strategy.split(end - start, &views(&self.rails, transports, transfer.peer, up, &waiting), &mut chunks);
                     for chunk in &chunks {
                         // A strategy that picked a failed rail is overruled: the first rail up takes it.
                         let rail = if up[chunk.rail] { chunk.rail } else { up.iter().position(|&up| up).unwrap_or(chunk.rail) };
                         let offset = start + chunk.offset;
                         transfer.pieces.push(Piece { rail, start: offset, posted: offset, end: offset + chunk.len });
+                        waiting[rail] += chunk.len as u64;
                     }
                 }
                 if self.debug {
                     let split: Vec<(usize, usize)> = transfer.pieces.iter().map(|piece| (piece.rail, piece.end - piece.posted)).collect();
-                    eprintln!("braid: rank {}: {} bytes to rank {} split (rail, bytes) {split:?}", self.rank, transfer.data.len(), transfer.peer);
+                    let rails: Vec<(u64, f64)> = views(&self.rails, transports, transfer.peer, up, &waiting).iter().map(|view| (view.backlog_bytes, view.rate_factor)).collect();
+                    eprintln!("braid: rank {}: {} bytes to rank {} split (rail, bytes) {split:?}; rails then (backlog, rate factor) {rails:?}", self.rank, transfer.data.len(), transfer.peer);
                 }
             }
             for piece in &mut transfer.pieces {
                 let rail = &mut self.rails[piece.rail];
+                if piece.posted < piece.end && !rail.peers.contains(&transfer.peer) {
+                    rail.watch(transfer.peer, transports[piece.rail].as_ref());
+                }
                 while piece.posted < piece.end {
                     let end = piece.end.min(piece.posted + rail.chunk_max);
                     let header = Header::net_data(transfer.receiver, piece.posted as u64, transfer.transfer);
@@ -509,32 +547,46 @@ impl Network {
         Ok(moved)
     }
 
-    /// Feeds each rail's rate estimator with what drained since the last observation. Only a
-    /// rail that stayed busy is observed (an idle stretch would pass for a slow rail), and only
-    /// once at least `split_min` bytes drained (smaller drains are mostly timing noise).
+    /// Feeds each rail's rate estimator with what drained since the last observation. Only
+    /// stretches during which the rail stayed busy count (an idle stretch would pass for a slow
+    /// rail, and a backlog found empty emptied at some unknown moment), and only once
+    /// `split_min` bytes drained over at least [`DRAIN_OBSERVATION_MIN`].
     fn observe_rates(&mut self, transports: &[Box<dyn Transport>]) {
         let now = Instant::now();
-        let mut peers: Vec<PeerId> = self.transfers.iter().map(|transfer| transfer.peer).collect();
-        peers.sort_unstable();
-        peers.dedup();
         for (index, rail) in self.rails.iter_mut().enumerate() {
-            if rail.posted == 0 {
-                rail.observed_at = now;
+            if rail.peers.is_empty() {
                 continue;
             }
-            let backlog: u64 = peers.iter().map(|&peer| transports[index].backlog(peer)).sum();
+            let backlog: u64 = rail.peers.iter().map(|&peer| transports[index].backlog(peer)).sum();
+            if backlog == 0 {
+                rail.peers.clear();
+                continue;
+            }
             let drained = (rail.backlog + rail.posted).saturating_sub(backlog);
-            if backlog > 0 && drained < self.observe_min {
+            let elapsed = now.duration_since(rail.observed_at);
+            if drained < self.observe_min || elapsed < DRAIN_OBSERVATION_MIN {
                 continue;
             }
-            if backlog > 0 {
-                let elapsed = now.duration_since(rail.observed_at);
-                rail.rate.observe(drained, elapsed.as_nanos() as u64, &rail.profile);
-            }
+            rail.rate.observe(drained, elapsed.as_nanos() as u64, &rail.profile);
             rail.posted = 0;
             rail.backlog = backlog;
             rail.observed_at = now;
         }
+    }
+}
+
+impl Rail {
+    /// Starts counting `peer`'s backlog in this rail's drain observations; a rail seen idle
+    /// starts a fresh observation now.
+    #[cold]
+    fn watch(&mut self, peer: PeerId, transport: &dyn Transport) {
+        if self.peers.is_empty() {
+            self.posted = 0;
+            self.backlog = 0;
+            self.observed_at = Instant::now();
+        }
+        self.backlog += transport.backlog(peer);
+        self.peers.push(peer);
     }
 }
 
@@ -556,6 +608,17 @@ fn add_range(ranges: &mut Vec<(usize, usize)>, start: usize, end: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn waiting_bytes_count_what_no_rail_has_taken_yet() {
+        static DATA: [u8; 100] = [0; 100];
+        let transfer = |pieces: Vec<Piece>| Transfer { request: 0, peer: 1, receiver: 0, transfer: 0, data: &DATA, pieces, unassigned: Vec::new() };
+        let transfers = [
+            transfer(vec![Piece { rail: 0, start: 0, posted: 10, end: 60 }, Piece { rail: 1, start: 60, posted: 100, end: 100 }]),
+            transfer(vec![Piece { rail: 1, start: 0, posted: 0, end: 30 }, Piece { rail: 0, start: 30, posted: 35, end: 100 }]),
+        ];
+        assert_eq!(waiting_bytes(&transfers, 3), vec![115, 30, 0]);
+    }
 
     #[test]
     fn ranges_merge_overlaps_duplicates_and_neighbours() {

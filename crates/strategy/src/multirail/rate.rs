@@ -20,21 +20,18 @@ impl RateEstimator {
         RateEstimator { smoothing, factor: 1.0 }
     }
 
-    /// Records that the rail drained `bytes` in `elapsed_ns` (from handing the first byte to
-    /// the rail until none of them was queued, one-way latency excluded). The profile's time
-    /// for them is its size-dependent part, predict(bytes) - predict(0); the observed rate over
-    /// the profiled rate is that time over `elapsed_ns`. Empty or instant drains say nothing
-    /// and are ignored.
+    /// Records that the rail drained `bytes` in `elapsed_ns` while it stayed busy. A drain in
+    /// mid-stream moves at the rail's sustained rate, so it is compared with the profile's
+    /// large-message bandwidth (not with the profiled time of a message of that size, which
+    /// on a shaped link includes the burst an idle link lets through at once). Empty or instant
+    /// drains, and rails without a finite bandwidth, say nothing and are ignored.
     pub fn observe(&mut self, bytes: u64, elapsed_ns: u64, profile: &Profile) {
-        if bytes == 0 || elapsed_ns == 0 {
+        let bandwidth = profile.bandwidth();
+        if bytes == 0 || elapsed_ns == 0 || !(bandwidth > 0.0 && bandwidth.is_finite()) {
             return;
         }
-        let size = usize::try_from(bytes).unwrap_or(usize::MAX);
-        let profiled_ns = profile.predict(size) - profile.predict(0);
-        if !(profiled_ns > 0.0 && profiled_ns.is_finite()) {
-            return;
-        }
-        let observed = (profiled_ns / elapsed_ns as f64).clamp(RATE_FACTOR_MIN, RATE_FACTOR_MAX);
+        let observed_rate = bytes as f64 * 1e9 / elapsed_ns as f64;
+        let observed = (observed_rate / bandwidth).clamp(RATE_FACTOR_MIN, RATE_FACTOR_MAX);
         self.factor += self.smoothing * (observed - self.factor);
     }
 
@@ -60,7 +57,7 @@ mod tests {
         let mut estimator = RateEstimator::new(0.25);
         assert_eq!(estimator.factor(), 1.0);
         // 1 MiB at half the sampled rate: 8 ms instead of 4 ms.
-        let half_rate_ns = (2.0 * (profile.predict(1 << 20) - profile.predict(0))) as u64;
+        let half_rate_ns = (2.0 * (1u64 << 20) as f64 * 1e9 / profile.bandwidth()) as u64;
         estimator.observe(1 << 20, half_rate_ns, &profile);
         assert!((estimator.factor() - 0.875).abs() < 1e-6, "{}", estimator.factor());
         for _ in 0..40 {
