@@ -84,6 +84,7 @@ pub struct Config {
     pub split_min: usize,
     pub rail_timeout_ms: usize,
     pub rate_smoothing: f64,
+    pub rail_queue_us: usize,
     pub offload: OffloadMode,
     pub offload_cost_ns: Option<u64>,
     pub debug: bool,
@@ -113,6 +114,7 @@ impl Default for Config {
             split_min: 16 * 1024,
             rail_timeout_ms: 2000,
             rate_smoothing: 0.25,
+            rail_queue_us: 2000,
             offload: OffloadMode::Auto,
             offload_cost_ns: None,
             debug: false,
@@ -150,6 +152,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_SPLIT_MIN", default: "16384", meaning: "smallest chunk (bytes) worth putting on an additional rail" },
     Setting { variable: "BRAID_RAIL_TIMEOUT_MS", default: "2000", meaning: "a rail whose sent bytes stay unacknowledged this long is failed over (TCP_USER_TIMEOUT)" },
     Setting { variable: "BRAID_RATE_SMOOTHING", default: "0.25", meaning: "weight of the newest drain-rate observation in a rail's online rate correction (0..1)" },
+    Setting { variable: "BRAID_RAIL_QUEUE_US", default: "2000", meaning: "hetero: most predicted drain time (microseconds) of chunk bytes handed to one rail at a time; the rest of a split waits in Braid and is taken over by a rail that drains sooner than predicted (0: hand every chunk over at once, no rebalancing)" },
     Setting { variable: "BRAID_OFFLOAD", default: "auto", meaning: "auto | off: submit chunks from threads on idle cores when the measured offload cost pays (never when oversubscribed)" },
     Setting { variable: "BRAID_OFFLOAD_COST_US", default: "measured", meaning: "offload cost T_O in microseconds (seed 004, equation 1); unset: measured at start-up" },
     Setting { variable: "BRAID_DEBUG", default: "0", meaning: "1: print wire-up and protocol decisions on stderr" },
@@ -229,6 +232,7 @@ impl Config {
         config.split_min = reader.number("BRAID_SPLIT_MIN", config.split_min, 1)?;
         config.rail_timeout_ms = reader.number("BRAID_RAIL_TIMEOUT_MS", config.rail_timeout_ms, 1)?;
         config.rate_smoothing = reader.fraction("BRAID_RATE_SMOOTHING", config.rate_smoothing)?;
+        config.rail_queue_us = reader.number("BRAID_RAIL_QUEUE_US", config.rail_queue_us, 0)?;
         config.offload = reader.choice("BRAID_OFFLOAD", config.offload, &[("auto", OffloadMode::Auto), ("on", OffloadMode::Auto), ("off", OffloadMode::Off)])?;
         config.offload_cost_ns = reader.optional_micros("BRAID_OFFLOAD_COST_US", config.offload_cost_ns)?;
         config.debug = reader.choice("BRAID_DEBUG", config.debug, &[("0", false), ("1", true), ("off", false), ("on", true)])?;

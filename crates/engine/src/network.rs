@@ -94,6 +94,10 @@ struct Rail {
     peers: Vec<PeerId>,
 }
 
+/// Largest NET_DATA frame when the strategy limits what a rail holds: the unit in which a
+/// rail's queue is topped up, small enough that the cap is kept to within a frame.
+const QUEUED_FRAME_MAX: usize = 64 << 10;
+
 /// Shortest stretch of a busy rail taken as one drain observation: acknowledgements arrive in
 /// bursts, so shorter stretches measure the bursts rather than the rail.
 const DRAIN_OBSERVATION_MIN: Duration = Duration::from_micros(500);
@@ -489,6 +493,7 @@ impl Network {
         let mut moved = false;
         let mut failed: Option<(PeerId, usize)> = None;
         let mut chunks: Vec<Chunk> = Vec::new();
+        let horizon = self.strategy.queue_horizon_ns();
         let mut waiting = if self.transfers.iter().any(|transfer| !transfer.unassigned.is_empty()) {
             waiting_bytes(&self.transfers, self.rails.len())
         } else {
@@ -520,8 +525,15 @@ impl Network {
                 if piece.posted < piece.end && !rail.peers.contains(&transfer.peer) {
                     rail.watch(transfer.peer, transports[piece.rail].as_ref());
                 }
+                let (frame_max, cap) = match horizon {
+                    Some(horizon) => (rail.chunk_max.min(QUEUED_FRAME_MAX), rail.queue_cap(horizon)),
+                    None => (rail.chunk_max, u64::MAX),
+                };
                 while piece.posted < piece.end {
-                    let end = piece.end.min(piece.posted + rail.chunk_max);
+                    if cap < u64::MAX && transports[piece.rail].backlog(transfer.peer) >= cap {
+                        break;
+                    }
+                    let end = piece.end.min(piece.posted + frame_max);
                     let header = Header::net_data(transfer.receiver, piece.posted as u64, transfer.transfer);
                     let transport = &mut transports[piece.rail];
                     match transport.try_send(transfer.peer, header.as_bytes(), &gather(&transfer.data[piece.posted..end])) {
@@ -544,7 +556,54 @@ impl Network {
             self.fail_rail(peer, rail, transports)?;
             moved = true;
         }
+        if horizon.is_some() {
+            moved |= self.rebalance(transports);
+        }
         Ok(moved)
+    }
+
+    /// Lets every rail that has no chunk bytes left to send, and is about to run dry, take over
+    /// the end of the largest remainder another rail still holds for the same transfer, as
+    /// much as the strategy says ends both together. Waiting until the thief runs dry keeps
+    /// two rails from trading the same bytes back and forth on noisy rate estimates.
+    fn rebalance(&mut self, transports: &[Box<dyn Transport>]) -> bool {
+        let mut waiting = waiting_bytes(&self.transfers, self.rails.len());
+        let mut moved = false;
+        for transfer in &mut self.transfers {
+            let Some(state) = self.peers.get(transfer.peer as usize).and_then(Option::as_ref) else { continue };
+            for thief in 0..self.rails.len() {
+                if !state.rail_up[thief] || waiting[thief] > 0 {
+                    continue;
+                }
+                let dry = self.rails[thief].chunk_max.min(QUEUED_FRAME_MAX) as u64;
+                let remainder = |piece: &Piece| piece.end - piece.posted;
+                let Some(victim) = (0..transfer.pieces.len())
+                    .filter(|&index| transfer.pieces[index].rail != thief && remainder(&transfer.pieces[index]) > 0)
+                    .max_by_key(|&index| remainder(&transfer.pieces[index]))
+                else {
+                    continue;
+                };
+                let piece = transfer.pieces[victim];
+                if transports[thief].backlog(transfer.peer) > dry {
+                    continue;
+                }
+                let views = views(&self.rails, transports, transfer.peer, &state.rail_up, &waiting);
+                let taken = self.strategy.takeover(thief, piece.rail, remainder(&piece), &views);
+                if taken == 0 {
+                    continue;
+                }
+                let cut = piece.end - taken;
+                transfer.pieces[victim].end = cut;
+                transfer.pieces.push(Piece { rail: thief, start: cut, posted: cut, end: piece.end });
+                waiting[piece.rail] -= taken as u64;
+                waiting[thief] += taken as u64;
+                moved = true;
+                if self.debug {
+                    eprintln!("braid: rank {}: rail {thief} takes over {taken} bytes of rail {} to rank {}", self.rank, piece.rail, transfer.peer);
+                }
+            }
+        }
+        moved
     }
 
     /// Feeds each rail's rate estimator with what drained since the last observation. Only
@@ -576,6 +635,15 @@ impl Network {
 }
 
 impl Rail {
+    /// Most bytes kept queued on this rail: `horizon_ns` of its corrected sustained rate, and
+    /// at least two frames so that it never runs dry between two progress steps.
+    fn queue_cap(&self, horizon_ns: f64) -> u64 {
+        let rate = self.profile.bandwidth() * self.rate.factor().clamp(multirail::RATE_FACTOR_MIN, multirail::RATE_FACTOR_MAX);
+        let floor = 2 * self.chunk_max.min(QUEUED_FRAME_MAX) as u64;
+        let cap = horizon_ns * rate / 1e9;
+        if cap.is_finite() { (cap as u64).max(floor) } else { u64::MAX }
+    }
+
     /// Starts counting `peer`'s backlog in this rail's drain observations; a rail seen idle
     /// starts a fresh observation now.
     #[cold]

@@ -63,6 +63,19 @@ pub trait MultirailStrategy: Send {
     fn aggregates_eager(&self) -> bool {
         false
     }
+    /// Most predicted drain time (ns) of chunk bytes the engine keeps handed to one rail; the
+    /// rest of a split waits with the engine for [`MultirailStrategy::takeover`]. `None`: hand
+    /// every chunk to its rail at once and never rebalance.
+    fn queue_horizon_ns(&self) -> Option<f64> {
+        None
+    }
+    /// How many bytes from the end of the `unposted` bytes assigned to rail `victim` (and not
+    /// yet handed to it) rail `thief`, which has nothing left to send, should take over so that
+    /// both are predicted to finish together; 0 leaves them where they are.
+    fn takeover(&mut self, thief: usize, victim: usize, unposted: usize, rails: &[RailView<'_>]) -> usize {
+        let _ = (thief, victim, unposted, rails);
+        0
+    }
 }
 
 /// The settings the strategies and their helpers use.
@@ -75,6 +88,9 @@ pub struct SplitSettings {
     /// Most bytes in one aggregated eager packet. There is no setting of its own: a packet is
     /// at most one eager message long (BRAID_EAGER_MAX), a size every rail was sampled at.
     pub aggregate_max: usize,
+    /// Most predicted drain time (ns) queued on one rail by `hetero` (BRAID_RAIL_QUEUE_US; 0: no
+    /// limit and no rebalancing).
+    pub queue_horizon_ns: f64,
 }
 
 impl SplitSettings {
@@ -83,6 +99,7 @@ impl SplitSettings {
             split_min: config.split_min.max(1),
             rate_smoothing: config.rate_smoothing,
             aggregate_max: config.eager_max.max(1),
+            queue_horizon_ns: config.rail_queue_us as f64 * 1e3,
         }
     }
 
@@ -111,6 +128,9 @@ pub fn build(kind: StrategyKind, settings: SplitSettings) -> Box<dyn MultirailSt
         StrategyKind::Greedy => Box::new(strategies::Greedy),
         StrategyKind::Iso => Box::new(strategies::Iso { split_min }),
         StrategyKind::Weighted => Box::new(strategies::Weighted { split_min }),
-        StrategyKind::Hetero => Box::new(strategies::Hetero { split_min }),
+        StrategyKind::Hetero => Box::new(strategies::Hetero {
+            split_min,
+            queue_horizon_ns: Some(settings.queue_horizon_ns).filter(|&horizon| horizon > 0.0),
+        }),
     }
 }

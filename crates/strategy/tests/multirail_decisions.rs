@@ -2,7 +2,7 @@
 
 use braid_config::{Config, StrategyKind};
 use braid_strategy::multirail::{
-    build, rendezvous_threshold, Aggregator, Batch, Decision, RailView, SplitSettings, RENDEZVOUS_THRESHOLD_MAX,
+    build, predicted_finish, rendezvous_threshold, time_until_idle, Aggregator, Batch, Decision, RailView, SplitSettings, RENDEZVOUS_THRESHOLD_MAX,
     RENDEZVOUS_THRESHOLD_MIN,
 };
 use braid_transport::Profile;
@@ -83,10 +83,50 @@ fn rendezvous_threshold_is_clamped() {
 fn settings_come_from_the_configuration() {
     let config = Config { split_min: 4096, rate_smoothing: 0.5, eager_max: 8192, ..Config::default() };
     let settings = SplitSettings::from_config(&config);
-    assert_eq!(settings, SplitSettings { split_min: 4096, rate_smoothing: 0.5, aggregate_max: 8192 });
+    assert_eq!(settings, SplitSettings { split_min: 4096, rate_smoothing: 0.5, aggregate_max: 8192, queue_horizon_ns: 2e6 });
     let mut aggregator = settings.aggregator();
     assert_eq!(aggregator.push(8192, false), Decision::SendAlone);
     assert_eq!(settings.rate_estimator().factor(), 1.0);
     assert_eq!(build(StrategyKind::Iso, settings).name(), "iso");
     assert_eq!(build(config.strategy, settings).name(), "hetero", "hetero is the default");
+}
+
+#[test]
+fn only_hetero_holds_chunks_back_and_rebalances() {
+    let settings = SplitSettings::default();
+    let profile = Profile::from_model(40_000.0, GBIT, 1 << 24);
+    let rails = [RailView { backlog_bytes: 1 << 20, ..idle(&profile) }, idle(&profile)];
+    for kind in [StrategyKind::Single, StrategyKind::Greedy, StrategyKind::Iso, StrategyKind::Weighted] {
+        let mut strategy = build(kind, settings);
+        assert_eq!(strategy.queue_horizon_ns(), None, "{kind:?}");
+        assert_eq!(strategy.takeover(1, 0, 1 << 20, &rails), 0, "{kind:?}");
+    }
+    assert_eq!(build(StrategyKind::Hetero, settings).queue_horizon_ns(), Some(2e6));
+    let unlimited = SplitSettings { queue_horizon_ns: 0.0, ..settings };
+    assert_eq!(build(StrategyKind::Hetero, unlimited).queue_horizon_ns(), None);
+}
+
+#[test]
+fn an_idle_rail_takes_over_enough_of_a_slowed_rail_for_both_to_finish_together() {
+    let mut hetero = build(StrategyKind::Hetero, SplitSettings::default());
+    let fast = Profile::from_model(40_000.0, 2.0 * GBIT, 1 << 24);
+    let slow = Profile::from_model(60_000.0, GBIT, 1 << 24);
+    // The 2 Gbit/s rail is found to drain at a quarter of its rate, with 512 KiB still queued,
+    // 384 KiB of them not yet handed to it.
+    let victim = RailView { backlog_bytes: 512 << 10, rate_factor: 0.25, ..idle(&fast) };
+    let rails = [victim, idle(&slow)];
+    let taken = hetero.takeover(1, 0, 384 << 10, &rails);
+    assert!(taken > 0 && taken <= 384 << 10 && taken % 8 == 0, "{taken}");
+    let victim_after = RailView { backlog_bytes: victim.backlog_bytes - taken as u64, ..victim };
+    let (victim_finish, thief_finish) = (time_until_idle(&victim_after), predicted_finish(&rails[1], taken));
+    assert!((victim_finish - thief_finish).abs() <= 0.01 * victim_finish, "{victim_finish} vs {thief_finish}");
+
+    // A thief that is itself busy for longer than the victim takes nothing, nor does a rail
+    // that is down, nor is a remainder under BRAID_SPLIT_MIN split.
+    let busy_thief = [victim, RailView { backlog_bytes: 4 << 20, ..idle(&slow) }];
+    assert_eq!(hetero.takeover(1, 0, 384 << 10, &busy_thief), 0);
+    let down = [victim, RailView { up: false, ..idle(&slow) }];
+    assert_eq!(hetero.takeover(1, 0, 384 << 10, &down), 0);
+    let tiny = [RailView { backlog_bytes: 8 << 10, ..victim }, idle(&slow)];
+    assert_eq!(hetero.takeover(1, 0, 8 << 10, &tiny), 0);
 }

@@ -1,6 +1,9 @@
 //! The five strategies of BRAID_STRATEGY.
 
-use super::timing::{capacity_by, common_finish, fastest_rail, predicted_finish, soonest_rail, split_finish};
+use super::timing::{
+    capacity_by, common_finish, fastest_rail, predicted_finish, soonest_rail, split_finish, time_until_idle, transfer_time,
+    usable_factor,
+};
 use super::{Chunk, MultirailStrategy, RailView};
 
 /// Chunk boundaries fall on multiples of this many bytes, so that chunks start word-aligned.
@@ -38,8 +41,14 @@ pub(crate) struct Weighted {
 /// smallest chunk is under `split_min`, that rail is dropped and T found again for the rest.
 /// The result is compared with the best single rail, which wins ties, so `hetero` is never
 /// predicted slower than `greedy`.
+///
+/// Predictions go wrong when other traffic comes and goes, so the split is only a plan: the
+/// engine hands each rail `queue_horizon_ns` worth of it at a time, and a rail that runs out
+/// takes over the end of a slower rail's remainder ([`MultirailStrategy::takeover`]), again so
+/// that both finish together.
 pub(crate) struct Hetero {
     pub(crate) split_min: usize,
+    pub(crate) queue_horizon_ns: Option<f64>,
 }
 
 /// When no rail is up there is no good answer; rail 0 is named so that the engine's send to it
@@ -165,6 +174,34 @@ impl MultirailStrategy for Hetero {
 
     fn aggregates_eager(&self) -> bool {
         true
+    }
+
+    fn queue_horizon_ns(&self) -> Option<f64> {
+        self.queue_horizon_ns
+    }
+
+    /// The victim's backlog (which counts the `unposted` bytes) drains at its corrected rate;
+    /// the thief starts after its own backlog and latency. With r_v, r_t those rates, B_v the
+    /// victim's backlog and T_t the thief's start, moving x bytes ends both together when
+    /// (B_v - x) / r_v = T_t + x / r_t.
+    fn takeover(&mut self, thief: usize, victim: usize, unposted: usize, rails: &[RailView<'_>]) -> usize {
+        let (Some(thief_view), Some(victim_view)) = (rails.get(thief), rails.get(victim)) else { return 0 };
+        if !thief_view.up || unposted < self.split_min {
+            return 0;
+        }
+        let rate = |view: &RailView<'_>| view.profile.bandwidth() * usable_factor(view.rate_factor) / 1e9;
+        let (victim_rate, thief_rate) = (rate(victim_view), rate(thief_view));
+        if !(victim_rate > 0.0 && thief_rate > 0.0) {
+            return 0;
+        }
+        let victim_finish = time_until_idle(victim_view);
+        let thief_start = time_until_idle(thief_view) + transfer_time(thief_view, 0);
+        let moved = (victim_finish - thief_start) / (1.0 / victim_rate + 1.0 / thief_rate);
+        if !(moved >= self.split_min as f64) {
+            return 0;
+        }
+        let moved = (moved as usize).min(unposted);
+        moved - moved % WORD_GRANULE
     }
 }
 
