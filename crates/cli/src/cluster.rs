@@ -282,9 +282,15 @@ fn shape(namespace: &str, device: &str, bits: u64, mtu: u32) -> Result<(), Strin
     run_tool("tc", &["-n", namespace, "qdisc", "replace", "dev", device, "root", "tbf", "rate", &rate, "burst", &burst, "latency", SHAPER_LATENCY])
 }
 
+/// How the identity of a rail sampled inside a named network namespace starts (the TCP
+/// transport's rail identity: `netns-<name>-<interface>-<address>...`).
+const NAMESPACED_PROFILE_PREFIX: &str = "netns-";
+
 /// Removes cached rail profiles this cluster's rails could be mistaken for: files in `dir` whose
-/// name contains `<interface>-10.213.<network>.` (the rail identity of any virtual cluster's node on
-/// that rail) or one of this cluster's namespace names. Returns how many were removed.
+/// name contains one of this cluster's namespace names (a rail identity starts with the
+/// namespace it was sampled in), or, for identities without a namespace, `<interface>-10.213.<network>.`
+/// (any virtual cluster's node on that rail). Profiles of other clusters' namespaces stay, so
+/// clusters built side by side keep theirs. Returns how many were removed.
 fn clear_profiles(cluster: &Cluster, dir: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
     let rail_markers: Vec<String> = cluster.networks.iter().enumerate().skip(1).map(|(index, rail)| format!("{}-{ADDRESS_PREFIX}.{index}.", rail.interface)).collect();
@@ -293,7 +299,9 @@ fn clear_profiles(cluster: &Cluster, dir: &Path) -> usize {
     for entry in entries.flatten() {
         let file_name = entry.file_name();
         let Some(file_name) = file_name.to_str() else { continue };
-        let stale = rail_markers.iter().any(|marker| file_name.contains(marker.as_str())) || namespaces.iter().any(|namespace| mentions(file_name, namespace));
+        let namespaced = file_name.starts_with(NAMESPACED_PROFILE_PREFIX);
+        let stale = namespaces.iter().any(|namespace| mentions(file_name, namespace))
+            || (!namespaced && rail_markers.iter().any(|marker| file_name.contains(marker.as_str())));
         if stale && std::fs::remove_file(entry.path()).is_ok() {
             removed += 1;
         }
@@ -494,8 +502,21 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("braid-cluster-profiles-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let cluster = Cluster::plan("lab", 2, &[2_000_000_000, 1_000_000_000], 1500).unwrap();
-        let stale = ["rail0-10.213.1.1.profile", "rail1-10.213.2.2-1500.profile", "tcp-braid-lab-n0-rail0.profile", "braid-lab-n1.rail1.profile"];
-        let kept = ["eth0-192.168.1.5.profile", "rail0-10.213.2.1.profile", "braid-lab2-n0-rail0.profile", "braid-lab-n10-rail0.profile", "mgmt-10.213.0.1.profile"];
+        let stale = [
+            "rail0-10.213.1.1.profile",
+            "rail1-10.213.2.2-1500.profile",
+            "tcp-braid-lab-n0-rail0.profile",
+            "braid-lab-n1.rail1.profile",
+            "netns-braid-lab-n0-rail0-10.213.1.1-net10.213.1.0_24-mtu1500.profile",
+        ];
+        let kept = [
+            "eth0-192.168.1.5.profile",
+            "rail0-10.213.2.1.profile",
+            "braid-lab2-n0-rail0.profile",
+            "braid-lab-n10-rail0.profile",
+            "mgmt-10.213.0.1.profile",
+            "netns-braid-lab2-n0-rail0-10.213.1.1-net10.213.1.0_24-mtu1500.profile",
+        ];
         for file in stale.iter().chain(&kept) {
             std::fs::write(dir.join(file), "0 1\n").unwrap();
         }

@@ -257,3 +257,29 @@ fn shared_memory_and_tcp_mix_in_one_job() {
     let sent = difference(&cluster.sent_per_rail(0), &before);
     assert!(sent.iter().sum::<u64>() > MIB, "ranks on two nodes, yet the rails carried only {sent:?} bytes");
 }
+
+#[test]
+fn offloaded_chunks_arrive_intact_and_in_place() {
+    if !can_run_cluster_jobs() {
+        return;
+    }
+    let _turn = take_turn();
+    let cluster = Cluster::up('e');
+    let binary = cluster.compiled("multirail_stream");
+    // A zero offload cost makes equation 1 pay for every split that puts chunks on both rails;
+    // without a queue horizon hetero hands whole chunks over, which is what workers take.
+    let output = finish(
+        cluster
+            .job(&["-n", "2", "--ppn", "1"], &binary, &["40", "4194304"])
+            .env("BRAID_RAIL_QUEUE_US", "0")
+            .env("BRAID_OFFLOAD_COST_US", "0")
+            .env("BRAID_DEBUG", "1")
+            .spawn()
+            .unwrap(),
+        "offloaded stream",
+    );
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert!(output.status.success() && stdout.contains("multirail_stream: ok on 2 ranks"), "{stdout}{stderr}");
+    assert!(stderr.contains("offload cost 0.0 us"), "no offload workers started:\n{stderr}");
+    assert!(stderr.contains("offloaded"), "no split was offloaded:\n{stderr}");
+}

@@ -35,6 +35,7 @@ mod frame;
 mod matching;
 mod network;
 mod node;
+mod offload;
 mod requests;
 pub mod sampling;
 
@@ -489,10 +490,11 @@ enum RailProfiles {
 
 /// One process's communication engine.
 pub struct Engine {
+    /// Dropped first: its offload workers give their lent writers back before the transports close.
+    core: Core,
     transports: Vec<Box<dyn Transport>>,
     /// The transports `progress` polls: self, and those that carry traffic to some peer.
     polled: Vec<usize>,
-    core: Core,
     bootstrap: Box<dyn Bootstrap>,
     wait: WaitPolicy,
     node_ranks: Vec<u32>,
@@ -579,7 +581,7 @@ impl Engine {
                 sampling::startup_profiles(config, bootstrap.as_mut(), &mut all[rail_base..], &caches, &rail_peers, leader)?
             }
         };
-        let net = Network::new(config, rank, rail_base, rail_profiles, &all[rail_base..], rail_peers);
+        let net = Network::new(config, rank, rail_base, rail_profiles, &all[rail_base..], rail_peers, &node.spare, node.oversubscribed);
         let caps: Vec<Capabilities> = all.iter().map(|transport| transport.capabilities()).collect();
         let mut carriers: Vec<usize> = (0..rail_base).filter(|&t| router.peers_of(t).any(|peer| peer != rank)).collect();
         if router.rail_peers().next().is_some() {

@@ -15,13 +15,16 @@
 //!   backlog, over the engine's clock) corrects its profile online.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use braid_config::Config;
+use braid_config::{Config, OffloadMode};
 use braid_strategy::multirail::{self, Chunk, MultirailStrategy, RailView, RateEstimator, SplitSettings};
 use braid_transport::{PeerId, Profile, SendOutcome, Transport, TransportError};
 
 use crate::frame::{Frame, Header, CONTROL_OVERHEAD, EAGER_HEADER_MAX, NET_DATA_HEADER};
+use crate::node::SpareCpus;
+use crate::offload::{Offload, OffloadJob};
 use crate::{gather, protocol_error, transport_error, EngineError};
 
 /// A receiver acknowledges at least every this many control frames without waiting to be idle:
@@ -49,12 +52,31 @@ struct Peer {
 }
 
 /// A piece of a rendezvous payload assigned to one rail; `posted` is the next byte to post.
-#[derive(Debug, Clone, Copy)]
+/// An offloaded piece is posted by a worker thread (`job`), which reports how far it got.
+#[derive(Debug, Clone)]
 struct Piece {
     rail: usize,
     start: usize,
     posted: usize,
     end: usize,
+    job: Option<Arc<OffloadJob>>,
+}
+
+impl Piece {
+    fn new(rail: usize, start: usize, end: usize) -> Piece {
+        Piece { rail, start, posted: start, end, job: None }
+    }
+}
+
+/// Waits until the worker posting `piece` (if any) is done with its bytes: their buffer may be
+/// given back to the application once the piece is dropped. A worker ends promptly once its
+/// frames are written or its connection is shut down.
+fn settle(piece: &Piece) {
+    if let Some(job) = &piece.job {
+        while !job.finished() {
+            std::thread::yield_now();
+        }
+    }
 }
 
 /// A rendezvous send whose receiver sent CTS; it lives until FIN.
@@ -128,6 +150,9 @@ pub(crate) struct Network {
     ack_due: bool,
     debug: bool,
     rank: u32,
+    /// Workers that submit the chunks of a split when that pays (BRAID_OFFLOAD); dropped before
+    /// the transports, so no writer is still out when they close.
+    offload: Option<Offload>,
 }
 
 /// Payload buffers kept for reuse.
@@ -152,6 +177,60 @@ fn views<'a>(rails: &'a [Rail], transports: &[Box<dyn Transport>], peer: PeerId,
         .collect()
 }
 
+/// Offload workers for `rails` rails (BRAID_OFFLOAD): one per rail beyond the first, as many
+/// as the node has spare CPUs; none on an oversubscribed node, where a worker would take a
+/// rank's CPU.
+fn start_offload(config: &Config, rails: usize, spare: &SpareCpus, oversubscribed: bool) -> Option<Offload> {
+    if config.offload == OffloadMode::Off || oversubscribed || rails < 2 {
+        return None;
+    }
+    Offload::start((rails - 1).min(spare.count), &spare.cpus, config.offload_cost_ns)
+}
+
+/// Hands the pieces of a fresh split (`transfer.pieces[first..]`) to offload workers when
+/// seed 004's equation 1 says that submitting them in parallel beats submitting them one after
+/// another, each piece's submission costing a copy of its bytes. The piece on the peer's
+/// control rail stays with this thread (control frames must not wait behind a worker), and so
+/// does any whose rail cannot lend a writer. Returns how many pieces went to workers.
+#[cold]
+fn offload_split(
+    offload: &Offload,
+    rails: &[Rail],
+    transports: &mut [Box<dyn Transport>],
+    transfer: &mut Transfer,
+    first: usize,
+    control_rail: usize,
+    views: &[RailView<'_>],
+) -> usize {
+    let fresh = &transfer.pieces[first..];
+    if fresh.len() < 2 {
+        return 0;
+    }
+    let times: Vec<f64> = fresh.iter().map(|piece| multirail::transfer_time(&views[piece.rail], piece.end - piece.start)).collect();
+    let mean_len = fresh.iter().map(|piece| piece.end - piece.start).sum::<usize>() / fresh.len();
+    if !multirail::offload_pays(&times, offload.cost_ns(), offload.copy_time_ns(mean_len)) {
+        return 0;
+    }
+    let mut offloaded = 0;
+    for piece in &mut transfer.pieces[first..] {
+        if piece.rail == control_rail || piece.posted > piece.start {
+            continue;
+        }
+        let Some(writer) = transports[piece.rail].lend_writer(transfer.peer) else { continue };
+        let frame_max = rails[piece.rail].chunk_max;
+        let frames: Vec<(Vec<u8>, &'static [u8])> = (piece.start..piece.end)
+            .step_by(frame_max)
+            .map(|offset| {
+                let header = Header::net_data(transfer.receiver, offset as u64, transfer.transfer);
+                (header.as_bytes().to_vec(), &transfer.data[offset..piece.end.min(offset + frame_max)])
+            })
+            .collect();
+        piece.job = Some(offload.submit(writer, frames));
+        offloaded += 1;
+    }
+    offloaded
+}
+
 /// Chunk bytes assigned to each rail and not yet handed to it, over every transfer.
 fn waiting_bytes(transfers: &[Transfer], rails: usize) -> Vec<u64> {
     let mut waiting = vec![0u64; rails];
@@ -171,6 +250,8 @@ impl Network {
         profiles: Vec<Profile>,
         transports: &[Box<dyn Transport>],
         rail_peers: Vec<PeerId>,
+        spare: &SpareCpus,
+        oversubscribed: bool,
     ) -> Network {
         let now = Instant::now();
         let settings = SplitSettings::from_config(config);
@@ -187,22 +268,6 @@ impl Network {
                 peers: Vec::new(),
             })
             .collect();
-        let mut strategy = multirail::build(config.strategy, settings);
-        let size = rail_peers.iter().max().map_or(0, |&peer| peer as usize + 1);
-        let mut peers: Vec<Option<Peer>> = (0..size).map(|_| None).collect();
-        for peer in rail_peers {
-            let up: Vec<bool> = transports.iter().map(|transport| transport.reaches(peer)).collect();
-            let control_rail = strategy.eager_rail(0, &views(&rails, transports, peer, &up, &vec![0; rails.len()]));
-            peers[peer as usize] = Some(Peer {
-                control_rail,
-                rail_up: up,
-                next_seq: 1,
-                unsent: VecDeque::new(),
-                unacked: VecDeque::new(),
-                received: 0,
-                acknowledged: 0,
-            });
-        }
         let frame_room = transports
             .iter()
             .map(|transport| transport.capabilities().max_payload.saturating_sub(CONTROL_OVERHEAD + EAGER_HEADER_MAX))
@@ -215,6 +280,24 @@ impl Network {
             let views: Vec<RailView<'_>> = rails.iter().zip(&all_up).map(|(rail, &up)| RailView { profile: &rail.profile, backlog_bytes: 0, rate_factor: 1.0, up }).collect();
             multirail::rendezvous_threshold(&views, CONTROL_OVERHEAD + EAGER_HEADER_MAX).min(frame_room)
         };
+        let mut strategy = multirail::build(config.strategy, settings);
+        let size = rail_peers.iter().max().map_or(0, |&peer| peer as usize + 1);
+        let mut peers: Vec<Option<Peer>> = (0..size).map(|_| None).collect();
+        for peer in rail_peers {
+            let up: Vec<bool> = transports.iter().map(|transport| transport.reaches(peer)).collect();
+            // Control frames share their rail with eager messages up to the limit: the rail
+            // that delivers such a message soonest, not merely the one with the least latency.
+            let control_rail = strategy.eager_rail(eager_limit, &views(&rails, transports, peer, &up, &vec![0; rails.len()]));
+            peers[peer as usize] = Some(Peer {
+                control_rail,
+                rail_up: up,
+                next_seq: 1,
+                unsent: VecDeque::new(),
+                unacked: VecDeque::new(),
+                received: 0,
+                acknowledged: 0,
+            });
+        }
         Network {
             rail_base,
             rails,
@@ -230,6 +313,7 @@ impl Network {
             ack_due: false,
             debug: config.debug,
             rank,
+            offload: start_offload(config, transports.len(), spare, oversubscribed),
         }
     }
 
@@ -237,7 +321,11 @@ impl Network {
     pub(crate) fn describe(&self) -> String {
         let controls: Vec<(usize, usize)> =
             self.peers.iter().enumerate().filter_map(|(rank, peer)| peer.as_ref().map(|peer| (rank, peer.control_rail))).collect();
-        format!("strategy {}, eager up to {} bytes, control rails (rank, rail) {controls:?}", self.strategy.name(), self.eager_limit)
+        let offload = match &self.offload {
+            Some(offload) => format!("offload cost {:.1} us", offload.cost_ns() / 1e3),
+            None => "no offload".to_string(),
+        };
+        format!("strategy {}, eager up to {} bytes, control rails (rank, rail) {controls:?}, {offload}", self.strategy.name(), self.eager_limit)
     }
 
     /// Something to send, re-send or acknowledge: the engine runs [`Network::advance`].
@@ -308,6 +396,9 @@ impl Network {
     /// the rails stop being observed: nothing polls them until the next one, so the time their
     /// backlogs take to empty would be unknown.
     pub(crate) fn finish_transfer(&mut self, peer: PeerId, request: u32) {
+        for transfer in self.transfers.iter().filter(|transfer| transfer.peer == peer && transfer.request == request) {
+            transfer.pieces.iter().for_each(settle);
+        }
         self.transfers.retain(|transfer| !(transfer.peer == peer && transfer.request == request));
         if self.transfers.is_empty() {
             for rail in &mut self.rails {
@@ -428,7 +519,7 @@ impl Network {
         if state.control_rail == rail {
             let up = state.rail_up.clone();
             let waiting = waiting_bytes(&self.transfers, self.rails.len());
-            state.control_rail = self.strategy.eager_rail(0, &views(&self.rails, transports, peer, &up, &waiting));
+            state.control_rail = self.strategy.eager_rail(self.eager_limit, &views(&self.rails, transports, peer, &up, &waiting));
             if !up[state.control_rail] {
                 state.control_rail = up.iter().position(|&up| up).expect("a rail is up");
             }
@@ -441,6 +532,7 @@ impl Network {
         }
         for transfer in self.transfers.iter_mut().filter(|transfer| transfer.peer == peer) {
             for piece in transfer.pieces.iter().filter(|piece| piece.rail == rail) {
+                settle(piece);
                 transfer.unassigned.push((piece.start, piece.end));
             }
             transfer.pieces.retain(|piece| piece.rail != rail);
@@ -503,6 +595,7 @@ impl Network {
             if !transfer.unassigned.is_empty() {
                 let Some(state) = self.peers.get(transfer.peer as usize).and_then(Option::as_ref) else { continue };
                 let up = &state.rail_up;
+                let first_new = transfer.pieces.len();
                 for (start, end) in transfer.unassigned.drain(..) {
                     chunks.clear();
                     self.strategy.split(end - start, &views(&self.rails, transports, transfer.peer, up, &waiting), &mut chunks);
@@ -510,8 +603,15 @@ impl Network {
                         // A strategy that picked a failed rail is overruled: the first rail up takes it.
                         let rail = if up[chunk.rail] { chunk.rail } else { up.iter().position(|&up| up).unwrap_or(chunk.rail) };
                         let offset = start + chunk.offset;
-                        transfer.pieces.push(Piece { rail, start: offset, posted: offset, end: offset + chunk.len });
+                        transfer.pieces.push(Piece::new(rail, offset, offset + chunk.len));
                         waiting[rail] += chunk.len as u64;
+                    }
+                }
+                if let (Some(offload), None) = (&self.offload, horizon) {
+                    let views = views(&self.rails, transports, transfer.peer, up, &waiting);
+                    let offloaded = offload_split(offload, &self.rails, transports, transfer, first_new, state.control_rail, &views);
+                    if offloaded > 0 && self.debug {
+                        eprintln!("braid: rank {}: {offloaded} pieces of {} bytes to rank {} offloaded", self.rank, transfer.data.len(), transfer.peer);
                     }
                 }
                 if self.debug {
@@ -524,6 +624,20 @@ impl Network {
                 let rail = &mut self.rails[piece.rail];
                 if piece.posted < piece.end && !rail.peers.contains(&transfer.peer) {
                     rail.watch(transfer.peer, transports[piece.rail].as_ref());
+                }
+                if let Some(job) = &piece.job {
+                    let posted = piece.start + job.posted();
+                    if posted > piece.posted {
+                        rail.posted += (posted - piece.posted) as u64;
+                        piece.posted = posted;
+                        moved = true;
+                    }
+                    if job.failed() {
+                        failed.get_or_insert((transfer.peer, piece.rail));
+                    } else if job.finished() {
+                        piece.job = None;
+                    }
+                    continue;
                 }
                 let (frame_max, cap) = match horizon {
                     Some(horizon) => (rail.chunk_max.min(QUEUED_FRAME_MAX), rail.queue_cap(horizon)),
@@ -578,12 +692,15 @@ impl Network {
                 let dry = self.rails[thief].chunk_max.min(QUEUED_FRAME_MAX) as u64;
                 let remainder = |piece: &Piece| piece.end - piece.posted;
                 let Some(victim) = (0..transfer.pieces.len())
-                    .filter(|&index| transfer.pieces[index].rail != thief && remainder(&transfer.pieces[index]) > 0)
+                    .filter(|&index| {
+                        let piece = &transfer.pieces[index];
+                        piece.rail != thief && piece.job.is_none() && remainder(piece) > 0
+                    })
                     .max_by_key(|&index| remainder(&transfer.pieces[index]))
                 else {
                     continue;
                 };
-                let piece = transfer.pieces[victim];
+                let piece = transfer.pieces[victim].clone();
                 if transports[thief].backlog(transfer.peer) > dry {
                     continue;
                 }
@@ -594,7 +711,7 @@ impl Network {
                 }
                 let cut = piece.end - taken;
                 transfer.pieces[victim].end = cut;
-                transfer.pieces.push(Piece { rail: thief, start: cut, posted: cut, end: piece.end });
+                transfer.pieces.push(Piece::new(thief, cut, piece.end));
                 waiting[piece.rail] -= taken as u64;
                 waiting[thief] += taken as u64;
                 moved = true;
@@ -678,12 +795,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn no_offload_when_off_oversubscribed_or_on_one_rail() {
+        let spare = SpareCpus { count: 4, cpus: Vec::new() };
+        let config = Config { offload_cost_ns: Some(1000), ..Config::default() };
+        assert!(start_offload(&Config { offload: OffloadMode::Off, ..config.clone() }, 2, &spare, false).is_none());
+        assert!(start_offload(&config, 2, &spare, true).is_none());
+        assert!(start_offload(&config, 1, &spare, false).is_none());
+        assert!(start_offload(&config, 2, &SpareCpus::default(), false).is_none());
+        let offload = start_offload(&config, 3, &spare, false).expect("two rails beyond the first and spare CPUs");
+        assert_eq!(offload.cost_ns(), 1000.0);
+    }
+
+    #[test]
     fn waiting_bytes_count_what_no_rail_has_taken_yet() {
         static DATA: [u8; 100] = [0; 100];
         let transfer = |pieces: Vec<Piece>| Transfer { request: 0, peer: 1, receiver: 0, transfer: 0, data: &DATA, pieces, unassigned: Vec::new() };
         let transfers = [
-            transfer(vec![Piece { rail: 0, start: 0, posted: 10, end: 60 }, Piece { rail: 1, start: 60, posted: 100, end: 100 }]),
-            transfer(vec![Piece { rail: 1, start: 0, posted: 0, end: 30 }, Piece { rail: 0, start: 30, posted: 35, end: 100 }]),
+            transfer(vec![Piece { posted: 10, ..Piece::new(0, 0, 60) }, Piece { posted: 100, ..Piece::new(1, 60, 100) }]),
+            transfer(vec![Piece::new(1, 0, 30), Piece { posted: 35, ..Piece::new(0, 30, 100) }]),
         ];
         assert_eq!(waiting_bytes(&transfers, 3), vec![115, 30, 0]);
     }

@@ -12,6 +12,18 @@ pub(crate) struct NodeInfo {
     pub(crate) ranks: Vec<u32>,
     /// The node's ranks outnumber the distinct CPUs in the union of their affinity masks.
     pub(crate) oversubscribed: bool,
+    /// CPUs that could run helper threads (chunk-submission offload) without taking a rank's.
+    pub(crate) spare: SpareCpus,
+}
+
+/// CPUs of a node left to helper threads.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct SpareCpus {
+    /// How many CPUs the node's ranks leave free.
+    pub(crate) count: usize,
+    /// Which ones, when every rank is bound to a single CPU (empty when the ranks float over
+    /// shared masks: then the free ones are not known, only how many there are).
+    pub(crate) cpus: Vec<usize>,
 }
 
 /// Names this node: machine, boot and network namespace (see `process::node_identity`).
@@ -48,7 +60,20 @@ pub(crate) fn exchange(bootstrap: &mut dyn Bootstrap) -> Result<NodeInfo, Engine
             masks.push(peer_cpus);
         }
     }
-    Ok(NodeInfo { oversubscribed: oversubscribed(&masks), ranks })
+    let online: Vec<usize> = topology::Topology::detect().map(|topology| topology.cpus.iter().map(|cpu| cpu.id).collect()).unwrap_or_default();
+    Ok(NodeInfo { oversubscribed: oversubscribed(&masks), spare: spare_cpus(&masks, &online), ranks })
+}
+
+/// The CPUs `masks.len()` ranks leave free on a node with `online` CPUs.
+fn spare_cpus(masks: &[Vec<usize>], online: &[usize]) -> SpareCpus {
+    let mut union: Vec<usize> = masks.iter().flatten().copied().collect();
+    union.sort_unstable();
+    union.dedup();
+    if masks.iter().all(|mask| mask.len() == 1) {
+        let cpus: Vec<usize> = online.iter().copied().filter(|cpu| !union.contains(cpu)).collect();
+        return SpareCpus { count: cpus.len(), cpus };
+    }
+    SpareCpus { count: union.len().saturating_sub(masks.len()), cpus: Vec::new() }
 }
 
 /// Whether `masks.len()` ranks (one CPU set each) outnumber the distinct CPUs they share.
@@ -69,6 +94,15 @@ mod tests {
         assert!(oversubscribed(&[vec![0, 1], vec![0, 1], vec![1]]));
         assert!(!oversubscribed(&[vec![0], vec![1], vec![2]]));
         assert!(oversubscribed(&[vec![3], vec![3]]));
+    }
+
+    #[test]
+    fn spare_cpus_are_named_when_ranks_are_bound_and_counted_when_they_float() {
+        let online = [0, 1, 2, 3];
+        assert_eq!(spare_cpus(&[vec![0], vec![2]], &online), SpareCpus { count: 2, cpus: vec![1, 3] });
+        assert_eq!(spare_cpus(&[vec![0, 1, 2, 3], vec![0, 1, 2, 3]], &online), SpareCpus { count: 2, cpus: vec![] });
+        assert_eq!(spare_cpus(&[vec![0, 1], vec![0, 1], vec![0, 1]], &online), SpareCpus { count: 0, cpus: vec![] });
+        assert_eq!(spare_cpus(&[vec![0], vec![1], vec![2], vec![3]], &online), SpareCpus::default());
     }
 
     #[test]

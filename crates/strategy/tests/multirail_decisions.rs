@@ -83,7 +83,7 @@ fn rendezvous_threshold_is_clamped() {
 fn settings_come_from_the_configuration() {
     let config = Config { split_min: 4096, rate_smoothing: 0.5, eager_max: 8192, ..Config::default() };
     let settings = SplitSettings::from_config(&config);
-    assert_eq!(settings, SplitSettings { split_min: 4096, rate_smoothing: 0.5, aggregate_max: 8192, queue_horizon_ns: 2e6 });
+    assert_eq!(settings, SplitSettings { split_min: 4096, rate_smoothing: 0.5, aggregate_max: 8192, queue_horizon_ns: 5e6 });
     let mut aggregator = settings.aggregator();
     assert_eq!(aggregator.push(8192, false), Decision::SendAlone);
     assert_eq!(settings.rate_estimator().factor(), 1.0);
@@ -101,7 +101,7 @@ fn only_hetero_holds_chunks_back_and_rebalances() {
         assert_eq!(strategy.queue_horizon_ns(), None, "{kind:?}");
         assert_eq!(strategy.takeover(1, 0, 1 << 20, &rails), 0, "{kind:?}");
     }
-    assert_eq!(build(StrategyKind::Hetero, settings).queue_horizon_ns(), Some(2e6));
+    assert_eq!(build(StrategyKind::Hetero, settings).queue_horizon_ns(), Some(5e6));
     let unlimited = SplitSettings { queue_horizon_ns: 0.0, ..settings };
     assert_eq!(build(StrategyKind::Hetero, unlimited).queue_horizon_ns(), None);
 }

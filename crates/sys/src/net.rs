@@ -219,7 +219,7 @@ pub fn connect_from(local: Ipv4Addr, remote: SocketAddrV4, buffer_bytes: Option<
         if error.raw_os_error() != Some(libc::EINPROGRESS) {
             return Err(error);
         }
-        wait_writable(socket.as_raw_fd(), timeout)?;
+        wait_writable(socket.as_fd(), timeout)?;
         let mut pending_error: libc::c_int = 0;
         let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
         // SAFETY: SO_ERROR writes one c_int into the live `pending_error`, whose size is in `len`.
@@ -233,26 +233,31 @@ pub fn connect_from(local: Ipv4Addr, remote: SocketAddrV4, buffer_bytes: Option<
     Ok(stream)
 }
 
-fn wait_writable(fd: RawFd, timeout: Duration) -> io::Result<()> {
+fn wait_writable(fd: BorrowedFd<'_>, timeout: Duration) -> io::Result<()> {
     let deadline = std::time::Instant::now() + timeout;
     loop {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         if left.is_zero() {
             return Err(io::Error::new(io::ErrorKind::TimedOut, format!("connection not established within {timeout:?}")));
         }
-        let mut entry = libc::pollfd { fd, events: libc::POLLOUT, revents: 0 };
-        let millis = left.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
-        // SAFETY: `entry` is one live pollfd.
-        let rc = unsafe { libc::poll(&mut entry, 1, millis) };
-        if rc < 0 {
-            let error = io::Error::last_os_error();
-            if error.kind() != io::ErrorKind::Interrupted {
-                return Err(error);
-            }
-        } else if rc > 0 {
+        if poll_writable(fd, left)? {
             return Ok(());
         }
     }
+}
+
+/// Waits at most `timeout` (rounded up to a millisecond) for room to write in `fd`; true when
+/// the descriptor is writable or has an error or hang-up the next write will report.
+pub fn poll_writable(fd: BorrowedFd<'_>, timeout: Duration) -> io::Result<bool> {
+    let mut entry = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLOUT, revents: 0 };
+    let millis = timeout.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
+    // SAFETY: `entry` is one live pollfd.
+    let rc = unsafe { libc::poll(&mut entry, 1, millis) };
+    if rc < 0 {
+        let error = io::Error::last_os_error();
+        return if error.kind() == io::ErrorKind::Interrupted { Ok(false) } else { Err(error) };
+    }
+    Ok(rc > 0)
 }
 
 /// Sends the concatenation of `parts` without blocking and without SIGPIPE (a closed peer is

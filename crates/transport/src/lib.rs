@@ -94,6 +94,16 @@ impl fmt::Display for TransportError {
 
 impl std::error::Error for TransportError {}
 
+/// Writes whole frames to one peer from another thread (chunk-submission offload). While a
+/// writer is lent, the transport's own `try_send` to that peer answers `WouldBlock`, so frames
+/// never interleave; dropping the writer gives the peer back.
+pub trait FrameWriter: Send {
+    /// Writes one frame (header, then the concatenated payload) completely, waiting for room in
+    /// the socket as needed. `Err(Unreachable)` when the connection fails; a frame `try_send`
+    /// would refuse (header or payload too long) is refused the same way.
+    fn write_frame(&mut self, header: &[u8], payload: &[IoSlice<'_>]) -> Result<(), TransportError>;
+}
+
 /// The interface every transport implements.
 pub trait Transport {
     /// Short name for messages and profiles ("self", "shm", "tcp:eth1").
@@ -118,6 +128,13 @@ pub trait Transport {
 
     /// Delivers arrived frames to `deliver`, in order per peer; returns how many were delivered.
     fn poll(&mut self, deliver: &mut dyn FnMut(Incoming<'_>)) -> usize;
+
+    /// Lends a writer for `peer` to another thread, if this transport can (TCP can when nothing
+    /// is queued for that peer; shared memory and self cannot). `None`: submit from this thread.
+    fn lend_writer(&mut self, peer: PeerId) -> Option<Box<dyn FrameWriter>> {
+        let _ = peer;
+        None
+    }
 
     /// Describes `buf` so that `peer` can read it with `remote_read`.
     fn expose(&self, buf: &[u8]) -> RemoteRegion {

@@ -20,10 +20,18 @@
 //! flushes pending bytes, asks epoll which connections have input (one system call when nothing
 //! arrived) and reassembles frames in a per-peer receive buffer that grows to the largest frame.
 //!
+//! ## Lent writers (chunk-submission offload)
+//! `lend_writer` gives another thread a [`FrameWriter`] on a duplicate of a peer's socket
+//! (duplicated once per connection and cached) when nothing is pending for that peer. Until the
+//! writer is dropped, `try_send` to that peer answers `WouldBlock`, so the writer's frames (same
+//! wire format, same code) never interleave with the transport's. A writer whose write fails shuts
+//! the socket down, so the transport's next read or write fails and marks the peer down; a peer
+//! marked down while lent has its socket shut down, so the writer fails too.
+//!
 //! ## Closing
-//! Dropping the transport hands the bytes still pending to the kernel (blocking, at most
-//! [`CLOSE_LINGER`] in all) and shuts the connections down for writing, so frames reported `Sent`
-//! reach a peer that keeps polling.
+//! Dropping the transport waits for lent writers to come back, hands the bytes still pending to
+//! the kernel (blocking, at most [`CLOSE_LINGER`] in all) and shuts the connections down for
+//! writing, so frames reported `Sent` reach a peer that keeps polling.
 //!
 //! ## Failure
 //! A link that goes down sends no reset; TCP_USER_TIMEOUT (`BRAID_RAIL_TIMEOUT_MS`) turns bytes left
@@ -36,6 +44,8 @@ use std::io::{self, IoSlice, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use braid_config::Config;
@@ -43,7 +53,7 @@ use braid_pmi::Bootstrap;
 use braid_sys::net::{self as sysnet, Poller};
 use braid_sys::{fd, process};
 
-use crate::{profile, Capabilities, Incoming, PeerId, Profile, SendOutcome, Transport, TransportError, MAX_HEADER};
+use crate::{profile, Capabilities, FrameWriter, Incoming, PeerId, Profile, SendOutcome, Transport, TransportError, MAX_HEADER};
 
 pub use braid_sys::net::{rails, Rail};
 
@@ -59,8 +69,13 @@ pub const PENDING_BYTES_MAX: usize = 256 << 10;
 pub const WIRE_UP_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long an accepted connection may take to send its hello before it is dropped.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long dropping the transport may block to hand queued bytes to the kernel.
+/// How long dropping the transport may block to get lent writers back and hand queued bytes to
+/// the kernel.
 pub const CLOSE_LINGER: Duration = Duration::from_secs(10);
+/// Longest single wait of a lent writer for room in the socket; it then tries again.
+const WRITER_WAIT: Duration = Duration::from_millis(100);
+/// How often dropping the transport looks whether its lent writers have come back.
+const LOAN_RETURN_CHECK: Duration = Duration::from_millis(1);
 
 /// Estimate used until the rail is sampled: a gigabit link with a typical kernel TCP latency.
 const MODEL_LATENCY_NANOS: f64 = 30_000.0;
@@ -93,6 +108,15 @@ struct Connection {
     received: Vec<u8>,
     received_start: usize,
     received_end: usize,
+    /// The socket duplicate lent writers write through, made on the first loan.
+    loan: Option<Arc<Loan>>,
+}
+
+/// What a lent writer shares with its connection.
+struct Loan {
+    stream: TcpStream,
+    /// A writer is out: the transport itself must not write to this peer.
+    lent: AtomicBool,
 }
 
 /// A connection that must be marked down.
@@ -109,7 +133,12 @@ impl Connection {
             received: Vec::new(),
             received_start: 0,
             received_end: 0,
+            loan: None,
         }
+    }
+
+    fn is_lent(&self) -> bool {
+        self.loan.as_ref().is_some_and(|loan| loan.lent.load(Ordering::Acquire))
     }
 
     fn unsent(&self) -> usize {
@@ -246,6 +275,11 @@ impl Connection {
     /// Marks the peer down; returns whether it had pending bytes.
     fn close(&mut self) -> bool {
         let had_pending = self.unsent() > 0;
+        if let Some(loan) = self.loan.take() {
+            if loan.lent.load(Ordering::Acquire) {
+                let _ = loan.stream.shutdown(std::net::Shutdown::Both);
+            }
+        }
         self.stream = None;
         self.pending = Vec::new();
         self.pending_sent = 0;
@@ -269,7 +303,22 @@ struct FramePieces<'h, 'p> {
     payload: &'p [IoSlice<'p>],
 }
 
-impl FramePieces<'_, '_> {
+impl<'h, 'p> FramePieces<'h, 'p> {
+    /// The frame of `header` and `payload`, and its length on the wire.
+    fn new(header: &'h [u8], payload: &'p [IoSlice<'p>]) -> Result<(FramePieces<'h, 'p>, usize), TransportError> {
+        if header.len() > MAX_HEADER {
+            return Err(TransportError::Unsupported("frame header longer than MAX_HEADER"));
+        }
+        let payload_len: usize = payload.iter().map(|slice| slice.len()).sum();
+        if payload_len > MAX_PAYLOAD {
+            return Err(TransportError::TooLarge { len: payload_len, max: MAX_PAYLOAD });
+        }
+        let mut prefix = [0u8; FRAME_PREFIX];
+        prefix[..4].copy_from_slice(&(header.len() as u32).to_le_bytes());
+        prefix[4..].copy_from_slice(&(payload_len as u32).to_le_bytes());
+        Ok((FramePieces { prefix, header, payload }, FRAME_PREFIX + header.len() + payload_len))
+    }
+
     fn count(&self) -> usize {
         2 + self.payload.len()
     }
@@ -282,16 +331,26 @@ impl FramePieces<'_, '_> {
         }
     }
 
-    /// Writes as much of the frame as the kernel takes now; returns the bytes written.
-    fn write_to(&self, stream: &TcpStream) -> io::Result<usize> {
+    /// Writes as much of the frame after its first `skip` bytes as the kernel takes now; returns
+    /// the bytes written.
+    fn write_to(&self, stream: &TcpStream, skip: usize) -> io::Result<usize> {
         let mut written = 0;
         let mut next = 0;
+        let mut skip = skip;
+        while next < self.count() && skip >= self.piece(next).len() {
+            skip -= self.piece(next).len();
+            next += 1;
+        }
+        if next == self.count() {
+            return Ok(0);
+        }
         loop {
             let mut window = [IoSlice::new(&[]); GATHER_MAX];
             let count = (self.count() - next).min(GATHER_MAX);
             let mut window_len = 0;
             for (slot, index) in window.iter_mut().zip(next..next + count) {
-                let piece = self.piece(index);
+                let piece = &self.piece(index)[skip..];
+                skip = 0;
                 window_len += piece.len();
                 *slot = IoSlice::new(piece);
             }
@@ -306,6 +365,42 @@ impl FramePieces<'_, '_> {
                 return Ok(written);
             }
         }
+    }
+}
+
+/// A writer lent to another thread; dropping it gives the peer back to the transport.
+struct LentWriter {
+    peer: PeerId,
+    loan: Arc<Loan>,
+}
+
+impl LentWriter {
+    /// Shuts the socket down so that the transport, too, sees the peer down.
+    fn fail(&self) -> TransportError {
+        let _ = self.loan.stream.shutdown(std::net::Shutdown::Both);
+        TransportError::Unreachable(self.peer)
+    }
+}
+
+impl FrameWriter for LentWriter {
+    fn write_frame(&mut self, header: &[u8], payload: &[IoSlice<'_>]) -> Result<(), TransportError> {
+        let (frame, frame_len) = FramePieces::new(header, payload)?;
+        let stream = &self.loan.stream;
+        let mut written = 0;
+        while written < frame_len {
+            written += frame.write_to(stream, written).map_err(|_| self.fail())?;
+            // A short write means the socket buffer is full.
+            if written < frame_len {
+                sysnet::poll_writable(stream.as_fd(), WRITER_WAIT).map_err(|_| self.fail())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for LentWriter {
+    fn drop(&mut self) {
+        self.loan.lent.store(false, Ordering::Release);
     }
 }
 
@@ -513,6 +608,11 @@ impl TcpTransport {
 impl Drop for TcpTransport {
     fn drop(&mut self) {
         let deadline = Instant::now() + CLOSE_LINGER;
+        for connection in &self.connections {
+            while connection.is_lent() && Instant::now() < deadline {
+                std::thread::sleep(LOAN_RETURN_CHECK);
+            }
+        }
         for connection in &mut self.connections {
             let Some(stream) = connection.stream.take() else { continue };
             let unsent = &connection.pending[connection.pending_sent..];
@@ -525,13 +625,18 @@ impl Drop for TcpTransport {
     }
 }
 
-/// Interface, address, subnet and MTU of `rail` (as far as the system knows the interface).
+/// Network namespace (when it has an `ip netns` name), interface, address, subnet and MTU of
+/// `rail`, as far as the system knows them. The namespace keeps virtual clusters built side by
+/// side, whose rails have the same addresses, from sharing cached profiles.
 fn rail_identity(rail: &Rail) -> String {
     let subnet = sysnet::interfaces().ok().and_then(|all| all.into_iter().find(|i| i.name == rail.name && i.address == rail.address)).map(|interface| {
         let mask = u32::MAX.checked_shl(32 - u32::from(interface.prefix_len)).unwrap_or(0);
         format!("{}_{}", Ipv4Addr::from(u32::from(interface.address) & mask), interface.prefix_len)
     });
-    let mut identity = format!("{}-{}", rail.name, rail.address);
+    let mut identity = match braid_sys::netns::current_name() {
+        Ok(Some(namespace)) => format!("netns-{namespace}-{}-{}", rail.name, rail.address),
+        _ => format!("{}-{}", rail.name, rail.address),
+    };
     if let Some(subnet) = subnet {
         identity.push_str(&format!("-net{subnet}"));
     }
@@ -608,20 +713,12 @@ impl Transport for TcpTransport {
 
     fn try_send(&mut self, peer: PeerId, header: &[u8], payload: &[IoSlice<'_>]) -> Result<SendOutcome, TransportError> {
         let Some(index) = self.connection_of(peer) else { return Err(TransportError::Unreachable(peer)) };
-        if header.len() > MAX_HEADER {
-            return Err(TransportError::Unsupported("frame header longer than MAX_HEADER"));
-        }
-        let payload_len: usize = payload.iter().map(|slice| slice.len()).sum();
-        if payload_len > MAX_PAYLOAD {
-            return Err(TransportError::TooLarge { len: payload_len, max: MAX_PAYLOAD });
-        }
-        let mut prefix = [0u8; FRAME_PREFIX];
-        prefix[..4].copy_from_slice(&(header.len() as u32).to_le_bytes());
-        prefix[4..].copy_from_slice(&(payload_len as u32).to_le_bytes());
-        let frame = FramePieces { prefix, header, payload };
-        let frame_len = FRAME_PREFIX + header.len() + payload_len;
+        let (frame, frame_len) = FramePieces::new(header, payload)?;
 
         let connection = &mut self.connections[index];
+        if connection.is_lent() {
+            return Ok(SendOutcome::WouldBlock);
+        }
         if connection.unsent() > 0 {
             match connection.flush() {
                 Err(Broken) => {
@@ -638,7 +735,7 @@ impl Transport for TcpTransport {
         }
         let connection = &mut self.connections[index];
         let Some(stream) = &connection.stream else { return Err(TransportError::Unreachable(peer)) };
-        match frame.write_to(stream) {
+        match frame.write_to(stream, 0) {
             Ok(written) if written == frame_len => Ok(SendOutcome::Sent),
             Ok(0) if frame_len > PENDING_BYTES_MAX => Ok(SendOutcome::WouldBlock),
             Ok(written) => {
@@ -672,6 +769,23 @@ impl Transport for TcpTransport {
         delivered
     }
 
+    fn lend_writer(&mut self, peer: PeerId) -> Option<Box<dyn FrameWriter>> {
+        let index = self.connection_of(peer)?;
+        let connection = &mut self.connections[index];
+        if connection.unsent() > 0 {
+            return None;
+        }
+        if connection.loan.is_none() {
+            let stream = connection.stream.as_ref()?.try_clone().ok()?;
+            connection.loan = Some(Arc::new(Loan { stream, lent: AtomicBool::new(false) }));
+        }
+        let loan = connection.loan.as_ref()?;
+        if loan.lent.swap(true, Ordering::AcqRel) {
+            return None;
+        }
+        Some(Box::new(LentWriter { peer, loan: Arc::clone(loan) }))
+    }
+
     fn backlog(&self, peer: PeerId) -> u64 {
         let Some(index) = self.connection_of(peer) else { return 0 };
         let connection = &self.connections[index];
@@ -683,6 +797,108 @@ impl Transport for TcpTransport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::conformance::{pattern, Suite};
+    use std::sync::mpsc;
+
+    /// Two loopback ranks without shared memory, with model profiles.
+    fn loopback_suite(label: &str, socket_buffer: Option<usize>) -> Suite<impl Fn(u32, u32) -> TcpTransport + Send + Sync + 'static> {
+        let profile_dir = std::env::temp_dir().join(format!("braid-tcp-unit-{label}-{}", std::process::id()));
+        let config = Config { shm: false, profile_dir: profile_dir.display().to_string(), ..Config::default() };
+        Suite::new(label, 2, move |_, _| {
+            let mut transport = TcpTransport::new(&config, Rail { name: "lo".to_string(), address: Ipv4Addr::LOCALHOST }).unwrap();
+            if let Some(bytes) = socket_buffer {
+                transport.set_socket_buffer(bytes);
+            }
+            transport
+        })
+    }
+
+    /// Rank 0 lends a writer to a thread that writes four 1 MiB frames while rank 1 polls; during
+    /// the loan `try_send` to rank 1 would block (and a second loan is refused); afterwards it
+    /// sends again, and rank 1 gets every frame intact and in order.
+    #[test]
+    fn a_lent_writer_sends_whole_frames_and_blocks_try_send_until_dropped() {
+        const FRAMES: u32 = 4;
+        const LEN: usize = 1 << 20;
+        loopback_suite("lend", Some(64 << 10)).run_job("lend", |me| {
+            if me.rank == 1 {
+                me.receive_until(|inbox| inbox.len() == FRAMES as usize + 1);
+                for (seq, frame) in me.inbox[..FRAMES as usize].iter().enumerate() {
+                    assert_eq!(frame.header, (seq as u32).to_le_bytes(), "frame {seq} out of order");
+                    assert!(frame.payload == pattern(0, seq as u32, LEN), "frame {seq} corrupted");
+                }
+                assert_eq!(me.inbox[FRAMES as usize].header, b"after");
+                me.send(0, b"ok", &[]);
+                return;
+            }
+            let mut writer = me.transport.lend_writer(1).expect("an idle connection lends a writer");
+            assert!(me.transport.lend_writer(1).is_none(), "one writer at a time");
+            let (written, written_seen) = mpsc::channel();
+            let (release, released) = mpsc::channel::<()>();
+            let thread = std::thread::spawn(move || {
+                for seq in 0..FRAMES {
+                    let payload = pattern(0, seq, LEN);
+                    let (first, second) = payload.split_at(LEN / 3);
+                    writer.write_frame(&seq.to_le_bytes(), &[IoSlice::new(first), IoSlice::new(second)]).unwrap();
+                }
+                written.send(()).unwrap();
+                released.recv().unwrap();
+            });
+            loop {
+                let all_written = written_seen.try_recv().is_ok();
+                assert_eq!(me.transport.try_send(1, b"during", &[]), Ok(SendOutcome::WouldBlock));
+                if all_written {
+                    break;
+                }
+                me.poll();
+                me.check_alive();
+            }
+            release.send(()).unwrap();
+            thread.join().unwrap();
+            me.send(1, b"after", &[]);
+            me.receive_until(|inbox| inbox.iter().any(|f| f.header == b"ok"));
+        });
+    }
+
+    /// No loan while bytes are pending for the peer; a writer whose peer went away fails with
+    /// `Unreachable`, and the transport then sees the peer down.
+    #[test]
+    fn lending_waits_for_the_queue_and_a_failed_writer_takes_the_peer_down() {
+        const LEN: usize = 1 << 20;
+        loopback_suite("lend-fail", Some(4096)).run_job("lend-fail", |me| {
+            if me.rank == 1 {
+                me.receive_until(|inbox| !inbox.is_empty());
+                return;
+            }
+            me.send(1, b"big", &[IoSlice::new(&pattern(0, 0, LEN))]);
+            assert!(me.transport.lend_writer(1).is_none(), "a 1 MiB frame cannot have left through 4 KiB buffers at once");
+            let mut writer = loop {
+                if let Some(writer) = me.transport.lend_writer(1) {
+                    break writer;
+                }
+                me.poll();
+                me.check_alive();
+            };
+            let payload = pattern(0, 1, LEN);
+            let mut frames = 0;
+            let error = loop {
+                match writer.write_frame(b"more", &[IoSlice::new(&payload)]) {
+                    Ok(()) => frames += 1,
+                    Err(error) => break error,
+                }
+                assert!(frames < 1000, "writes to a closed peer keep succeeding");
+                me.check_alive();
+            };
+            assert_eq!(error, TransportError::Unreachable(1));
+            drop(writer);
+            while me.transport.reaches(1) {
+                me.poll();
+                me.check_alive();
+            }
+            assert_eq!(me.transport.try_send(1, b"late", &[]), Err(TransportError::Unreachable(1)));
+            assert!(me.transport.lend_writer(1).is_none());
+        });
+    }
 
     #[test]
     fn hellos_round_trip_and_foreign_ones_are_refused() {
