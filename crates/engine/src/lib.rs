@@ -581,7 +581,7 @@ impl Engine {
                 sampling::startup_profiles(config, bootstrap.as_mut(), &mut all[rail_base..], &caches, &rail_peers, leader)?
             }
         };
-        let net = Network::new(config, rank, rail_base, rail_profiles, &all[rail_base..], rail_peers, &node.spare, node.oversubscribed);
+        let net = Network::new(config, rank, rail_base, rail_profiles, &all[rail_base..], rail_peers, &node);
         let caps: Vec<Capabilities> = all.iter().map(|transport| transport.capabilities()).collect();
         let mut carriers: Vec<usize> = (0..rail_base).filter(|&t| router.peers_of(t).any(|peer| peer != rank)).collect();
         if router.rail_peers().next().is_some() {

@@ -23,7 +23,7 @@ use braid_strategy::multirail::{self, Chunk, MultirailStrategy, RailView, RateEs
 use braid_transport::{PeerId, Profile, SendOutcome, Transport, TransportError};
 
 use crate::frame::{Frame, Header, CONTROL_OVERHEAD, EAGER_HEADER_MAX, NET_DATA_HEADER};
-use crate::node::SpareCpus;
+use crate::node::{NodeInfo, SpareCpus};
 use crate::offload::{Offload, OffloadJob};
 use crate::{gather, protocol_error, transport_error, EngineError};
 
@@ -242,7 +242,7 @@ fn waiting_bytes(transfers: &[Transfer], rails: usize) -> Vec<u64> {
 
 impl Network {
     /// Sets up the rails `transports` (already connected, at `rail_base` in the engine's list)
-    /// with their `profiles`, for the `rail_peers`.
+    /// with their `profiles`, for the `rail_peers`; `node` says what CPUs offload may use.
     pub(crate) fn new(
         config: &Config,
         rank: u32,
@@ -250,8 +250,7 @@ impl Network {
         profiles: Vec<Profile>,
         transports: &[Box<dyn Transport>],
         rail_peers: Vec<PeerId>,
-        spare: &SpareCpus,
-        oversubscribed: bool,
+        node: &NodeInfo,
     ) -> Network {
         let now = Instant::now();
         let settings = SplitSettings::from_config(config);
@@ -313,7 +312,7 @@ impl Network {
             ack_due: false,
             debug: config.debug,
             rank,
-            offload: start_offload(config, transports.len(), spare, oversubscribed),
+            offload: start_offload(config, transports.len(), &node.spare, node.oversubscribed),
         }
     }
 

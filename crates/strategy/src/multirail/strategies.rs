@@ -197,7 +197,7 @@ impl MultirailStrategy for Hetero {
         let victim_finish = time_until_idle(victim_view);
         let thief_start = time_until_idle(thief_view) + transfer_time(thief_view, 0);
         let moved = (victim_finish - thief_start) / (1.0 / victim_rate + 1.0 / thief_rate);
-        if !(moved >= self.split_min as f64) {
+        if moved.is_nan() || moved < self.split_min as f64 {
             return 0;
         }
         let moved = (moved as usize).min(unposted);
