@@ -130,16 +130,25 @@ fn sample_rails(force: bool) -> Result<(), String> {
         rail.connect(bootstrap.as_mut()).map_err(|error| format!("{}: {error}", rail.name()))?;
     }
     let peer = 1 - rank;
-    // Rank 0's cache decides which rails are measured, so both ranks run the same ping-pongs.
+    // Each node caches the rails under its own identity: a rail is measured unless both nodes
+    // have its profile. Rank 0 decides, so both ranks run the same ping-pongs.
     const PLAN_KEY: &str = "braid-sample-cli-plan";
+    let measured: Vec<&str> = caches.iter().map(|cache| if cache.measured { "1" } else { "0" }).collect();
+    bootstrap.put(&format!("braid-sample-cli-cached-{rank}"), &measured.join(",")).map_err(|error| error.to_string())?;
+    bootstrap.fence().map_err(|error| error.to_string())?;
     if rank == 0 {
-        let plan: Vec<String> = (0..rails.len()).map(|rail| if force || !caches[rail].measured { "measure" } else { "cached" }.to_string()).collect();
+        let other = bootstrap.get("braid-sample-cli-cached-1").map_err(|error| error.to_string())?;
+        let other_cached: Vec<bool> = other.split(',').map(|flag| flag == "1").collect();
+        let plan: Vec<&str> = (0..rails.len())
+            .map(|rail| if force || !caches[rail].measured || !other_cached.get(rail).copied().unwrap_or(false) { "measure" } else { "cached" })
+            .collect();
         bootstrap.put(PLAN_KEY, &plan.join(",")).map_err(|error| error.to_string())?;
     }
     bootstrap.fence().map_err(|error| error.to_string())?;
     let plan = bootstrap.get(PLAN_KEY).map_err(|error| error.to_string())?;
     let stdout = std::io::stdout();
-    for ((rail, cache), what) in rails.iter_mut().zip(&caches).zip(plan.split(',')) {
+    let mut shared = Vec::new();
+    for (index, ((rail, cache), what)) in rails.iter_mut().zip(&caches).zip(plan.split(',')).enumerate() {
         if !rail.reaches(peer) {
             return Err(format!("{} does not reach the other node", rail.name()));
         }
@@ -161,8 +170,19 @@ fn sample_rails(force: bool) -> Result<(), String> {
         };
         if let Some(profile) = sampling::ping_pong(rail.as_mut(), peer, rank == 0, &plan, report).map_err(|error| error.to_string())? {
             profile.save(&cache.file).map_err(|error| format!("cannot save {}: {error}", cache.file.display()))?;
+            bootstrap.put(&format!("braid-sample-cli-profile-{index}"), &sampling::encode_profile(&profile)).map_err(|error| error.to_string())?;
         }
+        shared.push(index);
     }
     bootstrap.fence().map_err(|error| error.to_string())?;
+    // The other node caches what rank 0 measured, under its own identity of the same link.
+    if rank == 1 {
+        for index in shared {
+            let text = bootstrap.get(&format!("braid-sample-cli-profile-{index}")).map_err(|error| error.to_string())?;
+            let profile = sampling::decode_profile(&text).ok_or_else(|| format!("rank 0 shared a malformed profile {text:?}"))?;
+            let file = &caches[index].file;
+            profile.save(file).map_err(|error| format!("cannot save {}: {error}", file.display()))?;
+        }
+    }
     bootstrap.finalize().map_err(|error| error.to_string())
 }

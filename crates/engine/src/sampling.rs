@@ -212,11 +212,11 @@ pub fn tcp_rails(config: &Config) -> Result<Rails, EngineError> {
 }
 
 /// A profile as one bootstrap value: `nanos` per size in size order, comma-separated.
-fn encode_profile(profile: &Profile) -> String {
+pub fn encode_profile(profile: &Profile) -> String {
     profile.samples().iter().map(|sample| format!("{:.0}", sample.nanos)).collect::<Vec<_>>().join(",")
 }
 
-fn decode_profile(text: &str) -> Option<Profile> {
+pub fn decode_profile(text: &str) -> Option<Profile> {
     let all_sizes = sizes(usize::MAX);
     let samples: Option<Vec<Sample>> = text
         .split(',')
@@ -247,8 +247,22 @@ pub(crate) fn startup_profiles(
     }
     let rank = bootstrap.rank();
     const PLAN_KEY: &str = "braid-sample-plan";
+    // Every node caches its own rails (their identities differ), so a rail is sampled when any
+    // rank lacks its profile.
+    let own_missing: Vec<String> = (0..rails.len()).filter(|&rail| !caches[rail].measured).map(|rail| rail.to_string()).collect();
+    // PMI values may not be empty.
+    let own_missing = if own_missing.is_empty() { "none".to_string() } else { own_missing.join(",") };
+    bootstrap.put(&format!("braid-sample-missing-{rank}"), &own_missing).map_err(bootstrap_error)?;
+    bootstrap.fence().map_err(bootstrap_error)?;
     if rank == 0 {
-        let missing: Vec<String> = (0..rails.len()).filter(|&rail| !caches[rail].measured).map(|rail| rail.to_string()).collect();
+        let mut missing: Vec<usize> = Vec::new();
+        for peer in 0..bootstrap.size() {
+            let text = bootstrap.get(&format!("braid-sample-missing-{peer}")).map_err(bootstrap_error)?;
+            missing.extend(text.split(',').filter_map(|rail| rail.parse::<usize>().ok()).filter(|&rail| rail < rails.len()));
+        }
+        missing.sort_unstable();
+        missing.dedup();
+        let missing: Vec<String> = missing.iter().map(usize::to_string).collect();
         let plan = match rail_peers.first() {
             Some(partner) if !missing.is_empty() => format!("{partner}:{}", missing.join(",")),
             _ => "none".to_string(),
@@ -274,7 +288,7 @@ pub(crate) fn startup_profiles(
         }
     }
     bootstrap.fence().map_err(bootstrap_error)?;
-    for &rail in &missing {
+    for &rail in missing.iter().filter(|&&rail| !caches[rail].measured) {
         let text = bootstrap.get(&format!("braid-profile-{rail}")).map_err(bootstrap_error)?;
         let profile = decode_profile(&text).ok_or_else(|| EngineError::Init(format!("rank 0 shared a malformed profile {text:?}")))?;
         if leader {

@@ -36,9 +36,19 @@ pub fn time_until_idle(rail: &RailView<'_>) -> f64 {
 
 /// Nanoseconds to move `len` bytes once the rail is idle: the sampled latency plus the
 /// size-dependent part of the profile, slowed (or sped up) by the observed rate factor.
+///
+/// The size-dependent part is never taken as faster than the profile's sustained bandwidth: a
+/// shaped link lets an idle burst through at once, which the samples of medium sizes catch,
+/// but that credit is gone as soon as the link is in use (streams, ping-pongs, other chunks).
 pub fn transfer_time(rail: &RailView<'_>, len: usize) -> f64 {
     let latency = rail.profile.predict(0);
-    latency + (rail.profile.predict(len) - latency).max(0.0) / usable_factor(rail.rate_factor)
+    latency + sustained_part(rail.profile, latency, len) / usable_factor(rail.rate_factor)
+}
+
+/// The profile's size-dependent time for `len` bytes, at least `len` at its sustained bandwidth.
+fn sustained_part(profile: &Profile, latency: f64, len: usize) -> f64 {
+    let at_bandwidth = len as f64 * 1e9 / profile.bandwidth();
+    (profile.predict(len) - latency).max(0.0).max(at_bandwidth)
 }
 
 /// Nanoseconds from now until `len` bytes handed to this rail now have arrived.
@@ -154,8 +164,11 @@ pub(crate) fn capacity_by(rail: &RailView<'_>, finish: f64, cap: usize) -> f64 {
         return 0.0;
     }
     // transfer_time(x) <= budget  <=>  predict(x) <= latency + (budget - latency) * factor
-    let target = latency + (budget - latency) * usable_factor(rail.rate_factor);
-    inverse_predict(rail.profile, target).min(cap as f64)
+    // and x / bandwidth <= (budget - latency) * factor (see `sustained_part`).
+    let factor = usable_factor(rail.rate_factor);
+    let target = latency + (budget - latency) * factor;
+    let at_bandwidth = (budget - latency) * factor * rail.profile.bandwidth() / 1e9;
+    inverse_predict(rail.profile, target).min(at_bandwidth).min(cap as f64)
 }
 
 /// The size at which the profile's prediction first exceeds `target_ns` (the inverse of the
@@ -227,6 +240,19 @@ mod tests {
         assert!((time_until_idle(&view(&profile, 1_000_000, 0.5)) - 2e6).abs() < 1.0);
         assert!((transfer_time(&view(&profile, 0, 0.5), 1 << 20) - (10_000.0 + 2.0 * (1 << 20) as f64)).abs() < 1.0);
         assert!((predicted_finish(&view(&profile, 1000, f64::NAN), 1000) - 12_000.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn an_idle_burst_in_the_samples_is_not_counted_on() {
+        // Sampled on a shaped link: 64 KiB went through in a burst, at 4x the sustained rate.
+        let mut samples: Vec<Sample> = Profile::from_model(10_000.0, 1e8, 1 << 22).samples().to_vec();
+        let burst = samples.iter_mut().find(|sample| sample.size == 1 << 16).unwrap();
+        burst.nanos = 10_000.0 + (1 << 16) as f64 * 1e9 / 4e8;
+        let profile = Profile::from_samples(samples);
+        let rail = view(&profile, 0, 1.0);
+        let sustained = 10_000.0 + (1 << 16) as f64 * 1e9 / 1e8;
+        assert!((transfer_time(&rail, 1 << 16) - sustained).abs() < 1.0);
+        assert!((capacity_by(&rail, sustained, usize::MAX) - (1 << 16) as f64).abs() < 1.0);
     }
 
     #[test]
