@@ -41,6 +41,8 @@ struct Control {
 /// Control-frame state toward one peer routed over the rails.
 struct Peer {
     control_rail: usize,
+    /// When the control rail was last chosen.
+    control_chosen: Instant,
     rail_up: Vec<bool>,
     next_seq: u64,
     unsent: VecDeque<Control>,
@@ -120,6 +122,10 @@ struct Rail {
 /// rail's queue is topped up, small enough that the cap is kept to within a frame.
 const QUEUED_FRAME_MAX: usize = 64 << 10;
 
+/// How often, at most, a peer's control rail is chosen again (from the rails' backlogs and
+/// measured round trips), so that control frames leave a rail that other traffic congests.
+const CONTROL_RAIL_RECHECK: Duration = Duration::from_millis(2);
+
 /// Shortest stretch of a busy rail taken as one drain observation: acknowledgements arrive in
 /// bursts, so shorter stretches measure the bursts rather than the rail.
 const DRAIN_OBSERVATION_MIN: Duration = Duration::from_micros(500);
@@ -173,6 +179,7 @@ fn views<'a>(rails: &'a [Rail], transports: &[Box<dyn Transport>], peer: PeerId,
             backlog_bytes: transport.backlog(peer) + waiting,
             rate_factor: rail.rate.factor(),
             up,
+            round_trip_ns: transport.round_trip(peer).map_or(0.0, |round_trip| round_trip.as_nanos() as f64),
         })
         .collect()
 }
@@ -189,7 +196,8 @@ fn start_offload(config: &Config, rails: usize, spare: &SpareCpus, oversubscribe
 
 /// Hands the pieces of a fresh split (`transfer.pieces[first..]`) to offload workers when
 /// seed 004's equation 1 says that submitting them in parallel beats submitting them one after
-/// another, each piece's submission costing a copy of its bytes. The piece on the peer's
+/// another, each piece's submission costing a copy of its bytes and each piece's duration
+/// being its predicted finish on its rail. The piece on the peer's
 /// control rail stays with this thread (control frames must not wait behind a worker), and so
 /// does any whose rail cannot lend a writer. Returns how many pieces went to workers.
 #[cold]
@@ -206,7 +214,17 @@ fn offload_split(
     if fresh.len() < 2 {
         return 0;
     }
-    let times: Vec<f64> = fresh.iter().map(|piece| multirail::transfer_time(&views[piece.rail], piece.end - piece.start)).collect();
+    // The views count the fresh pieces in their rails' backlogs already; each piece's finish is
+    // predicted as the strategy predicted it, from the backlog without them.
+    let fresh_on = |rail: usize| fresh.iter().filter(|piece| piece.rail == rail).map(|piece| (piece.end - piece.start) as u64).sum::<u64>();
+    let times: Vec<f64> = fresh
+        .iter()
+        .map(|piece| {
+            let view = &views[piece.rail];
+            let before = RailView { backlog_bytes: view.backlog_bytes.saturating_sub(fresh_on(piece.rail)), ..*view };
+            multirail::predicted_finish(&before, piece.end - piece.start)
+        })
+        .collect();
     let mean_len = fresh.iter().map(|piece| piece.end - piece.start).sum::<usize>() / fresh.len();
     if !multirail::offload_pays(&times, offload.cost_ns(), offload.copy_time_ns(mean_len)) {
         return 0;
@@ -276,7 +294,7 @@ impl Network {
         let eager_limit = if rails.is_empty() {
             0
         } else {
-            let views: Vec<RailView<'_>> = rails.iter().zip(&all_up).map(|(rail, &up)| RailView { profile: &rail.profile, backlog_bytes: 0, rate_factor: 1.0, up }).collect();
+            let views: Vec<RailView<'_>> = rails.iter().zip(&all_up).map(|(rail, &up)| RailView { profile: &rail.profile, backlog_bytes: 0, rate_factor: 1.0, up, round_trip_ns: 0.0 }).collect();
             multirail::rendezvous_threshold(&views, CONTROL_OVERHEAD + EAGER_HEADER_MAX).min(frame_room)
         };
         let mut strategy = multirail::build(config.strategy, settings);
@@ -289,6 +307,7 @@ impl Network {
             let control_rail = strategy.eager_rail(eager_limit, &views(&rails, transports, peer, &up, &vec![0; rails.len()]));
             peers[peer as usize] = Some(Peer {
                 control_rail,
+                control_chosen: now,
                 rail_up: up,
                 next_seq: 1,
                 unsent: VecDeque::new(),
@@ -438,6 +457,7 @@ impl Network {
 
     /// Hands queued control frames of `peer` to its control rail.
     pub(crate) fn flush_control(&mut self, peer: PeerId, transports: &mut [Box<dyn Transport>]) -> Result<bool, EngineError> {
+        self.recheck_control_rail(peer, transports);
         let mut moved = false;
         loop {
             let Some(state) = self.peers.get_mut(peer as usize).and_then(Option::as_mut) else { return Ok(moved) };
@@ -461,6 +481,26 @@ impl Network {
                 }
                 Err(error) => return Err(transport_error(transport.as_ref(), peer, error)),
             }
+        }
+    }
+
+    /// Chooses `peer`'s control rail again when the last choice is [`CONTROL_RAIL_RECHECK`] old
+    /// and no control frame is in flight: frames on the old rail have all arrived, so those on
+    /// the new one cannot overtake them.
+    fn recheck_control_rail(&mut self, peer: PeerId, transports: &[Box<dyn Transport>]) {
+        let Some(state) = self.peers.get(peer as usize).and_then(Option::as_ref) else { return };
+        if !state.unacked.is_empty() || state.unsent.is_empty() || state.control_chosen.elapsed() < CONTROL_RAIL_RECHECK {
+            return;
+        }
+        let waiting = waiting_bytes(&self.transfers, self.rails.len());
+        let chosen = self.strategy.eager_rail(self.eager_limit, &views(&self.rails, transports, peer, &state.rail_up, &waiting));
+        let Some(state) = self.peers.get_mut(peer as usize).and_then(Option::as_mut) else { return };
+        state.control_chosen = Instant::now();
+        if chosen != state.control_rail && state.rail_up.get(chosen) == Some(&true) {
+            if self.debug {
+                eprintln!("braid: rank {}: control rail to rank {peer} moves from {} to {chosen}", self.rank, state.control_rail);
+            }
+            state.control_rail = chosen;
         }
     }
 
