@@ -122,8 +122,8 @@ struct Rail {
 /// rail's queue is topped up, small enough that the cap is kept to within a frame.
 const QUEUED_FRAME_MAX: usize = 64 << 10;
 
-/// How often, at most, a peer's control rail is chosen again (from the rails' backlogs and
-/// measured round trips), so that control frames leave a rail that other traffic congests.
+/// How often, at most, a peer's control rail is chosen again (from the rails' backlogs), so
+/// that control frames stop queueing behind chunks piled on one rail.
 const CONTROL_RAIL_RECHECK: Duration = Duration::from_millis(2);
 
 /// Shortest stretch of a busy rail taken as one drain observation: acknowledgements arrive in
@@ -179,7 +179,6 @@ fn views<'a>(rails: &'a [Rail], transports: &[Box<dyn Transport>], peer: PeerId,
             backlog_bytes: transport.backlog(peer) + waiting,
             rate_factor: rail.rate.factor(),
             up,
-            round_trip_ns: transport.round_trip(peer).map_or(0.0, |round_trip| round_trip.as_nanos() as f64),
         })
         .collect()
 }
@@ -294,7 +293,7 @@ impl Network {
         let eager_limit = if rails.is_empty() {
             0
         } else {
-            let views: Vec<RailView<'_>> = rails.iter().zip(&all_up).map(|(rail, &up)| RailView { profile: &rail.profile, backlog_bytes: 0, rate_factor: 1.0, up, round_trip_ns: 0.0 }).collect();
+            let views: Vec<RailView<'_>> = rails.iter().zip(&all_up).map(|(rail, &up)| RailView { profile: &rail.profile, backlog_bytes: 0, rate_factor: 1.0, up }).collect();
             multirail::rendezvous_threshold(&views, CONTROL_OVERHEAD + EAGER_HEADER_MAX).min(frame_room)
         };
         let mut strategy = multirail::build(config.strategy, settings);

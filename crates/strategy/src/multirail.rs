@@ -25,8 +25,8 @@ pub use aggregate::{Aggregator, Batch, Decision};
 pub use rate::RateEstimator;
 pub use thresholds::{offload_pays, rendezvous_threshold, RENDEZVOUS_THRESHOLD_MAX, RENDEZVOUS_THRESHOLD_MIN};
 pub use timing::{
-    common_finish_time, fastest_rail, path_delay, predicted_finish, soonest_rail, split_finish, time_until_idle,
-    transfer_time, RATE_FACTOR_MAX, RATE_FACTOR_MIN,
+    common_finish_time, fastest_rail, predicted_finish, soonest_rail, split_finish, time_until_idle, transfer_time,
+    RATE_FACTOR_MAX, RATE_FACTOR_MIN,
 };
 
 /// One rail toward one peer, as the strategy sees it at one instant.
@@ -40,10 +40,6 @@ pub struct RailView<'a> {
     pub rate_factor: f64,
     /// The rail is connected and has not failed.
     pub up: bool,
-    /// Round-trip time measured on the rail now, in ns (0: not measured). What it holds beyond
-    /// the profile's latency and our own backlog is queueing behind other traffic, which a new
-    /// chunk waits through too.
-    pub round_trip_ns: f64,
 }
 
 /// A piece of a payload assigned to a rail.

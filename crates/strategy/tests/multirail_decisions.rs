@@ -10,7 +10,7 @@ use braid_transport::Profile;
 const GBIT: f64 = 1e9 / 8.0;
 
 fn idle(profile: &Profile) -> RailView<'_> {
-    RailView { profile, backlog_bytes: 0, rate_factor: 1.0, up: true, round_trip_ns: 0.0 }
+    RailView { profile, backlog_bytes: 0, rate_factor: 1.0, up: true }
 }
 
 #[test]

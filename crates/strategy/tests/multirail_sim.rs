@@ -62,7 +62,6 @@ impl Network {
                 backlog_bytes: rail.backlog_bytes as u64,
                 rate_factor: if self.corrects_rates { rail.estimator.factor() } else { 1.0 },
                 up: rail.up,
-                round_trip_ns: 0.0,
             })
             .collect()
     }

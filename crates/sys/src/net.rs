@@ -276,17 +276,6 @@ pub fn send_vectored(fd: BorrowedFd<'_>, parts: &[IoSlice<'_>]) -> io::Result<us
     Ok(sent as usize)
 }
 
-/// The smoothed round-trip time the kernel measures on a TCP connection (`tcpi_rtt`), queueing
-/// along the path included.
-pub fn tcp_round_trip(fd: BorrowedFd<'_>) -> io::Result<Duration> {
-    // SAFETY: tcp_info is plain old data; all-zero is a valid value.
-    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-    // SAFETY: getsockopt writes at most `len` bytes into the live `info` and updates `len`.
-    check(unsafe { libc::getsockopt(fd.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_INFO, (&mut info as *mut libc::tcp_info).cast(), &mut len) })?;
-    Ok(Duration::from_micros(info.tcpi_rtt.into()))
-}
-
 /// Bytes in the kernel send queue of a TCP socket: not yet sent or not yet acknowledged.
 pub fn send_queue_len(fd: BorrowedFd<'_>) -> io::Result<u64> {
     let mut queued: libc::c_int = 0;

@@ -168,10 +168,4 @@ pub trait Transport {
         let _ = peer;
         0
     }
-    /// The round-trip time to `peer` as measured now, queueing along the path included (the
-    /// kernel's smoothed RTT for TCP); `None` where the transport does not measure it.
-    fn round_trip(&self, peer: PeerId) -> Option<std::time::Duration> {
-        let _ = peer;
-        None
-    }
 }

@@ -786,11 +786,6 @@ impl Transport for TcpTransport {
         Some(Box::new(LentWriter { peer, loan: Arc::clone(loan) }))
     }
 
-    fn round_trip(&self, peer: PeerId) -> Option<Duration> {
-        let connection = &self.connections[self.connection_of(peer)?];
-        connection.stream.as_ref().and_then(|stream| sysnet::tcp_round_trip(stream.as_fd()).ok())
-    }
-
     fn backlog(&self, peer: PeerId) -> u64 {
         let Some(index) = self.connection_of(peer) else { return 0 };
         let connection = &self.connections[index];

@@ -1,8 +1,8 @@
 //! The five strategies of BRAID_STRATEGY.
 
 use super::timing::{
-    capacity_by, common_finish, fastest_rail, path_delay, predicted_finish, soonest_rail, split_finish, time_until_idle,
-    transfer_time, usable_factor,
+    capacity_by, common_finish, fastest_rail, predicted_finish, soonest_rail, split_finish, time_until_idle, transfer_time,
+    usable_factor,
 };
 use super::{Chunk, MultirailStrategy, RailView};
 
@@ -194,8 +194,8 @@ impl MultirailStrategy for Hetero {
         if !(victim_rate > 0.0 && thief_rate > 0.0) {
             return 0;
         }
-        let victim_finish = time_until_idle(victim_view) + path_delay(victim_view);
-        let thief_start = time_until_idle(thief_view) + path_delay(thief_view) + transfer_time(thief_view, 0);
+        let victim_finish = time_until_idle(victim_view);
+        let thief_start = time_until_idle(thief_view) + transfer_time(thief_view, 0);
         let moved = (victim_finish - thief_start) / (1.0 / victim_rate + 1.0 / thief_rate);
         if moved.is_nan() || moved < self.split_min as f64 {
             return 0;

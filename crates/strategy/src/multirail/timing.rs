@@ -51,25 +51,9 @@ fn sustained_part(profile: &Profile, latency: f64, len: usize) -> f64 {
     (profile.predict(len) - latency).max(0.0).max(at_bandwidth)
 }
 
-/// Nanoseconds a frame handed to this rail now waits behind traffic that is not ours: the
-/// measured one-way delay (half the round trip) beyond the profile's latency and beyond the
-/// time our own backlog needs, never negative (0 when the round trip is not measured).
-pub fn path_delay(rail: &RailView<'_>) -> f64 {
-    if !(rail.round_trip_ns > 0.0) {
-        return 0.0;
-    }
-    (rail.round_trip_ns / 2.0 - rail.profile.predict(0) - time_until_idle(rail)).max(0.0)
-}
-
-/// Nanoseconds until the rail starts moving a frame handed to it now: our backlog, then the
-/// queue of others' traffic.
-fn time_until_start(rail: &RailView<'_>) -> f64 {
-    time_until_idle(rail) + path_delay(rail)
-}
-
 /// Nanoseconds from now until `len` bytes handed to this rail now have arrived.
 pub fn predicted_finish(rail: &RailView<'_>, len: usize) -> f64 {
-    time_until_start(rail) + transfer_time(rail, len)
+    time_until_idle(rail) + transfer_time(rail, len)
 }
 
 /// Nanoseconds from now until the last of `chunks` has arrived (0 for no chunks).
@@ -127,7 +111,7 @@ where
     let mut high = f64::INFINITY;
     for rail in candidates.clone() {
         let view = &rails[rail];
-        let idle = time_until_start(view);
+        let idle = time_until_idle(view);
         low = low.min(idle + transfer_time(view, 0));
         high = high.min(idle + transfer_time(view, len));
     }
@@ -174,7 +158,7 @@ where
 
 /// The most bytes (at most `cap`) this rail can deliver by `finish` ns from now.
 pub(crate) fn capacity_by(rail: &RailView<'_>, finish: f64, cap: usize) -> f64 {
-    let budget = finish - time_until_start(rail);
+    let budget = finish - time_until_idle(rail);
     let latency = rail.profile.predict(0);
     if budget < latency {
         return 0.0;
@@ -222,7 +206,7 @@ mod tests {
     use braid_transport::Sample;
 
     fn view(profile: &Profile, backlog_bytes: u64, rate_factor: f64) -> RailView<'_> {
-        RailView { profile, backlog_bytes, rate_factor, up: true, round_trip_ns: 0.0 }
+        RailView { profile, backlog_bytes, rate_factor, up: true }
     }
 
     #[test]
@@ -269,22 +253,6 @@ mod tests {
         let sustained = 10_000.0 + (1 << 16) as f64 * 1e9 / 1e8;
         assert!((transfer_time(&rail, 1 << 16) - sustained).abs() < 1.0);
         assert!((capacity_by(&rail, sustained, usize::MAX) - (1 << 16) as f64).abs() < 1.0);
-    }
-
-    #[test]
-    fn queueing_behind_others_delays_a_rail_but_our_own_backlog_is_not_counted_twice() {
-        let profile = Profile::from_model(10_000.0, 1e9, 1 << 22);
-        let unmeasured = view(&profile, 0, 1.0);
-        assert_eq!(path_delay(&unmeasured), 0.0);
-        // A 1 ms round trip on a 10 us link with nothing of ours queued: 490 us behind others.
-        let loaded = RailView { round_trip_ns: 1e6, ..unmeasured };
-        assert!((path_delay(&loaded) - 490_000.0).abs() < 1.0);
-        assert!((predicted_finish(&loaded, 1000) - predicted_finish(&unmeasured, 1000) - 490_000.0).abs() < 1.0);
-        // The same round trip explained by 400 us of our own backlog leaves 90 us for others.
-        let own = RailView { backlog_bytes: 400_000, ..loaded };
-        assert!((path_delay(&own) - 90_000.0).abs() < 1.0);
-        // A round trip under the sampled latency (a quieter moment) is no negative delay.
-        assert_eq!(path_delay(&RailView { round_trip_ns: 5_000.0, ..unmeasured }), 0.0);
     }
 
     #[test]
