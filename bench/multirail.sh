@@ -18,7 +18,8 @@
 #             16 MiB), one timed window of 64 messages at >= 256 KiB, 100 transfers under load
 #   --full    every power of two, osu's default iteration counts, 400 transfers under load
 # Output: a table on stdout; every point in bench/results/multirail-<date>.csv
-#   (rails,impl,variant,load,bench,size,value,unit).
+#   (rails,impl,variant,load,bench,size,value,unit); bandwidth and latency curves per rail set in
+#   docs/img/multirail-<rails>-{bandwidth,latency}.svg (drawn by braid-report).
 # Everything it starts (clusters bm<pid>*, iperf3 processes, scratch files) is removed on exit.
 set -euo pipefail
 
@@ -33,7 +34,7 @@ while [ $# -gt 0 ]; do
     --full) MODE=full ;;
     --no-openmpi) OPENMPI=0 ;;
     --rails) RAIL_SETS="$2"; shift ;;
-    -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "multirail.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -283,6 +284,11 @@ for rails, total in rails_sum.items():
               + f"{cell(lat, 1 << 20):>9}{cell(med, 1 << 20):>12}{cell(p99, 1 << 20):>8}")
 print(f"CSV: {sys.argv[1]}")
 EOF
+if (cd "$ROOT" && cargo build --release -q -p braid-report); then
+    "$ROOT/target/release/braid-report" "$CSV" "$ROOT/docs/img" | sed 's|^|# |'
+else
+    echo "# braid-report did not build; no plots" >&2
+fi
 if [ -s "$WORK/errors.log" ]; then
     echo "# stderr of the runs (last 20 lines):" >&2
     tail -20 "$WORK/errors.log" >&2

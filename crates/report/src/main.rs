@@ -1,9 +1,12 @@
 //! `braid-report RESULTS.csv OUT_DIR`: draws the benchmark plots that docs/performance.md shows.
 //!
-//! The CSV is the one bench/compare.sh writes, one median per line:
-//! `impl,bench,ranks,size,median,unit,reps`. Written files: `latency.svg` and `bandwidth.svg`
-//! (log-log lines, one per implementation, 2 ranks) and `oversubscribed.svg` (bars for the ring,
-//! allreduce and waitcpu benchmarks, one panel each).
+//! Two kinds of CSV are understood, told apart by their header:
+//! - bench/compare.sh's, one median per line: `impl,bench,ranks,size,median,unit,reps`. Written
+//!   files: `latency.svg` and `bandwidth.svg` (log-log lines, one per implementation, 2 ranks) and
+//!   `oversubscribed.svg` (bars for the ring, allreduce and waitcpu benchmarks, one panel each).
+//! - bench/multirail.sh's: `rails,impl,variant,load,bench,size,value,unit`. Written files, per rail
+//!   set: `multirail-<rails>-bandwidth.svg` and `multirail-<rails>-latency.svg`, one line per
+//!   implementation and variant (unloaded runs), titled with the sum of the rails' iperf3 rates.
 
 use std::collections::BTreeSet;
 use std::error::Error;
@@ -23,6 +26,7 @@ struct Sample {
 }
 
 const HEADER: &str = "impl,bench,ranks,size,median,unit,reps";
+const MULTIRAIL_HEADER: &str = "rails,impl,variant,load,bench,size,value,unit";
 const WIDTH: u32 = 900;
 const HEIGHT: u32 = 560;
 const BAR_BENCHES: &[&str] = &["ring", "allreduce", "waitcpu"];
@@ -59,7 +63,16 @@ fn implementations(samples: &[Sample]) -> Vec<String> {
 }
 
 fn colour(index: usize) -> RGBColor {
-    const PALETTE: [RGBColor; 5] = [RGBColor(200, 40, 40), RGBColor(40, 90, 200), RGBColor(40, 150, 60), RGBColor(150, 80, 180), RGBColor(220, 140, 20)];
+    const PALETTE: [RGBColor; 8] = [
+        RGBColor(200, 40, 40),
+        RGBColor(40, 90, 200),
+        RGBColor(40, 150, 60),
+        RGBColor(150, 80, 180),
+        RGBColor(220, 140, 20),
+        RGBColor(20, 170, 190),
+        RGBColor(120, 120, 120),
+        RGBColor(240, 100, 170),
+    ];
     PALETTE[index % PALETTE.len()]
 }
 
@@ -214,16 +227,79 @@ fn draw_all(samples: &[Sample], out_dir: &Path) -> Result<Vec<String>, Box<dyn E
     Ok(written)
 }
 
+/// bench/multirail.sh's rows as samples of one rail set: the implementation is `impl variant`
+/// (unloaded runs only); also returns the sum of the rails' iperf3 rates in Mbit/s.
+fn parse_multirail(text: &str) -> Result<Vec<(String, Vec<Sample>, f64)>, String> {
+    let mut sets: Vec<(String, Vec<Sample>, f64)> = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line == MULTIRAIL_HEADER {
+            continue;
+        }
+        let fields: Vec<&str> = line.split(',').collect();
+        let bad = |what: &str| format!("line {}: {what}: {line:?}", index + 1);
+        if fields.len() != 8 {
+            return Err(bad("expected 8 comma-separated fields"));
+        }
+        let value: f64 = fields[6].parse().map_err(|_| bad("value is not a number"))?;
+        let position = match sets.iter().position(|(rails, _, _)| rails == fields[0]) {
+            Some(position) => position,
+            None => {
+                sets.push((fields[0].to_string(), Vec::new(), 0.0));
+                sets.len() - 1
+            }
+        };
+        let set = &mut sets[position];
+        match (fields[1], fields[3], fields[4]) {
+            ("iperf3", _, "rail_mbits") => set.2 += value,
+            (_, "none", bench @ ("bw" | "latency")) => set.1.push(Sample {
+                implementation: format!("{} {}", fields[1], fields[2]),
+                bench: bench.to_string(),
+                ranks: 2,
+                size: fields[5].parse().map_err(|_| bad("size is not a number"))?,
+                median: value,
+                unit: fields[7].to_string(),
+            }),
+            _ => {}
+        }
+    }
+    Ok(sets)
+}
+
+fn draw_multirail(sets: &[(String, Vec<Sample>, f64)], out_dir: &Path) -> Result<Vec<String>, Box<dyn Error>> {
+    std::fs::create_dir_all(out_dir)?;
+    let mut written = Vec::new();
+    for (rails, samples, sum_mbits) in sets {
+        let name: String = rails.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+        let sum_mbytes = sum_mbits / 8.0;
+        let charts = [
+            ("bw", "bandwidth", format!("Multirail bandwidth, rails {rails} (iperf3 sum {sum_mbytes:.0} MB/s; higher is better)")),
+            ("latency", "latency", format!("Multirail latency, rails {rails} (lower is better)")),
+        ];
+        for (bench, file, title) in charts {
+            let path = out_dir.join(format!("multirail-{name}-{file}.svg"));
+            if line_chart(samples, bench, &title, &path)? {
+                written.push(path.display().to_string());
+            }
+        }
+    }
+    Ok(written)
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() != 3 || args[1].starts_with('-') {
         eprintln!("usage: braid-report RESULTS.csv OUT_DIR\n  CSV header: {HEADER}\n  writes latency.svg, bandwidth.svg, oversubscribed.svg");
         std::process::exit(2);
     }
-    let result = std::fs::read_to_string(&args[1])
-        .map_err(|e| format!("cannot read {}: {e}", args[1]).into())
-        .and_then(|text| parse_results(&text).map_err(Box::<dyn Error>::from))
-        .and_then(|samples| draw_all(&samples, Path::new(&args[2])));
+    let out_dir = Path::new(&args[2]);
+    let result = std::fs::read_to_string(&args[1]).map_err(|e| format!("cannot read {}: {e}", args[1]).into()).and_then(|text| {
+        if text.lines().next().map(str::trim) == Some(MULTIRAIL_HEADER) {
+            parse_multirail(&text).map_err(Box::<dyn Error>::from).and_then(|sets| draw_multirail(&sets, out_dir))
+        } else {
+            parse_results(&text).map_err(Box::<dyn Error>::from).and_then(|samples| draw_all(&samples, out_dir))
+        }
+    });
     match result {
         Ok(written) if written.is_empty() => {
             eprintln!("braid-report: {} holds no latency, bw, ring, allreduce or waitcpu rows; nothing drawn", args[1]);
@@ -254,6 +330,32 @@ mpich,ring,4,8,900,us,3
 openmpi,waitcpu,2,50,100,%,3
 braid,waitcpu,2,50,3,%,3
 ";
+
+    const MULTIRAIL_CSV: &str = "rails,impl,variant,load,bench,size,value,unit
+2gbit+1gbit,iperf3,rail0,none,rail_mbits,0,1900,Mbit/s
+2gbit+1gbit,iperf3,rail1,none,rail_mbits,0,950,Mbit/s
+2gbit+1gbit,braid,hetero,none,bw,65536,340,MB/s
+2gbit+1gbit,braid,hetero,none,bw,1048576,350,MB/s
+2gbit+1gbit,openmpi,default,none,bw,1048576,240,MB/s
+2gbit+1gbit,braid,hetero,none,latency,8,9.5,us
+2gbit+1gbit,braid,hetero,rail0,xfer_p99,1048576,7600,us
+";
+
+    #[test]
+    fn multirail_rows_group_by_rail_set_and_draw() {
+        let sets = parse_multirail(MULTIRAIL_CSV).unwrap();
+        assert_eq!(sets.len(), 1);
+        let (rails, samples, sum) = &sets[0];
+        assert_eq!((rails.as_str(), *sum), ("2gbit+1gbit", 2850.0));
+        assert_eq!(samples.len(), 4, "loaded xfer rows are not drawn: {samples:?}");
+        assert_eq!(samples[2].implementation, "openmpi default");
+        let dir = std::env::temp_dir().join(format!("braid-report-multirail-{}", std::process::id()));
+        let written = draw_multirail(&sets, &dir).unwrap();
+        assert_eq!(written.len(), 2);
+        assert!(std::fs::read_to_string(dir.join("multirail-2gbit-1gbit-bandwidth.svg")).unwrap().contains("<svg"));
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(parse_multirail("rails,impl\nx,y\n").is_err());
+    }
 
     #[test]
     fn parses_rows_and_skips_header() {
