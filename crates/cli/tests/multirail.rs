@@ -66,6 +66,15 @@ struct Cluster {
 }
 
 impl Cluster {
+    /// This test's turn and its cluster, when this machine can run cluster jobs (root, iproute2).
+    fn for_test(letter: char) -> Option<(MutexGuard<'static, ()>, Cluster)> {
+        if !can_run_cluster_jobs() {
+            return None;
+        }
+        let turn = take_turn();
+        Some((turn, Cluster::up(letter)))
+    }
+
     fn up(letter: char) -> Cluster {
         let name = format!("bm{}{letter}", std::process::id());
         let programs = std::env::temp_dir().join(format!("braid-multirail-{name}"));
@@ -148,11 +157,7 @@ const MIB: u64 = 1 << 20;
 
 #[test]
 fn matching_and_ordering_hold_across_nodes() {
-    if !can_run_cluster_jobs() {
-        return;
-    }
-    let _turn = take_turn();
-    let cluster = Cluster::up('a');
+    let Some((_turn, cluster)) = Cluster::for_test('a') else { return };
     let before = cluster.sent_per_rail(0);
     let output = cluster.run_job(&["-n", "2", "--ppn", "1"], "p2p_matching", &[]);
     assert!(text(&output.stdout).contains("p2p_matching: ok on 2 ranks"), "{}", text(&output.stdout));
@@ -165,11 +170,7 @@ fn matching_and_ordering_hold_across_nodes() {
 
 #[test]
 fn large_messages_are_split_over_both_rails_and_arrive_intact() {
-    if !can_run_cluster_jobs() {
-        return;
-    }
-    let _turn = take_turn();
-    let cluster = Cluster::up('b');
+    let Some((_turn, cluster)) = Cluster::for_test('b') else { return };
     let before = [cluster.sent_per_rail(0), cluster.sent_per_rail(1)];
     let output = cluster.run_job(&["-n", "2", "--ppn", "1"], "large", &[]);
     assert!(text(&output.stdout).contains("large: ok on 2 ranks"), "{}", text(&output.stdout));
@@ -187,11 +188,7 @@ fn large_messages_are_split_over_both_rails_and_arrive_intact() {
 
 #[test]
 fn a_rail_taken_down_mid_run_loses_duplicates_and_corrupts_nothing() {
-    if !can_run_cluster_jobs() {
-        return;
-    }
-    let _turn = take_turn();
-    let cluster = Cluster::up('c');
+    let Some((_turn, cluster)) = Cluster::for_test('c') else { return };
     let binary = cluster.compiled("multirail_stream");
     // 600 messages of 2 MiB: several seconds on both rails, so the rail goes down mid-stream.
     // Equal splits put every message on both rails for sure; failover is the engine's, whatever
@@ -244,11 +241,7 @@ fn a_rail_taken_down_mid_run_loses_duplicates_and_corrupts_nothing() {
 
 #[test]
 fn shared_memory_and_tcp_mix_in_one_job() {
-    if !can_run_cluster_jobs() {
-        return;
-    }
-    let _turn = take_turn();
-    let cluster = Cluster::up('d');
+    let Some((_turn, cluster)) = Cluster::for_test('d') else { return };
     let before = cluster.sent_per_rail(0);
     for (program, says) in [("collectives", "collectives: ok on 4 ranks"), ("p2p_matching", "p2p_matching: ok on 4 ranks"), ("ring", "ring: 4 ranks")] {
         let output = cluster.run_job(&["-n", "4", "--ppn", "2"], program, &[]);
@@ -260,11 +253,7 @@ fn shared_memory_and_tcp_mix_in_one_job() {
 
 #[test]
 fn offloaded_chunks_arrive_intact_and_in_place() {
-    if !can_run_cluster_jobs() {
-        return;
-    }
-    let _turn = take_turn();
-    let cluster = Cluster::up('e');
+    let Some((_turn, cluster)) = Cluster::for_test('e') else { return };
     let binary = cluster.compiled("multirail_stream");
     // A zero offload cost makes equation 1 pay for every split that puts chunks on both rails;
     // without a queue horizon hetero hands whole chunks over, which is what workers take.

@@ -31,18 +31,28 @@ const WIDTH: u32 = 900;
 const HEIGHT: u32 = 560;
 const BAR_BENCHES: &[&str] = &["ring", "allreduce", "waitcpu"];
 
-fn parse_results(text: &str) -> Result<Vec<Sample>, String> {
-    let mut samples = Vec::new();
+/// The data rows of a CSV whose header is `header`: each row's fields and a maker of error
+/// messages naming the row; a row without `width` fields is an error.
+fn rows<'a>(text: &'a str, header: &str, width: usize) -> Result<Vec<(Vec<&'a str>, impl Fn(&str) -> String + 'a)>, String> {
+    let mut rows = Vec::new();
     for (index, line) in text.lines().enumerate() {
         let line = line.trim();
-        if line.is_empty() || line == HEADER {
+        if line.is_empty() || line == header {
             continue;
         }
         let fields: Vec<&str> = line.split(',').collect();
-        let bad = |what: &str| format!("line {}: {what}: {line:?}", index + 1);
-        if fields.len() != 7 {
-            return Err(bad("expected 7 comma-separated fields"));
+        let bad = move |what: &str| format!("line {}: {what}: {line:?}", index + 1);
+        if fields.len() != width {
+            return Err(bad(&format!("expected {width} comma-separated fields")));
         }
+        rows.push((fields, bad));
+    }
+    Ok(rows)
+}
+
+fn parse_results(text: &str) -> Result<Vec<Sample>, String> {
+    let mut samples = Vec::new();
+    for (fields, bad) in rows(text, HEADER, 7)? {
         samples.push(Sample {
             implementation: fields[0].to_string(),
             bench: fields[1].to_string(),
@@ -231,16 +241,7 @@ fn draw_all(samples: &[Sample], out_dir: &Path) -> Result<Vec<String>, Box<dyn E
 /// (unloaded runs only); also returns the sum of the rails' iperf3 rates in Mbit/s.
 fn parse_multirail(text: &str) -> Result<Vec<(String, Vec<Sample>, f64)>, String> {
     let mut sets: Vec<(String, Vec<Sample>, f64)> = Vec::new();
-    for (index, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line == MULTIRAIL_HEADER {
-            continue;
-        }
-        let fields: Vec<&str> = line.split(',').collect();
-        let bad = |what: &str| format!("line {}: {what}: {line:?}", index + 1);
-        if fields.len() != 8 {
-            return Err(bad("expected 8 comma-separated fields"));
-        }
+    for (fields, bad) in rows(text, MULTIRAIL_HEADER, 8)? {
         let value: f64 = fields[6].parse().map_err(|_| bad("value is not a number"))?;
         let position = match sets.iter().position(|(rails, _, _)| rails == fields[0]) {
             Some(position) => position,
