@@ -232,16 +232,19 @@ fn receive_dense(op: &Operation, buffer: &'static mut [u8]) -> MpiResult<Complet
             MPI_ANY_SOURCE => Some(Source::Any),
             _ => dense_peer(rt, op).map(|(_, job)| Source::Rank(job)),
         };
-        let (Some(source), Ok(shared)) = (source, rt.comms.get(op.comm).map(|comm| comm.shared.clone())) else {
+        // The context id is copied rather than the communicator's Arc cloned: two atomic
+        // read-modify-writes are a noticeable part of a 0.15 us ping-pong.
+        let (Some(source), Ok(context)) = (source, rt.comms.get(op.comm).map(|comm| comm.shared.p2p_context)) else {
             let mut pending = start(rt, op)?;
             return pending.wait(&mut rt.engine).map_err(|e| engine_error(op.comm, e));
         };
         let tag = if op.tag == MPI_ANY_TAG { TagSelector::Any } else { TagSelector::Tag(op.tag) };
         let engine_error_here = |e| engine_error(op.comm, e);
-        let id = rt.engine.irecv(buffer, source, tag, shared.p2p_context).map_err(engine_error_here)?;
+        let id = rt.engine.irecv(buffer, source, tag, context).map_err(engine_error_here)?;
         let status = rt.engine.wait(id).map_err(engine_error_here)?;
+        let source = rt.comms.get(op.comm).ok().and_then(|comm| comm.shared.rank_of_job(status.source));
         Ok(Completion {
-            source: shared.rank_of_job(status.source).map_or(MPI_UNDEFINED, |rank| rank as c_int),
+            source: source.map_or(MPI_UNDEFINED, |rank| rank as c_int),
             tag: status.tag,
             count: status.count,
             cancelled: false,
