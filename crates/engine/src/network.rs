@@ -1,8 +1,9 @@
 //! Peers reached only over the network rails (seed 004).
 //!
 //! * **Control frames** (EAGER, EAGER_SYNC, RTS, CTS, FIN, ACK) to one peer travel on one control
-//!   rail, chosen at wire-up as the strategy's eager rail, so they arrive in order (MPI's
-//!   non-overtaking rule). Each carries a per-peer sequence number and a cumulative
+//!   rail, the strategy's eager rail for an eager-sized message, so they arrive in order (MPI's
+//!   non-overtaking rule). It is chosen again, at most every 2 ms, only while no control frame
+//!   to that peer is in flight. Each carries a per-peer sequence number and a cumulative
 //!   acknowledgement; the sender keeps what is not acknowledged (eager payloads are copied, so
 //!   a standard send completes at once) and re-sends it on a new control rail when the old one
 //!   fails; the receiver drops what it has already seen.
@@ -10,7 +11,9 @@
 //!   asks the strategy to split the payload over the rails that are up and posts NET_DATA chunks
 //!   (cut to each rail's frame size); the receiver records the ranges that arrived and sends FIN
 //!   once it has them all. The send completes on FIN, so the chunks of a rail that fails before
-//!   then are split again over the remaining rails.
+//!   then are split again over the remaining rails. A strategy with a queue horizon (`hetero`)
+//!   has its chunks handed over a few milliseconds at a time, and a rail that runs dry takes over
+//!   the end of another's remainder; otherwise the split's pieces may go to offload workers.
 //! * **Rates**: while a rail stays busy, its drain rate (bytes posted minus the change of its
 //!   backlog, over the engine's clock) corrects its profile online.
 
