@@ -1,9 +1,11 @@
 //! `braid run`: starts the ranks, serves their PMI requests, forwards their output and signals,
 //! and ends the whole job as soon as one rank fails.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io::{IsTerminal, Read};
+use std::net::{IpAddr, SocketAddr, TcpListener, ToSocketAddrs, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
@@ -36,6 +38,17 @@ pub struct JobRequest {
     pub args: Vec<OsString>,
     /// Set when the ranks run on the nodes of a virtual cluster rather than all on this node.
     pub nodes: Option<NodeLayout>,
+    /// Set when the ranks run on other hosts, started through a launch agent (ssh).
+    pub hosts: Option<HostLayout>,
+}
+
+/// Where the ranks run when the job spans hosts reached through a launch agent.
+pub struct HostLayout {
+    pub hosts: Vec<String>,
+    /// The host (index into `hosts`) of each rank.
+    pub node_of_rank: Vec<usize>,
+    /// The agent command and its arguments (`ssh`); it is given the host and the remote command.
+    pub agent: Vec<String>,
 }
 
 /// Where the ranks run when the job spans the nodes of a virtual cluster.
@@ -48,11 +61,20 @@ pub struct NodeLayout {
     pub rails: Vec<String>,
 }
 
-/// Where one rank runs: its node's namespace (none: this one) and its place among the node's ranks.
+/// Where one rank runs: its node's namespace (none: this one) or its remote host, and its place
+/// among the node's ranks.
 struct Site {
     namespace: Option<Namespace>,
+    remote: Option<Remote>,
     local_rank: u32,
     local_size: u32,
+}
+
+/// A rank started on another host through the launch agent.
+struct Remote {
+    host: String,
+    /// What the rank is told to connect to: this machine's address as seen from `host`.
+    pmi_port: SocketAddr,
 }
 
 /// Why the job ended early; the first one is reported and sets the exit status.
@@ -129,14 +151,24 @@ pub fn run(request: JobRequest) -> i32 {
         eprintln!("braid run: -n must be at least 1");
         return 2;
     }
-    let placements = match plan(&request) {
+    // Remote ranks are never bound: this machine's CPUs say nothing about theirs.
+    let placements = match if request.hosts.is_some() { Ok(vec![None; request.ranks as usize]) } else { plan(&request) } {
         Ok(placements) => placements,
         Err(reason) => {
             eprintln!("braid run: {reason}");
             return 2;
         }
     };
-    let (sites, rails) = match sites(&request) {
+    // Remote ranks connect back to this listener (PMI_PORT); local ranks inherit a socket.
+    let listener = match request.hosts.as_ref().map(|_| listen()).transpose() {
+        Ok(listener) => listener,
+        Err(reason) => {
+            eprintln!("braid run: {reason}");
+            return 1;
+        }
+    };
+    let port = listener.as_ref().and_then(|listener| listener.local_addr().ok()).map_or(0, |address| address.port());
+    let (sites, rails) = match sites(&request, port) {
         Ok(found) => found,
         Err(reason) => {
             eprintln!("braid run: {reason}");
@@ -153,7 +185,18 @@ pub fn run(request: JobRequest) -> i32 {
         }
     };
     let kvsname = job_name();
-    let mut job = Job { request: &request, sites, rails, server: PmiServer::new(&kvsname, request.ranks), ranks: Vec::new(), group: None, failure: None, ending: None, killed: false };
+    let mut job = Job {
+        request: &request,
+        sites,
+        rails,
+        server: PmiServer::new(&kvsname, request.ranks),
+        listener,
+        ranks: Vec::new(),
+        group: None,
+        failure: None,
+        ending: None,
+        killed: false,
+    };
     job.launch(&placements);
     job.supervise(&signals);
     remove_leftover_segments(&kvsname);
@@ -176,10 +219,25 @@ fn plan(request: &JobRequest) -> Result<Vec<Option<Vec<usize>>>, String> {
 }
 
 /// Each rank's site, and the BRAID_RAILS value the ranks get (none: the user's setting stands).
-fn sites(request: &JobRequest) -> Result<(Vec<Site>, Option<String>), String> {
+/// `port` is the PMI listener's, for remote ranks.
+fn sites(request: &JobRequest, port: u16) -> Result<(Vec<Site>, Option<String>), String> {
+    if let Some(layout) = &request.hosts {
+        let addresses = layout.hosts.iter().map(|host| address_toward(host)).collect::<Result<Vec<IpAddr>, String>>()?;
+        let sites = layout
+            .node_of_rank
+            .iter()
+            .enumerate()
+            .map(|(rank, &node)| {
+                let (local_rank, local_size) = local_place(&layout.node_of_rank, rank);
+                let remote = Remote { host: layout.hosts[node].clone(), pmi_port: SocketAddr::new(addresses[node], port) };
+                Site { namespace: None, remote: Some(remote), local_rank, local_size }
+            })
+            .collect();
+        return Ok((sites, None));
+    }
     let Some(layout) = &request.nodes else {
         let size = request.ranks;
-        return Ok(((0..size).map(|rank| Site { namespace: None, local_rank: rank, local_size: size }).collect(), None));
+        return Ok(((0..size).map(|rank| Site { namespace: None, remote: None, local_rank: rank, local_size: size }).collect(), None));
     };
     let namespaces = layout
         .namespaces
@@ -188,14 +246,78 @@ fn sites(request: &JobRequest) -> Result<(Vec<Site>, Option<String>), String> {
         .collect::<Result<Vec<_>, String>>()?;
     let mut sites = Vec::with_capacity(layout.node_of_rank.len());
     for (rank, &node) in layout.node_of_rank.iter().enumerate() {
-        let local_rank = layout.node_of_rank[..rank].iter().filter(|&&other| other == node).count() as u32;
-        let local_size = layout.node_of_rank.iter().filter(|&&other| other == node).count() as u32;
-        sites.push(Site { namespace: Some(namespaces[node].clone()), local_rank, local_size });
+        let (local_rank, local_size) = local_place(&layout.node_of_rank, rank);
+        sites.push(Site { namespace: Some(namespaces[node].clone()), remote: None, local_rank, local_size });
     }
     let config = braid_config::Config::from_env().map_err(|error| error.to_string())?;
     // "auto" inside a node would also pick the management network, which carries no MPI traffic.
     let rails = matches!(config.rails, braid_config::Rails::Auto).then(|| layout.rails.join(","));
     Ok((sites, rails))
+}
+
+/// Rank `rank`'s place among the ranks of its node: (local rank, local size).
+fn local_place(node_of_rank: &[usize], rank: usize) -> (u32, u32) {
+    let node = node_of_rank[rank];
+    let local_rank = node_of_rank[..rank].iter().filter(|&&other| other == node).count() as u32;
+    let local_size = node_of_rank.iter().filter(|&&other| other == node).count() as u32;
+    (local_rank, local_size)
+}
+
+/// The PMI listener for remote ranks, on every address of this machine.
+fn listen() -> Result<TcpListener, String> {
+    let listener = TcpListener::bind("0.0.0.0:0").map_err(|error| format!("cannot open the PMI port for remote ranks: {error}"))?;
+    listener.set_nonblocking(true).map_err(|error| format!("cannot open the PMI port for remote ranks: {error}"))?;
+    Ok(listener)
+}
+
+/// The address of this machine that `host` can reach it at: the source address the routing table
+/// picks toward `host` (connecting a UDP socket sends nothing; port 9 is only a placeholder).
+fn address_toward(host: &str) -> Result<IpAddr, String> {
+    let target = (host, 9)
+        .to_socket_addrs()
+        .map_err(|error| format!("cannot resolve host {host:?}: {error}"))?
+        .min_by_key(|address| address.is_ipv6())
+        .ok_or_else(|| format!("host {host:?} has no address"))?;
+    let any: SocketAddr = if target.is_ipv6() { "[::]:0".parse() } else { "0.0.0.0:0".parse() }.expect("a literal address");
+    let socket = UdpSocket::bind(any).map_err(|error| format!("cannot find a route to host {host}: {error}"))?;
+    socket.connect(target).map_err(|error| format!("no route to host {host} ({}): {error}", target.ip()))?;
+    let local = socket.local_addr().map_err(|error| format!("cannot find a route to host {host}: {error}"))?;
+    Ok(local.ip())
+}
+
+/// `word` in single quotes for a POSIX shell; an embedded `'` becomes `'\''`.
+pub fn shell_quote(word: &[u8]) -> Vec<u8> {
+    let mut quoted = Vec::with_capacity(word.len() + 2);
+    quoted.push(b'\'');
+    for &byte in word {
+        if byte == b'\'' {
+            quoted.extend_from_slice(b"'\\''");
+        } else {
+            quoted.push(byte);
+        }
+    }
+    quoted.push(b'\'');
+    quoted
+}
+
+/// The one shell command line that starts a remote rank: enter `cwd`, set the rank's PMI and
+/// BRAID_* environment (`environment`, in order), and exec the program with its arguments.
+fn remote_command(cwd: &OsStr, environment: &[(OsString, OsString)], program: &OsStr, args: &[OsString]) -> OsString {
+    let mut line = b"cd ".to_vec();
+    line.extend(shell_quote(cwd.as_bytes()));
+    line.extend_from_slice(b" && exec env");
+    for (name, value) in environment {
+        let mut assignment = name.as_bytes().to_vec();
+        assignment.push(b'=');
+        assignment.extend_from_slice(value.as_bytes());
+        line.push(b' ');
+        line.extend(shell_quote(&assignment));
+    }
+    for word in std::iter::once(program).chain(args.iter().map(OsString::as_os_str)) {
+        line.push(b' ');
+        line.extend(shell_quote(word.as_bytes()));
+    }
+    OsString::from_vec(line)
 }
 
 /// A PMI key-value space name that is unique per job and safe in file names.
@@ -221,6 +343,8 @@ struct Job<'a> {
     /// BRAID_RAILS for every rank, when the launcher chooses it.
     rails: Option<String>,
     server: PmiServer,
+    /// Where remote ranks connect for PMI (with --hosts).
+    listener: Option<TcpListener>,
     ranks: Vec<Rank>,
     /// The ranks' process group (the first rank's pid).
     group: Option<u32>,
@@ -248,22 +372,55 @@ impl Job<'_> {
         let _ = affinity::set_calling_thread(&original_affinity);
     }
 
+    /// The command that starts a remote rank: the launch agent, given the host and the rank's
+    /// command line. The agent stands for the rank here (its output, its exit status, its pid).
+    fn remote_rank_command(&self, rank: u32, remote: &Remote) -> Result<Command, Failure> {
+        let site = &self.sites[rank as usize];
+        let cwd = std::env::current_dir().map_err(|error| Failure::Launch { code: 1, detail: format!("cannot read the current directory: {error}") })?;
+        let mut environment: Vec<(OsString, OsString)> = vec![
+            ("PMI_PORT".into(), remote.pmi_port.to_string().into()),
+            ("PMI_ID".into(), rank.to_string().into()),
+            ("BRAID_LOCAL_RANK".into(), site.local_rank.to_string().into()),
+            ("BRAID_LOCAL_SIZE".into(), site.local_size.to_string().into()),
+        ];
+        // The remote shell starts with its own environment: Braid's settings go along explicitly.
+        let mut settings: Vec<(OsString, OsString)> = std::env::vars_os()
+            .filter(|(name, _)| name.as_bytes().starts_with(b"BRAID_") && !matches!(name.as_bytes(), b"BRAID_LOCAL_RANK" | b"BRAID_LOCAL_SIZE"))
+            .collect();
+        settings.sort();
+        environment.extend(settings);
+        let line = remote_command(cwd.as_os_str(), &environment, &self.request.program, &self.request.args);
+        let request = self.request.hosts.as_ref().expect("remote sites come from --hosts");
+        let mut command = Command::new(&request.agent[0]);
+        command.args(&request.agent[1..]).arg(&remote.host).arg(line);
+        Ok(command)
+    }
+
     fn start_rank(&mut self, rank: u32) -> Result<(), Failure> {
         let launch_error = |detail: String| Failure::Launch { code: 1, detail };
-        let (ours, theirs) = UnixStream::pair().map_err(|error| launch_error(format!("cannot create the PMI socket of rank {rank}: {error}")))?;
-        fd::set_inheritable(theirs.as_fd(), true).map_err(|error| launch_error(format!("cannot pass the PMI socket to rank {rank}: {error}")))?;
         let size = self.request.ranks;
         let site = &self.sites[rank as usize];
-        let mut command = Command::new(&self.request.program);
+        let mut local_socket = None;
+        let mut command = match &site.remote {
+            Some(remote) => self.remote_rank_command(rank, remote)?,
+            None => {
+                let (ours, theirs) = UnixStream::pair().map_err(|error| launch_error(format!("cannot create the PMI socket of rank {rank}: {error}")))?;
+                fd::set_inheritable(theirs.as_fd(), true).map_err(|error| launch_error(format!("cannot pass the PMI socket to rank {rank}: {error}")))?;
+                let mut command = Command::new(&self.request.program);
+                command
+                    .args(&self.request.args)
+                    .env("PMI_FD", theirs.as_raw_fd().to_string())
+                    .env("PMI_RANK", rank.to_string())
+                    .env("PMI_SIZE", size.to_string())
+                    .env("BRAID_LOCAL_RANK", site.local_rank.to_string())
+                    .env("BRAID_LOCAL_SIZE", site.local_size.to_string());
+                local_socket = Some((ours, theirs));
+                command
+            }
+        };
         command
-            .args(&self.request.args)
             .env_remove("PMI_PORT")
             .env_remove("PMI_ID")
-            .env("PMI_FD", theirs.as_raw_fd().to_string())
-            .env("PMI_RANK", rank.to_string())
-            .env("PMI_SIZE", size.to_string())
-            .env("BRAID_LOCAL_RANK", site.local_rank.to_string())
-            .env("BRAID_LOCAL_SIZE", site.local_size.to_string())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             // The ranks get their own group: a terminal's Ctrl-C reaches only the launcher, which forwards it.
@@ -277,22 +434,54 @@ impl Job<'_> {
         if let Some(namespace) = &site.namespace {
             namespace.enter_on_exec(&mut command);
         }
+        let started = match (&site.remote, &self.request.hosts) {
+            (Some(_), Some(hosts)) => format!("the launch agent {:?}", hosts.agent.join(" ")),
+            _ => self.request.program.to_string_lossy().into_owned(),
+        };
         let mut child = command.spawn().map_err(|error| {
             let code = match error.kind() {
                 std::io::ErrorKind::NotFound => 127,
                 std::io::ErrorKind::PermissionDenied => 126,
                 _ => 1,
             };
-            Failure::Launch { code, detail: format!("cannot start rank {rank}: {}: {error}", self.request.program.to_string_lossy()) }
+            Failure::Launch { code, detail: format!("cannot start rank {rank}: {started}: {error}") }
         })?;
-        drop(theirs);
+        let ours = local_socket.map(|(ours, theirs)| {
+            drop(theirs);
+            ours
+        });
         let pid = child.id();
         self.group.get_or_insert(pid);
         let tag = self.request.tag_output;
         let stdout = OutputStream { pipe: child.stdout.take(), forwarder: LineForwarder::new(rank, tag, Target::Stdout) };
         let stderr = OutputStream { pipe: child.stderr.take(), forwarder: LineForwarder::new(rank, tag, Target::Stderr) };
         self.ranks.push(Rank { pid, child, stdout, stderr, status: None });
-        self.server.attach(rank, ours).map_err(|error| launch_error(format!("cannot serve PMI for rank {rank}: {error}")))
+        match ours {
+            Some(ours) => self.server.attach(rank, ours).map_err(|error| launch_error(format!("cannot serve PMI for rank {rank}: {error}"))),
+            // A remote rank connects to the listener later; see `accept_ranks`.
+            None => Ok(()),
+        }
+    }
+
+    /// Takes the remote ranks' pending PMI connections. A connection that is not a rank of this
+    /// job is refused with a warning: the rank it should have been fails on its own.
+    fn accept_ranks(&mut self) {
+        let Some(listener) = &self.listener else { return };
+        loop {
+            match listener.accept() {
+                Ok((stream, _)) => {
+                    if let Err(error) = self.server.accept_network(stream) {
+                        eprintln!("braid run: warning: {error}");
+                    }
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(error) => {
+                    eprintln!("braid run: warning: accepting a PMI connection failed: {error}");
+                    return;
+                }
+            }
+        }
     }
 
     fn running(&self) -> usize {
@@ -331,6 +520,7 @@ impl Job<'_> {
                 }
                 match source {
                     Source::Signals => self.handle_signals(signals),
+                    Source::Listener => self.accept_ranks(),
                     Source::Pmi(rank) => {
                         let events = self.server.service(rank);
                         self.handle_pmi(events);
@@ -352,6 +542,10 @@ impl Job<'_> {
     fn wait(&self, signals: &SignalQueue, timeout: Option<Duration>) -> std::io::Result<(Vec<Source>, Vec<fd::Readiness>)> {
         let mut sources = vec![Source::Signals];
         let mut fds: Vec<BorrowedFd<'_>> = vec![signals.as_fd()];
+        if let Some(listener) = &self.listener {
+            sources.push(Source::Listener);
+            fds.push(listener.as_fd());
+        }
         for (rank, descriptor) in self.server.descriptors() {
             sources.push(Source::Pmi(rank));
             fds.push(descriptor);
@@ -480,7 +674,41 @@ fn in_group(pid: u32, group: Option<u32>) -> bool {
 
 enum Source {
     Signals,
+    Listener,
     Pmi(u32),
     Stdout(u32),
     Stderr(u32),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_quote_wraps_words_and_escapes_single_quotes() {
+        assert_eq!(shell_quote(b"plain"), b"'plain'");
+        assert_eq!(shell_quote(b""), b"''");
+        assert_eq!(shell_quote(b"it's $HOME"), b"'it'\\''s $HOME'");
+    }
+
+    #[test]
+    fn remote_command_sets_the_environment_and_execs_the_program() {
+        let environment = vec![("PMI_PORT".into(), "10.0.0.1:4000".into()), ("BRAID_X".into(), "a b".into())];
+        let line = remote_command(OsStr::new("/tmp/my dir"), &environment, OsStr::new("./app"), &["--name".into(), "o'k".into()]);
+        assert_eq!(line, OsStr::new("cd '/tmp/my dir' && exec env 'PMI_PORT=10.0.0.1:4000' 'BRAID_X=a b' './app' '--name' 'o'\\''k'"));
+    }
+
+    #[test]
+    fn remote_command_survives_a_shell() {
+        let args: Vec<OsString> = vec!["-c".into(), "printf '%s|' \"$0\" \"$BRAID_X\"".into(), "it's".into()];
+        let line = remote_command(OsStr::new("/"), &[("BRAID_X".into(), "a 'b' $c".into())], OsStr::new("sh"), &args);
+        let output = Command::new("sh").arg("-c").arg(&line).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&output.stdout), "it's|a 'b' $c|");
+    }
+
+    #[test]
+    fn the_address_toward_loopback_is_loopback() {
+        assert_eq!(address_toward("127.0.0.1").unwrap(), IpAddr::from([127, 0, 0, 1]));
+        assert!(address_toward("no-such-host.invalid").unwrap_err().contains("cannot resolve host"));
+    }
 }

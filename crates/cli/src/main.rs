@@ -16,7 +16,7 @@ use braid_sys::topology::{format_cpu_list, Cache, Topology};
 use clap::{Parser, Subcommand};
 
 use crate::cluster::Cluster;
-use crate::launcher::{JobRequest, NodeLayout};
+use crate::launcher::{HostLayout, JobRequest, NodeLayout};
 use crate::placement::{BindTo, MapBy};
 
 #[derive(Parser)]
@@ -39,8 +39,16 @@ SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 are passed on to every rank.\n\n\
 With --cluster, ranks run inside the cluster's nodes (network namespaces), --ppn per node, in \
 blocks (--map-by node: round-robin), with BRAID_RAILS set to the cluster's rails unless BRAID_RAILS \
 names interfaces; every node shares this machine's cores.\n\n\
+With --hosts, rank r on host H is started as `AGENT H '<command>'` (AGENT: --launch-agent, default \
+ssh), where the command enters this directory and execs PROGRAM with PMI_PORT (this machine's \
+address toward H and a port braid run listens on), PMI_ID, BRAID_LOCAL_RANK, BRAID_LOCAL_SIZE and \
+every BRAID_* variable of this environment. The agent stands for the rank: its output, its exit \
+status and its pid are the rank's, and ending the job signals the agent. Ranks are not bound. \
+Remote processes end with ssh only when ssh has a terminal: use --launch-agent \"ssh -tt\" (plain \
+ssh may leave ranks running when the job is ended).\n\n\
 Examples:\n  braid run -n 4 ./ring\n  braid run -n 8 --map-by socket --tag-output ./app --size 1m\n  \
-braid run --cluster lab -n 4 --ppn 2 ./app"
+braid run --cluster lab -n 4 --ppn 2 ./app\n  \
+braid run --hosts node1,node2 --ppn 2 -n 4 --launch-agent \"ssh -tt\" ./app"
     )]
     Run(RunArgs),
     /// Build, inspect and remove virtual clusters: nodes are network namespaces joined by shaped rails.
@@ -96,13 +104,18 @@ struct RunArgs {
     #[arg(long, value_name = "NAME")]
     cluster: Option<String>,
 
-    /// Ranks per node, with --cluster [default: N over the number of nodes, rounded up].
+    /// Ranks per node, with --cluster or --hosts [default: N over the number of nodes, rounded up].
     #[arg(long, value_name = "P")]
     ppn: Option<u32>,
 
-    /// Run on these hosts (not supported yet: use --cluster, or start the ranks with a PMI-1 launcher).
-    #[arg(long, value_name = "HOSTS")]
+    /// Run the ranks on these hosts (comma-separated), started through the launch agent.
+    #[arg(long, value_name = "H1,H2,...")]
     hosts: Option<String>,
+
+    /// With --hosts: the command that runs a command on a host, given the host and the command
+    /// (split on whitespace) [default: ssh].
+    #[arg(long, value_name = "CMD")]
+    launch_agent: Option<String>,
 
     /// The program to start, then its arguments.
     #[arg(value_name = "PROGRAM", required = true, trailing_var_arg = true, allow_hyphen_values = true)]
@@ -191,21 +204,32 @@ fn run_job(args: RunArgs) -> ExitCode {
         eprintln!("braid run: {message}");
         ExitCode::from(2)
     };
-    if args.hosts.is_some() {
-        return usage_error("--hosts is not supported yet: use --cluster for a virtual cluster, or start the ranks with a PMI-1 launcher".to_string());
+    if args.cluster.is_some() && args.hosts.is_some() {
+        return usage_error("--cluster and --hosts cannot be used together".to_string());
     }
+    if args.launch_agent.is_some() && args.hosts.is_none() {
+        return usage_error("--launch-agent needs --hosts".to_string());
+    }
+    let hosts = match &args.hosts {
+        Some(list) => match host_layout(list, &args) {
+            Ok(layout) => Some(layout),
+            Err(message) => return usage_error(message),
+        },
+        None => None,
+    };
     let nodes = match &args.cluster {
         Some(name) => match cluster_layout(name, &args) {
             Ok(layout) => Some(layout),
             Err(message) => return usage_error(message),
         },
-        None if args.ppn.is_some() => return usage_error("--ppn needs --cluster".to_string()),
-        None if args.map_by == MapBy::Node => return usage_error("--map-by node needs --cluster".to_string()),
+        None if hosts.is_some() => None,
+        None if args.ppn.is_some() => return usage_error("--ppn needs --cluster or --hosts".to_string()),
+        None if args.map_by == MapBy::Node => return usage_error("--map-by node needs --cluster or --hosts".to_string()),
         None => None,
     };
     let mut command = args.command.into_iter();
     let program = command.next().unwrap_or_default();
-    let request = JobRequest { ranks: args.ranks, map_by: args.map_by, bind_to: args.bind_to, tag_output: args.tag_output, program, args: command.collect(), nodes };
+    let request = JobRequest { ranks: args.ranks, map_by: args.map_by, bind_to: args.bind_to, tag_output: args.tag_output, program, args: command.collect(), nodes, hosts };
     ExitCode::from(launcher::run(request).clamp(0, 255) as u8)
 }
 
@@ -215,6 +239,23 @@ fn cluster_layout(name: &str, args: &RunArgs) -> Result<NodeLayout, String> {
     let per_node = args.ppn.unwrap_or_else(|| args.ranks.div_ceil(nodes as u32));
     let node_of_rank = placement::assign_nodes(args.ranks, nodes, per_node, args.map_by == MapBy::Node)?;
     Ok(NodeLayout { namespaces: cluster.nodes.iter().map(|node| node.namespace.clone()).collect(), node_of_rank, rails: cluster.rail_interfaces() })
+}
+
+fn host_layout(list: &str, args: &RunArgs) -> Result<HostLayout, String> {
+    let hosts: Vec<String> = list.split(',').map(str::trim).map(str::to_string).collect();
+    if hosts.iter().any(String::is_empty) {
+        return Err(format!("--hosts {list:?} names an empty host"));
+    }
+    if args.bind_to.is_some_and(|unit| unit != BindTo::None) {
+        return Err("--bind-to cannot be used with --hosts: remote ranks are not bound".to_string());
+    }
+    let agent: Vec<String> = args.launch_agent.as_deref().unwrap_or("ssh").split_whitespace().map(str::to_string).collect();
+    if agent.is_empty() {
+        return Err("--launch-agent is empty".to_string());
+    }
+    let per_node = args.ppn.unwrap_or_else(|| args.ranks.div_ceil(hosts.len() as u32));
+    let node_of_rank = placement::assign_nodes(args.ranks, hosts.len(), per_node, args.map_by == MapBy::Node)?;
+    Ok(HostLayout { hosts, node_of_rank, agent })
 }
 
 fn manage_cluster(command: ClusterCommand) -> ExitCode {

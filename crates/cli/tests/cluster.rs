@@ -179,7 +179,7 @@ fn unsupported_or_impossible_requests_fail_clearly() {
     let cases: [(&[&str], &str); 6] = [
         (&["cluster", "up", "x", "--nodes", "2", "--rails", "2g"], "invalid rate"),
         (&["cluster", "up", "bad/name", "--nodes", "2", "--rails", "1gbit"], "invalid cluster name"),
-        (&["run", "--hosts", "a,b", "-n", "2", "true"], "not supported yet"),
+        (&["run", "--hosts", "a,b", "--cluster", "b", "-n", "2", "true"], "--cluster and --hosts cannot be used together"),
         (&["run", "--ppn", "2", "-n", "2", "true"], "--ppn needs --cluster"),
         (&["run", "--map-by", "node", "-n", "2", "true"], "--map-by node needs --cluster"),
         (&["run", "--cluster", "bt-no-such-cluster", "-n", "2", "true"], "no cluster named bt-no-such-cluster"),

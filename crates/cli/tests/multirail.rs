@@ -12,7 +12,6 @@ use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use braid_sys::netns;
 
 mod common;
 use common::*;
@@ -29,36 +28,6 @@ fn take_turn() -> MutexGuard<'static, ()> {
     TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-fn repository() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-/// Where the MPI library of this build is: beside the `braid` binary.
-fn library_dir() -> PathBuf {
-    Path::new(env!("CARGO_BIN_EXE_braid")).parent().unwrap().to_path_buf()
-}
-
-/// Whether clusters can be built and MPI programs linked here; says why not otherwise.
-fn can_run_cluster_jobs() -> bool {
-    if !netns::can_manage() {
-        eprintln!("skipped: building a virtual cluster needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN)");
-        return false;
-    }
-    for tool in ["ip", "tc", "ethtool", "cc"] {
-        if find_in_path(tool).is_none() {
-            eprintln!("skipped: `{tool}` is not installed (scripts/setup installs it)");
-            return false;
-        }
-    }
-    if !library_dir().join("libbraid.so").is_file() {
-        eprintln!("skipped: {} has no libbraid.so (build the workspace, e.g. `cargo build -p braid-mpi`)", library_dir().display());
-        return false;
-    }
-    remove_stale_clusters("bm");
-    true
-}
-
-
 /// A running cluster, taken down (and its compiled programs removed) when dropped, whatever happened.
 struct Cluster {
     name: String,
@@ -68,7 +37,7 @@ struct Cluster {
 impl Cluster {
     /// This test's turn and its cluster, when this machine can run cluster jobs (root, iproute2).
     fn for_test(letter: char) -> Option<(MutexGuard<'static, ()>, Cluster)> {
-        if !can_run_cluster_jobs() {
+        if !can_run_cluster_jobs("bm") {
             return None;
         }
         let turn = take_turn();
@@ -105,19 +74,10 @@ impl Cluster {
     /// Compiles tests/c/`program`.c with bin/braidcc against this build's library.
     fn compiled(&self, program: &str) -> PathBuf {
         let binary = self.programs.join(program);
-        if !binary.is_file() {
-            let source = repository().join("tests/c").join(format!("{program}.c"));
-            let output = Command::new(repository().join("bin/braidcc"))
-                .args(["-std=c99", "-O2", "-DTEST_BRAID_ONLY"])
-                .arg(&source)
-                .arg("-o")
-                .arg(&binary)
-                .env("BRAID_LIBDIR", library_dir())
-                .output()
-                .unwrap();
-            assert!(output.status.success(), "braidcc {}: {}", source.display(), text(&output.stderr));
+        if binary.is_file() {
+            return binary;
         }
-        binary
+        compile_test_program(program, &self.programs)
     }
 
     /// `braid run --cluster` with the given placement, program and arguments. Rail profiles are
@@ -140,12 +100,8 @@ impl Cluster {
 impl Drop for Cluster {
     fn drop(&mut self) {
         // No panicking here: this may run while a failed test unwinds.
-        let _ = braid().args(["cluster", "down", &self.name]).output();
+        remove_cluster(&self.name);
         let _ = std::fs::remove_dir_all(&self.programs);
-        let prefix = format!("braid-{}-", self.name);
-        for namespace in netns::list().unwrap_or_default().into_iter().filter(|namespace| namespace.starts_with(&prefix)) {
-            let _ = Command::new("ip").args(["netns", "delete", &namespace]).output();
-        }
     }
 }
 

@@ -7,9 +7,10 @@
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
+use std::net::TcpStream;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::wire::{LineBuffer, Message, KEY_MAX, KVSNAME_MAX, VALUE_MAX};
 
@@ -28,8 +29,50 @@ pub enum ServerEvent {
     ProtocolError { rank: u32, detail: String },
 }
 
+/// How long [`PmiServer::accept_network`] waits for a new connection's `initack` line.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A rank's connection: an inherited socket pair (`PMI_FD`) or TCP (`PMI_PORT` + `PMI_ID`).
+enum Stream {
+    Local(UnixStream),
+    Network(TcpStream),
+}
+
+impl Read for Stream {
+    fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Local(stream) => stream.read(buffer),
+            Stream::Network(stream) => stream.read(buffer),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Local(stream) => stream.write(bytes),
+            Stream::Network(stream) => stream.write(bytes),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl AsFd for Stream {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Stream::Local(stream) => stream.as_fd(),
+            Stream::Network(stream) => stream.as_fd(),
+        }
+    }
+}
+
 struct RankConnection {
-    stream: Option<UnixStream>,
+    stream: Option<Stream>,
+    /// Set once a connection was attached: a rank connects once, a second `initack` is refused.
+    attached: bool,
     lines: LineBuffer,
     initialized: bool,
     finalized: bool,
@@ -60,7 +103,7 @@ impl PmiServer {
             visible: HashMap::new(),
             staged: Vec::new(),
             ranks: (0..size)
-                .map(|_| RankConnection { stream: None, lines: LineBuffer::new(), initialized: false, finalized: false, in_barrier: false })
+                .map(|_| RankConnection { stream: None, attached: false, lines: LineBuffer::new(), initialized: false, finalized: false, in_barrier: false })
                 .collect(),
             waiting_in_barrier: 0,
         }
@@ -75,8 +118,75 @@ impl PmiServer {
     pub fn attach(&mut self, rank: u32, stream: UnixStream) -> io::Result<()> {
         let slot = self.ranks.get_mut(rank as usize).ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("rank {rank} is not in the job")))?;
         stream.set_nonblocking(true)?;
-        slot.stream = Some(stream);
+        slot.stream = Some(Stream::Local(stream));
+        slot.attached = true;
         Ok(())
+    }
+
+    /// Takes a rank's new TCP connection (the rank was given `PMI_PORT` and `PMI_ID`): reads its
+    /// `cmd=initack pmiid=N`, waiting at most [`HANDSHAKE_TIMEOUT`], answers with the rank's size,
+    /// rank and debug flag, and serves it from then on as rank N. Returns N.
+    ///
+    /// Blocks for the handshake only; a peer that is not a rank of this job is refused with an error.
+    pub fn accept_network(&mut self, mut stream: TcpStream) -> io::Result<u32> {
+        let peer = stream.peer_addr().map_or_else(|_| "an unknown address".to_string(), |address| address.to_string());
+        let refuse = |detail: String| io::Error::new(io::ErrorKind::InvalidData, format!("PMI connection from {peer}: {detail}"));
+        stream.set_nonblocking(false)?;
+        let _ = stream.set_nodelay(true);
+        let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
+        let mut lines = LineBuffer::new();
+        let mut buffer = [0u8; 1024];
+        let line = loop {
+            if let Some(line) = lines.next_line().map_err(|error| refuse(error.to_string()))? {
+                break line;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(refuse(format!("no cmd=initack within {} s", HANDSHAKE_TIMEOUT.as_secs())));
+            }
+            stream.set_read_timeout(Some(left))?;
+            match stream.read(&mut buffer) {
+                Ok(0) => return Err(refuse("closed before sending cmd=initack".to_string())),
+                Ok(read) => lines.extend(&buffer[..read]),
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                Err(error) if matches!(error.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                    return Err(refuse(format!("no cmd=initack within {} s", HANDSHAKE_TIMEOUT.as_secs())));
+                }
+                Err(error) => return Err(refuse(error.to_string())),
+            }
+        };
+        let message = Message::parse(&line).map_err(|error| refuse(error.to_string()))?;
+        if message.command() != "initack" {
+            return Err(refuse(format!("expected cmd=initack first, got cmd={}", message.command())));
+        }
+        let id = message.get("pmiid").ok_or_else(|| refuse("cmd=initack without pmiid".to_string()))?;
+        let rank: u32 = id.parse().map_err(|_| refuse(format!("pmiid={id} is not a rank number")))?;
+        let Some(slot) = self.ranks.get(rank as usize) else {
+            return Err(refuse(format!("pmiid={rank} is not a rank of this job of {} ranks", self.size)));
+        };
+        if slot.attached {
+            return Err(refuse(format!("rank {rank} is already connected")));
+        }
+        let mut answer = String::new();
+        for reply in [
+            Message::new("initack"),
+            Message::new("set").with("size", self.size),
+            Message::new("set").with("rank", rank),
+            Message::new("set").with("debug", 0),
+        ] {
+            answer.push_str(&reply.to_line().map_err(|error| refuse(error.to_string()))?);
+        }
+        stream.set_write_timeout(Some(HANDSHAKE_TIMEOUT))?;
+        stream.write_all(answer.as_bytes()).map_err(|error| refuse(format!("cannot answer cmd=initack: {error}")))?;
+        stream.set_read_timeout(None)?;
+        stream.set_write_timeout(None)?;
+        stream.set_nonblocking(true)?;
+        let slot = &mut self.ranks[rank as usize];
+        // The rank waits for the answer before sending more, but keep anything that came early.
+        slot.lines.extend(lines.partial());
+        slot.stream = Some(Stream::Network(stream));
+        slot.attached = true;
+        Ok(rank)
     }
 
     /// Whether `rank` has sent `cmd=init`.

@@ -60,3 +60,65 @@ pub fn remove_stale_clusters(prefix: &str) {
         }
     });
 }
+
+/// The repository root.
+#[allow(dead_code)] // Only the test crates that compile MPI programs use it.
+pub fn repository() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+/// Where the MPI library of this build is: beside the `braid` binary.
+#[allow(dead_code)] // Only the test crates that compile MPI programs use it.
+pub fn library_dir() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_braid")).parent().unwrap().to_path_buf()
+}
+
+/// Whether clusters can be built and MPI programs linked here; says why not otherwise. Removes
+/// the clusters `<prefix><pid><letter>` that test processes which died left behind.
+#[allow(dead_code)] // Only the test crates that compile MPI programs use it.
+pub fn can_run_cluster_jobs(prefix: &str) -> bool {
+    if !netns::can_manage() {
+        eprintln!("skipped: building a virtual cluster needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN)");
+        return false;
+    }
+    for tool in ["ip", "tc", "ethtool", "cc"] {
+        if find_in_path(tool).is_none() {
+            eprintln!("skipped: `{tool}` is not installed (scripts/setup installs it)");
+            return false;
+        }
+    }
+    if !library_dir().join("libbraid.so").is_file() {
+        eprintln!("skipped: {} has no libbraid.so (build the workspace, e.g. `cargo build -p braid-mpi`)", library_dir().display());
+        return false;
+    }
+    remove_stale_clusters(prefix);
+    true
+}
+
+/// Compiles tests/c/`program`.c with bin/braidcc against this build's library, into `dir`.
+#[allow(dead_code)] // Only the test crates that compile MPI programs use it.
+pub fn compile_test_program(program: &str, dir: &Path) -> PathBuf {
+    let binary = dir.join(program);
+    let source = repository().join("tests/c").join(format!("{program}.c"));
+    let output = Command::new(repository().join("bin/braidcc"))
+        .args(["-std=c99", "-O2", "-DTEST_BRAID_ONLY"])
+        .arg(&source)
+        .arg("-o")
+        .arg(&binary)
+        .env("BRAID_LIBDIR", library_dir())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "braidcc {}: {}", source.display(), text(&output.stderr));
+    binary
+}
+
+/// Takes cluster `name` down and deletes any of its namespaces still there. Never panics: it
+/// runs from guards, maybe while a failed test unwinds.
+#[allow(dead_code)] // Only the test crates that compile MPI programs use it.
+pub fn remove_cluster(name: &str) {
+    let _ = braid().args(["cluster", "down", name]).output();
+    let prefix = format!("braid-{name}-");
+    for namespace in netns::list().unwrap_or_default().into_iter().filter(|namespace| namespace.starts_with(&prefix)) {
+        let _ = Command::new("ip").args(["netns", "delete", &namespace]).output();
+    }
+}

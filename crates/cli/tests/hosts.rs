@@ -1,0 +1,102 @@
+//! `braid run --hosts` on a 2-node virtual cluster: the launcher runs inside node 0 and starts
+//! ranks through a launch agent that maps each node's management address to `ip netns exec` (a
+//! stand-in for ssh). Needs root and iproute2 (the test says so and passes without checking
+//! anything otherwise) and libbraid.so next to the `braid` binary. The cluster is named `bh<pid>a`
+//! and removed by a guard, even when the test fails.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+
+mod common;
+use common::*;
+
+/// A running 2-node cluster and a scratch directory, both removed when dropped, whatever happened.
+struct Cluster {
+    name: String,
+    scratch: PathBuf,
+}
+
+impl Cluster {
+    fn up() -> Cluster {
+        let name = format!("bh{}a", std::process::id());
+        let scratch = std::env::temp_dir().join(format!("braid-hosts-{name}"));
+        std::fs::create_dir_all(&scratch).unwrap();
+        let cluster = Cluster { name, scratch };
+        let up = run(&["cluster", "up", &cluster.name, "--nodes", "2", "--rails", "1gbit"]);
+        assert!(up.status.success(), "cluster up failed: {}", text(&up.stderr));
+        cluster
+    }
+
+    /// An agent that runs its command in the node whose management address it is given.
+    fn agent(&self) -> PathBuf {
+        let status = run(&["cluster", "status", &self.name]);
+        let described = text(&status.stdout);
+        assert!(described.contains("10.213.0.1") && described.contains("10.213.0.2"), "unexpected addresses:\n{described}");
+        let script = format!(
+            "#!/bin/sh\nhost=$1; shift\ncase \"$host\" in\n  10.213.0.1) node=0 ;;\n  10.213.0.2) node=1 ;;\n  \
+             *) echo \"agent: unknown host $host\" >&2; exit 255 ;;\nesac\nexec ip netns exec braid-{}-n$node sh -c \"$*\"\n",
+            self.name
+        );
+        let path = self.scratch.join("agent");
+        std::fs::write(&path, script).unwrap();
+        assert!(Command::new("chmod").arg("+x").arg(&path).status().unwrap().success());
+        path
+    }
+
+    /// Compiles tests/c/`program`.c with bin/braidcc against this build's library.
+    fn compiled(&self, program: &str) -> PathBuf {
+        compile_test_program(program, &self.scratch)
+    }
+
+    /// `braid run --hosts` (node 0 and node 1, 2 ranks each) started inside node 0.
+    fn run_on_hosts(&self, agent: &Path, program: &[&str]) -> Output {
+        let mut command = Command::new("ip");
+        command
+            .args(["netns", "exec", &format!("braid-{}-n0", self.name), env!("CARGO_BIN_EXE_braid")])
+            .args(["run", "--hosts", "10.213.0.1,10.213.0.2", "--launch-agent"])
+            .arg(agent)
+            .args(["-n", "4", "--ppn", "2"])
+            .args(program)
+            .current_dir(&self.scratch)
+            // Inside a node "auto" would also pick the management network; the agent passes this on.
+            .env("BRAID_RAILS", "rail0")
+            .env("BRAID_PROFILE_DIR", self.scratch.join("profiles"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        finish(command.spawn().unwrap(), &format!("braid run --hosts {program:?}"))
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        // No panicking here: this may run while a failed test unwinds.
+        remove_cluster(&self.name);
+        let _ = std::fs::remove_dir_all(&self.scratch);
+    }
+}
+
+#[test]
+fn hosts_runs_ranks_through_the_launch_agent_and_reports_a_failing_rank() {
+    if !can_run_cluster_jobs("bh") {
+        return;
+    }
+    let cluster = Cluster::up();
+    let agent = cluster.agent();
+    let program = cluster.compiled("p2p_matching");
+
+    let output = cluster.run_on_hosts(&agent, &[program.to_str().unwrap()]);
+    assert!(output.status.success(), "p2p_matching over --hosts failed:\n{}{}", text(&output.stdout), text(&output.stderr));
+    assert!(text(&output.stdout).contains("p2p_matching: ok on 4 ranks"), "stdout:\n{}", text(&output.stdout));
+
+    // Rank 2 (node 1) fails; the others would sleep for a minute unless the launcher ends them.
+    let started = Instant::now();
+    let failing = "if [ \"$PMI_ID\" = 2 ]; then sleep 0.2; exit 3; fi; exec sleep 60";
+    let output = cluster.run_on_hosts(&agent, &["sh", "-c", failing]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "stderr:\n{stderr}");
+    assert!(stderr.contains("rank 2 (pid ") && stderr.contains("exited with code 3"), "stderr:\n{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(15), "ending the job took {:?}", started.elapsed());
+}
