@@ -680,15 +680,17 @@ impl Network {
                     }
                     continue;
                 }
-                let (frame_max, cap) = match horizon {
-                    Some(horizon) => (rail.chunk_max.min(QUEUED_FRAME_MAX), rail.queue_cap(horizon)),
-                    None => (rail.chunk_max, u64::MAX),
-                };
-                while piece.posted < piece.end {
-                    if cap < u64::MAX && transports[piece.rail].backlog(transfer.peer) >= cap {
-                        break;
+                // Room left under the rail's cap: its backlog is read once, then counted down.
+                let (frame_max, mut room) = match horizon {
+                    Some(horizon) if piece.posted < piece.end => {
+                        let cap = rail.queue_cap(horizon);
+                        (rail.chunk_max.min(QUEUED_FRAME_MAX), cap.saturating_sub(transports[piece.rail].backlog(transfer.peer)))
                     }
+                    _ => (rail.chunk_max, u64::MAX),
+                };
+                while piece.posted < piece.end && room > 0 {
                     let end = piece.end.min(piece.posted + frame_max);
+                    room = room.saturating_sub((end - piece.posted) as u64);
                     let header = Header::net_data(transfer.receiver, piece.posted as u64, transfer.transfer);
                     let transport = &mut transports[piece.rail];
                     match transport.try_send(transfer.peer, header.as_bytes(), &gather(&transfer.data[piece.posted..end])) {
