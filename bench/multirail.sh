@@ -13,12 +13,15 @@
 #      rsh agent that maps each node's management address to `ip netns exec <node>`.
 # Efficiency = bandwidth / sum of the single-rail iperf3 bandwidths.
 #
-# Usage: bench/multirail.sh [--full] [--no-openmpi] [--rails "2gbit,1gbit 2gbit,1gbit,250mbit"]
+# Usage: bench/multirail.sh [--full] [--reps R] [--no-openmpi] [--rails "2gbit,1gbit 2gbit,1gbit,250mbit"]
 #   (default) quick: sizes every fourth power of two (8 B, then 16 B, 64 B, ... 1 MiB, 4 MiB,
 #             16 MiB), one timed window of 64 messages at >= 256 KiB, 100 transfers under load
 #   --full    every power of two, osu's default iteration counts, 400 transfers under load
+#   --reps R  run every strategy and variant R times, interleaved (repetition 1 of all, then 2,
+#             ...), and keep the median of each point (default 1)
 # Output: a table on stdout; every point in bench/results/multirail-<date>.csv
-#   (rails,impl,variant,load,bench,size,value,unit); bandwidth and latency curves per rail set in
+#   (rails,impl,variant,load,bench,size,value,unit; medians over the repetitions, every repetition
+#   in multirail-<date>-raw.csv); bandwidth and latency curves per rail set in
 #   docs/img/multirail-<rails>-{bandwidth,latency}.svg (drawn by braid-report).
 # Everything it starts (clusters bm<pid>*, iperf3 processes, scratch files) is removed on exit.
 set -euo pipefail
@@ -26,6 +29,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BRAID="$ROOT/target/release/braid"
 MODE=quick
+REPS=1
 OPENMPI=1
 RAIL_SETS="2gbit,1gbit 2gbit,1gbit,250mbit"
 STRATEGIES="single greedy iso weighted hetero"
@@ -33,12 +37,14 @@ while [ $# -gt 0 ]; do
     case "$1" in
     --full) MODE=full ;;
     --no-openmpi) OPENMPI=0 ;;
+    --reps) REPS="$2"; shift ;;
     --rails) RAIL_SETS="$2"; shift ;;
     -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "multirail.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
 done
+[[ "$REPS" =~ ^[1-9][0-9]*$ ]] || { echo "multirail.sh: --reps needs a positive number" >&2; exit 2; }
 IPERF_SECONDS=3
 # Quick: one timed window (plus one warm-up) per large size; osu's own counts below that.
 # Quick steps sizes by 4 from 16 B and 256 KiB, so 64 KiB, 1 MiB and 16 MiB are all measured.
@@ -71,7 +77,9 @@ if [ "$OPENMPI" = 1 ] && ! command -v mpirun.openmpi >/dev/null; then
 fi
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/braid-multirail.XXXXXX")"
-CSV="$ROOT/bench/results/multirail-$(date +%Y-%m-%d-%H%M%S).csv"
+STAMP="multirail-$(date +%Y-%m-%d-%H%M%S)"
+CSV="$ROOT/bench/results/$STAMP.csv"
+RAW="$ROOT/bench/results/$STAMP-raw.csv"
 mkdir -p "$ROOT/bench/results"
 export BRAID_PROFILE_DIR="$WORK/profiles"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -106,11 +114,11 @@ trap 'exit 130' INT TERM
 if [ "$OPENMPI" = 1 ]; then
     mpicc.openmpi -std=c99 -O2 "$ROOT/bench/osu.c" -o "$WORK/osu-openmpi"
 fi
-echo "rails,impl,variant,load,bench,size,value,unit" >"$CSV"
+echo "rails,impl,variant,load,bench,size,value,unit" >"$RAW"
 
 # record RAILS IMPL VARIANT LOAD < osu output: appends its data lines to the CSV.
 record() {
-    grep -v '^#' | grep ',' | sed "s/^/$1,$2,$3,$4,/" >>"$CSV" || true
+    grep -v '^#' | grep ',' | sed "s/^/$1,$2,$3,$4,/" >>"$RAW" || true
 }
 
 # Address of node N on network NET (mgmt, rail0, ...), from `braid cluster status`.
@@ -220,34 +228,55 @@ for rails in $RAIL_SETS; do
         RAIL_NAMES+=("rail$rail")
         mbits=$(iperf_rail "$rail" "$IPERF_SECONDS")
         RAIL_MBITS+=("${mbits%.*}")
-        echo "$tag,iperf3,rail$rail,none,rail_mbits,0,$mbits,Mbit/s" >>"$CSV"
+        echo "$tag,iperf3,rail$rail,none,rail_mbits,0,$mbits,Mbit/s" >>"$RAW"
     done
     "$BRAID" sample --cluster "$CLUSTER" >"$WORK/sample.log" 2>&1 || { echo "# braid sample failed:" >&2; cat "$WORK/sample.log" >&2; }
 
-    for strategy in $STRATEGIES; do
-        echo "# braid $strategy" >&2
-        BRAID_STRATEGY=$strategy bandwidth_and_latency braid_osu | record "$tag" braid "$strategy" none
-    done
     if [ "$OPENMPI" = 1 ]; then
         write_rsh_agent
-        for variant in default hand-set; do
-            echo "# Open MPI $variant" >&2
-            bandwidth_and_latency openmpi_osu "$variant" | record "$tag" openmpi "$variant" none
-        done
     fi
+    for rep in $(seq 1 "$REPS"); do
+        for strategy in $STRATEGIES; do
+            echo "# braid $strategy (repetition $rep of $REPS)" >&2
+            BRAID_STRATEGY=$strategy bandwidth_and_latency braid_osu | record "$tag" braid "$strategy" none
+        done
+        if [ "$OPENMPI" = 1 ]; then
+            for variant in default hand-set; do
+                echo "# Open MPI $variant (repetition $rep of $REPS)" >&2
+                bandwidth_and_latency openmpi_osu "$variant" | record "$tag" openmpi "$variant" none
+            done
+        fi
+    done
 
     start_load
-    for strategy in $STRATEGIES; do
-        BRAID_STRATEGY=$strategy braid_osu xfer -i "$TRANSFERS" -m 1048576 | record "$tag" braid "$strategy" rail0
-    done
-    if [ "$OPENMPI" = 1 ]; then
-        for variant in default hand-set; do
-            openmpi_osu "$variant" xfer -i "$TRANSFERS" -m 1048576 | record "$tag" openmpi "$variant" rail0
+    for rep in $(seq 1 "$REPS"); do
+        for strategy in $STRATEGIES; do
+            BRAID_STRATEGY=$strategy braid_osu xfer -i "$TRANSFERS" -m 1048576 | record "$tag" braid "$strategy" rail0
         done
-    fi
+        if [ "$OPENMPI" = 1 ]; then
+            for variant in default hand-set; do
+                openmpi_osu "$variant" xfer -i "$TRANSFERS" -m 1048576 | record "$tag" openmpi "$variant" rail0
+            done
+        fi
+    done
     stop_load
     cleanup
 done
+
+# Medians over the repetitions: one row per point, in the order of first appearance.
+python3 - "$RAW" "$CSV" <<'EOF'
+import csv, statistics, sys
+
+points = {}
+with open(sys.argv[1]) as raw:
+    for row in csv.DictReader(raw):
+        key = tuple(row[field] for field in ("rails", "impl", "variant", "load", "bench", "size", "unit"))
+        points.setdefault(key, []).append(float(row["value"]))
+with open(sys.argv[2], "w") as out:
+    out.write("rails,impl,variant,load,bench,size,value,unit\n")
+    for (rails, impl, variant, load, bench, size, unit), values in points.items():
+        out.write(f"{rails},{impl},{variant},{load},{bench},{size},{statistics.median(values):g},{unit}\n")
+EOF
 
 python3 - "$CSV" <<'EOF'
 import csv, sys
@@ -282,7 +311,7 @@ for rails, total in rails_sum.items():
         effs = [cell(bw, size, 8 / total * 100) for size in sizes]
         print(f"{impl:<8}{variant:<10}" + "".join(f"{e:>10}" for e in effs) + f"{cell(bw, 16 << 20):>9}{cell(lat, 8, 1, '{:.1f}'):>9}"
               + f"{cell(lat, 1 << 20):>9}{cell(med, 1 << 20):>12}{cell(p99, 1 << 20):>8}")
-print(f"CSV: {sys.argv[1]}")
+print(f"CSV: {sys.argv[1]} (medians; every repetition in the -raw file)")
 EOF
 if (cd "$ROOT" && cargo build --release -q -p braid-report); then
     "$ROOT/target/release/braid-report" "$CSV" "$ROOT/docs/img" | sed 's|^|# |'
