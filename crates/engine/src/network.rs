@@ -302,11 +302,18 @@ impl Network {
         let mut strategy = multirail::build(config.strategy, settings);
         let size = rail_peers.iter().max().map_or(0, |&peer| peer as usize + 1);
         let mut peers: Vec<Option<Peer>> = (0..size).map(|_| None).collect();
+        // A strategy that holds chunks back hands them over in small frames, where equation 1
+        // never pays: no workers, and no start-up measurement of their cost.
+        let offload = match strategy.queue_horizon_ns() {
+            None => start_offload(config, transports.len(), &node.spare, node.oversubscribed),
+            Some(_) => None,
+        };
+        let nothing_waiting = vec![0; rails.len()];
         for peer in rail_peers {
             let up: Vec<bool> = transports.iter().map(|transport| transport.reaches(peer)).collect();
             // Control frames share their rail with eager messages up to the limit: the rail
             // that delivers such a message soonest, not merely the one with the least latency.
-            let control_rail = strategy.eager_rail(eager_limit, &views(&rails, transports, peer, &up, &vec![0; rails.len()]));
+            let control_rail = strategy.eager_rail(eager_limit, &views(&rails, transports, peer, &up, &nothing_waiting));
             peers[peer as usize] = Some(Peer {
                 control_rail,
                 control_chosen: now,
@@ -333,7 +340,7 @@ impl Network {
             ack_due: false,
             debug: config.debug,
             rank,
-            offload: start_offload(config, transports.len(), &node.spare, node.oversubscribed),
+            offload,
         }
     }
 
@@ -798,7 +805,7 @@ impl Rail {
     /// Most bytes kept queued on this rail: `horizon_ns` of its corrected sustained rate, and
     /// at least two frames so that it never runs dry between two progress steps.
     fn queue_cap(&self, horizon_ns: f64) -> u64 {
-        let rate = self.profile.bandwidth() * self.rate.factor().clamp(multirail::RATE_FACTOR_MIN, multirail::RATE_FACTOR_MAX);
+        let rate = self.profile.bandwidth() * multirail::usable_factor(self.rate.factor());
         let floor = 2 * self.chunk_max.min(QUEUED_FRAME_MAX) as u64;
         let cap = horizon_ns * rate / 1e9;
         if cap.is_finite() { (cap as u64).max(floor) } else { u64::MAX }

@@ -26,7 +26,7 @@ pub use rate::RateEstimator;
 pub use thresholds::{offload_pays, rendezvous_threshold, RENDEZVOUS_THRESHOLD_MAX, RENDEZVOUS_THRESHOLD_MIN};
 pub use timing::{
     common_finish_time, fastest_rail, predicted_finish, soonest_rail, split_finish, time_until_idle, transfer_time,
-    RATE_FACTOR_MAX, RATE_FACTOR_MIN,
+    usable_factor, RATE_FACTOR_MAX, RATE_FACTOR_MIN,
 };
 
 /// One rail toward one peer, as the strategy sees it at one instant.

@@ -14,7 +14,7 @@ pub const RATE_FACTOR_MIN: f64 = 1.0 / 1024.0;
 pub const RATE_FACTOR_MAX: f64 = 4.0;
 
 /// The rail's rate factor as the predictions use it (unset or nonsense reads as "as sampled").
-pub(crate) fn usable_factor(rate_factor: f64) -> f64 {
+pub fn usable_factor(rate_factor: f64) -> f64 {
     if rate_factor.is_nan() {
         1.0
     } else {
