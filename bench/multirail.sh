@@ -11,14 +11,18 @@
 #   5. the same with Open MPI's TCP multirail (`--mca btl tcp,self` over every rail), with its
 #      default weights and with hand-set `btl_tcp_bandwidth_<rail>`; mpirun runs inside n0 with an
 #      rsh agent that maps each node's management address to `ip netns exec <node>`.
-# Efficiency = bandwidth / sum of the single-rail iperf3 bandwidths.
+# Efficiency = bandwidth / sum of the single-rail iperf3 bandwidths. iperf3 also runs on all rails
+# at once, which says how much of that sum this machine's CPUs can carry.
 #
-# Usage: bench/multirail.sh [--full] [--reps R] [--no-openmpi] [--rails "2gbit,1gbit 2gbit,1gbit,250mbit"]
+# Usage: bench/multirail.sh [--full] [--reps R] [--mtu M] [--no-openmpi] [--rails "2gbit,1gbit 2gbit,1gbit,250mbit"]
 #   (default) quick: sizes every fourth power of two (8 B, then 16 B, 64 B, ... 1 MiB, 4 MiB,
 #             16 MiB), one timed window of 64 messages at >= 256 KiB, 100 transfers under load
 #   --full    every power of two, osu's default iteration counts, 400 transfers under load
 #   --reps R  run every strategy and variant R times, interleaved (repetition 1 of all, then 2,
 #             ...), and keep the median of each point (default 1)
+#   --mtu M   MTU of the cluster's links (default 9000). With 1500, a 2-vCPU machine spends its
+#             CPUs on per-packet work through the veths and tbf (two hops a packet) before the
+#             3 rails are full, so that run measures CPU contention more than rails.
 # Output: a table on stdout; every point in bench/results/multirail-<date>.csv
 #   (rails,impl,variant,load,bench,size,value,unit; medians over the repetitions, every repetition
 #   in multirail-<date>-raw.csv); bandwidth and latency curves per rail set in
@@ -30,6 +34,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BRAID="$ROOT/target/release/braid"
 MODE=quick
 REPS=1
+MTU=9000
 OPENMPI=1
 RAIL_SETS="2gbit,1gbit 2gbit,1gbit,250mbit"
 STRATEGIES="single greedy iso weighted hetero"
@@ -38,6 +43,7 @@ while [ $# -gt 0 ]; do
     --full) MODE=full ;;
     --no-openmpi) OPENMPI=0 ;;
     --reps) REPS="$2"; shift ;;
+    --mtu) MTU="$2"; shift ;;
     --rails) RAIL_SETS="$2"; shift ;;
     -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "multirail.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -45,6 +51,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 [[ "$REPS" =~ ^[1-9][0-9]*$ ]] || { echo "multirail.sh: --reps needs a positive number" >&2; exit 2; }
+[[ "$MTU" =~ ^[1-9][0-9]*$ ]] || { echo "multirail.sh: --mtu needs a positive number" >&2; exit 2; }
 IPERF_SECONDS=3
 # Quick: one timed window (plus one warm-up) per large size; osu's own counts below that.
 # Quick steps sizes by 4 from 16 B and 256 KiB, so 64 KiB, 1 MiB and 16 MiB are all measured.
@@ -77,7 +84,7 @@ if [ "$OPENMPI" = 1 ] && ! command -v mpirun.openmpi >/dev/null; then
 fi
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/braid-multirail.XXXXXX")"
-STAMP="multirail-$(date +%Y-%m-%d-%H%M%S)"
+STAMP="multirail-$(date +%Y-%m-%d-%H%M%S)-mtu$MTU"
 CSV="$ROOT/bench/results/$STAMP.csv"
 RAW="$ROOT/bench/results/$STAMP-raw.csv"
 mkdir -p "$ROOT/bench/results"
@@ -141,6 +148,29 @@ iperf_rail() {
         python3 -c 'import json,sys; print("%.1f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e6))'
     wait "$server_pid" 2>/dev/null || true
     forget "$server_pid"
+}
+
+# iperf3 on the first COUNT rails at once for SECONDS; prints the Mbit/s received in all.
+iperf_all_rails() {
+    local count=$1 seconds=$2 rail servers=() clients=()
+    for rail in $(seq 0 $((count - 1))); do
+        ip netns exec "braid-$CLUSTER-n1" iperf3 -s -1 -B "$(address 1 "rail$rail")" -p $((5201 + rail)) >/dev/null 2>&1 &
+        servers+=("$!")
+        BACKGROUND+=("$!")
+    done
+    sleep 0.3
+    for rail in $(seq 0 $((count - 1))); do
+        ip netns exec "braid-$CLUSTER-n0" iperf3 -c "$(address 1 "rail$rail")" -B "$(address 0 "rail$rail")" \
+            -p $((5201 + rail)) -t "$seconds" -J >"$WORK/iperf-rail$rail.json" &
+        clients+=("$!")
+    done
+    wait "${clients[@]}" "${servers[@]}" 2>/dev/null || true
+    for rail in "${servers[@]}"; do
+        forget "$rail"
+    done
+    python3 -c 'import json,sys; print("%.1f" % (sum(json.load(open(f))["end"]["sum_received"]["bits_per_second"] for f in sys.argv[1:]) / 1e6))' \
+        "$WORK"/iperf-rail*.json
+    rm -f "$WORK"/iperf-rail*.json
 }
 
 # Starts an iperf3 flow on rail0 that lasts until cleanup (or `stop_load`).
@@ -220,7 +250,7 @@ for rails in $RAIL_SETS; do
     CLUSTER="bm$$r$index"
     tag=${rails//,/+}
     echo "# cluster $CLUSTER: rails $rails" >&2
-    "$BRAID" cluster up "$CLUSTER" --nodes 2 --rails "$rails" >/dev/null
+    "$BRAID" cluster up "$CLUSTER" --nodes 2 --rails "$rails" --mtu "$MTU" >/dev/null
     IFS=, read -r -a rates <<<"$rails"
     RAIL_NAMES=()
     RAIL_MBITS=()
@@ -230,6 +260,7 @@ for rails in $RAIL_SETS; do
         RAIL_MBITS+=("${mbits%.*}")
         echo "$tag,iperf3,rail$rail,none,rail_mbits,0,$mbits,Mbit/s" >>"$RAW"
     done
+    echo "$tag,iperf3,all,none,rails_at_once_mbits,0,$(iperf_all_rails "${#rates[@]}" "$IPERF_SECONDS"),Mbit/s" >>"$RAW"
     "$BRAID" sample --cluster "$CLUSTER" >"$WORK/sample.log" 2>&1 || { echo "# braid sample failed:" >&2; cat "$WORK/sample.log" >&2; }
 
     if [ "$OPENMPI" = 1 ]; then
@@ -285,8 +316,12 @@ from collections import defaultdict
 rows = list(csv.DictReader(open(sys.argv[1])))
 value = defaultdict(dict)
 rails_sum = defaultdict(float)
+at_once = {}
 for row in rows:
     if row["impl"] == "iperf3":
+        if row["bench"] == "rails_at_once_mbits":
+            at_once[row["rails"]] = float(row["value"])
+            continue
         rails_sum[row["rails"]] += float(row["value"])
         print(f'{row["rails"]:>22} {row["variant"]}: iperf3 {float(row["value"]):.0f} Mbit/s')
         continue
@@ -297,6 +332,8 @@ def cell(series, size, scale=1.0, fmt="{:.0f}"):
 
 for rails, total in rails_sum.items():
     print(f"\nrails {rails}: sum of single-rail iperf3 = {total:.0f} Mbit/s; efficiency = bw / sum")
+    if rails in at_once:
+        print(f"  iperf3 on all rails at once: {at_once[rails]:.0f} Mbit/s ({at_once[rails] / total * 100:.0f}% of the sum)")
     sizes = [65536, 1 << 20, 16 << 20]
     print(f'{"impl":<8}{"variant":<10}' + "".join(f'{"eff@" + label:>10}' for label in ["64K", "1M", "16M"])
           + f'{"bw@16M":>9}{"lat@8B":>9}{"lat@1M":>9}{"xfer1M med":>12}{"p99":>8}')

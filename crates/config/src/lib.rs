@@ -152,7 +152,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_SPLIT_MIN", default: "16384", meaning: "smallest chunk (bytes) worth putting on an additional rail" },
     Setting { variable: "BRAID_RAIL_TIMEOUT_MS", default: "2000", meaning: "a rail whose sent bytes stay unacknowledged this long is failed over (TCP_USER_TIMEOUT)" },
     Setting { variable: "BRAID_RATE_SMOOTHING", default: "0.25", meaning: "weight of the newest drain-rate observation in a rail's online rate correction (0..1)" },
-    Setting { variable: "BRAID_RAIL_QUEUE_US", default: "5000", meaning: "hetero: most predicted drain time (microseconds) of chunk bytes handed to one rail at a time; the rest of a split waits in Braid and is taken over by a rail that drains sooner than predicted (0: hand every chunk over at once, no rebalancing)" },
+    Setting { variable: "BRAID_RAIL_QUEUE_US", default: "5000", meaning: "hetero: most predicted drain time (microseconds) of chunk bytes handed to one rail at a time; the rest of a split waits in Braid and is taken over by a rail that drains sooner than predicted (raised to twice the longest recent gap between two progress steps, at most 50 ms; 0: hand every chunk over at once, no rebalancing)" },
     Setting { variable: "BRAID_OFFLOAD", default: "auto", meaning: "auto | off: submit chunks from threads on idle cores when the measured offload cost pays (never when oversubscribed)" },
     Setting { variable: "BRAID_OFFLOAD_COST_US", default: "measured", meaning: "offload cost T_O in microseconds (seed 004, equation 1); unset: measured at start-up" },
     Setting { variable: "BRAID_DEBUG", default: "0", meaning: "1: print wire-up and protocol decisions on stderr" },

@@ -119,6 +119,10 @@ struct Rail {
     backlog: u64,
     observed_at: Instant,
     peers: Vec<PeerId>,
+    /// The current observation is the first stretch since the rail was seen idle. A shaped
+    /// link lets a burst through at once after idling, so that stretch would overstate the
+    /// sustained rate; it only starts the next one.
+    first_stretch: bool,
 }
 
 /// Largest NET_DATA frame when the strategy limits what a rail holds: the unit in which a
@@ -162,6 +166,52 @@ pub(crate) struct Network {
     /// Workers that submit the chunks of a split when that pays (BRAID_OFFLOAD); dropped before
     /// the transports, so no writer is still out when they close.
     offload: Option<Offload>,
+    /// How long this rank recently went between two progress steps with chunks to post.
+    gaps: ProgressGaps,
+}
+
+/// A rail's queue must outlast the rank's absences: a rank descheduled (or computing) for a
+/// while posts nothing meanwhile, and a rail whose queue ran out stays idle until it returns.
+/// The longest recent gap between two progress steps with chunks outstanding is kept, and
+/// halved every [`GAP_HALF_LIFE`] that brings no longer one; the strategy's queue horizon is
+/// raised to [`GAP_COVER`] times it, at most to [`GAP_HORIZON_MAX`].
+#[derive(Debug, Default)]
+struct ProgressGaps {
+    last_step: Option<Instant>,
+    longest: Duration,
+    longest_at: Option<Instant>,
+}
+
+const GAP_HALF_LIFE: Duration = Duration::from_millis(200);
+const GAP_COVER: u32 = 2;
+const GAP_HORIZON_MAX: Duration = Duration::from_millis(50);
+
+impl ProgressGaps {
+    /// A progress step at `now` with chunks outstanding.
+    fn step(&mut self, now: Instant) {
+        if let Some(last) = self.last_step.replace(now) {
+            let gap = now.saturating_duration_since(last);
+            let since_longest = self.longest_at.map_or(Duration::MAX, |at| now.saturating_duration_since(at));
+            if gap >= self.longest {
+                self.longest = gap;
+                self.longest_at = Some(now);
+            } else if since_longest >= GAP_HALF_LIFE {
+                self.longest /= 2;
+                self.longest_at = Some(now);
+            }
+        }
+    }
+
+    /// Nothing outstanding: the time until the next chunk is not an absence.
+    fn idle(&mut self) {
+        self.last_step = None;
+    }
+
+    /// `horizon_ns`, raised to cover the recent gaps.
+    fn horizon_ns(&self, horizon_ns: f64) -> f64 {
+        let cover = (self.longest * GAP_COVER).min(GAP_HORIZON_MAX);
+        horizon_ns.max(cover.as_nanos() as f64)
+    }
 }
 
 /// Payload buffers kept for reuse.
@@ -285,6 +335,7 @@ impl Network {
                 backlog: 0,
                 observed_at: now,
                 peers: Vec::new(),
+                first_stretch: false,
             })
             .collect();
         let frame_room = transports
@@ -341,6 +392,7 @@ impl Network {
             debug: config.debug,
             rank,
             offload,
+            gaps: ProgressGaps::default(),
         }
     }
 
@@ -601,9 +653,14 @@ impl Network {
                 }
             }
         }
-        if !self.transfers.is_empty() {
+        if self.transfers.is_empty() {
+            self.gaps.idle();
+        } else {
+            let now = Instant::now();
+            self.gaps.step(now);
+            // Observed before posting: a rail that ran dry must be seen empty, not refilled.
+            self.observe_rates(transports, now);
             moved |= self.post_chunks(transports)?;
-            self.observe_rates(transports);
         }
         moved |= self.send_acks(idle && !moved, transports)?;
         Ok(moved)
@@ -633,7 +690,10 @@ impl Network {
         let mut moved = false;
         let mut failed: Option<(PeerId, usize)> = None;
         let mut chunks: Vec<Chunk> = Vec::new();
-        let horizon = self.strategy.queue_horizon_ns();
+        let horizon = self.strategy.queue_horizon_ns().map(|horizon| self.gaps.horizon_ns(horizon));
+        // Room left under each (rail, peer) cap: the backlog is read once per call, then
+        // counted down, however many pieces share the rail.
+        let mut rooms: Vec<(usize, PeerId, u64)> = Vec::new();
         let mut waiting = if self.transfers.iter().any(|transfer| !transfer.unassigned.is_empty()) {
             waiting_bytes(&self.transfers, self.rails.len())
         } else {
@@ -687,13 +747,19 @@ impl Network {
                     }
                     continue;
                 }
-                // Room left under the rail's cap: its backlog is read once, then counted down.
-                let (frame_max, mut room) = match horizon {
-                    Some(horizon) if piece.posted < piece.end => {
+                if piece.posted == piece.end {
+                    continue;
+                }
+                let slot = horizon.map(|horizon| {
+                    rooms.iter().position(|&(r, peer, _)| r == piece.rail && peer == transfer.peer).unwrap_or_else(|| {
                         let cap = rail.queue_cap(horizon);
-                        (rail.chunk_max.min(QUEUED_FRAME_MAX), cap.saturating_sub(transports[piece.rail].backlog(transfer.peer)))
-                    }
-                    _ => (rail.chunk_max, u64::MAX),
+                        rooms.push((piece.rail, transfer.peer, cap.saturating_sub(transports[piece.rail].backlog(transfer.peer))));
+                        rooms.len() - 1
+                    })
+                });
+                let (frame_max, mut room) = match slot {
+                    Some(slot) => (rail.chunk_max.min(QUEUED_FRAME_MAX), rooms[slot].2),
+                    None => (rail.chunk_max, u64::MAX),
                 };
                 while piece.posted < piece.end && room > 0 {
                     let end = piece.end.min(piece.posted + frame_max);
@@ -706,13 +772,19 @@ impl Network {
                             piece.posted = end;
                             moved = true;
                         }
-                        Ok(SendOutcome::WouldBlock) => break,
+                        Ok(SendOutcome::WouldBlock) => {
+                            room = 0;
+                            break;
+                        }
                         Err(TransportError::Unreachable(_)) => {
                             failed.get_or_insert((transfer.peer, piece.rail));
                             break;
                         }
                         Err(error) => return Err(transport_error(transport.as_ref(), transfer.peer, error)),
                     }
+                }
+                if let Some(slot) = slot {
+                    rooms[slot].2 = room;
                 }
             }
         }
@@ -776,9 +848,9 @@ impl Network {
     /// Feeds each rail's rate estimator with what drained since the last observation. Only
     /// stretches during which the rail stayed busy count (an idle stretch would pass for a slow
     /// rail, and a backlog found empty emptied at some unknown moment), and only once
-    /// `split_min` bytes drained over at least [`DRAIN_OBSERVATION_MIN`].
-    fn observe_rates(&mut self, transports: &[Box<dyn Transport>]) {
-        let now = Instant::now();
+    /// `split_min` bytes drained over at least [`DRAIN_OBSERVATION_MIN`], and not the first such
+    /// stretch after the rail was idle.
+    fn observe_rates(&mut self, transports: &[Box<dyn Transport>], now: Instant) {
         for (index, rail) in self.rails.iter_mut().enumerate() {
             if rail.peers.is_empty() {
                 continue;
@@ -793,7 +865,9 @@ impl Network {
             if drained < self.observe_min || elapsed < DRAIN_OBSERVATION_MIN {
                 continue;
             }
-            rail.rate.observe(drained, elapsed.as_nanos() as u64, &rail.profile);
+            if !std::mem::replace(&mut rail.first_stretch, false) {
+                rail.rate.observe(drained, elapsed.as_nanos() as u64, &rail.profile);
+            }
             rail.posted = 0;
             rail.backlog = backlog;
             rail.observed_at = now;
@@ -819,6 +893,7 @@ impl Rail {
             self.posted = 0;
             self.backlog = 0;
             self.observed_at = Instant::now();
+            self.first_stretch = true;
         }
         self.backlog += transport.backlog(peer);
         self.peers.push(peer);
@@ -843,6 +918,37 @@ fn add_range(ranges: &mut Vec<(usize, usize)>, start: usize, end: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn queue_horizon_covers_recent_absences_and_forgets_them() {
+        let base = 5e6;
+        let mut gaps = ProgressGaps::default();
+        let mut now = Instant::now();
+        gaps.step(now);
+        assert_eq!(gaps.horizon_ns(base), base);
+        now += Duration::from_millis(12);
+        gaps.step(now);
+        assert_eq!(gaps.horizon_ns(base), 24e6);
+        // Steps close together: the 12 ms absence is halved every half-life.
+        for _ in 0..(GAP_HALF_LIFE.as_millis() + 1) {
+            now += Duration::from_millis(1);
+            gaps.step(now);
+        }
+        assert_eq!(gaps.horizon_ns(base), 12e6);
+        for _ in 0..(4 * GAP_HALF_LIFE.as_millis()) {
+            now += Duration::from_millis(1);
+            gaps.step(now);
+        }
+        assert_eq!(gaps.horizon_ns(base), base);
+        // Time with nothing outstanding is not an absence; a very long one is capped.
+        gaps.idle();
+        now += Duration::from_secs(1);
+        gaps.step(now);
+        assert_eq!(gaps.horizon_ns(base), base);
+        now += Duration::from_secs(1);
+        gaps.step(now);
+        assert_eq!(gaps.horizon_ns(base), GAP_HORIZON_MAX.as_nanos() as f64);
+    }
 
     #[test]
     fn no_offload_when_off_oversubscribed_or_on_one_rail() {
