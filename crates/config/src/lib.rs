@@ -85,6 +85,7 @@ pub struct Config {
     pub rail_timeout_ms: usize,
     pub rate_smoothing: f64,
     pub rail_queue_us: usize,
+    pub rail_hedge: bool,
     pub offload: OffloadMode,
     pub offload_cost_ns: Option<u64>,
     pub debug: bool,
@@ -115,6 +116,7 @@ impl Default for Config {
             rail_timeout_ms: 2000,
             rate_smoothing: 0.25,
             rail_queue_us: 5000,
+            rail_hedge: true,
             offload: OffloadMode::Auto,
             offload_cost_ns: None,
             debug: false,
@@ -153,6 +155,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_RAIL_TIMEOUT_MS", default: "2000", meaning: "a rail whose sent bytes stay unacknowledged this long is failed over (TCP_USER_TIMEOUT)" },
     Setting { variable: "BRAID_RATE_SMOOTHING", default: "0.25", meaning: "weight of the newest drain-rate observation in a rail's online rate correction (0..1)" },
     Setting { variable: "BRAID_RAIL_QUEUE_US", default: "5000", meaning: "hetero: most predicted drain time (microseconds) of chunk bytes handed to one rail at a time; the rest of a split waits in Braid and is taken over by a rail that drains sooner than predicted (raised to twice the longest recent gap between two progress steps, at most 50 ms; 0: hand every chunk over at once, no rebalancing)" },
+    Setting { variable: "BRAID_RAIL_HEDGE", default: "on", meaning: "on | off: hetero, one transfer in flight, every byte posted: a rail that runs dry sends again the undelivered end of a slower rail's chunk (the receiver keeps the first copy)" },
     Setting { variable: "BRAID_OFFLOAD", default: "auto", meaning: "auto | off: submit chunks from threads on idle cores when the measured offload cost pays (never when oversubscribed)" },
     Setting { variable: "BRAID_OFFLOAD_COST_US", default: "measured", meaning: "offload cost T_O in microseconds (seed 004, equation 1); unset: measured at start-up" },
     Setting { variable: "BRAID_DEBUG", default: "0", meaning: "1: print wire-up and protocol decisions on stderr" },
@@ -233,6 +236,7 @@ impl Config {
         config.rail_timeout_ms = reader.number("BRAID_RAIL_TIMEOUT_MS", config.rail_timeout_ms, 1)?;
         config.rate_smoothing = reader.fraction("BRAID_RATE_SMOOTHING", config.rate_smoothing)?;
         config.rail_queue_us = reader.number("BRAID_RAIL_QUEUE_US", config.rail_queue_us, 0)?;
+        config.rail_hedge = reader.choice("BRAID_RAIL_HEDGE", config.rail_hedge, &[("on", true), ("off", false), ("1", true), ("0", false)])?;
         config.offload = reader.choice("BRAID_OFFLOAD", config.offload, &[("auto", OffloadMode::Auto), ("on", OffloadMode::Auto), ("off", OffloadMode::Off)])?;
         config.offload_cost_ns = reader.optional_micros("BRAID_OFFLOAD_COST_US", config.offload_cost_ns)?;
         config.debug = reader.choice("BRAID_DEBUG", config.debug, &[("0", false), ("1", true), ("off", false), ("on", true)])?;

@@ -65,11 +65,22 @@ struct Piece {
     posted: usize,
     end: usize,
     job: Option<Arc<OffloadJob>>,
+    /// `[start, unhedged_end)` is what no other rail has been asked to send again (see
+    /// [`hedge`]); a hedge itself is never hedged.
+    unhedged_end: usize,
+    /// The transfer's `posted_on[rail]` when this piece's last byte was posted. What the rail
+    /// took after that sits behind this piece's undelivered tail in its backlog.
+    posted_mark: Option<u64>,
 }
 
 impl Piece {
     fn new(rail: usize, start: usize, end: usize) -> Piece {
-        Piece { rail, start, posted: start, end, job: None }
+        Piece { rail, start, posted: start, end, job: None, unhedged_end: end, posted_mark: None }
+    }
+
+    /// A copy of `[start, end)`, sent again on `rail`.
+    fn hedge(rail: usize, start: usize, end: usize) -> Piece {
+        Piece { unhedged_end: start, ..Piece::new(rail, start, end) }
     }
 }
 
@@ -94,6 +105,8 @@ struct Transfer {
     pieces: Vec<Piece>,
     /// Byte ranges not assigned to a rail yet (all of it at first, a failed rail's later).
     unassigned: Vec<(usize, usize)>,
+    /// Bytes of this transfer each rail has taken so far.
+    posted_on: Vec<u64>,
 }
 
 /// A rendezvous receive being filled by NET_DATA chunks.
@@ -162,6 +175,8 @@ pub(crate) struct Network {
     unacked: usize,
     ack_due: bool,
     debug: bool,
+    /// BRAID_RAIL_HEDGE: see [`hedge`].
+    hedging: bool,
     rank: u32,
     /// Workers that submit the chunks of a split when that pays (BRAID_OFFLOAD); dropped before
     /// the transports, so no writer is still out when they close.
@@ -390,6 +405,7 @@ impl Network {
             unacked: 0,
             ack_due: false,
             debug: config.debug,
+            hedging: config.rail_hedge,
             rank,
             offload,
             gaps: ProgressGaps::default(),
@@ -468,7 +484,7 @@ impl Network {
 
     /// CTS `transfer` from `peer`: send `len` bytes of `data` to its request `receiver`.
     pub(crate) fn start_transfer(&mut self, peer: PeerId, request: u32, receiver: u32, transfer: u64, data: &'static [u8]) {
-        self.transfers.push(Transfer { request, peer, receiver, transfer, data, pieces: Vec::new(), unassigned: vec![(0, data.len())] });
+        self.transfers.push(Transfer { request, peer, receiver, transfer, data, pieces: Vec::new(), unassigned: vec![(0, data.len())], posted_on: vec![0; self.rails.len()] });
     }
 
     /// FIN for send `request`: its chunks need no re-sending any more. Once no transfer is left
@@ -737,6 +753,7 @@ impl Network {
                     let posted = piece.start + job.posted();
                     if posted > piece.posted {
                         rail.posted += (posted - piece.posted) as u64;
+                        transfer.posted_on[piece.rail] += (posted - piece.posted) as u64;
                         piece.posted = posted;
                         moved = true;
                     }
@@ -748,6 +765,8 @@ impl Network {
                     continue;
                 }
                 if piece.posted == piece.end {
+                    // Ended by a takeover's cut rather than by a post: its last byte left earlier.
+                    piece.posted_mark.get_or_insert(transfer.posted_on[piece.rail]);
                     continue;
                 }
                 let slot = horizon.map(|horizon| {
@@ -769,7 +788,11 @@ impl Network {
                     match transport.try_send(transfer.peer, header.as_bytes(), &gather(&transfer.data[piece.posted..end])) {
                         Ok(SendOutcome::Sent) => {
                             rail.posted += (end - piece.posted) as u64;
+                            transfer.posted_on[piece.rail] += (end - piece.posted) as u64;
                             piece.posted = end;
+                            if end == piece.end {
+                                piece.posted_mark = Some(transfer.posted_on[piece.rail]);
+                            }
                             moved = true;
                         }
                         Ok(SendOutcome::WouldBlock) => {
@@ -801,10 +824,14 @@ impl Network {
     /// Lets every rail that has no chunk bytes left to send, and is about to run dry, take over
     /// the end of the largest remainder another rail still holds for the same transfer, as
     /// much as the strategy says ends both together. Waiting until the thief runs dry keeps
-    /// two rails from trading the same bytes back and forth on noisy rate estimates.
+    /// two rails from trading the same bytes back and forth on noisy rate estimates. When no
+    /// rail holds a remainder, the dry rail may send again what a slower rail has posted but
+    /// not yet delivered (see [`Network::hedge`]).
     fn rebalance(&mut self, transports: &[Box<dyn Transport>]) -> bool {
         let mut waiting = waiting_bytes(&self.transfers, self.rails.len());
         let mut moved = false;
+        // A rail's backlog holds one transfer's bytes only when one transfer is in flight.
+        let hedging = self.hedging && self.transfers.len() == 1;
         for transfer in &mut self.transfers {
             let Some(state) = self.peers.get(transfer.peer as usize).and_then(Option::as_ref) else { continue };
             for thief in 0..self.rails.len() {
@@ -820,6 +847,16 @@ impl Network {
                     })
                     .max_by_key(|&index| remainder(&transfer.pieces[index]))
                 else {
+                    if hedging && transports[thief].backlog(transfer.peer) <= dry {
+                        let views = views(&self.rails, transports, transfer.peer, &state.rail_up, &waiting);
+                        if let Some(hedged) = hedge(self.strategy.as_mut(), transfer, thief, transports, &views) {
+                            waiting[thief] += hedged as u64;
+                            moved = true;
+                            if self.debug {
+                                eprintln!("braid: rank {}: rail {thief} sends again the last {hedged} undelivered bytes of a slower rail to rank {}", self.rank, transfer.peer);
+                            }
+                        }
+                    }
                     continue;
                 };
                 let piece = transfer.pieces[victim].clone();
@@ -833,6 +870,7 @@ impl Network {
                 }
                 let cut = piece.end - taken;
                 transfer.pieces[victim].end = cut;
+                transfer.pieces[victim].unhedged_end = transfer.pieces[victim].unhedged_end.min(cut);
                 transfer.pieces.push(Piece::new(thief, cut, piece.end));
                 waiting[piece.rail] -= taken as u64;
                 waiting[thief] += taken as u64;
@@ -900,6 +938,38 @@ impl Rail {
     }
 }
 
+/// Hedging, after multipath TCP's opportunistic retransmission: every byte of `transfer` is
+/// posted, `thief` has run dry, and another rail still holds posted bytes it has not delivered
+/// (its backlog: the tail of its piece, as it holds no other transfer). The thief sends again as
+/// much of that tail's end as the strategy's takeover says ends both together; the receiver
+/// keeps whichever copy lands first and ignores the other, so a rail slowed after the split
+/// no longer holds the message up. The copy left on the slow rail costs that rail its time,
+/// which its backlog shows the next split. Returns the bytes hedged.
+fn hedge(strategy: &mut dyn MultirailStrategy, transfer: &mut Transfer, thief: usize, transports: &[Box<dyn Transport>], views: &[RailView<'_>]) -> Option<usize> {
+    let undelivered = |piece: &Piece, mark: u64| {
+        let behind = transfer.posted_on[piece.rail] - mark;
+        let own = transports[piece.rail].backlog(transfer.peer).saturating_sub(behind);
+        let first = piece.end.saturating_sub(usize::try_from(own).unwrap_or(usize::MAX)).max(piece.start);
+        piece.unhedged_end.saturating_sub(first)
+    };
+    let victim = (0..transfer.pieces.len())
+        .filter_map(|index| {
+            let piece = &transfer.pieces[index];
+            let mark = piece.posted_mark.filter(|_| piece.rail != thief && piece.job.is_none() && piece.unhedged_end > piece.start)?;
+            Some((index, undelivered(piece, mark)))
+        })
+        .max_by_key(|&(_, bytes)| bytes)?;
+    let (index, bytes) = victim;
+    let hedged = strategy.takeover(thief, transfer.pieces[index].rail, bytes, views);
+    if hedged == 0 {
+        return None;
+    }
+    let end = transfer.pieces[index].unhedged_end;
+    transfer.pieces[index].unhedged_end = end - hedged;
+    transfer.pieces.push(Piece::hedge(thief, end - hedged, end));
+    Some(hedged)
+}
+
 /// Adds `[start, end)` to disjoint sorted `ranges`, merging what touches or overlaps.
 fn add_range(ranges: &mut Vec<(usize, usize)>, start: usize, end: usize) {
     if start == end {
@@ -965,7 +1035,7 @@ mod tests {
     #[test]
     fn waiting_bytes_count_what_no_rail_has_taken_yet() {
         static DATA: [u8; 100] = [0; 100];
-        let transfer = |pieces: Vec<Piece>| Transfer { request: 0, peer: 1, receiver: 0, transfer: 0, data: &DATA, pieces, unassigned: Vec::new() };
+        let transfer = |pieces: Vec<Piece>| Transfer { request: 0, peer: 1, receiver: 0, transfer: 0, data: &DATA, pieces, unassigned: Vec::new(), posted_on: vec![0; 2] };
         let transfers = [
             transfer(vec![Piece { posted: 10, ..Piece::new(0, 0, 60) }, Piece { posted: 100, ..Piece::new(1, 60, 100) }]),
             transfer(vec![Piece::new(1, 0, 30), Piece { posted: 35, ..Piece::new(0, 30, 100) }]),

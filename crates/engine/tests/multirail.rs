@@ -13,8 +13,14 @@ use common::rails::{run_rail_job, run_rail_job_finalizing, RailOptions};
 use common::scenarios::{self, post, receive, send, CONTEXT};
 use common::{leak, pattern};
 
+/// Without hedging, so that every rendezvous byte crosses exactly once and the tests can count
+/// them; `hedging()` turns it on.
 fn config() -> Config {
-    Config { spin_count: 100, ..Config::default() }
+    Config { spin_count: 100, rail_hedge: false, ..Config::default() }
+}
+
+fn hedging() -> Config {
+    Config { rail_hedge: true, ..config() }
 }
 
 /// Two rails, the first twice as fast as the second.
@@ -96,6 +102,41 @@ fn a_rail_that_drains_faster_than_its_profile_takes_over_from_the_other() {
     assert_eq!(fast + slow, 2 * (32 << 20), "every byte crosses exactly once, taken over or not");
     let share = fast as f64 / (fast + slow) as f64;
     assert!(share < 0.62, "no rebalancing: the rails carried {fast} and {slow} bytes");
+}
+
+#[test]
+fn a_stalled_rail_is_hedged_so_the_message_completes_without_it() {
+    // Rail 1 stops delivering once it has carried 512 KiB of an 8 MiB message: what it took
+    // after that sits undelivered. Rail 0 takes over what rail 1 has not taken yet, then, dry,
+    // sends again what rail 1 holds. The receive must complete while rail 1 is still stalled;
+    // after the stall ends, rail 1's late copies must change nothing, and a second message
+    // must arrive intact.
+    let rails = vec![RailOptions::with_bandwidth(2e9), RailOptions { stall_after: Some(512 << 10), ..RailOptions::with_bandwidth(1e9) }];
+    let len = 8 << 20;
+    let (results, net) = run_rail_job(vec![0, 1], rails, hedging(), move |engine, net| {
+        if engine.rank() == 0 {
+            for seed in [1, 2] {
+                let outgoing = send(engine, pattern(seed, len), 1, 7);
+                engine.wait(outgoing).unwrap();
+            }
+            return true;
+        }
+        let first = post(engine, len, Source::Rank(0), TagSelector::Tag(7));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !engine.is_complete(first) && Instant::now() < deadline {
+            engine.progress().unwrap();
+        }
+        let completed_while_stalled = engine.is_complete(first) && net.stalled(1);
+        net.release(1);
+        let (_, data) = engine.wait_receive(first).unwrap();
+        assert!(*data == pattern(1, len)[..], "the hedged message was corrupted");
+        let second = post(engine, len, Source::Rank(0), TagSelector::Tag(7));
+        let (_, data) = engine.wait_receive(second).unwrap();
+        assert!(*data == pattern(2, len)[..], "the message after the late copies was corrupted");
+        completed_while_stalled
+    });
+    assert_eq!(results, vec![true, true], "the receive waited for the stalled rail");
+    assert!(net.data_bytes(0) + net.data_bytes(1) > 2 * len as u64, "nothing was sent twice");
 }
 
 #[test]

@@ -26,12 +26,15 @@ pub struct RailOptions {
     pub max_payload: usize,
     /// Kill the rail once it has carried this many rendezvous (NET_DATA) payload bytes.
     pub fail_after: Option<u64>,
+    /// Stop delivering once the rail has carried this many rendezvous payload bytes, until
+    /// [`RailNet::release`]: what is in flight stays there, as on a link slowed to a crawl.
+    pub stall_after: Option<u64>,
 }
 
 impl RailOptions {
     /// A rail of `bytes_per_second` with 20 us latency.
     pub fn with_bandwidth(bytes_per_second: f64) -> RailOptions {
-        RailOptions { profile: Profile::from_model(20_000.0, bytes_per_second, 16 << 20), capacity: 16, max_payload: 256 * 1024, fail_after: None }
+        RailOptions { profile: Profile::from_model(20_000.0, bytes_per_second, 16 << 20), capacity: 16, max_payload: 256 * 1024, fail_after: None, stall_after: None }
     }
 }
 
@@ -44,6 +47,8 @@ struct Rail {
     inboxes: Vec<Mutex<VecDeque<RailFrame>>>,
     in_flight: Vec<AtomicUsize>,
     alive: AtomicBool,
+    stalled: AtomicBool,
+    released: AtomicBool,
     data_bytes: AtomicU64,
 }
 
@@ -71,6 +76,8 @@ impl RailNet {
                     inboxes: (0..size).map(|_| Mutex::new(VecDeque::new())).collect(),
                     in_flight: (0..size * size).map(|_| AtomicUsize::new(0)).collect(),
                     alive: AtomicBool::new(true),
+                    stalled: AtomicBool::new(false),
+                    released: AtomicBool::new(false),
                     data_bytes: AtomicU64::new(0),
                 })
                 .collect(),
@@ -89,6 +96,18 @@ impl RailNet {
         for inbox in &rail.inboxes {
             inbox.lock().unwrap().clear();
         }
+    }
+
+    /// Ends rail `rail`'s stall: what it held is delivered, and it stalls no more.
+    pub fn release(&self, rail: usize) {
+        let rail = &self.rails[rail];
+        rail.released.store(true, Ordering::SeqCst);
+        rail.stalled.store(false, Ordering::SeqCst);
+    }
+
+    /// Whether rail `rail` is holding back what it carries.
+    pub fn stalled(&self, rail: usize) -> bool {
+        self.rails[rail].stalled.load(Ordering::SeqCst)
     }
 
     pub fn alive(&self, rail: usize) -> bool {
@@ -155,6 +174,9 @@ impl Transport for RailTransport {
                 self.net.kill(self.rail);
                 return Ok(SendOutcome::Sent);
             }
+            if rail.options.stall_after.is_some_and(|limit| carried >= limit) && !rail.released.load(Ordering::SeqCst) {
+                rail.stalled.store(true, Ordering::SeqCst);
+            }
         }
         pair.fetch_add(1, Ordering::SeqCst);
         rail.inboxes[peer as usize].lock().unwrap().push_back((self.rank, header.to_vec(), concat(payload)));
@@ -163,6 +185,9 @@ impl Transport for RailTransport {
 
     fn poll(&mut self, deliver: &mut dyn FnMut(Incoming<'_>)) -> usize {
         let rail = &self.net.rails[self.rail];
+        if rail.stalled.load(Ordering::SeqCst) {
+            return 0;
+        }
         std::mem::swap(&mut self.arrived, &mut rail.inboxes[self.rank as usize].lock().unwrap());
         let count = self.arrived.len();
         while let Some((source, header, payload)) = self.arrived.pop_front() {
