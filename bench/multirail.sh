@@ -234,12 +234,14 @@ write_rsh_agent() {
     chmod +x "$WORK/rsh-agent"
 }
 
-# bw and latency, 8 B .. 16 MiB, through RUNNER (braid_osu or openmpi_osu VARIANT).
-bandwidth_and_latency() {
+# bw, then latency, 8 B .. 16 MiB, through RUNNER (braid_osu or openmpi_osu VARIANT).
+bandwidths() {
     "$@" bw "${OSU_MODE[@]}" -n 8 -m 8
     "$@" bw "${OSU_MODE[@]}" "${SMALL[@]}"
     "$@" bw "${OSU_MODE[@]}" "${LARGE[@]}"
     "$@" bw "${OSU_MODE[@]}" "${HUGE[@]}"
+}
+latencies() {
     "$@" latency "${OSU_MODE[@]}" -n 8 -m 8
     "$@" latency "${OSU_MODE[@]}" "${LATENCY[@]}"
 }
@@ -266,17 +268,21 @@ for rails in $RAIL_SETS; do
     if [ "$OPENMPI" = 1 ]; then
         write_rsh_agent
     fi
-    for rep in $(seq 1 "$REPS"); do
-        for strategy in $STRATEGIES; do
-            echo "# braid $strategy (repetition $rep of $REPS)" >&2
-            BRAID_STRATEGY=$strategy bandwidth_and_latency braid_osu | record "$tag" braid "$strategy" none
-        done
-        if [ "$OPENMPI" = 1 ]; then
-            for variant in default hand-set; do
-                echo "# Open MPI $variant (repetition $rep of $REPS)" >&2
-                bandwidth_and_latency openmpi_osu "$variant" | record "$tag" openmpi "$variant" none
+    # Latencies run in a phase of their own, interleaved across implementations: each follows
+    # another latency run, not its own implementation's 16 MiB stream.
+    for phase in bandwidths latencies; do
+        for rep in $(seq 1 "$REPS"); do
+            for strategy in $STRATEGIES; do
+                echo "# braid $strategy $phase (repetition $rep of $REPS)" >&2
+                BRAID_STRATEGY=$strategy $phase braid_osu | record "$tag" braid "$strategy" none
             done
-        fi
+            if [ "$OPENMPI" = 1 ]; then
+                for variant in default hand-set; do
+                    echo "# Open MPI $variant $phase (repetition $rep of $REPS)" >&2
+                    $phase openmpi_osu "$variant" | record "$tag" openmpi "$variant" none
+                done
+            fi
+        done
     done
 
     start_load
