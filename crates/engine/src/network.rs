@@ -826,7 +826,7 @@ impl Network {
     /// much as the strategy says ends both together. Waiting until the thief runs dry keeps
     /// two rails from trading the same bytes back and forth on noisy rate estimates. When no
     /// rail holds a remainder, the dry rail may send again what a slower rail has posted but
-    /// not yet delivered (see [`Network::hedge`]).
+    /// not yet delivered (see [`hedge`]).
     fn rebalance(&mut self, transports: &[Box<dyn Transport>]) -> bool {
         let mut waiting = waiting_bytes(&self.transfers, self.rails.len());
         let mut moved = false;
