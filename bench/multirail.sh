@@ -45,7 +45,7 @@ while [ $# -gt 0 ]; do
     --reps) REPS="$2"; shift ;;
     --mtu) MTU="$2"; shift ;;
     --rails) RAIL_SETS="$2"; shift ;;
-    -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,/^set -euo/{/^#/p}' "$0"; exit 0 ;;
     *) echo "multirail.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -135,31 +135,18 @@ address() {
         $1 == node { print $(column[net]) }'
 }
 
-# iperf3 from n0 to n1 over rail K for SECONDS; prints Mbit/s received.
-iperf_rail() {
-    local rail=$1 seconds=$2 server client port=$((5201 + $1))
-    server=$(address 1 "rail$rail")
-    client=$(address 0 "rail$rail")
-    ip netns exec "braid-$CLUSTER-n1" iperf3 -s -1 -B "$server" -p "$port" >/dev/null 2>&1 &
-    local server_pid=$!
-    BACKGROUND+=("$server_pid")
-    sleep 0.3
-    ip netns exec "braid-$CLUSTER-n0" iperf3 -c "$server" -B "$client" -p "$port" -t "$seconds" -J |
-        python3 -c 'import json,sys; print("%.1f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e6))'
-    wait "$server_pid" 2>/dev/null || true
-    forget "$server_pid"
-}
-
-# iperf3 on the first COUNT rails at once for SECONDS; prints the Mbit/s received in all.
-iperf_all_rails() {
-    local count=$1 seconds=$2 rail servers=() clients=()
-    for rail in $(seq 0 $((count - 1))); do
+# iperf3 from n0 to n1 for SECONDS over each rail in RAIL..., all at once; prints the Mbit/s
+# received in all.
+iperf_rails() {
+    local seconds=$1 rail servers=() clients=()
+    shift
+    for rail in "$@"; do
         ip netns exec "braid-$CLUSTER-n1" iperf3 -s -1 -B "$(address 1 "rail$rail")" -p $((5201 + rail)) >/dev/null 2>&1 &
         servers+=("$!")
         BACKGROUND+=("$!")
     done
     sleep 0.3
-    for rail in $(seq 0 $((count - 1))); do
+    for rail in "$@"; do
         ip netns exec "braid-$CLUSTER-n0" iperf3 -c "$(address 1 "rail$rail")" -B "$(address 0 "rail$rail")" \
             -p $((5201 + rail)) -t "$seconds" -J >"$WORK/iperf-rail$rail.json" &
         clients+=("$!")
@@ -258,11 +245,11 @@ for rails in $RAIL_SETS; do
     RAIL_MBITS=()
     for rail in "${!rates[@]}"; do
         RAIL_NAMES+=("rail$rail")
-        mbits=$(iperf_rail "$rail" "$IPERF_SECONDS")
+        mbits=$(iperf_rails "$IPERF_SECONDS" "$rail")
         RAIL_MBITS+=("${mbits%.*}")
         echo "$tag,iperf3,rail$rail,none,rail_mbits,0,$mbits,Mbit/s" >>"$RAW"
     done
-    echo "$tag,iperf3,all,none,rails_at_once_mbits,0,$(iperf_all_rails "${#rates[@]}" "$IPERF_SECONDS"),Mbit/s" >>"$RAW"
+    echo "$tag,iperf3,all,none,rails_at_once_mbits,0,$(iperf_rails "$IPERF_SECONDS" "${!rates[@]}"),Mbit/s" >>"$RAW"
     "$BRAID" sample --cluster "$CLUSTER" >"$WORK/sample.log" 2>&1 || { echo "# braid sample failed:" >&2; cat "$WORK/sample.log" >&2; }
 
     if [ "$OPENMPI" = 1 ]; then
