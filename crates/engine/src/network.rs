@@ -183,6 +183,8 @@ pub(crate) struct Network {
     offload: Option<Offload>,
     /// How long this rank recently went between two progress steps with chunks to post.
     gaps: ProgressGaps,
+    /// `post_chunks`' room left per (rail, peer), kept for its capacity.
+    rooms: Vec<(usize, PeerId, u64)>,
 }
 
 /// A rail's queue must outlast the rank's absences: a rank descheduled (or computing) for a
@@ -409,6 +411,7 @@ impl Network {
             rank,
             offload,
             gaps: ProgressGaps::default(),
+            rooms: Vec::new(),
         }
     }
 
@@ -708,8 +711,10 @@ impl Network {
         let mut chunks: Vec<Chunk> = Vec::new();
         let horizon = self.strategy.queue_horizon_ns().map(|horizon| self.gaps.horizon_ns(horizon));
         // Room left under each (rail, peer) cap: the backlog is read once per call, then
-        // counted down, however many pieces share the rail.
-        let mut rooms: Vec<(usize, PeerId, u64)> = Vec::new();
+        // counted down, however many pieces share the rail. The list is kept between calls so
+        // that a progress step allocates nothing.
+        let mut rooms = std::mem::take(&mut self.rooms);
+        rooms.clear();
         let mut waiting = if self.transfers.iter().any(|transfer| !transfer.unassigned.is_empty()) {
             waiting_bytes(&self.transfers, self.rails.len())
         } else {
@@ -811,6 +816,7 @@ impl Network {
                 }
             }
         }
+        self.rooms = rooms;
         if let Some((peer, rail)) = failed {
             self.fail_rail(peer, rail, transports)?;
             moved = true;
