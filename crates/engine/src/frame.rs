@@ -6,6 +6,8 @@
 //! a failed rail is re-sent on another and a duplicate is recognised), a bare NET_ACK, and
 //! NET_DATA, a rendezvous chunk tagged with its transfer (the sequence number of the CTS that
 //! asked for it) so a chunk re-sent after a failover cannot land in a later receive.
+//! NET_BATCH carries several CONTROL frames in one (aggregation, seed 004 section III-D): its
+//! payload is a run of entries `[header length: u8][payload length: u32][header][payload]`.
 
 use braid_transport::{RemoteRegion, MAX_HEADER};
 
@@ -21,6 +23,7 @@ const NET_ACK: u8 = 9;
 const NET_DATA: u8 = 10;
 /// A rail sampling ping-pong frame (seen only by `sampling`, before the engine starts).
 pub(crate) const SAMPLE: u8 = 11;
+const NET_BATCH: u8 = 12;
 
 /// The longest eager header (EAGER_SYNC); the eager limit leaves room for it.
 pub(crate) const EAGER_HEADER_MAX: usize = 13;
@@ -31,6 +34,8 @@ pub(crate) const DATA_HEADER: usize = 13;
 pub(crate) const CONTROL_OVERHEAD: usize = 17;
 /// Header length of a NET_DATA frame.
 pub(crate) const NET_DATA_HEADER: usize = 21;
+/// Bytes a NET_BATCH entry adds in front of a frame's header.
+pub(crate) const BATCH_ENTRY_OVERHEAD: usize = 5;
 
 /// One frame's header. Request ids are the engine-local `RequestId` numbers of the rank named.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +79,11 @@ impl Header {
         Writer::new(NET_ACK).put(&ack.to_le_bytes()).header
     }
 
+    /// The header of a NET_BATCH frame (its payload holds the frames, see [`push_batch_entry`]).
+    pub(crate) fn net_batch() -> Header {
+        Writer::new(NET_BATCH).header
+    }
+
     /// A rendezvous chunk for `receiver`'s request at `offset`, of transfer `transfer`.
     pub(crate) fn net_data(receiver: u32, offset: u64, transfer: u64) -> Header {
         Writer::new(NET_DATA).put(&receiver.to_le_bytes()).put(&offset.to_le_bytes()).put(&transfer.to_le_bytes()).header
@@ -86,13 +96,50 @@ pub(crate) enum NetFrame<'a> {
     Control { seq: u64, ack: u64, inner: &'a [u8] },
     Ack { ack: u64 },
     Data { receiver: u32, offset: u64, transfer: u64 },
+    /// Several CONTROL frames; the payload holds them (see [`batch_entries`]).
+    Batch,
+}
+
+/// Appends a frame (`header`, `payload`) to the payload of a NET_BATCH frame.
+pub(crate) fn push_batch_entry(batch: &mut Vec<u8>, header: &[u8], payload: &[u8]) {
+    batch.push(header.len() as u8);
+    batch.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    batch.extend_from_slice(header);
+    batch.extend_from_slice(payload);
+}
+
+/// The frames in a NET_BATCH payload, as (header, payload); an `Err` item ends a malformed one.
+pub(crate) fn batch_entries(mut batch: &[u8]) -> impl Iterator<Item = Result<(&[u8], &[u8]), ()>> {
+    std::iter::from_fn(move || {
+        if batch.is_empty() {
+            return None;
+        }
+        let entry = (|| {
+            let (&header_len, rest) = batch.split_first()?;
+            let (payload_len, rest) = rest.split_first_chunk::<4>()?;
+            let payload_len = u32::from_le_bytes(*payload_len) as usize;
+            let (header, rest) = rest.split_at_checked(header_len as usize)?;
+            let (payload, rest) = rest.split_at_checked(payload_len)?;
+            Some((header, payload, rest))
+        })();
+        match entry {
+            Some((header, payload, rest)) => {
+                batch = rest;
+                Some(Ok((header, payload)))
+            }
+            None => {
+                batch = &[];
+                Some(Err(()))
+            }
+        }
+    })
 }
 
 impl NetFrame<'_> {
     /// Whether `header` is one of the network kinds (the rest is decoded by [`Frame::decode`]).
     #[inline]
     pub(crate) fn is_network(header: &[u8]) -> bool {
-        header.first().is_some_and(|&kind| (CONTROL..=NET_DATA).contains(&kind))
+        header.first().is_some_and(|&kind| matches!(kind, CONTROL..=NET_DATA | NET_BATCH))
     }
 
     /// Parses a network header; `None` if it is malformed.
@@ -103,6 +150,7 @@ impl NetFrame<'_> {
             CONTROL => return Some(NetFrame::Control { seq: r.u64()?, ack: r.u64()?, inner: r.rest }),
             NET_ACK => NetFrame::Ack { ack: r.u64()? },
             NET_DATA => NetFrame::Data { receiver: r.u32()?, offset: r.u64()?, transfer: r.u64()? },
+            NET_BATCH => NetFrame::Batch,
             _ => return None,
         };
         r.rest.is_empty().then_some(frame)
@@ -238,6 +286,8 @@ mod tests {
         assert_eq!(data.as_bytes().len(), NET_DATA_HEADER);
         assert_eq!(NetFrame::decode(data.as_bytes()), Some(NetFrame::Data { receiver: 3, offset: 1 << 33, transfer: 9 }));
         assert!(NetFrame::is_network(data.as_bytes()));
+        assert!(NetFrame::is_network(Header::net_batch().as_bytes()));
+        assert_eq!(NetFrame::decode(Header::net_batch().as_bytes()), Some(NetFrame::Batch));
         assert!(!NetFrame::is_network(inner.as_bytes()));
         assert_eq!(Frame::decode(data.as_bytes()), None);
         assert_eq!(NetFrame::decode(&data.as_bytes()[..20]), None);
@@ -253,5 +303,21 @@ mod tests {
         let mut long = header.as_bytes().to_vec();
         long.push(0);
         assert_eq!(Frame::decode(&long), None);
+    }
+
+    #[test]
+    fn batch_entries_come_back_in_order_and_a_cut_batch_is_malformed() {
+        let first = Header::control(1, 0, &Frame::Eager { context: 1, tag: 2 }.encode());
+        let second = Header::control(2, 0, &Frame::Fin { sender: 3 }.encode());
+        let mut batch = Vec::new();
+        push_batch_entry(&mut batch, first.as_bytes(), b"hello");
+        push_batch_entry(&mut batch, second.as_bytes(), b"");
+        assert_eq!(batch.len(), 2 * BATCH_ENTRY_OVERHEAD + first.as_bytes().len() + second.as_bytes().len() + 5);
+        let entries: Vec<_> = batch_entries(&batch).collect();
+        assert_eq!(entries, vec![Ok((first.as_bytes(), &b"hello"[..])), Ok((second.as_bytes(), &b""[..]))]);
+        let cut: Vec<_> = batch_entries(&batch[..batch.len() - 1]).collect();
+        assert_eq!(cut.len(), 2);
+        assert_eq!(cut[1], Err(()));
+        assert_eq!(batch_entries(&[]).count(), 0);
     }
 }

@@ -51,7 +51,7 @@ use braid_transport::selfloop::SelfTransport;
 use braid_transport::shm::ShmTransport;
 use braid_transport::{Capabilities, Incoming, PeerId, RemoteRegion, SendOutcome, Transport, TransportError};
 
-use frame::{Frame, Header, NetFrame, DATA_HEADER, EAGER_HEADER_MAX};
+use frame::{batch_entries, Frame, Header, NetFrame, DATA_HEADER, EAGER_HEADER_MAX};
 use matching::{Body, Matching, Posted, Unexpected};
 use network::{Arrival, Network};
 use requests::{Operation, Requests};
@@ -244,11 +244,19 @@ impl Core {
     /// Queues a frame behind those waiting for `peer` (a network peer's goes on its control rail).
     fn queue(&mut self, peer: PeerId, frame: Frame, payload: &'static [u8], completes: u32) {
         if self.router.route(peer) == Route::Rails {
-            self.net.queue_control(peer, frame, payload);
+            self.net.queue_control(peer, frame, payload, None);
             return;
         }
         self.backlog[peer as usize].push_back(Outgoing { header: frame.encode(), payload, completes });
         self.backlog_len += 1;
+    }
+
+    /// Completes the standard eager sends whose frames have left over the rails.
+    #[inline]
+    fn complete_sent_controls(&mut self) {
+        for request in self.net.take_sent() {
+            self.requests.finish(request);
+        }
     }
 
     fn complete_send(&mut self, peer: PeerId, request: u32) -> Result<(), EngineError> {
@@ -303,6 +311,16 @@ impl Core {
             }
             NetFrame::Ack { ack } => self.net.acknowledged(peer, ack),
             NetFrame::Data { receiver, offset, transfer } => self.arrive_network_data(peer, receiver, offset, transfer, payload),
+            NetFrame::Batch => {
+                for entry in batch_entries(payload) {
+                    let (header, payload) = entry.map_err(|()| protocol_error(peer, "malformed batch"))?;
+                    if !matches!(NetFrame::decode(header), Some(NetFrame::Control { .. })) {
+                        return Err(protocol_error(peer, "a batch may carry only control frames"));
+                    }
+                    self.handle_network(peer, header, payload)?;
+                }
+                Ok(())
+            }
         }
     }
 
@@ -383,7 +401,7 @@ impl Core {
         let transport = match self.router.route(peer) {
             Route::Direct(transport) => transport,
             Route::Rails => {
-                let transfer = self.net.queue_control(peer, Frame::Cts { sender, receiver: request, len: wanted as u64 }, &[]);
+                let transfer = self.net.queue_control(peer, Frame::Cts { sender, receiver: request, len: wanted as u64 }, &[], None);
                 self.net.expect(peer, request, sender, transfer, wanted);
                 return Ok(());
             }
@@ -454,7 +472,7 @@ impl Core {
             Arrival::Pending => Ok(()),
             Arrival::Complete { request, sender } => {
                 self.requests.finish(request);
-                self.net.queue_control(peer, Frame::Fin { sender }, &[]);
+                self.net.queue_control(peer, Frame::Fin { sender }, &[], None);
                 Ok(())
             }
         }
@@ -685,16 +703,20 @@ impl Engine {
         let net = &mut self.core.net;
         if data.len() <= net.eager_limit {
             if mode == SendMode::Synchronous {
-                net.queue_control(dest, Frame::EagerSync { context, tag, sender: request }, data);
+                net.queue_control(dest, Frame::EagerSync { context, tag, sender: request }, data, None);
             } else {
-                net.queue_control(dest, Frame::Eager { context, tag }, data);
-                self.core.requests.finish(request);
+                net.queue_control(dest, Frame::Eager { context, tag }, data, Some(request));
+                if net.holds_eager(dest, data.len()) {
+                    return Ok(RequestId(request));
+                }
             }
         } else {
             let region = RemoteRegion { pid: 0, address: 0, len: data.len() as u64 };
-            net.queue_control(dest, Frame::rts(context, tag, request, region), &[]);
+            net.queue_control(dest, Frame::rts(context, tag, request, region), &[], None);
         }
-        match self.core.net.flush_control(dest, &mut self.transports[self.core.net.rail_base..]) {
+        let flushed = self.core.net.flush_control(dest, &mut self.transports[self.core.net.rail_base..]);
+        self.core.complete_sent_controls();
+        match flushed {
             Ok(_) => Ok(RequestId(request)),
             Err(error) => {
                 self.core.requests.free(request);
@@ -758,7 +780,9 @@ impl Engine {
             Body::Rendezvous { sender, region } => self.core.start_rendezvous_receive(request, source, tag, sender, region)?,
         }
         if self.core.router.route(source) == Route::Rails {
-            return self.core.net.flush_control(source, &mut self.transports[self.core.net.rail_base..]).map(|_| ());
+            let flushed = self.core.net.flush_control(source, &mut self.transports[self.core.net.rail_base..]);
+            self.core.complete_sent_controls();
+            return flushed.map(|_| ());
         }
         self.flush_backlogs().map(|_| ())
     }
@@ -950,6 +974,12 @@ impl Engine {
 
     /// Makes progress until `done(self)` is true, waiting per the wait policy between polls.
     pub fn wait_until(&mut self, mut done: impl FnMut(&mut Engine) -> bool) -> Result<(), EngineError> {
+        // Frames waiting to be aggregated leave now: nothing more joins them while we wait.
+        if self.core.net.unsent > 0 {
+            let flushed = self.core.net.flush_unsent(&mut self.transports[self.core.net.rail_base..]);
+            self.core.complete_sent_controls();
+            flushed?;
+        }
         let mut idle_polls: u32 = 0;
         let mut idle_since: Option<Instant> = None;
         loop {
@@ -1006,7 +1036,9 @@ impl Engine {
             moved |= self.advance_streams()?;
         }
         if self.core.net.active() {
-            moved |= self.core.net.advance(&mut self.transports[self.core.net.rail_base..], !moved)?;
+            let advanced = self.core.net.advance(&mut self.transports[self.core.net.rail_base..], !moved);
+            self.core.complete_sent_controls();
+            moved |= advanced?;
         }
         Ok(moved)
     }

@@ -14,6 +14,11 @@
 //!   then are split again over the remaining rails. A strategy with a queue horizon (`hetero`)
 //!   has its chunks handed over a few milliseconds at a time, and a rail that runs dry takes over
 //!   the end of another's remainder; otherwise the split's pieces may go to offload workers.
+//! * **Aggregation** (strategies whose `aggregates_eager` says so, `hetero`): an eager frame
+//!   posted while its control rail is busy, i.e. after another frame to the same peer left in
+//!   the same progress step, waits; the waiting frames leave together in one NET_BATCH frame
+//!   (one write) at the next progress step, or at once when they fill an eager message. A
+//!   waiting send completes when its frame leaves.
 //! * **Rates**: while a rail stays busy, its drain rate (bytes posted minus the change of its
 //!   backlog, over the engine's clock) corrects its profile online.
 
@@ -22,10 +27,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use braid_config::{Config, OffloadMode};
-use braid_strategy::multirail::{self, Chunk, MultirailStrategy, RailView, RateEstimator, SplitSettings};
+use braid_strategy::multirail::{self, Aggregator, Chunk, Decision, MultirailStrategy, RailView, RateEstimator, SplitSettings};
 use braid_transport::{PeerId, Profile, SendOutcome, Transport, TransportError};
 
-use crate::frame::{Frame, Header, CONTROL_OVERHEAD, EAGER_HEADER_MAX, NET_DATA_HEADER};
+use crate::frame::{push_batch_entry, Frame, Header, BATCH_ENTRY_OVERHEAD, CONTROL_OVERHEAD, EAGER_HEADER_MAX, NET_DATA_HEADER};
 use crate::node::{NodeInfo, SpareCpus};
 use crate::offload::{Offload, OffloadJob};
 use crate::{gather, protocol_error, transport_error, EngineError};
@@ -39,6 +44,8 @@ struct Control {
     seq: u64,
     header: Header,
     payload: Vec<u8>,
+    /// The send request that completes when this frame leaves (a standard eager send).
+    completes: Option<u32>,
 }
 
 /// Control-frame state toward one peer routed over the rails.
@@ -54,6 +61,10 @@ struct Peer {
     received: u64,
     /// Highest sequence number we have acknowledged to the peer.
     acknowledged: u64,
+    /// Eager frames waiting for the control rail (see the module comment).
+    aggregator: Aggregator,
+    /// The progress step in which a frame to this peer last left.
+    sent_in_step: u64,
 }
 
 /// A piece of a rendezvous payload assigned to one rail; `posted` is the next byte to post.
@@ -171,7 +182,7 @@ pub(crate) struct Network {
     transfers: Vec<Transfer>,
     receives: Vec<Receive>,
     spare: Vec<Vec<u8>>,
-    unsent: usize,
+    pub(crate) unsent: usize,
     unacked: usize,
     ack_due: bool,
     debug: bool,
@@ -185,6 +196,16 @@ pub(crate) struct Network {
     gaps: ProgressGaps,
     /// `post_chunks`' room left per (rail, peer), kept for its capacity.
     rooms: Vec<(usize, PeerId, u64)>,
+    /// Whether eager frames wait for a busy control rail (the strategy's choice).
+    aggregates: bool,
+    /// Progress steps so far: a frame that left in the current one makes its rail busy.
+    step: u64,
+    /// Payload of the NET_BATCH frame being built, kept for its capacity.
+    batch: Vec<u8>,
+    /// Most payload bytes in one NET_BATCH frame.
+    batch_max: usize,
+    /// Send requests whose frames left; the engine completes them (`take_sent`).
+    sent: Vec<u32>,
 }
 
 /// A rail's queue must outlast the rank's absences: a rank descheduled (or computing) for a
@@ -377,6 +398,7 @@ impl Network {
             Some(_) => None,
         };
         let nothing_waiting = vec![0; rails.len()];
+        let strategy_aggregates = strategy.aggregates_eager();
         for peer in rail_peers {
             let up: Vec<bool> = transports.iter().map(|transport| transport.reaches(peer)).collect();
             // Control frames share their rail with eager messages up to the limit: the rail
@@ -391,6 +413,8 @@ impl Network {
                 unacked: VecDeque::new(),
                 received: 0,
                 acknowledged: 0,
+                aggregator: settings.aggregator(),
+                sent_in_step: 0,
             });
         }
         Network {
@@ -412,6 +436,11 @@ impl Network {
             offload,
             gaps: ProgressGaps::default(),
             rooms: Vec::new(),
+            aggregates: strategy_aggregates,
+            step: 1,
+            batch: Vec::new(),
+            batch_max: settings.aggregate_max.min(frame_room),
+            sent: Vec::new(),
         }
     }
 
@@ -441,8 +470,9 @@ impl Network {
         self.peers.get_mut(peer as usize).and_then(Option::as_mut).ok_or_else(|| protocol_error(peer, "network frame from a peer not routed over the rails"))
     }
 
-    /// Queues a control frame (payload copied) to `peer`; returns its sequence number.
-    pub(crate) fn queue_control(&mut self, peer: PeerId, frame: Frame, payload: &[u8]) -> u64 {
+    /// Queues a control frame (payload copied) to `peer`; returns its sequence number. When it
+    /// leaves, send request `completes` is done (collected by [`Network::take_sent`]).
+    pub(crate) fn queue_control(&mut self, peer: PeerId, frame: Frame, payload: &[u8], completes: Option<u32>) -> u64 {
         let mut copy = self.spare.pop().unwrap_or_default();
         copy.clear();
         copy.extend_from_slice(payload);
@@ -451,9 +481,27 @@ impl Network {
         };
         let seq = state.next_seq;
         state.next_seq += 1;
-        state.unsent.push_back(Control { seq, header: frame.encode(), payload: copy });
+        state.unsent.push_back(Control { seq, header: frame.encode(), payload: copy, completes });
         self.unsent += 1;
         seq
+    }
+
+    /// Whether the eager frame just queued to `peer` (`len` payload bytes) should wait
+    /// for the busy control rail instead of being flushed now.
+    #[inline]
+    pub(crate) fn holds_eager(&mut self, peer: PeerId, len: usize) -> bool {
+        if !self.aggregates {
+            return false;
+        }
+        let step = self.step;
+        let Some(state) = self.peers.get_mut(peer as usize).and_then(Option::as_mut) else { return false };
+        let idle = state.sent_in_step != step;
+        state.aggregator.push(len + EAGER_HEADER_MAX + CONTROL_OVERHEAD + BATCH_ENTRY_OVERHEAD, idle) == Decision::Hold
+    }
+
+    /// Send requests whose frames have left since the last call.
+    pub(crate) fn take_sent(&mut self) -> impl Iterator<Item = u32> + '_ {
+        self.sent.drain(..)
     }
 
     /// A CONTROL envelope arrived: drops acknowledged copies; true if the frame is new (to be
@@ -535,23 +583,39 @@ impl Network {
         Ok(Arrival::Pending)
     }
 
-    /// Hands queued control frames of `peer` to its control rail.
+    /// Hands queued control frames of `peer` to its control rail: one by one, or, where the
+    /// strategy aggregates and several wait, as NET_BATCH frames of up to `batch_max` bytes.
     pub(crate) fn flush_control(&mut self, peer: PeerId, transports: &mut [Box<dyn Transport>]) -> Result<bool, EngineError> {
         self.recheck_control_rail(peer, transports);
         let mut moved = false;
         loop {
             let Some(state) = self.peers.get_mut(peer as usize).and_then(Option::as_mut) else { return Ok(moved) };
-            let Some(control) = state.unsent.front() else { return Ok(moved) };
+            if state.unsent.is_empty() {
+                state.aggregator.flush();
+                return Ok(moved);
+            }
             let rail = state.control_rail;
-            let header = Header::control(control.seq, state.received, &control.header);
             let transport = &mut transports[rail];
-            match transport.try_send(peer, header.as_bytes(), &gather(&control.payload)) {
+            let (outcome, frames) = if self.aggregates && state.unsent.len() > 1 {
+                let frames = fill_batch(&mut self.batch, &state.unsent, state.received, self.batch_max);
+                if frames > 1 {
+                    (transport.try_send(peer, Header::net_batch().as_bytes(), &[std::io::IoSlice::new(&self.batch)]), frames)
+                } else {
+                    (send_one(transport.as_mut(), peer, &state.unsent[0], state.received), 1)
+                }
+            } else {
+                (send_one(transport.as_mut(), peer, &state.unsent[0], state.received), 1)
+            };
+            match outcome {
                 Ok(SendOutcome::Sent) => {
                     state.acknowledged = state.received;
-                    let control = state.unsent.pop_front().expect("front checked");
-                    state.unacked.push_back(control);
-                    self.unsent -= 1;
-                    self.unacked += 1;
+                    state.sent_in_step = self.step;
+                    for control in state.unsent.drain(..frames) {
+                        self.sent.extend(control.completes);
+                        state.unacked.push_back(control);
+                    }
+                    self.unsent -= frames;
+                    self.unacked += frames;
                     moved = true;
                 }
                 Ok(SendOutcome::WouldBlock) => return Ok(moved),
@@ -664,14 +728,10 @@ impl Network {
     /// this progress step.
     pub(crate) fn advance(&mut self, transports: &mut [Box<dyn Transport>], idle: bool) -> Result<bool, EngineError> {
         let mut moved = false;
+        // A new step: the control rails are free again for whatever waits for them.
+        self.step += 1;
         self.detect_failures(transports)?;
-        if self.unsent > 0 {
-            for peer in 0..self.peers.len() as PeerId {
-                if self.peers[peer as usize].as_ref().is_some_and(|state| !state.unsent.is_empty()) {
-                    moved |= self.flush_control(peer, transports)?;
-                }
-            }
-        }
+        moved |= self.flush_unsent(transports)?;
         if self.transfers.is_empty() {
             self.gaps.idle();
         } else {
@@ -682,6 +742,19 @@ impl Network {
             moved |= self.post_chunks(transports)?;
         }
         moved |= self.send_acks(idle && !moved, transports)?;
+        Ok(moved)
+    }
+
+    /// Hands every peer's queued control frames (waiting ones included) to its control rail.
+    pub(crate) fn flush_unsent(&mut self, transports: &mut [Box<dyn Transport>]) -> Result<bool, EngineError> {
+        let mut moved = false;
+        if self.unsent > 0 {
+            for peer in 0..self.peers.len() as PeerId {
+                if self.peers[peer as usize].as_ref().is_some_and(|state| !state.unsent.is_empty()) {
+                    moved |= self.flush_control(peer, transports)?;
+                }
+            }
+        }
         Ok(moved)
     }
 
@@ -942,6 +1015,29 @@ impl Rail {
         self.backlog += transport.backlog(peer);
         self.peers.push(peer);
     }
+}
+
+/// Posts one control frame, acknowledging everything up to `received`.
+fn send_one(transport: &mut dyn Transport, peer: PeerId, control: &Control, received: u64) -> Result<SendOutcome, TransportError> {
+    let header = Header::control(control.seq, received, &control.header);
+    transport.try_send(peer, header.as_bytes(), &gather(&control.payload))
+}
+
+/// Fills `batch` with the first of `unsent` (at least one) that fit in `max` bytes; returns how
+/// many it holds.
+fn fill_batch(batch: &mut Vec<u8>, unsent: &VecDeque<Control>, received: u64, max: usize) -> usize {
+    batch.clear();
+    let mut frames = 0;
+    for control in unsent {
+        let header = Header::control(control.seq, received, &control.header);
+        let entry = BATCH_ENTRY_OVERHEAD + header.as_bytes().len() + control.payload.len();
+        if frames > 0 && batch.len() + entry > max {
+            break;
+        }
+        push_batch_entry(batch, header.as_bytes(), &control.payload);
+        frames += 1;
+    }
+    frames
 }
 
 /// Hedging, after multipath TCP's opportunistic retransmission: every byte of `transfer` is

@@ -145,6 +145,38 @@ fn the_single_strategy_keeps_to_the_fastest_rail() {
     assert_eq!((fast, slow), (2 * (8 << 20), 0));
 }
 
+/// Rank 0 posts `count` small sends at once, then waits for them; rank 1 checks them. Returns
+/// the frames both rails carried.
+fn small_burst(strategy: StrategyKind, count: usize) -> u64 {
+    let config = Config { strategy, ..config() };
+    let (_, net) = run_rail_job(vec![0, 1], two_rails(), config, move |engine, _| {
+        if engine.rank() == 0 {
+            let sends: Vec<_> = (0..count).map(|tag| send(engine, pattern(tag as u64, 8 + tag % 5), 1, tag as i32)).collect();
+            for request in sends {
+                engine.wait(request).unwrap();
+            }
+            return;
+        }
+        for tag in 0..count {
+            let (status, data) = receive(engine, 64, Source::Rank(0), TagSelector::Any);
+            assert_eq!((status.tag, status.count), (tag as i32, 8 + tag % 5));
+            assert!(data[..status.count] == pattern(tag as u64, 8 + tag % 5)[..], "message {tag} corrupted");
+        }
+    });
+    net.frames(0) + net.frames(1)
+}
+
+#[test]
+fn small_sends_posted_together_leave_in_batches() {
+    // hetero aggregates: the first send leaves alone, the rest wait for the busy rail and leave
+    // together. single sends every message on its own.
+    const COUNT: usize = 200;
+    let aggregated = small_burst(StrategyKind::Hetero, COUNT);
+    let alone = small_burst(StrategyKind::Single, COUNT);
+    assert!(alone >= COUNT as u64, "single carried {alone} frames for {COUNT} messages");
+    assert!(aggregated <= COUNT as u64 / 10, "hetero carried {aggregated} frames for {COUNT} messages");
+}
+
 /// Rank 0 streams large and small messages to rank 1 while rail `killed` dies after
 /// `after` rendezvous bytes; everything must arrive once, in order, intact.
 fn survive_rail_failure(killed: usize, after: u64) {

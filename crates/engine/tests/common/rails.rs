@@ -50,6 +50,7 @@ struct Rail {
     stalled: AtomicBool,
     released: AtomicBool,
     data_bytes: AtomicU64,
+    frames: AtomicU64,
 }
 
 /// The shared state of one job's rails.
@@ -79,6 +80,7 @@ impl RailNet {
                     stalled: AtomicBool::new(false),
                     released: AtomicBool::new(false),
                     data_bytes: AtomicU64::new(0),
+                    frames: AtomicU64::new(0),
                 })
                 .collect(),
         })
@@ -87,6 +89,11 @@ impl RailNet {
     /// Rendezvous payload bytes rail `rail` carried.
     pub fn data_bytes(&self, rail: usize) -> u64 {
         self.rails[rail].data_bytes.load(Ordering::SeqCst)
+    }
+
+    /// Frames of any kind rail `rail` carried.
+    pub fn frames(&self, rail: usize) -> u64 {
+        self.rails[rail].frames.load(Ordering::SeqCst)
     }
 
     /// Takes rail `rail` down: every frame in flight on it is lost.
@@ -179,6 +186,7 @@ impl Transport for RailTransport {
             }
         }
         pair.fetch_add(1, Ordering::SeqCst);
+        rail.frames.fetch_add(1, Ordering::SeqCst);
         rail.inboxes[peer as usize].lock().unwrap().push_back((self.rank, header.to_vec(), concat(payload)));
         Ok(SendOutcome::Sent)
     }
