@@ -15,10 +15,14 @@
 # at once, which says how much of that sum this machine's CPUs can carry.
 #
 # Usage: bench/multirail.sh [--full] [--reps R] [--mtu M] [--no-openmpi] [--rails "2gbit,1gbit 2gbit,1gbit,250mbit"]
+#                           [--phases "bandwidths latencies loaded"] [--transfers N]
 #   (default) quick: sizes every fourth power of two (8 B, then 16 B, 64 B, ... 1 MiB, 4 MiB,
 #             16 MiB), one timed window of 64 messages at >= 256 KiB
 #   --full    every power of two, osu's default iteration counts
-#   Both time 400 transfers under load, so that p99 is the 4th slowest, not the slowest.
+#   --transfers N  1 MiB transfers timed under load (default 400, so that p99 is the 4th slowest,
+#             not the slowest; osu adds N/10 + 1 untimed ones first)
+#   --phases  which phases to run (default all three; a partial run prints what it has and draws
+#             no plots)
 #   --reps R  run every strategy and variant R times, interleaved (repetition 1 of all, then 2,
 #             ...), and keep the median of each point (default 1)
 #   --mtu M   MTU of the cluster's links (default 9000). With 1500, a 2-vCPU machine spends its
@@ -39,6 +43,8 @@ MTU=9000
 OPENMPI=1
 RAIL_SETS="2gbit,1gbit 2gbit,1gbit,250mbit"
 STRATEGIES="single greedy iso weighted hetero"
+PHASES="bandwidths latencies loaded"
+TRANSFERS=400
 while [ $# -gt 0 ]; do
     case "$1" in
     --full) MODE=full ;;
@@ -46,6 +52,8 @@ while [ $# -gt 0 ]; do
     --reps) REPS="$2"; shift ;;
     --mtu) MTU="$2"; shift ;;
     --rails) RAIL_SETS="$2"; shift ;;
+    --phases) PHASES="$2"; shift ;;
+    --transfers) TRANSFERS="$2"; shift ;;
     -h | --help) sed -n '2,/^set -euo/{/^#/p}' "$0"; exit 0 ;;
     *) echo "multirail.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -53,6 +61,11 @@ while [ $# -gt 0 ]; do
 done
 [[ "$REPS" =~ ^[1-9][0-9]*$ ]] || { echo "multirail.sh: --reps needs a positive number" >&2; exit 2; }
 [[ "$MTU" =~ ^[1-9][0-9]*$ ]] || { echo "multirail.sh: --mtu needs a positive number" >&2; exit 2; }
+[[ "$TRANSFERS" =~ ^[1-9][0-9]*$ ]] || { echo "multirail.sh: --transfers needs a positive number" >&2; exit 2; }
+for phase in $PHASES; do
+    case "$phase" in bandwidths | latencies | loaded) ;; *) echo "multirail.sh: unknown phase $phase (bandwidths, latencies, loaded)" >&2; exit 2 ;; esac
+done
+wanted() { [[ " $PHASES " == *" $1 "* ]]; }
 IPERF_SECONDS=3
 # Quick: one timed window (plus one warm-up) per large size; osu's own counts below that.
 # Quick steps sizes by 4 from 16 B and 256 KiB, so 64 KiB, 1 MiB and 16 MiB are all measured.
@@ -69,7 +82,6 @@ else
     HUGE=(-n 16777216 -m 16777216)
     LATENCY=(-n 16 -m 16777216)
 fi
-TRANSFERS=400
 # The longest any one benchmark run may take before it is killed (and reported as missing).
 RUN_LIMIT=${RUN_LIMIT:-180}
 
@@ -258,6 +270,7 @@ for rails in $RAIL_SETS; do
     # Latencies run in a phase of their own, interleaved across implementations: each follows
     # another latency run, not its own implementation's 16 MiB stream.
     for phase in bandwidths latencies; do
+        wanted "$phase" || continue
         for rep in $(seq 1 "$REPS"); do
             for strategy in $STRATEGIES; do
                 echo "# braid $strategy $phase (repetition $rep of $REPS)" >&2
@@ -272,6 +285,7 @@ for rails in $RAIL_SETS; do
         done
     done
 
+    wanted loaded || { cleanup; continue; }
     start_load
     for rep in $(seq 1 "$REPS"); do
         for strategy in $STRATEGIES; do
@@ -343,7 +357,9 @@ for rails, total in rails_sum.items():
               + f"{cell(lat, 1 << 20):>9}{cell(med, 1 << 20):>12}{cell(p99, 1 << 20):>8}")
 print(f"CSV: {sys.argv[1]} (medians; every repetition in the -raw file)")
 EOF
-if (cd "$ROOT" && cargo build --release -q -p braid-report); then
+if ! { wanted bandwidths && wanted latencies; }; then
+    echo "# partial run: the plots in docs/img are left as they are" >&2
+elif (cd "$ROOT" && cargo build --release -q -p braid-report); then
     "$ROOT/target/release/braid-report" "$CSV" "$ROOT/docs/img" | sed 's|^|# |'
 else
     echo "# braid-report did not build; no plots" >&2
