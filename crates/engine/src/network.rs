@@ -610,8 +610,9 @@ impl Network {
                 Ok(SendOutcome::Sent) => {
                     state.acknowledged = state.received;
                     state.sent_in_step = self.step;
-                    for control in state.unsent.drain(..frames) {
-                        self.sent.extend(control.completes);
+                    for mut control in state.unsent.drain(..frames) {
+                        // Taken, not copied: a frame sent again after a failover completes nothing.
+                        self.sent.extend(control.completes.take());
                         state.unacked.push_back(control);
                     }
                     self.unsent -= frames;
