@@ -975,7 +975,7 @@ impl Engine {
     /// Makes progress until `done(self)` is true, waiting per the wait policy between polls.
     pub fn wait_until(&mut self, mut done: impl FnMut(&mut Engine) -> bool) -> Result<(), EngineError> {
         // Frames waiting to be aggregated leave now: nothing more joins them while we wait.
-        if self.core.net.unsent > 0 {
+        if self.core.net.has_unsent() {
             let flushed = self.core.net.flush_unsent(&mut self.transports[self.core.net.rail_base..]);
             self.core.complete_sent_controls();
             flushed?;

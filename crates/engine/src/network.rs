@@ -182,7 +182,7 @@ pub(crate) struct Network {
     transfers: Vec<Transfer>,
     receives: Vec<Receive>,
     spare: Vec<Vec<u8>>,
-    pub(crate) unsent: usize,
+    unsent: usize,
     unacked: usize,
     ack_due: bool,
     debug: bool,
@@ -596,15 +596,13 @@ impl Network {
             }
             let rail = state.control_rail;
             let transport = &mut transports[rail];
-            let (outcome, frames) = if self.aggregates && state.unsent.len() > 1 {
-                let frames = fill_batch(&mut self.batch, &state.unsent, state.received, self.batch_max);
-                if frames > 1 {
-                    (transport.try_send(peer, Header::net_batch().as_bytes(), &[std::io::IoSlice::new(&self.batch)]), frames)
-                } else {
-                    (send_one(transport.as_mut(), peer, &state.unsent[0], state.received), 1)
-                }
-            } else {
-                (send_one(transport.as_mut(), peer, &state.unsent[0], state.received), 1)
+            let frames = match self.aggregates && state.unsent.len() > 1 {
+                true => fill_batch(&mut self.batch, &state.unsent, state.received, self.batch_max),
+                false => 1,
+            };
+            let outcome = match frames {
+                1 => send_one(transport.as_mut(), peer, &state.unsent[0], state.received),
+                _ => transport.try_send(peer, Header::net_batch().as_bytes(), &[std::io::IoSlice::new(&self.batch)]),
             };
             match outcome {
                 Ok(SendOutcome::Sent) => {
@@ -744,6 +742,12 @@ impl Network {
         }
         moved |= self.send_acks(idle && !moved, transports)?;
         Ok(moved)
+    }
+
+    /// Whether control frames wait to be handed to a rail (some may be held for aggregation).
+    #[inline]
+    pub(crate) fn has_unsent(&self) -> bool {
+        self.unsent > 0
     }
 
     /// Hands every peer's queued control frames (waiting ones included) to its control rail.
