@@ -251,6 +251,13 @@ impl Core {
         self.backlog_len += 1;
     }
 
+    /// Hands `peer`'s queued control frames to its rail and completes the sends that left.
+    fn flush_control(&mut self, peer: PeerId, rails: &mut [Box<dyn Transport>]) -> Result<bool, EngineError> {
+        let flushed = self.net.flush_control(peer, rails);
+        self.complete_sent_controls();
+        flushed
+    }
+
     /// Completes the standard eager sends whose frames have left over the rails.
     #[inline]
     fn complete_sent_controls(&mut self) {
@@ -714,9 +721,7 @@ impl Engine {
             let region = RemoteRegion { pid: 0, address: 0, len: data.len() as u64 };
             net.queue_control(dest, Frame::rts(context, tag, request, region), &[], None);
         }
-        let flushed = self.core.net.flush_control(dest, &mut self.transports[self.core.net.rail_base..]);
-        self.core.complete_sent_controls();
-        match flushed {
+        match self.core.flush_control(dest, &mut self.transports[self.core.net.rail_base..]) {
             Ok(_) => Ok(RequestId(request)),
             Err(error) => {
                 self.core.requests.free(request);
@@ -780,9 +785,7 @@ impl Engine {
             Body::Rendezvous { sender, region } => self.core.start_rendezvous_receive(request, source, tag, sender, region)?,
         }
         if self.core.router.route(source) == Route::Rails {
-            let flushed = self.core.net.flush_control(source, &mut self.transports[self.core.net.rail_base..]);
-            self.core.complete_sent_controls();
-            return flushed.map(|_| ());
+            return self.core.flush_control(source, &mut self.transports[self.core.net.rail_base..]).map(|_| ());
         }
         self.flush_backlogs().map(|_| ())
     }
