@@ -1,6 +1,7 @@
 /* Send modes and request handling: Ssend/Issend (must not complete before the match), Rsend,
  * Sendrecv, Sendrecv_replace, Probe/Iprobe with Get_count, every Wait and Test form, statuses,
- * MPI_REQUEST_NULL, cancelling receives, Request_free and Request_get_status.
+ * MPI_REQUEST_NULL, small sends that complete at once in every completion call, cancelling
+ * receives, Request_free and Request_get_status.
  * Ranks 0 and 1 do the work; any further ranks only join the ring and the barriers. */
 #define _POSIX_C_SOURCE 200809L
 #include <string.h>
@@ -226,6 +227,68 @@ static void waitall_with_statuses(void)
         CHECK(requests[i] == MPI_REQUEST_NULL, "MPI_Waitall left request %d set", i);
 }
 
+/* Small sends may complete as they start and then share one handle value: every completion call
+ * must still treat each array slot as its own request. */
+static void completed_sends_in_arrays(void)
+{
+    enum { SENDS = 4 };
+    if (rank == 1) {
+        int values[4 * SENDS];
+        for (int i = 0; i < 4 * SENDS; i++) {
+            MPI_Recv(&values[i], 1, MPI_INT, 0, 60, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            CHECK(values[i] == i, "small send %d arrived as %d", i, values[i]);
+        }
+        return;
+    }
+    if (rank != 0)
+        return;
+    static int payload[4 * SENDS];
+    MPI_Request requests[SENDS];
+    int next = 0, index, flag, outcount, indices[SENDS], seen[SENDS];
+    for (int i = 0; i < 4 * SENDS; i++)
+        payload[i] = i;
+
+    for (int i = 0; i < SENDS; i++, next++)
+        MPI_Isend(&payload[next], 1, MPI_INT, 1, 60, MPI_COMM_WORLD, &requests[i]);
+    memset(seen, 0, sizeof seen);
+    for (int done = 0; done < SENDS; done++) {
+        MPI_Waitany(SENDS, requests, &index, MPI_STATUS_IGNORE);
+        CHECK(index >= 0 && index < SENDS && !seen[index] && requests[index] == MPI_REQUEST_NULL, "MPI_Waitany over sends gave index %d", index);
+        seen[index] = 1;
+    }
+    MPI_Testany(SENDS, requests, &index, &flag, MPI_STATUS_IGNORE);
+    CHECK(flag && index == MPI_UNDEFINED, "MPI_Testany after every send: flag %d index %d", flag, index);
+
+    for (int i = 0; i < SENDS; i++, next++)
+        MPI_Isend(&payload[next], 1, MPI_INT, 1, 60, MPI_COMM_WORLD, &requests[i]);
+    int completed = 0;
+    while (completed < SENDS) {
+        MPI_Testsome(SENDS, requests, &outcount, indices, MPI_STATUSES_IGNORE);
+        CHECK(outcount >= 0 && outcount <= SENDS - completed, "MPI_Testsome over sends: outcount %d", outcount);
+        completed += outcount;
+    }
+    MPI_Waitsome(SENDS, requests, &outcount, indices, MPI_STATUSES_IGNORE);
+    CHECK(outcount == MPI_UNDEFINED, "MPI_Waitsome after every send gave %d", outcount);
+
+    for (int i = 0; i < SENDS; i++, next++)
+        MPI_Isend(&payload[next], 1, MPI_INT, 1, 60, MPI_COMM_WORLD, &requests[i]);
+    MPI_Request_get_status(requests[0], &flag, MPI_STATUS_IGNORE);
+    MPI_Request_free(&requests[0]);
+    CHECK(requests[0] == MPI_REQUEST_NULL, "MPI_Request_free left a send handle set");
+    for (int i = 1; i < SENDS; i++) {
+        MPI_Wait(&requests[i], MPI_STATUS_IGNORE);
+        CHECK(requests[i] == MPI_REQUEST_NULL, "MPI_Wait left send %d set", i);
+    }
+
+    for (int i = 0; i < SENDS; i++, next++)
+        MPI_Isend(&payload[next], 1, MPI_INT, 1, 60, MPI_COMM_WORLD, &requests[i]);
+    flag = 0;
+    while (!flag)
+        MPI_Testall(SENDS, requests, &flag, MPI_STATUSES_IGNORE);
+    for (int i = 0; i < SENDS; i++)
+        CHECK(requests[i] == MPI_REQUEST_NULL, "MPI_Testall left send %d set", i);
+}
+
 static void cancel_and_free(void)
 {
     if (rank == 0) {
@@ -272,7 +335,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     require_ranks(2, "p2p_modes");
-    void (*phases[])(void) = {synchronous_sends, ready_send, sendrecv_forms, probing, wait_and_test_forms, waitall_with_statuses, cancel_and_free};
+    void (*phases[])(void) = {synchronous_sends, ready_send, sendrecv_forms, probing, wait_and_test_forms, waitall_with_statuses, completed_sends_in_arrays, cancel_and_free};
     for (size_t i = 0; i < sizeof phases / sizeof phases[0]; i++) {
         phases[i]();
         MPI_Barrier(MPI_COMM_WORLD);

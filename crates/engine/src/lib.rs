@@ -762,9 +762,8 @@ impl Engine {
         }
         let status = Status { source: 0, tag: 0, count: 0, cancelled: false, truncated: false };
         let request = self.core.requests.allocate(Operation::Recv { buffer, context, expected: 0, received: 0 }, status);
-        match self.core.matching.take_unexpected(context, source, tag) {
-            None => self.core.matching.post(context, Posted { request, source, tag }),
-            Some(message) => self.receive_unexpected(request, message)?,
+        if let Some(message) = self.core.matching.take_unexpected_or_post(context, Posted { request, source, tag }) {
+            self.receive_unexpected(request, message)?;
         }
         Ok(RequestId(request))
     }
@@ -946,12 +945,25 @@ impl Engine {
     }
 
     /// Waits (spinning, then blocking per the wait policy) until `request` completes; frees it.
+    #[inline]
     pub fn wait(&mut self, request: RequestId) -> Result<Status, EngineError> {
+        // Requests that completed during an earlier progress step (most of a Waitall) need no
+        // wait at all, unless frames held for aggregation must leave first (any wait sends them).
+        if !self.core.net.has_unsent() {
+            if let Some(status) = self.take_if_complete(request) {
+                return Ok(status);
+            }
+        }
+        self.wait_incomplete(request)
+    }
+
+    #[inline(never)]
+    fn wait_incomplete(&mut self, request: RequestId) -> Result<Status, EngineError> {
         if self.core.requests.get(request.0).is_none() {
             return Err(EngineError::BadRequest);
         }
         self.wait_until(|engine| engine.is_complete(request))?;
-        self.take_if_complete(request).ok_or(EngineError::BadRequest)
+        self.take_if_complete(request).ok_or_else(|| EngineError::BadRequest)
     }
 
     /// Like [`Engine::wait`] for a receive, and hands its buffer back: a safe way for Rust callers

@@ -95,14 +95,28 @@ impl Matching {
     /// Removes and returns the earliest posted receive accepting a message from `from` with `tag`.
     #[inline]
     pub(crate) fn take_posted(&mut self, context: u32, from: u32, tag: i32) -> Option<u32> {
-        let posted = &mut self.queues(context).posted;
+        let posted = &mut self.contexts.get_mut(&context)?.posted;
+        // The common case: the earliest receive takes the message.
+        let front = posted.front()?;
+        if accepts(front.source, front.tag, from, tag) {
+            return posted.pop_front().map(|p| p.request);
+        }
         let index = posted.iter().position(|p| accepts(p.source, p.tag, from, tag))?;
         posted.remove(index).map(|p| p.request)
     }
 
+    /// A receive's first step: the earliest arrived message it accepts, taken out; or, when none
+    /// has arrived, the receive is posted (one lookup of the context for both).
     #[inline]
-    pub(crate) fn post(&mut self, context: u32, receive: Posted) {
-        self.queues(context).posted.push_back(receive);
+    pub(crate) fn take_unexpected_or_post(&mut self, context: u32, receive: Posted) -> Option<Unexpected> {
+        let queues = self.queues(context);
+        if !queues.unexpected.is_empty() {
+            if let Some(index) = queues.unexpected.iter().position(|u| accepts(receive.source, receive.tag, u.source, u.tag)) {
+                return queues.unexpected.remove(index);
+            }
+        }
+        queues.posted.push_back(receive);
+        None
     }
 
     /// Removes the posted receive `request`; false if it is not waiting (already matched).
@@ -112,17 +126,6 @@ impl Matching {
             Some(index) => posted.remove(index).is_some(),
             None => false,
         }
-    }
-
-    /// Removes and returns the earliest arrived message that the receive accepts.
-    #[inline]
-    pub(crate) fn take_unexpected(&mut self, context: u32, source: Source, tag: TagSelector) -> Option<Unexpected> {
-        let unexpected = &mut self.contexts.get_mut(&context)?.unexpected;
-        if unexpected.is_empty() {
-            return None;
-        }
-        let index = unexpected.iter().position(|u| accepts(source, tag, u.source, u.tag))?;
-        unexpected.remove(index)
     }
 
     /// The earliest arrived message that the receive would accept, left in place.
@@ -159,7 +162,7 @@ mod tests {
         matching.add_unexpected(0, eager(2, 6, b'c'));
         matching.add_unexpected(1, eager(1, 6, b'z'));
         assert_eq!(matching.peek_unexpected(0, Source::Any, TagSelector::Tag(6)).map(|u| u.source), Some(1));
-        let take = |m: &mut Matching, s, t| m.take_unexpected(0, s, t).map(first_byte);
+        let take = |m: &mut Matching, source, tag| m.take_unexpected_or_post(0, Posted { request: 0, source, tag }).map(first_byte);
         assert_eq!(take(&mut matching, Source::Rank(2), TagSelector::Any), Some(b'a'));
         assert_eq!(take(&mut matching, Source::Any, TagSelector::Tag(6)), Some(b'b'));
         assert_eq!(take(&mut matching, Source::Any, TagSelector::Tag(5)), None);
@@ -170,9 +173,9 @@ mod tests {
     #[test]
     fn messages_match_the_earliest_posted_receive_that_accepts_them() {
         let mut matching = Matching::default();
-        matching.post(3, Posted { request: 1, source: Source::Rank(4), tag: TagSelector::Any });
-        matching.post(3, Posted { request: 2, source: Source::Any, tag: TagSelector::Tag(9) });
-        matching.post(3, Posted { request: 3, source: Source::Any, tag: TagSelector::Any });
+        assert!(matching.take_unexpected_or_post(3, Posted { request: 1, source: Source::Rank(4), tag: TagSelector::Any }).is_none());
+        assert!(matching.take_unexpected_or_post(3, Posted { request: 2, source: Source::Any, tag: TagSelector::Tag(9) }).is_none());
+        assert!(matching.take_unexpected_or_post(3, Posted { request: 3, source: Source::Any, tag: TagSelector::Any }).is_none());
         assert_eq!(matching.take_posted(3, 5, 9), Some(2));
         assert_eq!(matching.take_posted(4, 5, 9), None);
         assert!(matching.remove_posted(3, 1));

@@ -73,6 +73,12 @@ impl CommShared {
         self.members[rank as usize]
     }
 
+    /// Whether communicator rank i is job rank i for every member.
+    #[inline]
+    pub fn ranks_are_job_ranks(&self) -> bool {
+        self.by_job_rank.is_empty()
+    }
+
     /// The communicator rank of job rank `job`, if it is a member.
     #[inline]
     pub fn rank_of_job(&self, job: u32) -> Option<u32> {

@@ -8,6 +8,7 @@
 
 use std::ffi::{c_int, c_void};
 use std::ptr::NonNull;
+use std::sync::Arc;
 
 use braid_engine::{SendMode, Source, TagSelector};
 
@@ -16,7 +17,7 @@ use crate::consts::*;
 use crate::datatype;
 use crate::error::{error, finish, raise, MpiResult};
 use crate::group::store;
-use crate::request::{completion_error, is_real_status, status_count, write_status, Completion, Operation, Pending, Staging, Unpack};
+use crate::request::{completion_error, is_real_status, status_count, write_status, Completion, Operation, Pending, Staging, Unpack, COMPLETED_SEND};
 use crate::runtime::{self, engine_error, Runtime};
 
 /// The count argument: non-negative.
@@ -137,13 +138,21 @@ pub(crate) fn start(rt: &mut Runtime, op: &Operation) -> MpiResult<Pending> {
                     // SAFETY: the Vec moves into the request's staging and lives until completion.
                     let lent = unsafe { staging_bytes(&mut packed) };
                     let datatype = datatype::lookup_committed(op.datatype).map_err(datatype_error)?;
-                    (lent, Staging::Recv(Unpack { staging: packed, datatype, count, element_size, destination: op.buffer }))
+                    (lent, Staging::Recv(Box::new(Unpack { staging: packed, datatype, count, element_size, destination: op.buffer })))
                 }
             };
             let id = rt.engine.irecv(buffer, source, tag, context).map_err(|e| engine_error(op.comm, e))?;
-            Ok(Pending { comm: op.comm, shared: Some(shared.clone()), engine: Some(id), staging, done: None, persistent: None })
+            Ok(Pending { comm: op.comm, shared: source_translation(shared), engine: Some(id), staging, done: None, persistent: None })
         }
     }
+}
+
+/// What a receive keeps to turn the job rank of its message's source into a communicator rank:
+/// nothing when the two are the same (MPI_COMM_WORLD and its duplicates), which also saves two
+/// atomic reference-count updates per receive.
+#[inline]
+fn source_translation(shared: &Arc<CommShared>) -> Option<Arc<CommShared>> {
+    (!shared.ranks_are_job_ranks()).then(|| Arc::clone(shared))
 }
 
 /// The blocking calls' fast path covers the common, valid case: a gap-free predefined datatype, a
@@ -215,14 +224,45 @@ unsafe fn isend_now(buf: *const c_void, count: c_int, datatype: MPI_Datatype, de
         return false;
     }
     let op = send_operation(buf, count, datatype, dest, tag, comm, SendMode::Standard);
-    let hand_back = |rt: &mut Runtime, bytes: usize| {
-        // The same completion the general path reports for a send: this rank, the tag, the bytes.
-        let completion = Completion { source: rt.engine.rank() as c_int, tag, count: bytes, cancelled: false, error: MPI_SUCCESS };
+    let hand_back = |_: &mut Runtime, _: usize| {
         // SAFETY: checked non-null; the caller's handle.
-        unsafe { *request = rt.requests.insert(Pending::completed(comm, completion)) };
+        unsafe { *request = COMPLETED_SEND };
     };
     // SAFETY: per the caller.
     unsafe { send_eagerly_now(&op, hand_back) }
+}
+
+/// MPI_Irecv's fast path: the checks of [`dense_bytes`], and no datatype lookup. `Ok(false)`:
+/// nothing was posted and the general path runs (and reports any argument error).
+///
+/// # Safety
+/// `op.buffer` must have room for `op.count` elements of `op.datatype` until the receive
+/// completes; `request` must be NULL or writable.
+#[inline]
+unsafe fn irecv_now(op: &Operation, request: *mut MPI_Request) -> MpiResult<bool> {
+    if request.is_null() {
+        return Ok(false);
+    }
+    // SAFETY: per the caller.
+    let Some(buffer) = (unsafe { dense_bytes(op) }) else { return Ok(false) };
+    runtime::with(|rt| {
+        let Runtime { comms, engine, requests, .. } = rt;
+        let Ok(comm) = comms.get(op.comm) else { return Ok(false) };
+        let shared = &comm.shared;
+        let source = match op.peer {
+            MPI_ANY_SOURCE => Source::Any,
+            peer => match u32::try_from(peer).ok().filter(|&rank| (rank as usize) < shared.size()) {
+                Some(rank) => Source::Rank(shared.job_rank(rank)),
+                None => return Ok(false),
+            },
+        };
+        let tag = if op.tag == MPI_ANY_TAG { TagSelector::Any } else { TagSelector::Tag(op.tag) };
+        let id = engine.irecv(buffer, source, tag, shared.p2p_context).map_err(|e| engine_error(op.comm, e))?;
+        let pending = Pending { comm: op.comm, shared: source_translation(shared), engine: Some(id), staging: Staging::None, done: None, persistent: None };
+        // SAFETY: checked non-null; the caller's handle.
+        unsafe { *request = requests.insert(pending) };
+        Ok(true)
+    })
 }
 
 /// MPI_Recv's fast path: posts straight to the engine and waits, with no MPI request.
@@ -353,8 +393,15 @@ pub unsafe extern "C" fn MPI_Irsend(buf: *const c_void, count: c_int, datatype: 
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Irecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    // SAFETY: `request` is the caller's handle pointer.
-    unsafe { nonblocking("MPI_Irecv", recv_operation(buf, count, datatype, source, tag, comm), request) }
+    let op = recv_operation(buf, count, datatype, source, tag, comm);
+    // SAFETY: MPI's rules for MPI_Irecv: `buf` has room for `count` elements of `datatype` until
+    // the receive completes; `request` is the caller's handle pointer.
+    match unsafe { irecv_now(&op, request) } {
+        Ok(true) => MPI_SUCCESS,
+        // SAFETY: `request` is the caller's handle pointer.
+        Ok(false) => unsafe { nonblocking("MPI_Irecv", op, request) },
+        Err(e) => finish("MPI_Irecv", Err(e)),
+    }
 }
 
 /// Receives `receive` while sending `send`; the receive is posted first so that a pairwise
@@ -595,7 +642,7 @@ unsafe fn persistent(function: &str, op: Operation, request: *mut MPI_Request) -
             return Err(error(op.comm, MPI_ERR_ARG, "request must not be NULL"));
         }
         check_operation(&rt.comms.get(op.comm)?.shared, &op)?;
-        let pending = Pending { comm: op.comm, shared: None, engine: None, staging: Staging::None, done: None, persistent: Some(op) };
+        let pending = Pending { comm: op.comm, shared: None, engine: None, staging: Staging::None, done: None, persistent: Some(Box::new(op)) };
         let handle = rt.requests.insert(pending);
         // SAFETY: checked non-null; the caller's handle.
         unsafe { *request = handle };
@@ -625,14 +672,14 @@ pub unsafe extern "C" fn MPI_Recv_init(buf: *mut c_void, count: c_int, datatype:
 /// Activates one persistent request.
 fn start_persistent(rt: &mut Runtime, request: MPI_Request) -> MpiResult<()> {
     let pending = rt.requests.get_mut(request)?;
-    let Some(op) = pending.persistent else {
+    let Some(op) = pending.persistent.as_deref().copied() else {
         return Err(error(pending.comm, MPI_ERR_REQUEST, format!("request {request} is not persistent")));
     };
     if pending.engine.is_some() || pending.done.is_some() {
         return Err(error(op.comm, MPI_ERR_REQUEST, format!("request {request} is already active")));
     }
     let mut started = start(rt, &op)?;
-    started.persistent = Some(op);
+    started.persistent = Some(Box::new(op));
     *rt.requests.get_mut(request)? = started;
     Ok(())
 }

@@ -31,6 +31,9 @@ pub struct Completion {
 impl Completion {
     /// The status of a null or inactive request.
     pub const EMPTY: Completion = Completion { source: MPI_ANY_SOURCE, tag: MPI_ANY_TAG, count: 0, cancelled: false, error: MPI_SUCCESS };
+    /// The status of a send that completed when it started: MPI leaves a send's source, tag
+    /// and count undefined.
+    pub const SENT: Completion = Completion::EMPTY;
     /// The status of a receive from MPI_PROC_NULL.
     pub const PROC_NULL: Completion = Completion { source: MPI_PROC_NULL, tag: MPI_ANY_TAG, count: 0, cancelled: false, error: MPI_SUCCESS };
 }
@@ -93,7 +96,7 @@ pub enum Staging {
     None,
     /// A packed copy of non-contiguous send data.
     Send(Vec<u8>),
-    Recv(Unpack),
+    Recv(Box<Unpack>),
 }
 
 /// A persistent request's arguments (MPI_Send_init / MPI_Recv_init).
@@ -114,13 +117,15 @@ pub struct Operation {
 pub struct Pending {
     /// Whose error handler applies.
     pub comm: MPI_Comm,
-    /// Translates the job rank of a received message's source (receives only).
+    /// Translates the job rank of a received message's source: receives on communicators whose
+    /// ranks are not the job ranks only.
     pub shared: Option<Arc<CommShared>>,
     pub engine: Option<RequestId>,
     pub staging: Staging,
     /// Set once the operation is complete and its completion work is done.
     pub done: Option<Completion>,
-    pub persistent: Option<Operation>,
+    /// Boxed: rare, and it would double the size of every request.
+    pub persistent: Option<Box<Operation>>,
 }
 
 impl Pending {
@@ -148,21 +153,28 @@ impl Pending {
             cancelled: status.cancelled,
             error: if status.truncated { MPI_ERR_TRUNCATE } else { MPI_SUCCESS },
         };
+        if !matches!(self.staging, Staging::None) {
+            self.release_staging(status.count, status.cancelled);
+        }
+        if status.cancelled {
+            completion.count = 0;
+        }
+        self.done = Some(completion);
+        completion
+    }
+
+    /// Drops the staging memory, unpacking a staged receive first.
+    #[cold]
+    fn release_staging(&mut self, count: usize, cancelled: bool) {
         if let Staging::Recv(unpack) = std::mem::replace(&mut self.staging, Staging::None) {
-            if !status.cancelled {
-                let whole = status.count.checked_div(unpack.element_size).map_or(unpack.count, |w| w.min(unpack.count));
+            if !cancelled {
+                let whole = count.checked_div(unpack.element_size).map_or(unpack.count, |w| w.min(unpack.count));
                 // SAFETY: `destination` is the user's receive buffer, valid for `count` elements of
                 // `datatype` until this request completes (MPI's rule); the staging holds `whole`
                 // packed elements.
                 unsafe { unpack.datatype.unpack(whole, &unpack.staging[..whole * unpack.element_size], unpack.destination) };
             }
         }
-        self.staging = Staging::None;
-        if status.cancelled {
-            completion.count = 0;
-        }
-        self.done = Some(completion);
-        completion
     }
 
     /// Makes progress once; whether the operation is complete.
@@ -198,13 +210,25 @@ impl Pending {
     }
 }
 
-/// MPI_Request handles: handle = slot index + 1.
-#[derive(Default)]
+/// The handle of every send that completed when it started (an eager send the transport took at
+/// once): such a send needs no slot, as MPICH's lightweight requests need no object. Slot handles
+/// never reach it.
+pub const COMPLETED_SEND: MPI_Request = MPI_Request::MAX;
+
+/// MPI_Request handles: handle = slot index + 1, or [`COMPLETED_SEND`].
 pub struct RequestTable {
     slots: Vec<Option<Pending>>,
     free: Vec<u32>,
     /// Requests freed by MPI_Request_free whose staging must outlive them.
     detached: Vec<Pending>,
+    /// What [`COMPLETED_SEND`] refers to, renewed on each lookup.
+    completed_send: Pending,
+}
+
+impl Default for RequestTable {
+    fn default() -> RequestTable {
+        RequestTable { slots: Vec::new(), free: Vec::new(), detached: Vec::new(), completed_send: Pending::completed(MPI_COMM_WORLD, Completion::SENT) }
+    }
 }
 
 impl RequestTable {
@@ -228,6 +252,10 @@ impl RequestTable {
 
     #[inline]
     pub fn get_mut(&mut self, request: MPI_Request) -> MpiResult<&mut Pending> {
+        if request == COMPLETED_SEND {
+            self.completed_send = Pending::completed(MPI_COMM_WORLD, Completion::SENT);
+            return Ok(&mut self.completed_send);
+        }
         match usize::try_from(request).ok().and_then(|h| h.checked_sub(1)).and_then(|i| self.slots.get_mut(i)) {
             Some(Some(pending)) => Ok(pending),
             _ => Err(invalid_request(request)),
@@ -236,6 +264,9 @@ impl RequestTable {
 
     #[inline]
     pub fn remove(&mut self, request: MPI_Request) -> Option<Pending> {
+        if request == COMPLETED_SEND {
+            return Some(Pending::completed(MPI_COMM_WORLD, Completion::SENT));
+        }
         let index = usize::try_from(request).ok()?.checked_sub(1)?;
         let taken = self.slots.get_mut(index)?.take();
         if taken.is_some() {
@@ -247,16 +278,15 @@ impl RequestTable {
     /// Completes `request`'s work after a wait or a successful test: frees a normal request, keeps
     /// a persistent one (inactive). Returns the completion and the handle's new value.
     fn retire(&mut self, request: MPI_Request, completion: Completion) -> (Completion, MPI_Request) {
-        let persistent = self.get_mut(request).map(|p| p.persistent.is_some()).unwrap_or(false);
-        if persistent {
-            if let Ok(pending) = self.get_mut(request) {
+        let slot = usize::try_from(request).ok().and_then(|h| h.checked_sub(1)).and_then(|i| self.slots.get_mut(i));
+        if let Some(Some(pending)) = slot {
+            if pending.persistent.is_some() {
                 pending.done = None;
+                return (completion, request);
             }
-            (completion, request)
-        } else {
-            self.remove(request);
-            (completion, MPI_REQUEST_NULL)
         }
+        self.remove(request);
+        (completion, MPI_REQUEST_NULL)
     }
 
     /// Keeps a freed request's staging until the engine is done with it.
@@ -447,7 +477,10 @@ fn report_many(function: &str, results: &[(usize, Completion, MPI_Comm)]) -> c_i
 unsafe fn complete_all(rt: &mut Runtime, requests: &mut [MPI_Request], array_of_statuses: *mut MPI_Status) -> MpiResult<Vec<(usize, Completion, MPI_Comm)>> {
     let mut results = Vec::new();
     for (index, handle) in requests.iter_mut().enumerate() {
-        let completion = if is_active(rt, *handle)? {
+        let completion = if *handle == COMPLETED_SEND {
+            *handle = MPI_REQUEST_NULL;
+            Completion::SENT
+        } else if is_active(rt, *handle)? {
             let (completion, new_handle, comm) = wait_one(rt, *handle)?;
             *handle = new_handle;
             if completion.error != MPI_SUCCESS {
@@ -701,8 +734,9 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
         // SAFETY: `request` is the caller's handle pointer.
         let handle = unsafe { read_handle(request, "request")? };
         let pending = rt.requests.get_mut(handle)?;
-        // Sends are never cancelled (MPI lets cancellation fail); a receive is if still unmatched.
-        if let (Some(id), true) = (pending.engine, pending.shared.is_some()) {
+        // Sends are never cancelled (MPI lets cancellation fail; the engine cancels only
+        // receives); a receive is if still unmatched.
+        if let Some(id) = pending.engine {
             rt.engine.cancel(id);
         }
         Ok(())
@@ -798,10 +832,23 @@ mod tests {
     }
 
     #[test]
+    fn the_completed_send_handle_needs_no_slot_and_can_be_retired_any_number_of_times() {
+        let mut table = RequestTable::new();
+        for _ in 0..3 {
+            let pending = table.get_mut(COMPLETED_SEND).unwrap();
+            assert!(pending.is_active() && pending.engine.is_none());
+            assert_eq!(table.retire(COMPLETED_SEND, Completion::SENT).1, MPI_REQUEST_NULL);
+            assert!(table.remove(COMPLETED_SEND).is_some());
+        }
+        assert!(table.slots.is_empty() && table.free.is_empty());
+        assert_eq!(table.insert(Pending::completed(MPI_COMM_WORLD, Completion::EMPTY)), 1);
+    }
+
+    #[test]
     fn persistent_requests_stay_after_retiring() {
         let mut table = RequestTable::new();
         let mut pending = Pending::completed(MPI_COMM_WORLD, Completion::PROC_NULL);
-        pending.persistent = Some(Operation {
+        pending.persistent = Some(Box::new(Operation {
             send_mode: None,
             buffer: std::ptr::null_mut(),
             count: 0,
@@ -809,7 +856,7 @@ mod tests {
             peer: MPI_PROC_NULL,
             tag: 0,
             comm: MPI_COMM_WORLD,
-        });
+        }));
         let handle = table.insert(pending);
         let (completion, after) = table.retire(handle, Completion::PROC_NULL);
         assert_eq!((completion.source, after), (MPI_PROC_NULL, handle));
