@@ -963,7 +963,7 @@ impl Engine {
             return Err(EngineError::BadRequest);
         }
         self.wait_until(|engine| engine.is_complete(request))?;
-        self.take_if_complete(request).ok_or_else(|| EngineError::BadRequest)
+        self.take_if_complete(request).ok_or(EngineError::BadRequest)
     }
 
     /// Like [`Engine::wait`] for a receive, and hands its buffer back: a safe way for Rust callers
