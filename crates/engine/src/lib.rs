@@ -1039,14 +1039,16 @@ impl Engine {
             let transport = &mut self.transports[index];
             delivered += transport.poll(&mut |incoming| core.on_frame(incoming));
         }
-        if let Some(error) = self.core.failure.take() {
-            return Err(error);
+        if self.core.failure.is_some() {
+            return Err(self.take_failure());
         }
         let mut moved = delivered > 0;
         if !self.core.reads.is_empty() {
             moved |= self.advance_reads()?;
         }
-        moved |= self.flush_backlogs()?;
+        if self.core.backlog_len != 0 {
+            moved |= self.flush_backlogs()?;
+        }
         if !self.core.streams.is_empty() {
             moved |= self.advance_streams()?;
         }
@@ -1056,6 +1058,11 @@ impl Engine {
             moved |= advanced?;
         }
         Ok(moved)
+    }
+
+    #[cold]
+    fn take_failure(&mut self) -> EngineError {
+        self.core.failure.take().unwrap_or(EngineError::BadRequest)
     }
 
     /// MPI_Iprobe: the status of the first matching message not yet received, if any.

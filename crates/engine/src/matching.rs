@@ -80,22 +80,57 @@ impl Hasher for ContextHasher {
     }
 }
 
+/// Contexts below this id keep their queues in a directly indexed table (the MPI layer hands ids
+/// out from 0 upwards, so a program with a few hundred communicators never hashes).
+const DIRECT_CONTEXTS: usize = 1024;
+
 /// The matching queues of every context.
 #[derive(Default)]
 pub(crate) struct Matching {
-    contexts: HashMap<u32, Queues, BuildHasherDefault<ContextHasher>>,
+    direct: Vec<Queues>,
+    hashed: HashMap<u32, Queues, BuildHasherDefault<ContextHasher>>,
 }
 
 impl Matching {
     #[inline]
     fn queues(&mut self, context: u32) -> &mut Queues {
-        self.contexts.entry(context).or_default()
+        let index = context as usize;
+        if index < self.direct.len() {
+            return &mut self.direct[index];
+        }
+        self.queues_slow(context)
+    }
+
+    #[cold]
+    fn queues_slow(&mut self, context: u32) -> &mut Queues {
+        let index = context as usize;
+        if index < DIRECT_CONTEXTS {
+            self.direct.resize_with(index + 1, Queues::default);
+            return &mut self.direct[index];
+        }
+        self.hashed.entry(context).or_default()
+    }
+
+    #[inline]
+    fn existing(&self, context: u32) -> Option<&Queues> {
+        match self.direct.get(context as usize) {
+            Some(queues) => Some(queues),
+            None => self.hashed.get(&context),
+        }
+    }
+
+    #[inline]
+    fn existing_mut(&mut self, context: u32) -> Option<&mut Queues> {
+        match self.direct.get_mut(context as usize) {
+            Some(queues) => Some(queues),
+            None => self.hashed.get_mut(&context),
+        }
     }
 
     /// Removes and returns the earliest posted receive accepting a message from `from` with `tag`.
     #[inline]
     pub(crate) fn take_posted(&mut self, context: u32, from: u32, tag: i32) -> Option<u32> {
-        let posted = &mut self.contexts.get_mut(&context)?.posted;
+        let posted = &mut self.existing_mut(context)?.posted;
         // The common case: the earliest receive takes the message.
         let front = posted.front()?;
         if accepts(front.source, front.tag, from, tag) {
@@ -130,7 +165,7 @@ impl Matching {
 
     /// The earliest arrived message that the receive would accept, left in place.
     pub(crate) fn peek_unexpected(&self, context: u32, source: Source, tag: TagSelector) -> Option<&Unexpected> {
-        self.contexts.get(&context)?.unexpected.iter().find(|u| accepts(source, tag, u.source, u.tag))
+        self.existing(context)?.unexpected.iter().find(|u| accepts(source, tag, u.source, u.tag))
     }
 
     #[cold]
@@ -168,6 +203,21 @@ mod tests {
         assert_eq!(take(&mut matching, Source::Any, TagSelector::Tag(5)), None);
         assert_eq!(take(&mut matching, Source::Any, TagSelector::Any), Some(b'c'));
         assert_eq!(take(&mut matching, Source::Any, TagSelector::Any), None);
+    }
+
+    #[test]
+    fn contexts_past_the_direct_table_match_apart_from_the_others() {
+        let mut matching = Matching::default();
+        let far = DIRECT_CONTEXTS as u32 + 7;
+        matching.add_unexpected(far, eager(1, 2, b'f'));
+        matching.add_unexpected(3, eager(1, 2, b'n'));
+        assert!(matching.peek_unexpected(far + 1, Source::Any, TagSelector::Any).is_none());
+        let receive = Posted { request: 9, source: Source::Any, tag: TagSelector::Any };
+        assert_eq!(matching.take_unexpected_or_post(far, receive).map(first_byte), Some(b'f'));
+        assert!(matching.take_unexpected_or_post(far, receive).is_none());
+        assert_eq!(matching.take_posted(far, 4, 4), Some(9));
+        assert_eq!(matching.take_posted(far, 4, 4), None);
+        assert_eq!(matching.take_unexpected_or_post(3, receive).map(first_byte), Some(b'n'));
     }
 
     #[test]
