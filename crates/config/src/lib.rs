@@ -74,6 +74,8 @@ pub struct Config {
     pub eager_max: usize,
     pub cma: CmaMode,
     pub cma_chunk: usize,
+    pub cma_share_min: usize,
+    pub cma_share_max: usize,
     pub coll_bcast_split_min: usize,
     pub coll_allreduce_split_min: usize,
     pub shm: bool,
@@ -105,6 +107,8 @@ impl Default for Config {
             eager_max: 32 * 1024,
             cma: CmaMode::Auto,
             cma_chunk: 1024 * 1024,
+            cma_share_min: 64 * 1024,
+            cma_share_max: 8 * 1024 * 1024,
             coll_bcast_split_min: 256 * 1024,
             coll_allreduce_split_min: 16 * 1024,
             shm: true,
@@ -144,6 +148,8 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_EAGER_MAX", default: "32768", meaning: "largest message sent eagerly; larger ones use rendezvous (CMA single copy or two-copy pipeline)" },
     Setting { variable: "BRAID_CMA", default: "auto", meaning: "auto | off: single-copy large messages with process_vm_readv (auto falls back on EPERM)" },
     Setting { variable: "BRAID_CMA_CHUNK", default: "1048576", meaning: "bytes per process_vm_readv call of the single-copy pipeline" },
+    Setting { variable: "BRAID_CMA_SHARE_MIN", default: "65536", meaning: "smallest single-copy message whose copy the receiver shares with the waiting sender: it reads the first half (process_vm_readv) while the sender writes the second (process_vm_writev), so two cores copy; from the second large message to a peer on (the first confirms that CMA works); 0: the receiver copies alone" },
+    Setting { variable: "BRAID_CMA_SHARE_MAX", default: "8388608", meaning: "largest message whose copy is shared (see BRAID_CMA_SHARE_MIN); above it two concurrent copies measured slower on this machine than one" },
     Setting { variable: "BRAID_COLL_BCAST_SPLIT_MIN", default: "262144", meaning: "smallest broadcast (bytes) sent as scatter + ring allgather instead of a binomial tree; must be equal on every rank" },
     Setting { variable: "BRAID_COLL_ALLREDUCE_SPLIT_MIN", default: "16384", meaning: "smallest commutative allreduce (bytes) done as reduce-scatter + allgather instead of recursive doubling; must be equal on every rank" },
     Setting { variable: "BRAID_SHM", default: "on", meaning: "on | off: off sends all traffic between ranks of one node through the network rails (\"virtual node mode\")" },
@@ -221,6 +227,8 @@ impl Config {
         config.eager_max = reader.number("BRAID_EAGER_MAX", config.eager_max, 0)?;
         config.cma = reader.choice("BRAID_CMA", config.cma, &[("auto", CmaMode::Auto), ("on", CmaMode::Auto), ("off", CmaMode::Off)])?;
         config.cma_chunk = reader.number("BRAID_CMA_CHUNK", config.cma_chunk, 4096)?;
+        config.cma_share_min = reader.number("BRAID_CMA_SHARE_MIN", config.cma_share_min, 0)?;
+        config.cma_share_max = reader.number("BRAID_CMA_SHARE_MAX", config.cma_share_max, 0)?;
         config.coll_bcast_split_min = reader.number("BRAID_COLL_BCAST_SPLIT_MIN", config.coll_bcast_split_min, 0)?;
         config.coll_allreduce_split_min = reader.number("BRAID_COLL_ALLREDUCE_SPLIT_MIN", config.coll_allreduce_split_min, 0)?;
         config.shm = reader.choice("BRAID_SHM", config.shm, &[("on", true), ("1", true), ("off", false), ("0", false)])?;

@@ -1,4 +1,4 @@
-//! The engine's frame headers: compact little-endian records, at most 33 bytes, whose first byte
+//! The engine's frame headers: compact little-endian records, at most 45 bytes, whose first byte
 //! names the kind. Transports carry them opaquely.
 //!
 //! Peers reached over the network rails add three kinds: a CONTROL envelope (a sequence number
@@ -24,6 +24,8 @@ const NET_DATA: u8 = 10;
 /// A rail sampling ping-pong frame (seen only by `sampling`, before the engine starts).
 pub(crate) const SAMPLE: u8 = 11;
 const NET_BATCH: u8 = 12;
+const PUT: u8 = 13;
+const PUT_DONE: u8 = 14;
 
 /// The longest eager header (EAGER_SYNC); the eager limit leaves room for it.
 pub(crate) const EAGER_HEADER_MAX: usize = 13;
@@ -54,6 +56,12 @@ pub(crate) enum Frame {
     Data { receiver: u32, offset: u64 },
     /// A synchronous eager message has matched.
     Ack { sender: u32 },
+    /// The receiver offers (under the transport's `token`) to share a single-copy rendezvous:
+    /// if the sender claims the offer, it writes its bytes `[offset, end)` into process `pid` at
+    /// `address + offset` (`address` is the receive buffer's start).
+    Put { sender: u32, receiver: u32, offset: u64, end: u64, pid: i32, address: u64, token: u64 },
+    /// The sender has written `len` bytes of its share (the rest, if any, comes as DATA).
+    PutDone { sender: u32, receiver: u32, len: u64 },
 }
 
 /// An encoded header, kept by value so queued frames need no allocation.
@@ -225,6 +233,17 @@ impl Frame {
             }
             Frame::Data { receiver, offset } => Writer::new(DATA).put(&receiver.to_le_bytes()).put(&offset.to_le_bytes()),
             Frame::Ack { sender } => Writer::new(ACK).put(&sender.to_le_bytes()),
+            Frame::Put { sender, receiver, offset, end, pid, address, token } => Writer::new(PUT)
+                .put(&sender.to_le_bytes())
+                .put(&receiver.to_le_bytes())
+                .put(&offset.to_le_bytes())
+                .put(&end.to_le_bytes())
+                .put(&pid.to_le_bytes())
+                .put(&address.to_le_bytes())
+                .put(&token.to_le_bytes()),
+            Frame::PutDone { sender, receiver, len } => {
+                Writer::new(PUT_DONE).put(&sender.to_le_bytes()).put(&receiver.to_le_bytes()).put(&len.to_le_bytes())
+            }
         };
         writer.header
     }
@@ -242,6 +261,8 @@ impl Frame {
             CTS => Frame::Cts { sender: r.u32()?, receiver: r.u32()?, len: r.u64()? },
             DATA => Frame::Data { receiver: r.u32()?, offset: r.u64()? },
             ACK => Frame::Ack { sender: r.u32()? },
+            PUT => Frame::Put { sender: r.u32()?, receiver: r.u32()?, offset: r.u64()?, end: r.u64()?, pid: r.i32()?, address: r.u64()?, token: r.u64()? },
+            PUT_DONE => Frame::PutDone { sender: r.u32()?, receiver: r.u32()?, len: r.u64()? },
             _ => return None,
         };
         r.rest.is_empty().then_some(frame)
@@ -262,6 +283,8 @@ mod tests {
             Frame::Cts { sender: 5, receiver: 6, len: 1 << 40 },
             Frame::Data { receiver: 6, offset: 65536 },
             Frame::Ack { sender: 11 },
+            Frame::Put { sender: 3, receiver: 4, offset: 1 << 19, end: 1 << 20, pid: 77, address: 0x7f00_dead_0000, token: 12 },
+            Frame::PutDone { sender: 3, receiver: 4, len: 1 << 19 },
         ];
         for frame in frames {
             let header = frame.encode();

@@ -145,6 +145,36 @@ struct Stream {
     data: &'static [u8],
     offset: usize,
     chunk: usize,
+    /// Whether the last chunk completes the send (false for the rest of a shared copy, whose
+    /// send completes on the receiver's FIN).
+    completes: bool,
+}
+
+/// The sender's share of a shared single copy, written into the receiver's buffer once the
+/// sender has claimed the receiver's offer.
+#[derive(Clone, Copy)]
+struct Write {
+    request: u32,
+    peer: PeerId,
+    transport: usize,
+    receiver: u32,
+    token: u64,
+    /// The send data up to the end of this share.
+    data: &'static [u8],
+    /// The receive buffer (its first `data.len()` bytes).
+    region: RemoteRegion,
+    start: usize,
+    offset: usize,
+    chunk: usize,
+}
+
+/// The receiver's side of a shared copy.
+#[derive(Clone, Copy)]
+struct Share {
+    /// Bytes of the whole receive (the read covers `[0, end)` of them).
+    wanted: usize,
+    /// The transport's offer token, once offered.
+    token: Option<u64>,
 }
 
 /// A single-copy rendezvous being read by the receiver.
@@ -158,6 +188,8 @@ struct Read {
     offset: usize,
     end: usize,
     chunk: usize,
+    /// A copy offered to be shared: the sender may write the bytes past `end`.
+    share: Option<Share>,
 }
 
 struct WaitPolicy {
@@ -211,7 +243,18 @@ struct Core {
     backlog_len: usize,
     streams: Vec<Stream>,
     reads: Vec<Read>,
+    writes: Vec<Write>,
     remote_read_refused: Vec<bool>,
+    /// Peers whose memory the kernel would not let us write: their offers are left unclaimed.
+    remote_write_refused: Vec<bool>,
+    /// Peers whose memory a remote read has already reached: shared copies start there.
+    remote_read_confirmed: Vec<bool>,
+    /// Rendezvous sends to each peer (direct routes) not yet complete: a peer that is itself
+    /// receiving from us has no idle core to lend, so copies from it are not shared.
+    rendezvous_out: Vec<u32>,
+    /// Peers with a shared-copy offer not yet settled (a transport keeps one offer per peer;
+    /// further shared receives from that peer wait for it, see `offer_shares`).
+    share_open: Vec<bool>,
     /// Buffers of received unexpected messages, kept for the next ones.
     spare_payloads: Vec<Vec<u8>>,
     /// Peers routed over the network rails.
@@ -348,7 +391,13 @@ impl Core {
             }
             Frame::Cts { sender, receiver, len } => self.start_stream(peer, sender, receiver, len),
             Frame::Data { receiver, offset } => self.arrive_data(peer, receiver, offset as usize, payload),
-            Frame::Fin { sender } | Frame::Ack { sender } => self.complete_send(peer, sender),
+            Frame::Fin { sender } => {
+                self.rendezvous_out[peer as usize] = self.rendezvous_out[peer as usize].saturating_sub(1);
+                self.complete_send(peer, sender)
+            }
+            Frame::Ack { sender } => self.complete_send(peer, sender),
+            Frame::Put { sender, receiver, offset, end, pid, address, token } => self.start_put(peer, sender, receiver, (offset, end), (pid, address), token),
+            Frame::PutDone { receiver, len, .. } => self.add_received(peer, receiver, usize::try_from(len).unwrap_or(usize::MAX)),
         }
     }
 
@@ -418,9 +467,17 @@ impl Core {
             eprintln!("braid: rank {}: {wanted}-byte rendezvous from rank {peer}: {path:?}", self.rank);
         }
         match path {
-            RendezvousPath::SingleCopy { chunk } => {
-                self.reads.push(Read { request, peer, transport, sender, region, offset: 0, end: wanted, chunk });
-            }
+            // A rank reading its own send has no second core to share the copy with.
+            RendezvousPath::SingleCopy { chunk } => match self.policy.shared_copy_split(wanted, peer != self.rank && self.remote_read_confirmed[peer as usize]) {
+                Some(split) => {
+                    if let Some(Operation::Recv { fin_to, .. }) = self.requests.get_mut(request).map(|slot| &mut slot.operation) {
+                        *fin_to = Some(sender);
+                    }
+                    let share = Share { wanted, token: None };
+                    self.reads.push(Read { request, peer, transport, sender, region, offset: 0, end: split, chunk, share: Some(share) });
+                }
+                None => self.reads.push(Read { request, peer, transport, sender, region, offset: 0, end: wanted, chunk, share: None }),
+            },
             RendezvousPath::Pipeline => self.queue(peer, Frame::Cts { sender, receiver: request, len: wanted as u64 }, &[], 0),
         }
         Ok(())
@@ -437,7 +494,47 @@ impl Core {
             return Err(protocol_error(peer, "CTS without sequence number from a network peer"));
         };
         let chunk = self.policy.pipeline_chunk(&self.caps[transport], DATA_HEADER);
-        self.streams.push(Stream { request, peer, transport, receiver, data: &data[..wanted], offset: 0, chunk });
+        self.streams.push(Stream { request, peer, transport, receiver, data: &data[..wanted], offset: 0, chunk, completes: true });
+        Ok(())
+    }
+
+    /// The receiver shares the copy of send `request`: write `[offset, end)` into its buffer.
+    fn start_put(&mut self, peer: PeerId, request: u32, receiver: u32, range: (u64, u64), target: (i32, u64), token: u64) -> Result<(), EngineError> {
+        let data = self.send_data(peer, request)?;
+        let (Ok(start), Ok(end)) = (usize::try_from(range.0), usize::try_from(range.1)) else {
+            return Err(protocol_error(peer, "PUT range out of bounds"));
+        };
+        if start >= end || end > data.len() {
+            return Err(protocol_error(peer, "PUT range out of bounds"));
+        }
+        let Route::Direct(transport) = self.router.route(peer) else {
+            return Err(protocol_error(peer, "PUT from a network peer"));
+        };
+        let region = RemoteRegion { pid: target.0, address: target.1, len: end as u64 };
+        let chunk = self.policy.remote_write_chunk();
+        self.writes.push(Write { request, peer, transport, receiver, token, data: &data[..end], region, start, offset: start, chunk });
+        Ok(())
+    }
+
+    /// `bytes` more of receive `request` are in place; completes it (and tells a sharing
+    /// sender) when all are.
+    fn add_received(&mut self, peer: PeerId, request: u32, bytes: usize) -> Result<(), EngineError> {
+        let Some(Operation::Recv { expected, received, fin_to, .. }) = self.requests.get_mut(request).map(|slot| &mut slot.operation) else {
+            return Err(protocol_error(peer, "data for an unknown receive"));
+        };
+        *received += bytes;
+        if *received > *expected {
+            return Err(protocol_error(peer, "more data than the receive expects"));
+        }
+        if *received == *expected {
+            let fin_to = *fin_to;
+            self.requests.finish(request);
+            if let Some(sender) = fin_to {
+                // A shared copy is settled: the next one with this peer may be offered.
+                self.share_open[peer as usize] = false;
+                self.queue(peer, Frame::Fin { sender }, &[], 0);
+            }
+        }
         Ok(())
     }
 
@@ -489,7 +586,7 @@ impl Core {
         let Some(slot) = self.requests.get_mut(request) else {
             return Err(protocol_error(peer, "DATA for an unknown receive"));
         };
-        let Operation::Recv { buffer, expected, received, .. } = &mut slot.operation else {
+        let Operation::Recv { buffer, expected, .. } = &mut slot.operation else {
             return Err(protocol_error(peer, "DATA for a send request"));
         };
         let end = offset.checked_add(payload.len()).filter(|&end| end <= *expected);
@@ -497,11 +594,7 @@ impl Core {
             return Err(protocol_error(peer, "DATA beyond the expected length"));
         };
         buffer[offset..end].copy_from_slice(payload);
-        *received += payload.len();
-        if *received == *expected {
-            self.requests.finish(request);
-        }
-        Ok(())
+        self.add_received(peer, request, payload.len())
     }
 }
 
@@ -653,6 +746,11 @@ impl Engine {
             streams: Vec::new(),
             reads: Vec::new(),
             remote_read_refused: vec![false; size as usize],
+            remote_read_confirmed: vec![false; size as usize],
+            remote_write_refused: vec![false; size as usize],
+            share_open: vec![false; size as usize],
+            rendezvous_out: vec![0; size as usize],
+            writes: Vec::new(),
             spare_payloads: Vec::new(),
             net,
             failure: None,
@@ -690,7 +788,11 @@ impl Engine {
             (Protocol::Eager, SendMode::Standard | SendMode::Ready) => self.send_or_queue(transport, dest, Frame::Eager { context, tag }, data, request),
             (Protocol::Rendezvous, _) => {
                 let region = self.transports[transport].expose(data);
-                self.send_or_queue(transport, dest, Frame::rts(context, tag, request, region), &[], 0)
+                let sent = self.send_or_queue(transport, dest, Frame::rts(context, tag, request, region), &[], 0);
+                if sent.is_ok() {
+                    self.core.rendezvous_out[dest as usize] += 1;
+                }
+                sent
             }
         };
         match result {
@@ -761,7 +863,7 @@ impl Engine {
             }
         }
         let status = Status { source: 0, tag: 0, count: 0, cancelled: false, truncated: false };
-        let request = self.core.requests.allocate(Operation::Recv { buffer, context, expected: 0, received: 0 }, status);
+        let request = self.core.requests.allocate(Operation::Recv { buffer, context, expected: 0, received: 0, fin_to: None }, status);
         if let Some(message) = self.core.matching.take_unexpected_or_post(context, Posted { request, source, tag }) {
             self.receive_unexpected(request, message)?;
         }
@@ -854,7 +956,7 @@ impl Engine {
             let transport = &mut self.transports[stream.transport];
             // Frames already queued to this peer (a FIN, an ACK) go first.
             while stream.offset < stream.data.len() && self.core.backlog[stream.peer as usize].is_empty() {
-                let end = stream.data.len().min(stream.offset + stream.chunk);
+                let end = stream.offset + stream.chunk.min(stream.data.len() - stream.offset);
                 let header = Frame::Data { receiver: stream.receiver, offset: stream.offset as u64 }.encode();
                 match transport.try_send(stream.peer, header.as_bytes(), &gather(&stream.data[stream.offset..end])) {
                     Ok(SendOutcome::Sent) => {
@@ -867,7 +969,11 @@ impl Engine {
             }
             if stream.offset == stream.data.len() {
                 self.core.streams.swap_remove(index);
-                self.core.complete_send(stream.peer, stream.request)?;
+                if stream.completes {
+                    let out = &mut self.core.rendezvous_out[stream.peer as usize];
+                    *out = out.saturating_sub(1);
+                    self.core.complete_send(stream.peer, stream.request)?;
+                }
             } else {
                 self.core.streams[index] = stream;
                 index += 1;
@@ -882,25 +988,50 @@ impl Engine {
         let mut index = 0;
         while index < self.core.reads.len() {
             let mut read = self.core.reads[index];
+            if matches!(read.share, Some(Share { token: None, .. })) {
+                index += 1;
+                continue;
+            }
             let transport = &mut self.transports[read.transport];
             let Some(Operation::Recv { buffer, .. }) = self.core.requests.get_mut(read.request).map(|slot| &mut slot.operation) else {
                 return Err(protocol_error(read.peer, "single-copy read into a vanished receive"));
             };
-            let end = read.end.min(read.offset + read.chunk);
+            let end = read.offset + read.chunk.min(read.end - read.offset);
             match transport.remote_read(read.peer, read.region, read.offset as u64, &mut buffer[read.offset..end]) {
                 Ok(()) => {
                     read.offset = end;
                     moved = true;
-                    if read.offset == read.end {
+                    self.core.remote_read_confirmed[read.peer as usize] = true;
+                    let unclaimed = match read.share {
+                        Some(Share { wanted, token: Some(token) }) if read.offset == read.end => {
+                            transport.revoke_share(read.peer, token).then_some(wanted)
+                        }
+                        _ => None,
+                    };
+                    if let Some(wanted) = unclaimed {
+                        if self.core.debug {
+                            eprintln!("braid: rank {}: rank {} did not claim its part of a shared copy; reading it all", self.core.rank, read.peer);
+                        }
+                        self.core.share_open[read.peer as usize] = false;
+                        // The sender has not taken its part (it is busy outside MPI): read it too.
+                        read.end = wanted;
+                        read.share = None;
+                        self.core.reads[index] = read;
+                        index += 1;
+                    } else if read.offset == read.end {
                         self.core.reads.swap_remove(index);
-                        self.core.requests.finish(read.request);
-                        self.core.queue(read.peer, Frame::Fin { sender: read.sender }, &[], 0);
+                        if read.share.is_some() {
+                            self.core.add_received(read.peer, read.request, read.end)?;
+                        } else {
+                            self.core.requests.finish(read.request);
+                            self.core.queue(read.peer, Frame::Fin { sender: read.sender }, &[], 0);
+                        }
                     } else {
                         self.core.reads[index] = read;
                         index += 1;
                     }
                 }
-                Err(TransportError::RemoteReadRefused | TransportError::Unsupported(_)) => {
+                Err(TransportError::RemoteAccessRefused | TransportError::Unsupported(_)) if read.share.is_none() => {
                     self.fall_back_to_pipeline(index);
                     moved = true;
                 }
@@ -908,6 +1039,91 @@ impl Engine {
             }
         }
         Ok(moved)
+    }
+
+    /// Offers the sender its part of the next shared copy with each peer that has none open
+    /// (PUT); true if any was offered. Shared copies with one peer thus run one after another,
+    /// each on both cores, and a read waiting for its offer is not started alone.
+    fn offer_shares(&mut self) -> bool {
+        let mut offered = false;
+        for index in 0..self.core.reads.len() {
+            let mut read = self.core.reads[index];
+            let Some(Share { wanted, token: None }) = read.share else { continue };
+            if self.core.rendezvous_out[read.peer as usize] > 0 {
+                // Traffic both ways: the peer's core is busy reading ours.
+                read.end = wanted;
+                read.share = None;
+                self.core.reads[index] = read;
+                continue;
+            }
+            if self.core.share_open[read.peer as usize] {
+                continue;
+            }
+            let Some(Operation::Recv { buffer, .. }) = self.core.requests.get(read.request).map(|slot| &slot.operation) else { continue };
+            let own = RemoteRegion::of_own(&buffer[..wanted]);
+            match self.transports[read.transport].offer_share(read.peer) {
+                Some(token) => {
+                    self.core.share_open[read.peer as usize] = true;
+                    read.share = Some(Share { wanted, token: Some(token) });
+                    let put = Frame::Put { sender: read.sender, receiver: read.request, offset: read.end as u64, end: wanted as u64, pid: own.pid, address: own.address, token };
+                    self.core.queue(read.peer, put, &[], 0);
+                    offered = true;
+                }
+                None => {
+                    read.end = wanted;
+                    read.share = None;
+                }
+            }
+            self.core.reads[index] = read;
+        }
+        offered
+    }
+
+    /// Writes the sender's part of every shared copy whose offer it can claim.
+    fn advance_writes(&mut self) -> Result<bool, EngineError> {
+        let moved = !self.core.writes.is_empty();
+        while let Some(mut write) = self.core.writes.pop() {
+            let transport = &mut self.transports[write.transport];
+            if self.core.remote_write_refused[write.peer as usize] || !transport.claim_share(write.peer, write.token) {
+                // Unclaimed (or revoked): the receiver copies it all.
+                continue;
+            }
+            // Claimed: the whole part is written now, so the receiver never waits for this rank
+            // to come back into MPI.
+            while write.offset < write.data.len() {
+                let end = write.offset + write.chunk.min(write.data.len() - write.offset);
+                match transport.remote_write(write.peer, write.region, write.offset as u64, &write.data[write.offset..end]) {
+                    Ok(()) => write.offset = end,
+                    Err(TransportError::RemoteAccessRefused | TransportError::Unsupported(_)) => break,
+                    Err(error) => return Err(transport_error(transport.as_ref(), write.peer, error)),
+                }
+            }
+            if write.offset < write.data.len() {
+                self.stream_instead_of_writing(write);
+                continue;
+            }
+            let done = Frame::PutDone { sender: write.request, receiver: write.receiver, len: (write.offset - write.start) as u64 };
+            self.core.queue(write.peer, done, &[], 0);
+        }
+        Ok(moved)
+    }
+
+    /// The kernel refused to let us write into that peer: what is written is reported, the rest
+    /// of the share goes through the pipeline (the send still completes on the receiver's FIN),
+    /// and later offers from that peer are left to the receiver.
+    #[cold]
+    fn stream_instead_of_writing(&mut self, write: Write) {
+        self.core.remote_write_refused[write.peer as usize] = true;
+        if self.core.debug {
+            eprintln!("braid: rank {}: remote write into rank {} refused; streaming the rest of the share", self.core.rank, write.peer);
+        }
+        if write.offset > write.start {
+            let done = Frame::PutDone { sender: write.request, receiver: write.receiver, len: (write.offset - write.start) as u64 };
+            self.core.queue(write.peer, done, &[], 0);
+        }
+        let chunk = self.core.policy.pipeline_chunk(&self.core.caps[write.transport], DATA_HEADER);
+        let stream = Stream { request: write.request, peer: write.peer, transport: write.transport, receiver: write.receiver, data: write.data, offset: write.offset, chunk, completes: false };
+        self.core.streams.push(stream);
     }
 
     /// The kernel refused to let us read that peer: ask it to stream instead, now and from now on.
@@ -1044,7 +1260,14 @@ impl Engine {
         }
         let mut moved = delivered > 0;
         if !self.core.reads.is_empty() {
+            // Offers leave before the first read, so that the sender's part runs alongside.
+            if self.offer_shares() {
+                moved |= self.flush_backlogs()?;
+            }
             moved |= self.advance_reads()?;
+        }
+        if !self.core.writes.is_empty() {
+            moved |= self.advance_writes()?;
         }
         if self.core.backlog_len != 0 {
             moved |= self.flush_backlogs()?;

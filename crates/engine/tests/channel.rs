@@ -7,7 +7,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use braid_config::{CmaMode, Config, WaitMode};
-use braid_engine::{EngineError, RequestId, SendMode, Source, TagSelector};
+use braid_engine::{Engine, EngineError, RequestId, SendMode, Source, TagSelector};
 use common::scenarios::{self, post, receive, send, CONTEXT};
 use common::{leak, leak_zeroed, pattern, run_channel_job, run_channel_job_on, ChannelNet, ChannelOptions, RemoteReads};
 
@@ -170,6 +170,83 @@ fn exchange_large(config: Config, options: ChannelOptions) -> Arc<ChannelNet> {
 fn rendezvous_single_copy_moves_8_mib_intact() {
     let net = exchange_large(config(), ChannelOptions::default());
     assert_eq!(net.refused_reads(), 0);
+}
+
+/// Rank 0 sends `count` messages of `len` bytes to rank 1, one at a time; rank 1 checks them.
+fn one_way(engine: &mut Engine, count: usize, len: usize) {
+    for i in 0..count as u64 {
+        if engine.rank() == 0 {
+            let sent = send(engine, pattern(500 + i, len), 1, 20);
+            engine.wait(sent).unwrap();
+        } else if engine.rank() == 1 {
+            let (status, data) = receive(engine, len, Source::Rank(0), TagSelector::Tag(20));
+            assert!(status.count == len && *data == pattern(500 + i, len)[..], "message {i} of {len} bytes corrupted");
+        }
+    }
+}
+
+/// The first 8 MiB message to a peer is read whole; the second is shared (the sender writes
+/// half of it into the receiver's buffer). Traffic both ways is never shared.
+#[test]
+fn the_second_large_message_shares_its_copy_with_the_sender() {
+    let (_, net) = run_channel_job(2, config(), ChannelOptions::default(), |engine| one_way(engine, 2, 8 << 20));
+    assert_eq!(net.written(), 4 << 20, "the sender should write half of its second message");
+    let (_, alone) = run_channel_job(2, Config { cma_share_min: 0, ..config() }, ChannelOptions::default(), |engine| one_way(engine, 2, 8 << 20));
+    assert_eq!(alone.written(), 0);
+    assert_eq!(exchange_large(config(), ChannelOptions::default()).written(), 0);
+}
+
+/// A window of large messages in flight (as a bandwidth benchmark posts them): every one
+/// arrives intact, and the copies are shared one after another.
+#[test]
+fn a_window_of_large_messages_shares_its_copies_in_turn() {
+    const LEN: usize = 256 * 1024;
+    const WINDOW: usize = 16;
+    let (_, net) = run_channel_job(2, config(), ChannelOptions::default(), |engine| {
+        one_way(engine, 1, LEN);
+        if engine.rank() == 0 {
+            let sends: Vec<_> = (0..WINDOW).map(|i| send(engine, pattern(1000 + i as u64, LEN), 1, i as i32)).collect();
+            for request in sends {
+                engine.wait(request).unwrap();
+            }
+        } else {
+            let receives: Vec<_> = (0..WINDOW).map(|i| post(engine, LEN, Source::Rank(0), TagSelector::Tag(i as i32))).collect();
+            for (i, request) in receives.into_iter().enumerate() {
+                let (status, data) = engine.wait_receive(request).unwrap();
+                assert!(status.count == LEN && *data == pattern(1000 + i as u64, LEN)[..], "message {i} corrupted");
+            }
+        }
+    });
+    assert!(net.written() > LEN, "the window's copies were not shared: {} bytes written", net.written());
+}
+
+/// A sender that stays away from MPI after starting a large send does not hold up the receiver:
+/// the unclaimed half of the copy is taken back and read by the receiver.
+#[test]
+fn a_sender_busy_outside_mpi_leaves_the_whole_copy_to_the_receiver() {
+    const LEN: usize = 8 << 20;
+    let (waits, net) = run_channel_job(2, config(), ChannelOptions::default(), |engine| {
+        scenarios::exchange_large(engine);
+        if engine.rank() == 0 {
+            let sent = send(engine, pattern(7, LEN), 1, 9);
+            std::thread::sleep(Duration::from_millis(400));
+            engine.wait(sent).unwrap();
+            return Duration::ZERO;
+        }
+        let start = Instant::now();
+        let (status, data) = receive(engine, LEN, Source::Rank(0), TagSelector::Tag(9));
+        assert!(status.count == LEN && *data == pattern(7, LEN)[..], "8 MiB message corrupted");
+        start.elapsed()
+    });
+    assert!(waits[1] < Duration::from_millis(300), "the receive waited {:?} for a busy sender", waits[1]);
+    assert_eq!(net.revoked(), 1);
+}
+
+#[test]
+fn a_refused_remote_write_streams_the_rest_of_the_share() {
+    let options = ChannelOptions { remote_reads: RemoteReads::WritesRefused, ..ChannelOptions::default() };
+    let (_, net) = run_channel_job(2, config(), options, |engine| one_way(engine, 3, 8 << 20));
+    assert_eq!((net.refused_writes(), net.written(), net.refused_reads(), net.revoked()), (1, 0, 0, 1), "one refusal, then offers left to the receiver");
 }
 
 #[test]

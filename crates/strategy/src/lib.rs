@@ -122,6 +122,8 @@ pub struct ProtocolPolicy {
     eager_max: usize,
     remote_read_allowed: bool,
     remote_read_chunk: usize,
+    share_min: usize,
+    share_max: usize,
 }
 
 impl ProtocolPolicy {
@@ -130,6 +132,8 @@ impl ProtocolPolicy {
             eager_max: config.eager_max,
             remote_read_allowed: config.cma == CmaMode::Auto,
             remote_read_chunk: config.cma_chunk.max(1),
+            share_min: config.cma_share_min,
+            share_max: config.cma_share_max,
         }
     }
 
@@ -158,6 +162,22 @@ impl ProtocolPolicy {
         } else {
             RendezvousPath::Pipeline
         }
+    }
+
+    /// Bytes per remote write of the sender's share of a shared copy (the read chunk).
+    pub fn remote_write_chunk(&self) -> usize {
+        self.remote_read_chunk
+    }
+
+    /// Where a single-copy receive of `len` bytes splits its copy with the sender, if it does: the
+    /// receiver reads `[0, split)` while the sender writes `[split, len)`. Only once single copy is
+    /// known to work with that peer (`confirmed`), so a refusal never meets a shared copy.
+    pub fn shared_copy_split(&self, len: usize, confirmed: bool) -> Option<usize> {
+        if !confirmed || self.share_min == 0 || len < self.share_min || len > self.share_max {
+            return None;
+        }
+        // Whole pages: both copies stay large and aligned alike.
+        Some((len / 2) & !4095).filter(|&split| split > 0)
     }
 
     /// Bytes per pipeline frame: as much as one frame with a `header_len`-byte header may carry.
@@ -228,6 +248,21 @@ mod tests {
         let unlimited = caps(usize::MAX, false);
         assert_eq!(policy.choose(32 * 1024 + 1, &unlimited, 40), Protocol::Rendezvous);
         assert_eq!(policy.choose(0, &caps(0, false), 40), Protocol::Eager);
+    }
+
+    #[test]
+    fn copies_are_shared_from_the_threshold_on_a_confirmed_peer_at_a_page_boundary() {
+        let policy = ProtocolPolicy::from_config(&Config { cma_share_min: 256 * 1024, ..Config::default() });
+        assert_eq!(policy.shared_copy_split(1 << 20, true), Some(1 << 19));
+        assert_eq!(policy.shared_copy_split((1 << 20) + 3 * 4096 + 7, true), Some((1 << 19) + 4096));
+        assert_eq!(policy.shared_copy_split(1 << 20, false), None);
+        assert_eq!(policy.shared_copy_split(256 * 1024 - 1, true), None);
+        assert_eq!(policy.shared_copy_split(8 << 20, true), Some(4 << 20));
+        assert_eq!(policy.shared_copy_split((8 << 20) + 1, true), None);
+        let never = ProtocolPolicy::from_config(&Config { cma_share_min: 0, ..Config::default() });
+        assert_eq!(never.shared_copy_split(1 << 30, true), None);
+        let tiny = ProtocolPolicy::from_config(&Config { cma_share_min: 1, ..Config::default() });
+        assert_eq!(tiny.shared_copy_split(8191, true), None);
     }
 
     #[test]

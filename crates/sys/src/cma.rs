@@ -1,5 +1,5 @@
-//! Cross-memory attach: reading another process's memory directly (`process_vm_readv`), the
-//! single-copy path for large intra-node messages.
+//! Cross-memory attach: reading and writing another process's memory directly
+//! (`process_vm_readv`, `process_vm_writev`), the single-copy path for large intra-node messages.
 
 use std::io;
 
@@ -23,7 +23,24 @@ pub fn read_remote(pid: i32, remote_address: u64, local: &mut [u8]) -> io::Resul
     Ok(copied as usize)
 }
 
-/// Whether `error` from [`read_remote`] means "not allowed" (EPERM) rather than a bad address or
+/// Copies `local` into process `pid` at `remote_address` (process_vm_writev); returns the bytes
+/// copied, which may be fewer than asked.
+pub fn write_remote(pid: i32, remote_address: u64, local: &[u8]) -> io::Result<usize> {
+    if local.is_empty() {
+        return Ok(0);
+    }
+    let local_iov = libc::iovec { iov_base: local.as_ptr().cast_mut().cast(), iov_len: local.len() };
+    let remote_iov = libc::iovec { iov_base: remote_address as usize as *mut libc::c_void, iov_len: local.len() };
+    // SAFETY: the local iovec covers exactly `local`, which the kernel only reads; the remote
+    // iovec is written by the kernel in the other process, which checks it.
+    let copied = unsafe { libc::process_vm_writev(pid, &local_iov, 1, &remote_iov, 1, 0) };
+    if copied < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(copied as usize)
+}
+
+/// Whether `error` from [`read_remote`] or [`write_remote`] means "not allowed" (EPERM) rather than a bad address or
 /// a missing process.
 pub fn is_refused(error: &io::Error) -> bool {
     error.raw_os_error() == Some(libc::EPERM)
@@ -40,6 +57,16 @@ mod tests {
         let copied = read_remote(std::process::id() as i32, source.as_ptr() as u64 + 1000, &mut target).unwrap();
         assert_eq!(copied, 9_000);
         assert_eq!(&target[..], &source[1000..]);
+    }
+
+    #[test]
+    fn writes_this_process_memory() {
+        let source: Vec<u8> = (0..5_000u32).map(|i| (i * 13) as u8).collect();
+        let mut target = vec![0u8; 8_000];
+        let copied = write_remote(std::process::id() as i32, target.as_mut_ptr() as u64 + 3000, &source).unwrap();
+        assert_eq!(copied, 5_000);
+        assert_eq!(&target[3000..], &source[..]);
+        assert!(target[..3000].iter().all(|&byte| byte == 0));
     }
 
     #[test]

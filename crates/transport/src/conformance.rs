@@ -81,7 +81,7 @@ where
         self.ordered_delivery();
         self.payload_shapes();
         self.backpressure();
-        self.remote_read();
+        self.remote_access();
         self.sleep_and_wake();
     }
 
@@ -275,17 +275,19 @@ where
         });
     }
 
-    /// With `remote_read`, rank 0 exposes a buffer and its first peer reads it whole and in part;
-    /// without it, `remote_read` must fail cleanly.
-    pub fn remote_read(&self) {
-        self.run_job("remote-read", |me| {
+    /// With `remote_read`, rank 0 exposes a buffer and its first peer reads it whole and in part,
+    /// then writes into it; without it, `remote_read` and `remote_write` must fail cleanly.
+    pub fn remote_access(&self) {
+        self.run_job("remote-access", |me| {
             if !me.transport.capabilities().remote_read {
                 let mut local = [0u8; 16];
                 let source = [1u8; 16];
                 let region = me.transport.expose(&source);
                 for peer in me.peers().into_iter().chain([me.rank]) {
                     let result = me.transport.remote_read(peer, region, 0, &mut local);
-                    assert!(matches!(result, Err(TransportError::Unsupported(_) | TransportError::RemoteReadRefused)), "{result:?}");
+                    assert!(matches!(result, Err(TransportError::Unsupported(_) | TransportError::RemoteAccessRefused)), "{result:?}");
+                    let result = me.transport.remote_write(peer, region, 0, &local);
+                    assert!(matches!(result, Err(TransportError::Unsupported(_) | TransportError::RemoteAccessRefused)), "{result:?}");
                 }
                 return;
             }
@@ -304,6 +306,7 @@ where
             }
             if me.rank == 0 {
                 me.receive_until(|inbox| inbox.iter().any(|f| f.peer == reader && f.header == b"done"));
+                assert!(buffer[WRITTEN_AT..WRITTEN_AT + 1000] == pattern(1, 100, 1000)[..], "remote write left wrong bytes");
             }
             drop(buffer);
         });
@@ -443,6 +446,10 @@ impl<T: Transport> Rank<T> {
         assert_eq!(part, expected[12_345..13_345]);
         let beyond = self.transport.remote_read(0, region, region.len - 10, &mut part);
         assert!(beyond.is_err(), "a read past the exposed region must fail");
+        let written = pattern(1, 100, 1000);
+        self.transport.remote_write(0, region, WRITTEN_AT as u64, &written).expect("remote write at an offset");
+        let beyond = self.transport.remote_write(0, region, region.len - 10, &written);
+        assert!(beyond.is_err(), "a write past the exposed region must fail");
         self.send(0, b"done", &[]);
     }
 }
@@ -493,6 +500,9 @@ fn split_in(bytes: &[u8], parts: usize) -> Vec<&[u8]> {
     cuts.push(bytes.len());
     cuts.windows(2).map(|w| &bytes[w[0]..w[1].max(w[0])]).collect()
 }
+
+/// Where the remote-access check writes into the exposed buffer.
+const WRITTEN_AT: usize = 777;
 
 fn encode_region(region: RemoteRegion) -> Vec<u8> {
     let mut bytes = region.pid.to_le_bytes().to_vec();

@@ -54,7 +54,7 @@ pub struct Incoming<'a> {
     pub payload: &'a [u8],
 }
 
-/// Where a sender's buffer lives, for a receiver to read it directly (CMA).
+/// Where a buffer lives, for a peer to read or write it directly (CMA).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RemoteRegion {
     pub pid: i32,
@@ -62,13 +62,20 @@ pub struct RemoteRegion {
     pub len: u64,
 }
 
+impl RemoteRegion {
+    /// `buf`, in this process.
+    pub fn of_own(buf: &[u8]) -> RemoteRegion {
+        RemoteRegion { pid: std::process::id() as i32, address: buf.as_ptr() as u64, len: buf.len() as u64 }
+    }
+}
+
 /// A transport failure.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TransportError {
     /// The operation is not offered by this transport (see [`Capabilities`]).
     Unsupported(&'static str),
-    /// The kernel refused a remote read (EPERM): use the two-copy path for this peer.
-    RemoteReadRefused,
+    /// The kernel refused a remote read or write (EPERM): use the two-copy path for this peer.
+    RemoteAccessRefused,
     /// This transport has no connection to that peer.
     Unreachable(PeerId),
     /// Payload larger than `max_payload`.
@@ -83,7 +90,7 @@ impl fmt::Display for TransportError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TransportError::Unsupported(what) => write!(f, "not supported by this transport: {what}"),
-            TransportError::RemoteReadRefused => write!(f, "remote read refused by the kernel (EPERM)"),
+            TransportError::RemoteAccessRefused => write!(f, "remote memory access refused by the kernel (EPERM)"),
             TransportError::Unreachable(peer) => write!(f, "no channel to rank {peer}"),
             TransportError::TooLarge { len, max } => write!(f, "frame payload of {len} bytes exceeds {max}"),
             TransportError::Bootstrap(reason) => write!(f, "wire-up failed: {reason}"),
@@ -138,13 +145,42 @@ pub trait Transport {
 
     /// Describes `buf` so that `peer` can read it with `remote_read`.
     fn expose(&self, buf: &[u8]) -> RemoteRegion {
-        RemoteRegion { pid: std::process::id() as i32, address: buf.as_ptr() as u64, len: buf.len() as u64 }
+        RemoteRegion::of_own(buf)
     }
 
     /// Copies `local.len()` bytes starting `offset` bytes into `remote` (exposed by `peer`).
     fn remote_read(&mut self, peer: PeerId, remote: RemoteRegion, offset: u64, local: &mut [u8]) -> Result<(), TransportError> {
         let _ = (peer, remote, offset, local);
         Err(TransportError::Unsupported("remote read"))
+    }
+
+    /// Copies `local` to `offset` bytes into `remote` (exposed by `peer`). Offered with
+    /// `remote_read` (the same kernel facility); the answer to a refusal is the same fallback.
+    fn remote_write(&mut self, peer: PeerId, remote: RemoteRegion, offset: u64, local: &[u8]) -> Result<(), TransportError> {
+        let _ = (peer, remote, offset, local);
+        Err(TransportError::Unsupported("remote write"))
+    }
+
+    /// Receiver side of a shared copy with `peer` (see `remote_write`): offers the sender part of
+    /// the copy and returns the offer's token, or `None` when this transport cannot share. At
+    /// most one offer per peer is open at a time; a new one replaces a settled one.
+    fn offer_share(&mut self, peer: PeerId) -> Option<u64> {
+        let _ = peer;
+        None
+    }
+
+    /// Sender side: takes offer `token` from `peer`, committing this rank to copy its part
+    /// now; false if the receiver has revoked it (it copies everything itself).
+    fn claim_share(&mut self, peer: PeerId, token: u64) -> bool {
+        let _ = (peer, token);
+        false
+    }
+
+    /// Receiver side: withdraws offer `token` to `peer` before it is claimed; false if the sender
+    /// claimed it first (its part is then on the way).
+    fn revoke_share(&mut self, peer: PeerId, token: u64) -> bool {
+        let _ = (peer, token);
+        true
     }
 
     /// Prepares to sleep: after this returns `Some(token)`, any frame sent to this rank rings the

@@ -52,7 +52,7 @@
 //! ## Large messages
 //! `remote_read` is cross-memory attach (`process_vm_readv`), chunked by `cma_chunk`; every rank
 //! allows any process of its user to read it (`PR_SET_PTRACER_ANY`) at wire-up. A kernel refusal
-//! (EPERM) is reported as [`TransportError::RemoteReadRefused`] so the engine can fall back to the
+//! (EPERM) is reported as [`TransportError::RemoteAccessRefused`] so the engine can fall back to the
 //! two-copy pipeline through the pool.
 
 mod pool;
@@ -90,6 +90,8 @@ struct Outbound {
 struct Inbound {
     peer: PeerId,
     consumer: Consumer,
+    /// Token of the latest shared-copy offer to this peer.
+    share_token: u64,
     /// Index into `ShmTransport::segments` of the sender's segment (its pool).
     segment: usize,
 }
@@ -179,6 +181,36 @@ impl ShmTransport {
             Some(&index) if index != NOT_LOCAL => Some(index as usize),
             _ => None,
         }
+    }
+
+    /// The checks every remote read or write (`what`) of `len` bytes at `offset` passes first.
+    fn check_remote_access(&self, peer: PeerId, remote: RemoteRegion, offset: u64, len: usize, what: &str) -> Result<(), TransportError> {
+        if !self.cma {
+            return Err(TransportError::Unsupported(if what == "read" { "remote read (BRAID_CMA=off)" } else { "remote write (BRAID_CMA=off)" }));
+        }
+        if !self.reaches(peer) {
+            return Err(TransportError::Unreachable(peer));
+        }
+        let within = matches!(offset.checked_add(len as u64), Some(end) if end <= remote.len);
+        if !within {
+            return Err(TransportError::System(format!("remote {what} of {len} bytes at offset {offset} exceeds the exposed {} bytes", remote.len)));
+        }
+        Ok(())
+    }
+
+    /// Runs `copy(done, chunk)` over `len` bytes, at most `cma_chunk` per system call, until all
+    /// are copied.
+    fn copy_in_chunks(&self, len: usize, call: &str, pid: i32, mut copy: impl FnMut(usize, usize) -> io::Result<usize>) -> Result<(), TransportError> {
+        let mut done = 0;
+        while done < len {
+            let chunk = (len - done).min(self.cma_chunk);
+            match copy(done, chunk) {
+                Ok(0) => return Err(TransportError::System(format!("{call} with pid {pid} made no progress"))),
+                Ok(copied) => done += copied,
+                Err(error) => return Err(remote_access_error(error, call, pid)),
+            }
+        }
+        Ok(())
     }
 
     fn own_segment(&self) -> Option<&Segment> {
@@ -297,7 +329,7 @@ impl ShmTransport {
             .collect();
         self.inbound = (0..local_ranks.len())
             .filter(|&sender| sender != own_local)
-            .map(|sender| Inbound { peer: local_ranks[sender], consumer: Consumer::new(self.segments[own_local].ring(ring_slot(sender, own_local))), segment: sender })
+            .map(|sender| Inbound { peer: local_ranks[sender], share_token: 0, consumer: Consumer::new(self.segments[own_local].ring(ring_slot(sender, own_local))), segment: sender })
             .collect();
         Ok(())
     }
@@ -327,12 +359,12 @@ impl Drop for UnlinkOnDrop {
     }
 }
 
-/// Maps a failed `process_vm_readv` to the transport's error.
-fn remote_read_error(error: io::Error, pid: i32) -> TransportError {
+/// Maps a failed `process_vm_readv`/`process_vm_writev` (`call`) to the transport's error.
+fn remote_access_error(error: io::Error, call: &str, pid: i32) -> TransportError {
     if cma::is_refused(&error) {
-        TransportError::RemoteReadRefused
+        TransportError::RemoteAccessRefused
     } else {
-        TransportError::System(format!("process_vm_readv from pid {pid}: {error}"))
+        TransportError::System(format!("{call} with pid {pid}: {error}"))
     }
 }
 
@@ -429,27 +461,42 @@ impl Transport for ShmTransport {
     }
 
     fn remote_read(&mut self, peer: PeerId, remote: RemoteRegion, offset: u64, local: &mut [u8]) -> Result<(), TransportError> {
+        self.check_remote_access(peer, remote, offset, local.len(), "read")?;
+        self.copy_in_chunks(local.len(), "process_vm_readv", remote.pid, |done, chunk| {
+            cma::read_remote(remote.pid, remote.address + offset + done as u64, &mut local[done..done + chunk])
+        })
+    }
+
+    fn remote_write(&mut self, peer: PeerId, remote: RemoteRegion, offset: u64, local: &[u8]) -> Result<(), TransportError> {
+        self.check_remote_access(peer, remote, offset, local.len(), "write")?;
+        self.copy_in_chunks(local.len(), "process_vm_writev", remote.pid, |done, chunk| {
+            cma::write_remote(remote.pid, remote.address + offset + done as u64, &local[done..done + chunk])
+        })
+    }
+
+    fn offer_share(&mut self, peer: PeerId) -> Option<u64> {
         if !self.cma {
-            return Err(TransportError::Unsupported("remote read (BRAID_CMA=off)"));
+            return None;
         }
-        if !self.reaches(peer) {
-            return Err(TransportError::Unreachable(peer));
+        let inbound = self.inbound.iter_mut().find(|inbound| inbound.peer == peer)?;
+        inbound.share_token += 1;
+        inbound.consumer.ring().offer_share(inbound.share_token);
+        Some(inbound.share_token)
+    }
+
+    fn claim_share(&mut self, peer: PeerId, token: u64) -> bool {
+        let local = self.local_of(peer).filter(|_| peer != self.rank);
+        match local.and_then(|local| self.outbound[local].as_ref()) {
+            Some(outbound) => outbound.producer.ring().claim_share(token),
+            None => false,
         }
-        let within = matches!(offset.checked_add(local.len() as u64), Some(end) if end <= remote.len);
-        if !within {
-            return Err(TransportError::System(format!("remote read of {} bytes at offset {offset} exceeds the exposed {} bytes", local.len(), remote.len)));
+    }
+
+    fn revoke_share(&mut self, peer: PeerId, token: u64) -> bool {
+        match self.inbound.iter().find(|inbound| inbound.peer == peer) {
+            Some(inbound) => inbound.consumer.ring().revoke_share(token),
+            None => true,
         }
-        let mut done = 0;
-        while done < local.len() {
-            let chunk = (local.len() - done).min(self.cma_chunk);
-            let address = remote.address + offset + done as u64;
-            match cma::read_remote(remote.pid, address, &mut local[done..done + chunk]) {
-                Ok(0) => return Err(TransportError::System(format!("process_vm_readv from pid {} made no progress", remote.pid))),
-                Ok(copied) => done += copied,
-                Err(error) => return Err(remote_read_error(error, remote.pid)),
-            }
-        }
-        Ok(())
     }
 
     fn prepare_sleep(&mut self) -> Option<u32> {
@@ -475,8 +522,8 @@ mod tests {
 
     #[test]
     fn a_kernel_refusal_means_fall_back() {
-        assert_eq!(remote_read_error(io::Error::from_raw_os_error(libc::EPERM), 7), TransportError::RemoteReadRefused);
-        assert!(matches!(remote_read_error(io::Error::from_raw_os_error(libc::ESRCH), 7), TransportError::System(reason) if reason.contains("pid 7")));
+        assert_eq!(remote_access_error(io::Error::from_raw_os_error(libc::EPERM), "process_vm_writev", 7), TransportError::RemoteAccessRefused);
+        assert!(matches!(remote_access_error(io::Error::from_raw_os_error(libc::ESRCH), "process_vm_readv", 7), TransportError::System(reason) if reason.contains("pid 7")));
     }
 
     #[test]

@@ -9,7 +9,7 @@ pub mod scenarios;
 
 use std::collections::VecDeque;
 use std::io::IoSlice;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
@@ -19,15 +19,17 @@ use braid_pmi::threads::ThreadBootstrap;
 use braid_pmi::Bootstrap;
 use braid_transport::{Capabilities, Incoming, PeerId, Profile, RemoteRegion, SendOutcome, Transport, TransportError};
 
-/// What the channel transport offers for remote reads.
+/// What the channel transport offers for remote reads and writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RemoteReads {
     /// Not offered: rendezvous always uses the pipeline.
     Off,
-    /// Offered and working (CMA on the own process).
+    /// Offered and working, reads and writes (CMA on the own process).
     On,
-    /// Offered, but every read is refused as the kernel would with EPERM.
+    /// Offered, but every read and write is refused as the kernel would with EPERM.
     Refused,
+    /// Reads work, every write is refused.
+    WritesRefused,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -65,6 +67,14 @@ pub struct ChannelNet {
     in_flight: Vec<AtomicUsize>,
     sleeps: AtomicUsize,
     refused_reads: AtomicUsize,
+    refused_writes: AtomicUsize,
+    /// Bytes written into a peer's memory (the senders' shares of shared copies).
+    written: AtomicUsize,
+    /// Per ordered pair (receiver * size + sender): the shared-copy offer, as the shared-memory
+    /// transport keeps it (token << 2 | 1 offered, 2 claimed, 3 revoked).
+    shares: Vec<AtomicU64>,
+    tokens: AtomicU64,
+    revoked: AtomicUsize,
 }
 
 impl ChannelNet {
@@ -76,6 +86,11 @@ impl ChannelNet {
             in_flight: (0..size * size).map(|_| AtomicUsize::new(0)).collect(),
             sleeps: AtomicUsize::new(0),
             refused_reads: AtomicUsize::new(0),
+            refused_writes: AtomicUsize::new(0),
+            written: AtomicUsize::new(0),
+            shares: (0..size * size).map(|_| AtomicU64::new(0)).collect(),
+            tokens: AtomicU64::new(0),
+            revoked: AtomicUsize::new(0),
         })
     }
 
@@ -86,6 +101,23 @@ impl ChannelNet {
 
     pub fn refused_reads(&self) -> usize {
         self.refused_reads.load(Ordering::SeqCst)
+    }
+
+    pub fn refused_writes(&self) -> usize {
+        self.refused_writes.load(Ordering::SeqCst)
+    }
+
+    pub fn written(&self) -> usize {
+        self.written.load(Ordering::SeqCst)
+    }
+
+    /// Shared-copy offers the receiver took back because the sender had not claimed them.
+    pub fn revoked(&self) -> usize {
+        self.revoked.load(Ordering::SeqCst)
+    }
+
+    fn share(&self, receiver: PeerId, sender: PeerId) -> &AtomicU64 {
+        &self.shares[(receiver * self.size + sender) as usize]
     }
 
     fn pair(&self, from: PeerId, to: PeerId) -> &AtomicUsize {
@@ -124,6 +156,22 @@ fn read_own_memory(remote: RemoteRegion, offset: u64, local: &mut [u8]) -> Resul
             .map_err(|error| TransportError::System(error.to_string()))?;
         if copied == 0 {
             return Err(TransportError::System("short remote read".into()));
+        }
+        done += copied;
+    }
+    Ok(())
+}
+
+fn write_own_memory(remote: RemoteRegion, offset: u64, local: &[u8]) -> Result<(), TransportError> {
+    if offset + local.len() as u64 > remote.len {
+        return Err(TransportError::System("write beyond the exposed region".into()));
+    }
+    let mut done = 0;
+    while done < local.len() {
+        let copied = braid_sys::cma::write_remote(remote.pid, remote.address + offset + done as u64, &local[done..])
+            .map_err(|error| TransportError::System(error.to_string()))?;
+        if copied == 0 {
+            return Err(TransportError::System("short remote write".into()));
         }
         done += copied;
     }
@@ -190,9 +238,45 @@ impl Transport for ChannelTransport {
             RemoteReads::Off => Err(TransportError::Unsupported("remote read")),
             RemoteReads::Refused => {
                 self.net.refused_reads.fetch_add(1, Ordering::SeqCst);
-                Err(TransportError::RemoteReadRefused)
+                Err(TransportError::RemoteAccessRefused)
             }
-            RemoteReads::On => read_own_memory(remote, offset, local),
+            RemoteReads::On | RemoteReads::WritesRefused => read_own_memory(remote, offset, local),
+        }
+    }
+
+    fn offer_share(&mut self, peer: PeerId) -> Option<u64> {
+        if self.net.options.remote_reads == RemoteReads::Off {
+            return None;
+        }
+        let token = self.net.tokens.fetch_add(1, Ordering::SeqCst) + 1;
+        self.net.share(self.rank, peer).store(token << 2 | 1, Ordering::SeqCst);
+        Some(token)
+    }
+
+    fn claim_share(&mut self, peer: PeerId, token: u64) -> bool {
+        self.net.share(peer, self.rank).compare_exchange(token << 2 | 1, token << 2 | 2, Ordering::SeqCst, Ordering::SeqCst).is_ok()
+    }
+
+    fn revoke_share(&mut self, peer: PeerId, token: u64) -> bool {
+        let revoked = self.net.share(self.rank, peer).compare_exchange(token << 2 | 1, token << 2 | 3, Ordering::SeqCst, Ordering::SeqCst).is_ok();
+        if revoked {
+            self.net.revoked.fetch_add(1, Ordering::SeqCst);
+        }
+        revoked
+    }
+
+    fn remote_write(&mut self, _peer: PeerId, remote: RemoteRegion, offset: u64, local: &[u8]) -> Result<(), TransportError> {
+        match self.net.options.remote_reads {
+            RemoteReads::Off => Err(TransportError::Unsupported("remote write")),
+            RemoteReads::Refused | RemoteReads::WritesRefused => {
+                self.net.refused_writes.fetch_add(1, Ordering::SeqCst);
+                Err(TransportError::RemoteAccessRefused)
+            }
+            RemoteReads::On => {
+                write_own_memory(remote, offset, local)?;
+                self.net.written.fetch_add(local.len(), Ordering::SeqCst);
+                Ok(())
+            }
         }
     }
 

@@ -57,17 +57,24 @@ impl Default for Cell {
     }
 }
 
-/// The consumer's published position, alone on its cache line. All-zero bytes mean position 0.
+/// The consumer's published position, alone on its cache line, and the pair's share word (see
+/// [`RingView::offer_share`]). All-zero bytes mean position 0 and nothing offered.
 #[repr(C, align(64))]
 pub struct Consumed {
     position: AtomicU64,
+    share: AtomicU64,
 }
 
 impl Consumed {
     pub fn new() -> Consumed {
-        Consumed { position: AtomicU64::new(0) }
+        Consumed { position: AtomicU64::new(0), share: AtomicU64::new(0) }
     }
 }
+
+/// States of the share word, in its two low bits; the rest is the offer's token.
+const SHARE_OFFERED: u64 = 1;
+const SHARE_CLAIMED: u64 = 2;
+const SHARE_REVOKED: u64 = 3;
 
 impl Default for Consumed {
     fn default() -> Self {
@@ -122,6 +129,31 @@ impl RingView {
         // SAFETY: valid per `new`'s contract.
         unsafe { &self.consumed.as_ref().position }
     }
+
+    #[inline]
+    fn share(&self) -> &AtomicU64 {
+        // SAFETY: valid per `new`'s contract.
+        unsafe { &self.consumed.as_ref().share }
+    }
+
+    /// Receiver: offers the sender part of a copy under `token` (new for every offer, below
+    /// 2^62). A shared copy is finished by exactly one side: the sender if it claims the offer
+    /// before the receiver revokes it, else the receiver. The receiver offers again only once the
+    /// previous offer is settled, so a stale claim (an older token) always fails.
+    pub fn offer_share(&self, token: u64) {
+        self.share().store(token << 2 | SHARE_OFFERED, Ordering::Release);
+    }
+
+    /// Sender: takes the offer `token`; false if the receiver revoked it.
+    pub fn claim_share(&self, token: u64) -> bool {
+        self.share().compare_exchange(token << 2 | SHARE_OFFERED, token << 2 | SHARE_CLAIMED, Ordering::AcqRel, Ordering::Acquire).is_ok()
+    }
+
+    /// Receiver: withdraws the offer `token`; false if the sender has claimed it (and so copies
+    /// its part).
+    pub fn revoke_share(&self, token: u64) -> bool {
+        self.share().compare_exchange(token << 2 | SHARE_OFFERED, token << 2 | SHARE_REVOKED, Ordering::AcqRel, Ordering::Acquire).is_ok()
+    }
 }
 
 /// The sending end: the only writer of the cells.
@@ -135,6 +167,11 @@ impl Producer {
     /// Starts at position 0 (a fresh ring).
     pub fn new(ring: RingView) -> Producer {
         Producer { ring, tail: 0, cached_head: 0 }
+    }
+
+    /// The ring written to.
+    pub fn ring(&self) -> &RingView {
+        &self.ring
     }
 
     /// Whether a frame of `cells` cells fits now.
@@ -275,6 +312,11 @@ impl Consumer {
         Consumer { ring, head: 0 }
     }
 
+    /// The ring read from.
+    pub fn ring(&self) -> &RingView {
+        &self.ring
+    }
+
     /// Scratch bytes needed to read frames of up to `data_len` bytes.
     pub const fn scratch_len(data_len: usize) -> usize {
         data_len.div_ceil(8) * 8
@@ -396,6 +438,20 @@ mod tests {
                 consumer.release(frame);
                 assert!(consumer.read(&mut scratch).is_none());
             }
+        }
+
+        #[test]
+        fn a_share_is_settled_once_and_stale_tokens_never_match() {
+            let memory = HeapRing::new(2);
+            let (receiver, sender) = (memory.view(), memory.view());
+            assert!(!sender.claim_share(0), "nothing offered yet");
+            receiver.offer_share(1);
+            assert!(sender.claim_share(1));
+            assert!(!receiver.revoke_share(1) && !sender.claim_share(1));
+            receiver.offer_share(2);
+            assert!(!sender.claim_share(1), "a stale claim must fail");
+            assert!(receiver.revoke_share(2));
+            assert!(!sender.claim_share(2) && !receiver.revoke_share(2));
         }
 
         /// Every way of cutting frames of up to 40 bytes into three parts packs the same bytes.
@@ -526,6 +582,22 @@ mod tests {
         #[test]
         fn ring_model_frame_filling_the_ring() {
             check(2, &[100, 0]);
+        }
+
+        /// A claim racing a revoke: exactly one wins, in every interleaving.
+        #[test]
+        fn share_model_claim_and_revoke_exclude_each_other() {
+            let mut builder = loom::model::Builder::new();
+            builder.preemption_bound = None;
+            builder.check(|| {
+                let memory = Arc::new(HeapRing::new(2));
+                memory.view().offer_share(5);
+                let sender_memory = Arc::clone(&memory);
+                let sender = loom::thread::spawn(move || sender_memory.view().claim_share(5));
+                let revoked = memory.view().revoke_share(5);
+                let claimed = sender.join().unwrap();
+                assert!(claimed != revoked, "claimed {claimed}, revoked {revoked}");
+            });
         }
     }
 }
