@@ -322,6 +322,12 @@ impl Consumer {
         data_len.div_ceil(8) * 8
     }
 
+    /// Whether the next frame is complete (one load of its stamp).
+    #[inline]
+    pub fn has_frame(&self) -> bool {
+        self.ring.cell(self.head).words[0].load(Ordering::Acquire) == self.head + 1
+    }
+
     /// If the next frame is complete, copies its data to the start of `scratch` and describes it.
     /// The frame stays in the ring until [`Consumer::release`].
     #[inline]
