@@ -256,10 +256,14 @@ impl RequestTable {
             self.completed_send = Pending::completed(MPI_COMM_WORLD, Completion::SENT);
             return Ok(&mut self.completed_send);
         }
-        match usize::try_from(request).ok().and_then(|h| h.checked_sub(1)).and_then(|i| self.slots.get_mut(i)) {
-            Some(Some(pending)) => Ok(pending),
-            _ => Err(invalid_request(request)),
-        }
+        self.slot_mut(request).ok_or_else(|| invalid_request(request))
+    }
+
+    /// The live request in `request`'s slot.
+    #[inline]
+    fn slot_mut(&mut self, request: MPI_Request) -> Option<&mut Pending> {
+        let index = usize::try_from(request).ok()?.checked_sub(1)?;
+        self.slots.get_mut(index)?.as_mut()
     }
 
     #[inline]
@@ -278,8 +282,7 @@ impl RequestTable {
     /// Completes `request`'s work after a wait or a successful test: frees a normal request, keeps
     /// a persistent one (inactive). Returns the completion and the handle's new value.
     fn retire(&mut self, request: MPI_Request, completion: Completion) -> (Completion, MPI_Request) {
-        let slot = usize::try_from(request).ok().and_then(|h| h.checked_sub(1)).and_then(|i| self.slots.get_mut(i));
-        if let Some(Some(pending)) = slot {
+        if let Some(pending) = self.slot_mut(request) {
             if pending.persistent.is_some() {
                 pending.done = None;
                 return (completion, request);

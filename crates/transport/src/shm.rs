@@ -50,10 +50,12 @@
 //! receiver costs a sender a fence and a load, never a system call.
 //!
 //! ## Large messages
-//! `remote_read` is cross-memory attach (`process_vm_readv`), chunked by `cma_chunk`; every rank
-//! allows any process of its user to read it (`PR_SET_PTRACER_ANY`) at wire-up. A kernel refusal
-//! (EPERM) is reported as [`TransportError::RemoteAccessRefused`] so the engine can fall back to the
-//! two-copy pipeline through the pool.
+//! `remote_read` and `remote_write` are cross-memory attach (`process_vm_readv`/`writev`),
+//! chunked by `cma_chunk`; every rank allows any process of its user to access it
+//! (`PR_SET_PTRACER_ANY`) at wire-up. A kernel refusal (EPERM) is reported as
+//! [`TransportError::RemoteAccessRefused`] so the engine can fall back to the two-copy pipeline
+//! through the pool. The share word beside each ring's consumed position settles who copies the
+//! second half of a shared copy (`offer_share`, `claim_share`, `revoke_share`; see `ring.rs`).
 
 mod pool;
 pub mod ring;
@@ -186,7 +188,7 @@ impl ShmTransport {
     /// The checks every remote read or write (`what`) of `len` bytes at `offset` passes first.
     fn check_remote_access(&self, peer: PeerId, remote: RemoteRegion, offset: u64, len: usize, what: &str) -> Result<(), TransportError> {
         if !self.cma {
-            return Err(TransportError::Unsupported(if what == "read" { "remote read (BRAID_CMA=off)" } else { "remote write (BRAID_CMA=off)" }));
+            return Err(TransportError::Unsupported("remote memory access (BRAID_CMA=off)"));
         }
         if !self.reaches(peer) {
             return Err(TransportError::Unreachable(peer));
