@@ -185,19 +185,44 @@ fn one_way(engine: &mut Engine, count: usize, len: usize) {
     }
 }
 
-/// The first 8 MiB message to a peer is read whole; the second is shared (the sender writes
-/// half of it into the receiver's buffer). Traffic both ways is never shared.
+/// The first 8 MiB message to a peer is read whole; each later one is offered to the sender,
+/// which writes half of it into the receiver's buffer unless the receiver got there first (a
+/// race the sender, spinning in its wait, almost always wins).
 #[test]
-fn the_second_large_message_shares_its_copy_with_the_sender() {
-    let (_, net) = run_channel_job(2, config(), ChannelOptions::default(), |engine| one_way(engine, 2, 8 << 20));
-    assert_eq!(net.written(), 4 << 20, "the sender should write half of its second message");
-    let (_, alone) = run_channel_job(2, Config { cma_share_min: 0, ..config() }, ChannelOptions::default(), |engine| one_way(engine, 2, 8 << 20));
+fn later_large_messages_share_their_copy_with_the_sender() {
+    const HALF: usize = 4 << 20;
+    let (_, net) = run_channel_job(2, config(), ChannelOptions::default(), |engine| one_way(engine, 6, 2 * HALF));
+    assert!(net.written() >= HALF, "no offer was taken: {} bytes written", net.written());
+    assert_eq!((net.written() % HALF, net.written() / HALF + net.revoked()), (0, 5), "every offer is settled exactly once");
+    let (_, alone) = run_channel_job(2, Config { cma_share_min: 0, ..config() }, ChannelOptions::default(), |engine| one_way(engine, 2, 2 * HALF));
     assert_eq!(alone.written(), 0);
-    assert_eq!(exchange_large(config(), ChannelOptions::default()).written(), 0);
+}
+
+/// A rank with a rendezvous of its own in flight to the sender does not offer: the sender's core
+/// is busy with it.
+#[test]
+fn traffic_both_ways_is_not_shared() {
+    const LEN: usize = 8 << 20;
+    let (_, net) = run_channel_job(2, config(), ChannelOptions::default(), |engine| {
+        scenarios::exchange_large(engine);
+        if engine.rank() == 0 {
+            let pending = send(engine, pattern(1, LEN), 1, 30);
+            let (status, data) = receive(engine, LEN, Source::Rank(1), TagSelector::Tag(31));
+            assert!(status.count == LEN && *data == pattern(2, LEN)[..]);
+            engine.wait(pending).unwrap();
+        } else {
+            let sent = send(engine, pattern(2, LEN), 0, 31);
+            engine.wait(sent).unwrap();
+            let (status, data) = receive(engine, LEN, Source::Rank(0), TagSelector::Tag(30));
+            assert!(status.count == LEN && *data == pattern(1, LEN)[..]);
+        }
+    });
+    assert_eq!(net.written_by(1), 0, "rank 0 offered a copy while its own send to rank 1 was in flight");
 }
 
 /// A window of large messages in flight (as a bandwidth benchmark posts them): every one
-/// arrives intact, and the copies are shared one after another.
+/// arrives intact, and every copy is offered in turn and settled once (written by the sender or
+/// taken back by the receiver; which one depends on how fast the sender's thread runs here).
 #[test]
 fn a_window_of_large_messages_shares_its_copies_in_turn() {
     const LEN: usize = 256 * 1024;
@@ -217,7 +242,8 @@ fn a_window_of_large_messages_shares_its_copies_in_turn() {
             }
         }
     });
-    assert!(net.written() > LEN, "the window's copies were not shared: {} bytes written", net.written());
+    let half = LEN / 2;
+    assert_eq!((net.written() % half, net.written() / half + net.revoked()), (0, WINDOW), "every offer is settled exactly once");
 }
 
 /// A sender that stays away from MPI after starting a large send does not hold up the receiver:
@@ -239,14 +265,16 @@ fn a_sender_busy_outside_mpi_leaves_the_whole_copy_to_the_receiver() {
         start.elapsed()
     });
     assert!(waits[1] < Duration::from_millis(300), "the receive waited {:?} for a busy sender", waits[1]);
-    assert_eq!(net.revoked(), 1);
+    assert!(net.revoked() >= 1);
 }
 
 #[test]
 fn a_refused_remote_write_streams_the_rest_of_the_share() {
     let options = ChannelOptions { remote_reads: RemoteReads::WritesRefused, ..ChannelOptions::default() };
-    let (_, net) = run_channel_job(2, config(), options, |engine| one_way(engine, 3, 8 << 20));
-    assert_eq!((net.refused_writes(), net.written(), net.refused_reads(), net.revoked()), (1, 0, 0, 1), "one refusal, then offers left to the receiver");
+    let (_, net) = run_channel_job(2, config(), options, |engine| one_way(engine, 4, 8 << 20));
+    // Three offers: the first one claimed is refused and streamed, later ones are left unclaimed.
+    assert_eq!((net.written(), net.refused_reads()), (0, 0));
+    assert!(net.refused_writes() <= 1 && net.refused_writes() + net.revoked() == 3, "refused {}, revoked {}", net.refused_writes(), net.revoked());
 }
 
 #[test]

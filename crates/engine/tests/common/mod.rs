@@ -68,8 +68,8 @@ pub struct ChannelNet {
     sleeps: AtomicUsize,
     refused_reads: AtomicUsize,
     refused_writes: AtomicUsize,
-    /// Bytes written into a peer's memory (the senders' shares of shared copies).
-    written: AtomicUsize,
+    /// Bytes each rank wrote into a peer's memory (the senders' parts of shared copies).
+    written: Vec<AtomicUsize>,
     /// Per ordered pair (receiver * size + sender): the shared-copy offer, as the shared-memory
     /// transport keeps it (token << 2 | 1 offered, 2 claimed, 3 revoked).
     shares: Vec<AtomicU64>,
@@ -87,7 +87,7 @@ impl ChannelNet {
             sleeps: AtomicUsize::new(0),
             refused_reads: AtomicUsize::new(0),
             refused_writes: AtomicUsize::new(0),
-            written: AtomicUsize::new(0),
+            written: (0..size).map(|_| AtomicUsize::new(0)).collect(),
             shares: (0..size * size).map(|_| AtomicU64::new(0)).collect(),
             tokens: AtomicU64::new(0),
             revoked: AtomicUsize::new(0),
@@ -108,7 +108,11 @@ impl ChannelNet {
     }
 
     pub fn written(&self) -> usize {
-        self.written.load(Ordering::SeqCst)
+        self.written.iter().map(|bytes| bytes.load(Ordering::SeqCst)).sum()
+    }
+
+    pub fn written_by(&self, rank: PeerId) -> usize {
+        self.written[rank as usize].load(Ordering::SeqCst)
     }
 
     /// Shared-copy offers the receiver took back because the sender had not claimed them.
@@ -274,7 +278,7 @@ impl Transport for ChannelTransport {
             }
             RemoteReads::On => {
                 write_own_memory(remote, offset, local)?;
-                self.net.written.fetch_add(local.len(), Ordering::SeqCst);
+                self.net.written[self.rank as usize].fetch_add(local.len(), Ordering::SeqCst);
                 Ok(())
             }
         }
