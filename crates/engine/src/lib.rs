@@ -470,9 +470,6 @@ impl Core {
             // A rank reading its own send has no second core to share the copy with.
             RendezvousPath::SingleCopy { chunk } => match self.policy.shared_copy_split(wanted, peer != self.rank && self.remote_read_confirmed[peer as usize]) {
                 Some(split) => {
-                    if let Some(Operation::Recv { fin_to, .. }) = self.requests.get_mut(request).map(|slot| &mut slot.operation) {
-                        *fin_to = Some(sender);
-                    }
                     let share = Share { wanted, token: None };
                     self.reads.push(Read { request, peer, transport, sender, region, offset: 0, end: split, chunk, share: Some(share) });
                 }
@@ -1059,10 +1056,13 @@ impl Engine {
             if self.core.share_open[read.peer as usize] {
                 continue;
             }
-            let Some(Operation::Recv { buffer, .. }) = self.core.requests.get(read.request).map(|slot| &slot.operation) else { continue };
+            let Some(Operation::Recv { buffer, fin_to, .. }) = self.core.requests.get_mut(read.request).map(|slot| &mut slot.operation) else { continue };
             let own = RemoteRegion::of_own(&buffer[..wanted]);
             match self.transports[read.transport].offer_share(read.peer) {
                 Some(token) => {
+                    // Only an offered copy completes through `add_received`, which then tells the
+                    // sender and settles the pair's offer.
+                    *fin_to = Some(read.sender);
                     self.core.share_open[read.peer as usize] = true;
                     read.share = Some(Share { wanted, token: Some(token) });
                     let put = Frame::Put { sender: read.sender, receiver: read.request, offset: read.end as u64, end: wanted as u64, pid: own.pid, address: own.address, token };

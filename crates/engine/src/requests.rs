@@ -14,7 +14,8 @@ pub(crate) enum Operation {
         /// Bytes the rendezvous pipeline will deliver, and how many have arrived.
         expected: usize,
         received: usize,
-        /// A shared single copy: the send request told with FIN once every byte is in.
+        /// A shared single copy that was offered: the send request told with FIN once every byte
+        /// is in.
         fin_to: Option<u32>,
     },
 }
