@@ -185,6 +185,12 @@ fn one_way(engine: &mut Engine, count: usize, len: usize) {
     }
 }
 
+/// Each of `offers` shared copies (halves of `half` bytes) was either written whole by its sender
+/// or taken back by its receiver, never both and never neither.
+fn assert_offers_settled_once(net: &ChannelNet, half: usize, offers: usize) {
+    assert_eq!((net.written() % half, net.written() / half + net.revoked()), (0, offers), "every offer is settled exactly once");
+}
+
 /// The first 8 MiB message to a peer is read whole; each later one is offered to the sender,
 /// which writes half of it into the receiver's buffer unless the receiver got there first (a
 /// race the sender, spinning in its wait, almost always wins).
@@ -193,7 +199,7 @@ fn later_large_messages_share_their_copy_with_the_sender() {
     const HALF: usize = 4 << 20;
     let (_, net) = run_channel_job(2, config(), ChannelOptions::default(), |engine| one_way(engine, 6, 2 * HALF));
     assert!(net.written() >= HALF, "no offer was taken: {} bytes written", net.written());
-    assert_eq!((net.written() % HALF, net.written() / HALF + net.revoked()), (0, 5), "every offer is settled exactly once");
+    assert_offers_settled_once(&net, HALF, 5);
     let (_, alone) = run_channel_job(2, Config { cma_share_min: 0, ..config() }, ChannelOptions::default(), |engine| one_way(engine, 2, 2 * HALF));
     assert_eq!(alone.written(), 0);
 }
@@ -242,8 +248,7 @@ fn a_window_of_large_messages_shares_its_copies_in_turn() {
             }
         }
     });
-    let half = LEN / 2;
-    assert_eq!((net.written() % half, net.written() / half + net.revoked()), (0, WINDOW), "every offer is settled exactly once");
+    assert_offers_settled_once(&net, LEN / 2, WINDOW);
 }
 
 /// A sender that stays away from MPI after starting a large send does not hold up the receiver:
