@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Braid against Open MPI and MPICH on this node, with bench/osu.c.
 #
-# Usage: bench/compare.sh [--full] [--reps R] [--impls "braid openmpi mpich"] [--no-plots]
+# Usage: bench/compare.sh [--full] [--reps R] [--impls "braid openmpi mpich"] [--only BENCH] [--no-plots]
 #   (default) quick mode: R=3, every fourth power of two as message size, fewer iterations
 #   --full    R=5, every power of two, full iteration counts, plus multi-pair runs at 4 ranks
 #   --reps R  repetitions (medians are taken over them)
 #   --impls   which implementations to run (those missing on this machine are skipped)
+#   --only BENCH  run only the plan's BENCH entries (e.g. latency); implies --no-plots
 #   --no-plots  skip drawing docs/img/*.svg
 # Needs for Braid: `cargo build --release` (bin/braidcc, target/release/braid, libbraid.so).
 #
@@ -26,6 +27,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 MODE=quick
 REPS=""
 IMPLS="braid openmpi mpich"
+ONLY=""
 PLOTS=1
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -33,7 +35,8 @@ while [ $# -gt 0 ]; do
     --reps) REPS="$2"; shift ;;
     --impls) IMPLS="$2"; shift ;;
     --no-plots) PLOTS=0 ;;
-    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+    --only) ONLY="$2"; PLOTS=0; shift ;;
+    -h | --help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -89,6 +92,16 @@ if [ "$MODE" = full ]; then
     PLAN=("2 latency" "2 bw" "2 bibw" "2 mr" "4 mr" "4 multi_lat -m 65536" "4 multi_bw -m 1048576 -i 50" "2 ring" "4 ring" "2 allreduce" "4 allreduce" "2 waitcpu -w 50" "4 waitcpu -w 50")
 else
     PLAN=("2 latency -q -m 1048576" "2 bw -q -m 4194304" "2 bibw -q -m 4194304" "2 mr -q" "2 ring -q" "4 ring -q" "4 allreduce -q" "2 waitcpu -q -w 50" "4 waitcpu -q -w 50")
+fi
+
+if [ -n "$ONLY" ]; then
+    SELECTED=()
+    for entry in "${PLAN[@]}"; do
+        read -r _ bench _ <<<"$entry"
+        [ "$bench" = "$ONLY" ] && SELECTED+=("$entry")
+    done
+    [ "${#SELECTED[@]}" -gt 0 ] || { echo "compare.sh: no $ONLY benchmark in the $MODE plan" >&2; exit 2; }
+    PLAN=("${SELECTED[@]}")
 fi
 
 RAW="$WORK/raw.csv"

@@ -27,6 +27,8 @@ const NET_BATCH: u8 = 12;
 const PUT: u8 = 13;
 const PUT_DONE: u8 = 14;
 
+/// Header length of a plain EAGER frame.
+const EAGER_HEADER: usize = 9;
 /// The longest eager header (EAGER_SYNC); the eager limit leaves room for it.
 pub(crate) const EAGER_HEADER_MAX: usize = 13;
 /// Header length of a DATA frame; pipeline chunks leave room for it.
@@ -248,6 +250,15 @@ impl Frame {
         writer.header
     }
 
+    /// The context and tag of a plain EAGER header, read in place: the commonest frame skips the
+    /// general decoder on the receive hot path. `None` for any other header.
+    #[inline(always)]
+    pub(crate) fn eager_fields(bytes: &[u8]) -> Option<(u32, i32)> {
+        let bytes: &[u8; EAGER_HEADER] = bytes.try_into().ok()?;
+        let [kind, c0, c1, c2, c3, t0, t1, t2, t3] = *bytes;
+        (kind == EAGER).then_some((u32::from_le_bytes([c0, c1, c2, c3]), i32::from_le_bytes([t0, t1, t2, t3])))
+    }
+
     /// Parses a header; `None` if it is malformed.
     #[inline]
     pub(crate) fn decode(bytes: &[u8]) -> Option<Frame> {
@@ -290,6 +301,11 @@ mod tests {
             let header = frame.encode();
             assert!(header.as_bytes().len() <= MAX_HEADER);
             assert_eq!(Frame::decode(header.as_bytes()), Some(frame));
+            let in_place = match frame {
+                Frame::Eager { context, tag } => Some((context, tag)),
+                _ => None,
+            };
+            assert_eq!(Frame::eager_fields(header.as_bytes()), in_place, "{frame:?}");
         }
         assert_eq!(Frame::EagerSync { context: 0, tag: 0, sender: 0 }.encode().as_bytes().len(), EAGER_HEADER_MAX);
         assert_eq!(Frame::Data { receiver: 0, offset: 0 }.encode().as_bytes().len(), DATA_HEADER);

@@ -319,7 +319,29 @@ impl Core {
         }
     }
 
+    /// Whether any protocol needs a progress step beyond polling for frames.
+    #[inline]
+    fn has_protocol_work(&self) -> bool {
+        !self.reads.is_empty() || !self.writes.is_empty() || self.backlog_len != 0 || !self.streams.is_empty() || self.net.active()
+    }
+
+    /// Inlined into the poll callback: a plain eager message from a peer reached directly, the
+    /// commonest frame, is matched and delivered without the general decoder and dispatch.
+    #[inline(always)]
     fn on_frame(&mut self, incoming: Incoming<'_>) {
+        if let Some((context, tag)) = Frame::eager_fields(incoming.header) {
+            if self.router.route(incoming.peer) != Route::Rails {
+                if let Err(error) = self.arrive_eager(incoming.peer, context, tag, incoming.payload, None) {
+                    self.failure.get_or_insert(error);
+                }
+                return;
+            }
+        }
+        self.on_any_frame(incoming);
+    }
+
+    #[inline(never)]
+    fn on_any_frame(&mut self, incoming: Incoming<'_>) {
         let result = if NetFrame::is_network(incoming.header) {
             self.handle_network(incoming.peer, incoming.header, incoming.payload)
         } else {
@@ -401,7 +423,7 @@ impl Core {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn arrive_eager(&mut self, peer: PeerId, context: u32, tag: i32, payload: &[u8], ack_to: Option<u32>) -> Result<(), EngineError> {
         match self.matching.take_posted(context, peer, tag) {
             Some(request) => {
@@ -424,7 +446,7 @@ impl Core {
     }
 
     /// Copies a whole message into receive `request` and completes it.
-    #[inline]
+    #[inline(always)]
     fn deliver(&mut self, request: u32, peer: PeerId, tag: i32, payload: &[u8]) -> Result<(), EngineError> {
         let Some(Operation::Recv { buffer, .. }) = self.requests.get_mut(request).map(|slot| &mut slot.operation) else {
             return Err(protocol_error(peer, "matched a receive that does not exist"));
@@ -1179,7 +1201,11 @@ impl Engine {
             return Err(EngineError::BadRequest);
         }
         self.wait_until(|engine| engine.is_complete(request))?;
-        self.take_if_complete(request).ok_or(EngineError::BadRequest)
+        // A match, not `ok_or`: that would build (and drop) the error on every call.
+        match self.take_if_complete(request) {
+            Some(status) => Ok(status),
+            None => Err(EngineError::BadRequest),
+        }
     }
 
     /// Like [`Engine::wait`] for a receive, and hands its buffer back: a safe way for Rust callers
@@ -1258,7 +1284,18 @@ impl Engine {
         if self.core.failure.is_some() {
             return Err(self.take_failure());
         }
-        let mut moved = delivered > 0;
+        let moved = delivered > 0;
+        if self.core.has_protocol_work() {
+            return self.advance_protocols(moved);
+        }
+        Ok(moved)
+    }
+
+    /// Advances the protocols that run over many progress steps (copies, backlogs, pipelines,
+    /// the rails); kept out of [`Engine::progress`] so that a step with nothing of the kind stays
+    /// short.
+    #[inline(never)]
+    fn advance_protocols(&mut self, mut moved: bool) -> Result<bool, EngineError> {
         if !self.core.reads.is_empty() {
             // Offers leave before the first read, so that the sender's part runs alongside.
             if self.offer_shares() {

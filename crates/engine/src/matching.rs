@@ -42,6 +42,13 @@ impl Unexpected {
     }
 }
 
+/// The earliest posted receive after the first that accepts the message, taken out.
+#[inline(never)]
+fn take_later_posted(posted: &mut VecDeque<Posted>, from: u32, tag: i32) -> Option<u32> {
+    let index = posted.iter().position(|p| accepts(p.source, p.tag, from, tag))?;
+    posted.remove(index).map(|p| p.request)
+}
+
 #[inline]
 pub(crate) fn accepts(source: Source, tag: TagSelector, from: u32, message_tag: i32) -> bool {
     let source_ok = match source {
@@ -128,16 +135,16 @@ impl Matching {
     }
 
     /// Removes and returns the earliest posted receive accepting a message from `from` with `tag`.
-    #[inline]
+    /// Inlined into the receive path: the common case, the earliest receive taking the message,
+    /// is a few loads; the search behind it is a call.
+    #[inline(always)]
     pub(crate) fn take_posted(&mut self, context: u32, from: u32, tag: i32) -> Option<u32> {
         let posted = &mut self.existing_mut(context)?.posted;
-        // The common case: the earliest receive takes the message.
         let front = posted.front()?;
         if accepts(front.source, front.tag, from, tag) {
             return posted.pop_front().map(|p| p.request);
         }
-        let index = posted.iter().position(|p| accepts(p.source, p.tag, from, tag))?;
-        posted.remove(index).map(|p| p.request)
+        take_later_posted(posted, from, tag)
     }
 
     /// A receive's first step: the earliest arrived message it accepts, taken out; or, when none

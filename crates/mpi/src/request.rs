@@ -392,10 +392,16 @@ fn test_one(rt: &mut Runtime, request: MPI_Request) -> MpiResult<Option<(Complet
 }
 
 /// The error of a finished request, if it failed.
+#[inline]
 pub(crate) fn completion_error(function: &str, completion: &Completion, comm: MPI_Comm) -> c_int {
     if completion.error == MPI_SUCCESS {
         return MPI_SUCCESS;
     }
+    failed_completion(function, completion, comm)
+}
+
+#[cold]
+fn failed_completion(function: &str, completion: &Completion, comm: MPI_Comm) -> c_int {
     let detail = match completion.error {
         MPI_ERR_TRUNCATE => format!("the message was longer than the receive buffer ({} bytes fit)", completion.count),
         _ => "the operation failed".to_string(),

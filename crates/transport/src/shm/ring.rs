@@ -36,6 +36,8 @@ const CELL_WORDS: usize = CELL_BYTES / 8;
 /// The first cell carries the stamp and meta words, then data.
 const FIRST_DATA_WORD: usize = 2;
 const FIRST_CELL_DATA_WORDS: usize = CELL_WORDS - FIRST_DATA_WORD;
+/// Data bytes a one-cell frame holds.
+pub const ONE_CELL_BYTES: usize = FIRST_CELL_DATA_WORDS * 8;
 /// Continuation cells keep word 0 reserved (see the module comment).
 const NEXT_CELL_DATA_WORDS: usize = CELL_WORDS - 1;
 
@@ -199,6 +201,29 @@ impl Producer {
         first.words[1].store(u64::from(tag) << 32 | data_len as u64, Ordering::Relaxed);
         first.words[0].store(start + 1, Ordering::Release);
         self.tail = start + frame_cells(data_len) as u64;
+    }
+}
+
+impl Producer {
+    /// Writes and publishes a frame of `header` then `payload` that fits in one cell
+    /// (`ONE_CELL_BYTES`). The bytes are staged on the stack and stored as whole words: the
+    /// commonest frame, a small message, skips the streaming writer. `has_room(1)` must have
+    /// returned true.
+    #[inline(always)]
+    pub fn push_one_cell(&mut self, tag: u32, header: &[u8], payload: &[u8]) {
+        let data_len = header.len() + payload.len();
+        assert!(data_len <= ONE_CELL_BYTES, "a {data_len}-byte frame does not fit in one cell");
+        let mut staged = [0u8; ONE_CELL_BYTES];
+        staged[..header.len()].copy_from_slice(header);
+        staged[header.len()..data_len].copy_from_slice(payload);
+        let start = self.tail;
+        let cell = self.ring.cell(start);
+        for (word, chunk) in cell.words[FIRST_DATA_WORD..].iter().zip(staged.chunks_exact(8)).take(data_len.div_ceil(8)) {
+            word.store(u64::from_le_bytes(chunk.try_into().expect("8-byte chunk")), Ordering::Relaxed);
+        }
+        cell.words[1].store(u64::from(tag) << 32 | data_len as u64, Ordering::Relaxed);
+        cell.words[0].store(start + 1, Ordering::Release);
+        self.tail = start + 1;
     }
 }
 
@@ -398,10 +423,15 @@ mod tests {
         (seq as usize).wrapping_mul(31).wrapping_add(index.wrapping_mul(7)) as u8
     }
 
-    /// Writes a frame as two parts split at `split` (exercising unaligned packing).
+    /// Writes a frame as two parts split at `split` (exercising unaligned packing); every odd
+    /// frame that fits in one cell goes through `push_one_cell`, so both writers are checked.
     fn push_pattern(producer: &mut Producer, seq: u32, len: usize, split: usize) {
         let data: Vec<u8> = (0..len).map(|i| pattern(seq, i)).collect();
         let split = split.min(len);
+        if seq % 2 == 1 && len <= ONE_CELL_BYTES {
+            producer.push_one_cell(seq, &data[..split], &data[split..]);
+            return;
+        }
         producer.push(seq, len, |writer| {
             writer.put(&data[..split]);
             writer.put(&data[split..]);
