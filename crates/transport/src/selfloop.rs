@@ -28,6 +28,21 @@ impl SelfTransport {
     pub fn new() -> SelfTransport {
         SelfTransport { rank: None, queue: VecDeque::new(), spare: Vec::new(), profile: Profile::from_model(50.0, 8e9, 1 << 24) }
     }
+
+    #[inline(never)]
+    fn deliver_queued(&mut self, deliver: &mut dyn FnMut(Incoming<'_>)) -> usize {
+        let Some(rank) = self.rank else { return 0 };
+        let ready = self.queue.len();
+        for _ in 0..ready {
+            let Frame { bytes, header_len } = self.queue.pop_front().expect("counted frame");
+            let (header, payload) = bytes.split_at(header_len);
+            deliver(Incoming { peer: rank, header, payload });
+            if self.spare.len() < SPARE_BUFFERS {
+                self.spare.push(bytes);
+            }
+        }
+        ready
+    }
 }
 
 impl Default for SelfTransport {
@@ -90,22 +105,6 @@ impl Transport for SelfTransport {
     }
 }
 
-impl SelfTransport {
-    #[inline(never)]
-    fn deliver_queued(&mut self, deliver: &mut dyn FnMut(Incoming<'_>)) -> usize {
-        let Some(rank) = self.rank else { return 0 };
-        let ready = self.queue.len();
-        for _ in 0..ready {
-            let Frame { bytes, header_len } = self.queue.pop_front().expect("counted frame");
-            let (header, payload) = bytes.split_at(header_len);
-            deliver(Incoming { peer: rank, header, payload });
-            if self.spare.len() < SPARE_BUFFERS {
-                self.spare.push(bytes);
-            }
-        }
-        ready
-    }
-}
 
 #[cfg(test)]
 mod tests {
