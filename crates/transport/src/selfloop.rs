@@ -105,7 +105,6 @@ impl Transport for SelfTransport {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -242,7 +242,6 @@ impl ShmTransport {
         Ok(SendOutcome::Sent)
     }
 
-    /// Delivers the frames waiting in inbound ring `slot` (at most one ring's worth).
     /// Drains every inbound ring, starting one further along each time so that no sender is
     /// always served last.
     #[inline(never)]
@@ -258,6 +257,7 @@ impl ShmTransport {
         delivered
     }
 
+    /// Delivers the frames waiting in inbound ring `slot` (at most one ring's worth).
     #[inline]
     fn drain(&mut self, slot: usize, deliver: &mut dyn FnMut(Incoming<'_>)) -> usize {
         let inbound = &mut self.inbound[slot];

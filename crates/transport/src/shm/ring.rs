@@ -197,14 +197,9 @@ impl Producer {
         fill(&mut writer);
         writer.flush();
         debug_assert_eq!(writer.written, data_len, "frame data shorter or longer than announced");
-        let first = self.ring.cell(start);
-        first.words[1].store(u64::from(tag) << 32 | data_len as u64, Ordering::Relaxed);
-        first.words[0].store(start + 1, Ordering::Release);
-        self.tail = start + frame_cells(data_len) as u64;
+        self.publish(start, tag, data_len);
     }
-}
 
-impl Producer {
     /// Writes and publishes a frame of `header` then `payload` that fits in one cell
     /// (`ONE_CELL_BYTES`). The bytes are staged on the stack and stored as whole words: the
     /// commonest frame, a small message, skips the streaming writer. `has_room(1)` must have
@@ -221,9 +216,17 @@ impl Producer {
         for (word, chunk) in cell.words[FIRST_DATA_WORD..].iter().zip(staged.chunks_exact(8)).take(data_len.div_ceil(8)) {
             word.store(u64::from_le_bytes(chunk.try_into().expect("8-byte chunk")), Ordering::Relaxed);
         }
-        cell.words[1].store(u64::from(tag) << 32 | data_len as u64, Ordering::Relaxed);
-        cell.words[0].store(start + 1, Ordering::Release);
-        self.tail = start + 1;
+        self.publish(start, tag, data_len);
+    }
+
+    /// Writes the meta word of the frame written at `start`, then its stamp (Release, last), and
+    /// moves the tail past it.
+    #[inline(always)]
+    fn publish(&mut self, start: u64, tag: u32, data_len: usize) {
+        let first = self.ring.cell(start);
+        first.words[1].store(u64::from(tag) << 32 | data_len as u64, Ordering::Relaxed);
+        first.words[0].store(start + 1, Ordering::Release);
+        self.tail = start + frame_cells(data_len) as u64;
     }
 }
 
