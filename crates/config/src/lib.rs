@@ -78,6 +78,7 @@ pub struct Config {
     pub cma_share_max: usize,
     pub coll_bcast_split_min: usize,
     pub coll_allreduce_split_min: usize,
+    pub coll_allreduce_exchange_max: usize,
     pub shm: bool,
     pub rails: Rails,
     pub strategy: StrategyKind,
@@ -111,6 +112,7 @@ impl Default for Config {
             cma_share_max: 8 * 1024 * 1024,
             coll_bcast_split_min: 256 * 1024,
             coll_allreduce_split_min: 16 * 1024,
+            coll_allreduce_exchange_max: 1024,
             shm: true,
             rails: Rails::Auto,
             strategy: StrategyKind::Hetero,
@@ -152,6 +154,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_CMA_SHARE_MAX", default: "8388608", meaning: "largest message whose copy is shared (see BRAID_CMA_SHARE_MIN); above it two concurrent copies measured slower on this machine than one" },
     Setting { variable: "BRAID_COLL_BCAST_SPLIT_MIN", default: "262144", meaning: "smallest broadcast (bytes) sent as scatter + ring allgather instead of a binomial tree; must be equal on every rank" },
     Setting { variable: "BRAID_COLL_ALLREDUCE_SPLIT_MIN", default: "16384", meaning: "smallest commutative allreduce (bytes) done as reduce-scatter + allgather instead of recursive doubling; must be equal on every rank" },
+    Setting { variable: "BRAID_COLL_ALLREDUCE_EXCHANGE_MAX", default: "1024", meaning: "largest allreduce, in bytes times ranks, done (in groups of 3 to 8 ranks) as one all-to-all exchange of the inputs instead of log2 n dependent rounds; must be equal on every rank" },
     Setting { variable: "BRAID_SHM", default: "on", meaning: "on | off: off sends all traffic between ranks of one node through the network rails (\"virtual node mode\")" },
     Setting { variable: "BRAID_RAILS", default: "auto", meaning: "auto | none | comma-separated interface names: the network rails for inter-node traffic (auto: every up, non-loopback IPv4 interface)" },
     Setting { variable: "BRAID_STRATEGY", default: "hetero", meaning: "single | greedy | iso | weighted | hetero: how messages are spread over the rails" },
@@ -231,6 +234,7 @@ impl Config {
         config.cma_share_max = reader.number("BRAID_CMA_SHARE_MAX", config.cma_share_max, 0)?;
         config.coll_bcast_split_min = reader.number("BRAID_COLL_BCAST_SPLIT_MIN", config.coll_bcast_split_min, 0)?;
         config.coll_allreduce_split_min = reader.number("BRAID_COLL_ALLREDUCE_SPLIT_MIN", config.coll_allreduce_split_min, 0)?;
+        config.coll_allreduce_exchange_max = reader.number("BRAID_COLL_ALLREDUCE_EXCHANGE_MAX", config.coll_allreduce_exchange_max, 0)?;
         config.shm = reader.choice("BRAID_SHM", config.shm, &[("on", true), ("1", true), ("off", false), ("0", false)])?;
         config.rails = reader.rails("BRAID_RAILS", config.rails)?;
         config.strategy = reader.choice(

@@ -456,7 +456,7 @@ pub fn allreduce(ch: &mut dyn CollChannel, data: &mut [u8], element_size: usize,
     if size == 1 {
         return Ok(());
     }
-    if (3..=SMALL_ALLREDUCE_RANKS).contains(&size) && data.len() <= SMALL_ALLREDUCE_MAX / size {
+    if (3..=SMALL_ALLREDUCE_RANKS).contains(&size) && data.len() <= ch.tuning().allreduce_exchange_max / size {
         return allreduce_all_to_all(ch, data, combine);
     }
     if !commutative {
@@ -484,8 +484,6 @@ pub fn allreduce(ch: &mut dyn CollChannel, data: &mut [u8], element_size: usize,
     })
 }
 
-/// Largest allreduce (bytes times ranks) done as one all-to-all exchange of the inputs.
-const SMALL_ALLREDUCE_MAX: usize = STACK_SCRATCH;
 /// Most ranks of such an exchange: it sends n - 1 messages per rank.
 const SMALL_ALLREDUCE_RANKS: usize = 8;
 

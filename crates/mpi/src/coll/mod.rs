@@ -18,11 +18,17 @@ pub struct CollTuning {
     pub bcast_split_min: usize,
     /// Smallest commutative allreduce (bytes) done as reduce-scatter + allgather.
     pub allreduce_split_min: usize,
+    /// Largest allreduce (bytes times ranks) done as one all-to-all exchange of the inputs.
+    pub allreduce_exchange_max: usize,
 }
 
 impl CollTuning {
     pub fn from_config(config: &Config) -> CollTuning {
-        CollTuning { bcast_split_min: config.coll_bcast_split_min, allreduce_split_min: config.coll_allreduce_split_min }
+        CollTuning {
+            bcast_split_min: config.coll_bcast_split_min,
+            allreduce_split_min: config.coll_allreduce_split_min,
+            allreduce_exchange_max: config.coll_allreduce_exchange_max,
+        }
     }
 }
 

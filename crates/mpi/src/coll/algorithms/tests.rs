@@ -120,9 +120,14 @@ fn run_group<T: Send>(size: usize, tuning: CollTuning, body: impl Fn(&mut dyn Co
 
 const SIZES: Range<usize> = 1..8;
 
-/// Default switch points, and zero (always the large-message algorithms).
-fn tunings() -> [CollTuning; 2] {
-    [CollTuning::default(), CollTuning { bcast_split_min: 0, allreduce_split_min: 0 }]
+/// Default switch points; zero (always the large-message algorithms); the all-to-all allreduce
+/// at every size (its scratch on the heap too).
+fn tunings() -> [CollTuning; 3] {
+    [
+        CollTuning::default(),
+        CollTuning { bcast_split_min: 0, allreduce_split_min: 0, allreduce_exchange_max: 0 },
+        CollTuning { allreduce_exchange_max: usize::MAX, ..CollTuning::default() },
+    ]
 }
 
 /// Deterministic bytes that differ per rank and per position.
@@ -514,7 +519,7 @@ fn scan_and_exscan_are_prefixes_in_rank_order() {
 #[test]
 fn consecutive_collectives_do_not_mix_their_messages() {
     for size in SIZES {
-        let results = run_group(size, CollTuning { bcast_split_min: 0, allreduce_split_min: 0 }, |ch| {
+        let results = run_group(size, CollTuning { bcast_split_min: 0, allreduce_split_min: 0, allreduce_exchange_max: 0 }, |ch| {
             let mut outcome = Vec::new();
             for round in 0..3u8 {
                 let mut data = vec![round.wrapping_add(ch.rank() as u8); 64];
