@@ -11,7 +11,9 @@
 # Needs for Braid: `cargo build --release` (bin/braidcc, target/release/braid, libbraid.so).
 #
 # The implementations run INTERLEAVED so that drifting machine load hits all of them alike:
-# for each benchmark, for rep in 1..R: braid, openmpi, mpich.
+# for each benchmark, for rep in 1..R: braid, openmpi, mpich, in an order that rotates with rep,
+# so that no implementation always follows the same one (a run right after MPICH's spinning
+# 4-rank runs measured a few percent slower).
 # Launch settings: 2-rank runs are bound one rank per core (Braid --bind-to core, Open MPI
 # --bind-to core, MPICH -bind-to core); 4-rank runs oversubscribe the 2 cores and are not bound.
 # Open MPI runs as root need --allow-run-as-root and --oversubscribe; its shared-memory (vader)
@@ -36,7 +38,7 @@ while [ $# -gt 0 ]; do
     --impls) IMPLS="$2"; shift ;;
     --no-plots) PLOTS=0 ;;
     --only) ONLY="$2"; PLOTS=0; shift ;;
-    -h | --help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -110,7 +112,8 @@ echo "# compare.sh: mode=$MODE reps=$REPS implementations=${AVAILABLE[*]} cores=
 for entry in "${PLAN[@]}"; do
     read -r ranks args <<<"$entry"
     for rep in $(seq 1 "$REPS"); do
-        for impl in "${AVAILABLE[@]}"; do
+        for turn in $(seq 0 $((${#AVAILABLE[@]} - 1))); do
+            impl="${AVAILABLE[$(((rep + turn) % ${#AVAILABLE[@]}))]}"
             log="$WORK/run.log"
             # shellcheck disable=SC2046
             if timeout -k 5 "$RUN_TIMEOUT" $(launcher "$impl" "$ranks") "$WORK/osu-$impl" $args >"$log" 2>"$WORK/run.err" </dev/null; then
