@@ -71,6 +71,8 @@ pub struct Config {
     pub shm_inline_max: usize,
     pub shm_pool_buffers: usize,
     pub shm_pool_buffer_size: usize,
+    pub shm_handover_min: usize,
+    pub shm_handover_chunk: usize,
     pub eager_max: usize,
     pub cma: CmaMode,
     pub cma_chunk: usize,
@@ -105,6 +107,8 @@ impl Default for Config {
             shm_inline_max: 128,
             shm_pool_buffers: 32,
             shm_pool_buffer_size: 64 * 1024,
+            shm_handover_min: 8 * 1024,
+            shm_handover_chunk: 4 * 1024,
             eager_max: 32 * 1024,
             cma: CmaMode::Auto,
             cma_chunk: 1024 * 1024,
@@ -147,6 +151,8 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_SHM_INLINE_MAX", default: "128", meaning: "largest message (header included) copied through the ring cells; larger eager messages use the buffer pool" },
     Setting { variable: "BRAID_SHM_POOL_BUFFERS", default: "32", meaning: "buffers in each rank's shared send pool" },
     Setting { variable: "BRAID_SHM_POOL_BUFFER_SIZE", default: "65536", meaning: "bytes per pool buffer; also the chunk of the two-copy pipeline" },
+    Setting { variable: "BRAID_SHM_HANDOVER_MIN", default: "8192", meaning: "smallest pooled payload handed to the receiver while the sender still copies it in, so that the receiver's copy out runs alongside; larger than BRAID_SHM_POOL_BUFFER_SIZE: never" },
+    Setting { variable: "BRAID_SHM_HANDOVER_CHUNK", default: "4096", meaning: "bytes the sender copies between two publications of its progress in a handed-over payload (at least 64)" },
     Setting { variable: "BRAID_EAGER_MAX", default: "32768", meaning: "largest message sent eagerly; larger ones use rendezvous (CMA single copy or two-copy pipeline)" },
     Setting { variable: "BRAID_CMA", default: "auto", meaning: "auto | off: single-copy large messages with process_vm_readv (auto falls back on EPERM)" },
     Setting { variable: "BRAID_CMA_CHUNK", default: "1048576", meaning: "bytes per process_vm_readv call of the single-copy pipeline" },
@@ -227,6 +233,8 @@ impl Config {
         config.shm_inline_max = reader.number("BRAID_SHM_INLINE_MAX", config.shm_inline_max, 64)?;
         config.shm_pool_buffers = reader.number("BRAID_SHM_POOL_BUFFERS", config.shm_pool_buffers, 2)?;
         config.shm_pool_buffer_size = reader.number("BRAID_SHM_POOL_BUFFER_SIZE", config.shm_pool_buffer_size, 4096)?;
+        config.shm_handover_min = reader.number("BRAID_SHM_HANDOVER_MIN", config.shm_handover_min, 0)?;
+        config.shm_handover_chunk = reader.number("BRAID_SHM_HANDOVER_CHUNK", config.shm_handover_chunk, 64)?;
         config.eager_max = reader.number("BRAID_EAGER_MAX", config.eager_max, 0)?;
         config.cma = reader.choice("BRAID_CMA", config.cma, &[("auto", CmaMode::Auto), ("on", CmaMode::Auto), ("off", CmaMode::Off)])?;
         config.cma_chunk = reader.number("BRAID_CMA_CHUNK", config.cma_chunk, 4096)?;

@@ -49,7 +49,7 @@ use braid_pmi::Bootstrap;
 use braid_strategy::{Protocol, ProtocolPolicy, RendezvousPath, Route, Router};
 use braid_transport::selfloop::SelfTransport;
 use braid_transport::shm::ShmTransport;
-use braid_transport::{Capabilities, Incoming, PeerId, RemoteRegion, SendOutcome, Transport, TransportError};
+use braid_transport::{Capabilities, Incoming, Payload, PeerId, RemoteRegion, SendOutcome, Transport, TransportError};
 
 use frame::{batch_entries, Frame, Header, NetFrame, DATA_HEADER, EAGER_HEADER_MAX};
 use matching::{Body, Matching, Posted, Unexpected};
@@ -343,7 +343,7 @@ impl Core {
     #[inline(never)]
     fn on_any_frame(&mut self, incoming: Incoming<'_>) {
         let result = if NetFrame::is_network(incoming.header) {
-            self.handle_network(incoming.peer, incoming.header, incoming.payload)
+            self.handle_network(incoming.peer, incoming.header, incoming.payload.whole())
         } else {
             self.handle(incoming.peer, incoming.header, incoming.payload)
         };
@@ -353,7 +353,7 @@ impl Core {
     }
 
     #[inline]
-    fn handle(&mut self, peer: PeerId, header: &[u8], payload: &[u8]) -> Result<(), EngineError> {
+    fn handle(&mut self, peer: PeerId, header: &[u8], payload: Payload<'_>) -> Result<(), EngineError> {
         let frame = Frame::decode(header).ok_or_else(|| protocol_error(peer, "malformed header"))?;
         if self.router.route(peer) == Route::Rails {
             return Err(protocol_error(peer, "a frame without sequence number from a network peer"));
@@ -378,7 +378,7 @@ impl Core {
                         self.net.finish_transfer(peer, sender);
                         self.complete_send(peer, sender)
                     }
-                    frame => self.dispatch(peer, frame, payload),
+                    frame => self.dispatch(peer, frame, Payload::Complete(payload)),
                 }
             }
             NetFrame::Ack { ack } => self.net.acknowledged(peer, ack),
@@ -397,7 +397,7 @@ impl Core {
     }
 
     #[inline]
-    fn dispatch(&mut self, peer: PeerId, frame: Frame, payload: &[u8]) -> Result<(), EngineError> {
+    fn dispatch(&mut self, peer: PeerId, frame: Frame, payload: Payload<'_>) -> Result<(), EngineError> {
         match frame {
             Frame::Eager { context, tag } => self.arrive_eager(peer, context, tag, payload, None),
             Frame::EagerSync { context, tag, sender } => self.arrive_eager(peer, context, tag, payload, Some(sender)),
@@ -424,7 +424,7 @@ impl Core {
     }
 
     #[inline(always)]
-    fn arrive_eager(&mut self, peer: PeerId, context: u32, tag: i32, payload: &[u8], ack_to: Option<u32>) -> Result<(), EngineError> {
+    fn arrive_eager(&mut self, peer: PeerId, context: u32, tag: i32, payload: Payload<'_>, ack_to: Option<u32>) -> Result<(), EngineError> {
         match self.matching.take_posted(context, peer, tag) {
             Some(request) => {
                 self.deliver(request, peer, tag, payload)?;
@@ -438,21 +438,21 @@ impl Core {
     }
 
     #[cold]
-    fn store_unexpected(&mut self, peer: PeerId, context: u32, tag: i32, payload: &[u8], ack_to: Option<u32>) {
+    fn store_unexpected(&mut self, peer: PeerId, context: u32, tag: i32, payload: Payload<'_>, ack_to: Option<u32>) {
         let mut copy = self.spare_payloads.pop().unwrap_or_default();
         copy.clear();
-        copy.extend_from_slice(payload);
+        payload.append_to(&mut copy);
         self.matching.add_unexpected(context, Unexpected { source: peer, tag, body: Body::Eager { payload: copy, ack_to } });
     }
 
     /// Copies a whole message into receive `request` and completes it.
     #[inline(always)]
-    fn deliver(&mut self, request: u32, peer: PeerId, tag: i32, payload: &[u8]) -> Result<(), EngineError> {
+    fn deliver(&mut self, request: u32, peer: PeerId, tag: i32, payload: Payload<'_>) -> Result<(), EngineError> {
         let Some(Operation::Recv { buffer, .. }) = self.requests.get_mut(request).map(|slot| &mut slot.operation) else {
             return Err(protocol_error(peer, "matched a receive that does not exist"));
         };
         let count = payload.len().min(buffer.len());
-        buffer[..count].copy_from_slice(&payload[..count]);
+        payload.copy_front_to(&mut buffer[..count]);
         let truncated = payload.len() > count;
         self.requests.complete(request, Status { source: peer, tag, count, cancelled: false, truncated });
         Ok(())
@@ -601,7 +601,7 @@ impl Core {
         }
     }
 
-    fn arrive_data(&mut self, peer: PeerId, request: u32, offset: usize, payload: &[u8]) -> Result<(), EngineError> {
+    fn arrive_data(&mut self, peer: PeerId, request: u32, offset: usize, payload: Payload<'_>) -> Result<(), EngineError> {
         let Some(slot) = self.requests.get_mut(request) else {
             return Err(protocol_error(peer, "DATA for an unknown receive"));
         };
@@ -612,7 +612,7 @@ impl Core {
         let Some(end) = end else {
             return Err(protocol_error(peer, "DATA beyond the expected length"));
         };
-        buffer[offset..end].copy_from_slice(payload);
+        payload.copy_front_to(&mut buffer[offset..end]);
         self.add_received(peer, request, payload.len())
     }
 }
@@ -894,7 +894,7 @@ impl Engine {
         let Unexpected { source, tag, body } = message;
         match body {
             Body::Eager { payload, ack_to } => {
-                self.core.deliver(request, source, tag, &payload)?;
+                self.core.deliver(request, source, tag, Payload::Complete(&payload))?;
                 if self.core.spare_payloads.len() < SPARE_PAYLOADS {
                     self.core.spare_payloads.push(payload);
                 }

@@ -34,6 +34,13 @@ fn many_outstanding_sends_wait_for_ring_cells_and_pool_buffers() {
 }
 
 #[test]
+fn payloads_handed_over_while_written_arrive_intact_posted_or_not() {
+    // Every pooled payload, eager or a two-copy pipeline chunk, is read while being written.
+    let handover = Config { shm_handover_min: 0, shm_handover_chunk: 256, cma: CmaMode::Off, ..config() };
+    run_job(2, handover, scenarios::many_outstanding);
+}
+
+#[test]
 fn self_sends_of_every_size_arrive_posted_or_not() {
     run_job(1, config(), scenarios::self_sends);
 }

@@ -381,7 +381,12 @@ impl<T: Transport> Rank<T> {
     /// Polls once, appending to the inbox.
     pub fn poll(&mut self) -> usize {
         let inbox = &mut self.inbox;
-        self.transport.poll(&mut |frame| inbox.push(Received { peer: frame.peer, header: frame.header.to_vec(), payload: frame.payload.to_vec() }))
+        self.transport.poll(&mut |frame| {
+            // Read as the engine reads an eager payload: appended as it is written.
+            let mut payload = Vec::new();
+            frame.payload.append_to(&mut payload);
+            inbox.push(Received { peer: frame.peer, header: frame.header.to_vec(), payload })
+        })
     }
 
     /// Sends, polling (into the inbox) while the transport says `WouldBlock`.

@@ -51,7 +51,93 @@ pub enum SendOutcome {
 pub struct Incoming<'a> {
     pub peer: PeerId,
     pub header: &'a [u8],
-    pub payload: &'a [u8],
+    pub payload: Payload<'a>,
+}
+
+/// A payload still being written by its sender: its bytes become readable from the front.
+pub trait Filling {
+    /// Length of the whole payload.
+    fn len(&self) -> usize;
+    /// The written front of the payload, at least `at_least` bytes (at most `len`): waits for the
+    /// sender while fewer are written.
+    fn written(&self, at_least: usize) -> &[u8];
+}
+
+/// A frame's payload: complete, or handed over while the sender still writes it (the shared-memory
+/// transport does so for large pooled payloads, so that the receiver's copy out runs alongside the
+/// sender's copy in). Read it with [`Payload::copy_front_to`], [`Payload::append_to`] or
+/// [`Payload::whole`].
+#[derive(Clone, Copy)]
+pub enum Payload<'a> {
+    Complete(&'a [u8]),
+    Filling(&'a dyn Filling),
+}
+
+impl<'a> Payload<'a> {
+    #[inline]
+    pub fn len(&self) -> usize {
+        match self {
+            Payload::Complete(bytes) => bytes.len(),
+            Payload::Filling(filling) => filling.len(),
+        }
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The whole payload (waits until it is all written).
+    pub fn whole(&self) -> &'a [u8] {
+        match *self {
+            Payload::Complete(bytes) => bytes,
+            Payload::Filling(filling) => filling.written(filling.len()),
+        }
+    }
+
+    /// Copies the first `dest.len()` bytes (at most `len`) into `dest`, each part as soon as it is
+    /// written.
+    #[inline]
+    pub fn copy_front_to(&self, dest: &mut [u8]) {
+        match *self {
+            Payload::Complete(bytes) => dest.copy_from_slice(&bytes[..dest.len()]),
+            Payload::Filling(filling) => copy_while_filling(filling, dest),
+        }
+    }
+
+    /// Appends the whole payload to `out`, each part as soon as it is written.
+    pub fn append_to(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        out.resize(start + self.len(), 0);
+        self.copy_front_to(&mut out[start..]);
+    }
+}
+
+/// Off the small-message path: only large shared-memory payloads arrive while being written.
+#[inline(never)]
+fn copy_while_filling(filling: &dyn Filling, dest: &mut [u8]) {
+    let mut done = 0;
+    while done < dest.len() {
+        let written = filling.written(done + 1);
+        let end = written.len().min(dest.len());
+        dest[done..end].copy_from_slice(&written[done..end]);
+        done = end;
+    }
+}
+
+impl<'a> From<&'a [u8]> for Payload<'a> {
+    fn from(bytes: &'a [u8]) -> Payload<'a> {
+        Payload::Complete(bytes)
+    }
+}
+
+impl fmt::Debug for Payload<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Payload::Complete(bytes) => write!(f, "Complete({} bytes)", bytes.len()),
+            Payload::Filling(filling) => write!(f, "Filling({} bytes)", filling.len()),
+        }
+    }
 }
 
 /// Where a buffer lives, for a peer to read or write it directly (CMA).

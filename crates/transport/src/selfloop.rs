@@ -6,7 +6,7 @@ use std::io::IoSlice;
 
 use braid_pmi::Bootstrap;
 
-use crate::{Capabilities, Incoming, PeerId, Profile, SendOutcome, Transport, TransportError, MAX_HEADER};
+use crate::{Capabilities, Incoming, Payload, PeerId, Profile, SendOutcome, Transport, TransportError, MAX_HEADER};
 
 /// Recycled frame buffers kept for reuse; more are freed.
 const SPARE_BUFFERS: usize = 16;
@@ -36,7 +36,7 @@ impl SelfTransport {
         for _ in 0..ready {
             let Frame { bytes, header_len } = self.queue.pop_front().expect("counted frame");
             let (header, payload) = bytes.split_at(header_len);
-            deliver(Incoming { peer: rank, header, payload });
+            deliver(Incoming { peer: rank, header, payload: Payload::Complete(payload) });
             if self.spare.len() < SPARE_BUFFERS {
                 self.spare.push(bytes);
             }
@@ -122,7 +122,7 @@ mod tests {
             assert_eq!(outcome, SendOutcome::Sent);
         }
         let mut seen = Vec::new();
-        let count = transport.poll(&mut |frame| seen.push((frame.peer, frame.header.to_vec(), frame.payload.to_vec())));
+        let count = transport.poll(&mut |frame| seen.push((frame.peer, frame.header.to_vec(), frame.payload.whole().to_vec())));
         assert_eq!(count, 3);
         for (i, (peer, header, payload)) in seen.into_iter().enumerate() {
             let i = i as u8;

@@ -53,7 +53,7 @@ use braid_pmi::Bootstrap;
 use braid_sys::net::{self as sysnet, Poller};
 use braid_sys::{fd, process};
 
-use crate::{profile, Capabilities, FrameWriter, Incoming, PeerId, Profile, SendOutcome, Transport, TransportError, MAX_HEADER};
+use crate::{profile, Capabilities, FrameWriter, Incoming, Payload, PeerId, Profile, SendOutcome, Transport, TransportError, MAX_HEADER};
 
 pub use braid_sys::net::{rails, Rail};
 
@@ -225,7 +225,7 @@ impl Connection {
             deliver(Incoming {
                 peer: self.peer,
                 header: &self.received[header_start..payload_start],
-                payload: &self.received[payload_start..payload_start + payload_len],
+                payload: Payload::Complete(&self.received[payload_start..payload_start + payload_len]),
             });
             self.received_start += frame_len;
             delivered += 1;

@@ -34,6 +34,12 @@ fn shm_conforms_with_four_ranks_without_cma() {
 }
 
 #[test]
+fn shm_conforms_when_every_pooled_payload_is_handed_over_while_written() {
+    let config = Config { shm_handover_min: 0, shm_handover_chunk: 64, ..small_config() };
+    Suite::new("shm3h", 3, move |_, _| ShmTransport::new(&config).unwrap()).expect_backpressure().run_all();
+}
+
+#[test]
 fn shm_alone_on_its_node_reaches_nobody() {
     let results = Suite::new("shm1", 1, |_, _| ShmTransport::new(&Config::default()).unwrap()).run_job("alone", |me| {
         (me.peers(), me.transport.node_ranks().to_vec(), me.transport.prepare_sleep())

@@ -59,7 +59,7 @@ fn no_segment_file_survives_connect() {
     // The unlinked segments still carry frames.
     assert_eq!(ranks[2].0.try_send(0, b"after-unlink", &[IoSlice::new(&[1, 2, 3])]), Ok(SendOutcome::Sent));
     let mut got = Vec::new();
-    ranks[0].0.poll(&mut |frame| got.push((frame.peer, frame.header.to_vec(), frame.payload.to_vec())));
+    ranks[0].0.poll(&mut |frame| got.push((frame.peer, frame.header.to_vec(), frame.payload.whole().to_vec())));
     assert_eq!(got, vec![(2, b"after-unlink".to_vec(), vec![1, 2, 3])]);
 }
 

@@ -212,7 +212,7 @@ fn two_rails_carry_chunks_of_one_message() {
                 for (index, transport) in rails.iter_mut().enumerate() {
                     transport.poll(&mut |frame| {
                         let offset = u64::from_le_bytes(frame.header.try_into().unwrap()) as usize;
-                        received[offset..offset + frame.payload.len()].copy_from_slice(frame.payload);
+                        received[offset..offset + frame.payload.len()].copy_from_slice(frame.payload.whole());
                         filled += frame.payload.len();
                         per_rail[index] += frame.payload.len();
                     });
@@ -250,7 +250,7 @@ fn a_closed_peer_is_detected_by_poll_after_its_last_frames() {
         let deadline = Instant::now() + DEADLINE;
         let mut frames = Vec::new();
         while tcp.reaches(1) {
-            tcp.poll(&mut |frame| frames.push((frame.header.to_vec(), frame.payload.to_vec())));
+            tcp.poll(&mut |frame| frames.push((frame.header.to_vec(), frame.payload.whole().to_vec())));
             assert!(Instant::now() < deadline, "the closed peer was not noticed");
         }
         let headers: Vec<_> = frames.iter().map(|(header, _)| header.clone()).collect();

@@ -17,7 +17,7 @@ use braid_config::Config;
 use braid_engine::Engine;
 use braid_pmi::threads::ThreadBootstrap;
 use braid_pmi::Bootstrap;
-use braid_transport::{Capabilities, Incoming, PeerId, Profile, RemoteRegion, SendOutcome, Transport, TransportError};
+use braid_transport::{Capabilities, Incoming, Payload, PeerId, Profile, RemoteRegion, SendOutcome, Transport, TransportError};
 
 /// What the channel transport offers for remote reads and writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -231,7 +231,7 @@ impl Transport for ChannelTransport {
         std::mem::swap(&mut self.arrived, &mut self.net.inboxes[self.rank as usize].frames.lock().unwrap());
         let count = self.arrived.len();
         while let Some(frame) = self.arrived.pop_front() {
-            deliver(Incoming { peer: frame.source, header: &frame.header, payload: &frame.payload });
+            deliver(Incoming { peer: frame.source, header: &frame.header, payload: Payload::Complete(&frame.payload) });
             self.net.pair(frame.source, self.rank).fetch_sub(1, Ordering::SeqCst);
         }
         count
@@ -340,7 +340,7 @@ impl Transport for LoopTransport {
     fn poll(&mut self, deliver: &mut dyn FnMut(Incoming<'_>)) -> usize {
         let count = self.frames.len();
         for (header, payload) in std::mem::take(&mut self.frames) {
-            deliver(Incoming { peer: self.rank, header: &header, payload: &payload });
+            deliver(Incoming { peer: self.rank, header: &header, payload: Payload::Complete(&payload) });
         }
         count
     }

@@ -13,7 +13,7 @@ use braid_config::Config;
 use braid_engine::Engine;
 use braid_pmi::threads::ThreadBootstrap;
 use braid_pmi::Bootstrap;
-use braid_transport::{Capabilities, Incoming, PeerId, Profile, SendOutcome, Transport, TransportError};
+use braid_transport::{Capabilities, Incoming, Payload, PeerId, Profile, SendOutcome, Transport, TransportError};
 
 use super::{concat, unique_job_name, ChannelNet, ChannelOptions, ChannelTransport, LoopTransport};
 
@@ -199,7 +199,7 @@ impl Transport for RailTransport {
         std::mem::swap(&mut self.arrived, &mut rail.inboxes[self.rank as usize].lock().unwrap());
         let count = self.arrived.len();
         while let Some((source, header, payload)) = self.arrived.pop_front() {
-            deliver(Incoming { peer: source, header: &header, payload: &payload });
+            deliver(Incoming { peer: source, header: &header, payload: Payload::Complete(&payload) });
             rail.in_flight[(source * self.net.size + self.rank) as usize].fetch_sub(1, Ordering::SeqCst);
         }
         count

@@ -2,6 +2,11 @@
 //! large for the ring cells. Each buffer has a state word on its own cache line: only the sender
 //! marks a buffer busy, only the receiver of the frame that carried it marks it free again, so no
 //! read-modify-write is needed.
+//!
+//! A large payload may be handed over before it is written: the sender publishes the descriptor,
+//! then copies the payload in chunks and after each one stores how many bytes are written (the
+//! buffer's `written` word, Release); the receiver copies out what is written (Acquire) while the
+//! sender writes the rest, so the two copies overlap.
 
 use std::io::IoSlice;
 use std::ptr::NonNull;
@@ -14,7 +19,13 @@ const BUSY: u32 = 1;
 #[repr(C, align(64))]
 pub struct BufferState {
     busy: AtomicU32,
+    /// Bytes of a payload being handed over while written (see `fill_handed_over`).
+    written: AtomicU32,
 }
+
+/// Polls of a `written` word that saw no progress before a waiting receiver yields its core: the
+/// writer may have been descheduled (an oversubscribed node).
+const SPINS_BEFORE_YIELD: u32 = 1 << 12;
 
 /// Where a pool lives (in a mapped segment).
 #[derive(Clone, Copy)]
@@ -37,10 +48,14 @@ impl PoolView {
         PoolView { states, buffers, count, buffer_size }
     }
 
-    fn state(&self, index: usize) -> &AtomicU32 {
+    fn buffer_state(&self, index: usize) -> &BufferState {
         assert!(index < self.count, "pool buffer {index} out of range");
         // SAFETY: index checked against the array length given to `new`.
-        unsafe { &(*self.states.as_ptr().add(index)).busy }
+        unsafe { &*self.states.as_ptr().add(index) }
+    }
+
+    fn state(&self, index: usize) -> &AtomicU32 {
+        &self.buffer_state(index).busy
     }
 
     /// Sender: takes a free buffer, searching from `cursor` (advanced past the one taken).
@@ -78,6 +93,59 @@ impl PoolView {
         offset
     }
 
+    /// Sender: before the descriptor of a payload handed over while written is published.
+    pub fn start_handover(&self, index: usize) {
+        assert_eq!(self.state(index).load(Ordering::Relaxed), BUSY, "handing over a buffer that was not acquired");
+        // Relaxed: the descriptor's publication (Release) orders it before the receiver's reads.
+        self.buffer_state(index).written.store(0, Ordering::Relaxed);
+    }
+
+    /// Sender: after `start_handover` and the descriptor's publication, copies `payload` into
+    /// buffer `index` in chunks of `chunk` bytes, publishing the count written after each.
+    pub fn fill_handed_over(&self, index: usize, payload: &[IoSlice<'_>], chunk: usize) -> usize {
+        self.fill_handed_over_paced(index, payload, chunk, |_| {})
+    }
+
+    /// `fill_handed_over`, calling `after_chunk(bytes written)` after each publication (tests
+    /// pace the writer with it).
+    fn fill_handed_over_paced(&self, index: usize, payload: &[IoSlice<'_>], chunk: usize, mut after_chunk: impl FnMut(usize)) -> usize {
+        let len: usize = payload.iter().map(|slice| slice.len()).sum();
+        assert!(len <= self.buffer_size && len <= u32::MAX as usize, "payload exceeds the pool buffer");
+        let written = &self.buffer_state(index).written;
+        let mut offset = 0;
+        for slice in payload {
+            let mut done = 0;
+            while done < slice.len() {
+                let part = (slice.len() - done).min(chunk.max(1));
+                // SAFETY: in buffer `index` (the total was checked above), which this sender owns
+                // until the receiver releases it; the receiver reads only below `written`, which
+                // is published after these bytes.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(slice.as_ptr().add(done), self.buffers.as_ptr().add(index * self.buffer_size + offset), part);
+                }
+                done += part;
+                offset += part;
+                written.store(offset as u32, Ordering::Release);
+                after_chunk(offset);
+            }
+        }
+        offset
+    }
+
+    /// Receiver: buffer `index`, carrying a payload of `len` bytes that its sender is still
+    /// writing.
+    ///
+    /// # Safety
+    /// As for [`PoolView::payload`]: the descriptor was read, and the handle is not used after
+    /// the buffer's release.
+    pub unsafe fn handed_over(&self, index: usize, len: usize) -> HandedOver<'_> {
+        assert!(index < self.count && len <= self.buffer_size, "pool descriptor out of range");
+        let written = &self.buffer_state(index).written;
+        // SAFETY: in bounds (checked above).
+        let start = unsafe { self.buffers.as_ptr().add(index * self.buffer_size) };
+        HandedOver { start, len, written, _pool: std::marker::PhantomData }
+    }
+
     /// Receiver: the first `len` bytes of buffer `index`, carried by a frame just read.
     ///
     /// # Safety
@@ -96,6 +164,38 @@ impl PoolView {
     }
 }
 
+/// A payload in a pool buffer that its sender is still writing (see the module comment).
+pub struct HandedOver<'a> {
+    start: *const u8,
+    len: usize,
+    written: &'a AtomicU32,
+    _pool: std::marker::PhantomData<&'a PoolView>,
+}
+
+impl crate::Filling for HandedOver<'_> {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn written(&self, at_least: usize) -> &[u8] {
+        let at_least = at_least.min(self.len);
+        let mut idle = 0u32;
+        loop {
+            // Acquire: the bytes below the count were written before it was published.
+            let written = (self.written.load(Ordering::Acquire) as usize).min(self.len);
+            if written >= at_least {
+                // SAFETY: the first `written` bytes are in the buffer (`handed_over` checked the
+                // length) and their writer published them and no longer touches them.
+                return unsafe { std::slice::from_raw_parts(self.start, written) };
+            }
+            idle += 1;
+            if idle >= SPINS_BEFORE_YIELD {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,7 +207,7 @@ mod tests {
 
     impl HeapPool {
         fn new(count: usize, size: usize) -> HeapPool {
-            HeapPool { states: (0..count).map(|_| BufferState { busy: AtomicU32::new(FREE) }).collect(), bytes: vec![0; count * size] }
+            HeapPool { states: (0..count).map(|_| BufferState { busy: AtomicU32::new(FREE), written: AtomicU32::new(0) }).collect(), bytes: vec![0; count * size] }
         }
 
         fn view(&mut self, size: usize) -> PoolView {
@@ -131,6 +231,57 @@ mod tests {
         pool.release(1);
         assert_eq!(pool.acquire(&mut cursor), Some(1));
         assert_eq!(pool.acquire(&mut cursor), None);
+    }
+
+    #[test]
+    fn a_handed_over_payload_is_read_while_it_is_written() {
+        use crate::Filling;
+        use std::sync::atomic::AtomicBool;
+        const SIZE: usize = 1 << 16;
+        const CHUNK: usize = 64;
+        let mut memory = HeapPool::new(1, SIZE);
+        let pool = memory.view(SIZE);
+        for (round, len) in [65usize, 4096, 40_000, SIZE].into_iter().enumerate() {
+            let message: Vec<u8> = (0..len).map(|i| (i * 7 + round) as u8).collect();
+            let index = pool.acquire(&mut 0).unwrap();
+            pool.start_handover(index);
+            let (published, first_look_taken) = (&AtomicBool::new(false), &AtomicBool::new(false));
+            let (first_look, received) = std::thread::scope(|scope| {
+                let receiver = scope.spawn(move || {
+                    while !published.load(Ordering::Acquire) {
+                        std::thread::yield_now();
+                    }
+                    // SAFETY: the "descriptor" (published) was read; the handle is dropped
+                    // before the release below.
+                    let filling = unsafe { pool.handed_over(index, len) };
+                    let first_look = filling.written(1).len();
+                    first_look_taken.store(true, Ordering::Release);
+                    let mut out = Vec::new();
+                    crate::Payload::Filling(&filling).append_to(&mut out);
+                    (first_look, out)
+                });
+                published.store(true, Ordering::Release);
+                // The writer stops after its first chunk until the reader has looked, then goes
+                // on slowly, so the reader's copy runs into bytes not yet written.
+                let mut publications = 0;
+                let pace = |written: usize| {
+                    publications += 1;
+                    if publications == 1 {
+                        while !first_look_taken.load(Ordering::Acquire) {
+                            std::thread::yield_now();
+                        }
+                    } else if written % (8 * CHUNK) == 0 {
+                        std::thread::sleep(std::time::Duration::from_micros(50));
+                    }
+                };
+                let parts = [IoSlice::new(&message[..len / 3]), IoSlice::new(&message[len / 3..])];
+                assert_eq!(pool.fill_handed_over_paced(index, &parts, CHUNK, pace), len);
+                receiver.join().unwrap()
+            });
+            assert_eq!(first_look, CHUNK.min(len / 3), "round {round}: the reader saw more than was written");
+            assert!(received == message, "round {round}: {len} bytes arrived altered");
+            pool.release(index);
+        }
     }
 
     #[test]

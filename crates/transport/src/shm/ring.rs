@@ -187,6 +187,12 @@ impl Producer {
         self.tail + cells as u64 - self.cached_head <= capacity
     }
 
+    /// Whether the consumer has released every frame published so far (it is likely waiting).
+    pub fn is_drained(&mut self) -> bool {
+        self.cached_head = self.ring.consumed().load(Ordering::Acquire);
+        self.cached_head == self.tail
+    }
+
     /// Writes one frame of `data_len` bytes, which `fill` supplies through the writer, and
     /// publishes it. `has_room(frame_cells(data_len))` must have returned true.
     #[inline]
