@@ -125,12 +125,6 @@ fn copy_while_filling(filling: &dyn Filling, dest: &mut [u8]) {
     }
 }
 
-impl<'a> From<&'a [u8]> for Payload<'a> {
-    fn from(bytes: &'a [u8]) -> Payload<'a> {
-        Payload::Complete(bytes)
-    }
-}
-
 impl fmt::Debug for Payload<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
