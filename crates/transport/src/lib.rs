@@ -58,6 +58,9 @@ pub struct Incoming<'a> {
 pub trait Filling {
     /// Length of the whole payload.
     fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
     /// The written front of the payload, at least `at_least` bytes (at most `len`): waits for the
     /// sender while fewer are written.
     fn written(&self, at_least: usize) -> &[u8];
