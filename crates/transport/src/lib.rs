@@ -110,9 +110,14 @@ impl<'a> Payload<'a> {
 
     /// Appends the whole payload to `out`, each part as soon as it is written.
     pub fn append_to(&self, out: &mut Vec<u8>) {
-        let start = out.len();
-        out.resize(start + self.len(), 0);
-        self.copy_front_to(&mut out[start..]);
+        match *self {
+            Payload::Complete(bytes) => out.extend_from_slice(bytes),
+            Payload::Filling(filling) => {
+                let start = out.len();
+                out.resize(start + filling.len(), 0);
+                copy_while_filling(filling, &mut out[start..]);
+            }
+        }
     }
 }
 

@@ -75,22 +75,43 @@ impl PoolView {
         None
     }
 
+    /// First byte of buffer `index`.
+    fn buffer_start(&self, index: usize) -> *mut u8 {
+        assert!(index < self.count, "pool buffer {index} out of range");
+        // SAFETY: index checked; the buffers region holds `count` buffers (see `new`).
+        unsafe { self.buffers.as_ptr().add(index * self.buffer_size) }
+    }
+
+    /// Copies `payload` into buffer `index` in parts of at most `part_max` bytes, calling
+    /// `after_part(bytes copied so far)` after each; returns the number of bytes.
+    #[inline]
+    fn copy_in(&self, index: usize, payload: &[IoSlice<'_>], part_max: usize, mut after_part: impl FnMut(usize)) -> usize {
+        let len: usize = payload.iter().map(|slice| slice.len()).sum();
+        assert!(len <= self.buffer_size, "payload exceeds the pool buffer");
+        let start = self.buffer_start(index);
+        let mut offset = 0;
+        for slice in payload {
+            let mut done = 0;
+            while done < slice.len() {
+                let part = (slice.len() - done).min(part_max);
+                // SAFETY: the destination lies inside buffer `index` (the total was checked
+                // above), which this sender owns between `acquire` and the receiver's release;
+                // a receiver of a handed-over payload reads only what `after_part` published.
+                // The source is a caller's slice, never a busy pool buffer: no overlap.
+                unsafe { std::ptr::copy_nonoverlapping(slice.as_ptr().add(done), start.add(offset), part) };
+                done += part;
+                offset += part;
+                after_part(offset);
+            }
+        }
+        offset
+    }
+
     /// Sender: copies `payload` into buffer `index` (acquired, not yet handed over); returns the
     /// number of bytes, which must fit in a buffer.
     pub fn fill(&self, index: usize, payload: &[IoSlice<'_>]) -> usize {
         assert_eq!(self.state(index).load(Ordering::Relaxed), BUSY, "filling a buffer that was not acquired");
-        let mut offset = 0;
-        for slice in payload {
-            assert!(offset + slice.len() <= self.buffer_size, "payload exceeds the pool buffer");
-            // SAFETY: the destination range lies inside buffer `index` (checked above), which this
-            // sender owns between `acquire` and the frame's publication; the source is a caller's
-            // slice, never a busy pool buffer, so the ranges do not overlap.
-            unsafe {
-                std::ptr::copy_nonoverlapping(slice.as_ptr(), self.buffers.as_ptr().add(index * self.buffer_size + offset), slice.len());
-            }
-            offset += slice.len();
-        }
-        offset
+        self.copy_in(index, payload, usize::MAX, |_| {})
     }
 
     /// Sender: before the descriptor of a payload handed over while written is published.
@@ -109,27 +130,13 @@ impl PoolView {
     /// `fill_handed_over`, calling `after_chunk(bytes written)` after each publication (tests
     /// pace the writer with it).
     fn fill_handed_over_paced(&self, index: usize, payload: &[IoSlice<'_>], chunk: usize, mut after_chunk: impl FnMut(usize)) -> usize {
-        let len: usize = payload.iter().map(|slice| slice.len()).sum();
-        assert!(len <= self.buffer_size && len <= u32::MAX as usize, "payload exceeds the pool buffer");
+        assert!(payload.iter().map(|slice| slice.len()).sum::<usize>() <= u32::MAX as usize, "payload exceeds the pool buffer");
         let written = &self.buffer_state(index).written;
-        let mut offset = 0;
-        for slice in payload {
-            let mut done = 0;
-            while done < slice.len() {
-                let part = (slice.len() - done).min(chunk.max(1));
-                // SAFETY: in buffer `index` (the total was checked above), which this sender owns
-                // until the receiver releases it; the receiver reads only below `written`, which
-                // is published after these bytes.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(slice.as_ptr().add(done), self.buffers.as_ptr().add(index * self.buffer_size + offset), part);
-                }
-                done += part;
-                offset += part;
-                written.store(offset as u32, Ordering::Release);
-                after_chunk(offset);
-            }
-        }
-        offset
+        self.copy_in(index, payload, chunk.max(1), |offset| {
+            // Release: the bytes below `offset` are written before the count says so.
+            written.store(offset as u32, Ordering::Release);
+            after_chunk(offset);
+        })
     }
 
     /// Receiver: buffer `index`, carrying a payload of `len` bytes that its sender is still
@@ -139,11 +146,8 @@ impl PoolView {
     /// As for [`PoolView::payload`]: the descriptor was read, and the handle is not used after
     /// the buffer's release.
     pub unsafe fn handed_over(&self, index: usize, len: usize) -> HandedOver<'_> {
-        assert!(index < self.count && len <= self.buffer_size, "pool descriptor out of range");
-        let written = &self.buffer_state(index).written;
-        // SAFETY: in bounds (checked above).
-        let start = unsafe { self.buffers.as_ptr().add(index * self.buffer_size) };
-        HandedOver { start, len, written, _pool: std::marker::PhantomData }
+        assert!(len <= self.buffer_size, "pool descriptor out of range");
+        HandedOver { start: self.buffer_start(index), len, written: &self.buffer_state(index).written, _pool: std::marker::PhantomData }
     }
 
     /// Receiver: the first `len` bytes of buffer `index`, carried by a frame just read.
@@ -152,9 +156,10 @@ impl PoolView {
     /// The frame that named `index` must have been read (Acquire on its stamp) and the slice must
     /// not be used after [`PoolView::release`] of the same buffer.
     pub unsafe fn payload(&self, index: usize, len: usize) -> &[u8] {
-        assert!(index < self.count && len <= self.buffer_size, "pool descriptor out of range");
-        // SAFETY: in bounds (checked); the sender does not write the buffer until it is released.
-        unsafe { std::slice::from_raw_parts(self.buffers.as_ptr().add(index * self.buffer_size), len) }
+        assert!(len <= self.buffer_size, "pool descriptor out of range");
+        // SAFETY: in bounds (`buffer_start` checks the index, the length is checked above); the
+        // sender does not write the buffer until it is released.
+        unsafe { std::slice::from_raw_parts(self.buffer_start(index), len) }
     }
 
     /// Receiver: hands buffer `index` back to its sender.
