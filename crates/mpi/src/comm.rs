@@ -11,23 +11,22 @@
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use std::sync::Arc;
 
-use braid_engine::{RequestId, SendMode, Source, TagSelector};
 
-use crate::coll::{algorithms, CollChannel, CollTuning};
+use crate::coll::{algorithms, CollTuning};
 use crate::consts::*;
 use crate::error::{error, finish, MpiError, MpiResult};
 use crate::group::{self, store, Members};
-use crate::runtime::{self, engine_error};
+use crate::runtime;
 use crate::topo::Cartesian;
 
 /// The largest tag a program may use (the MPI_TAG_UB attribute).
 pub const TAG_UB: c_int = c_int::MAX;
-/// The tag of every collective message (collectives have their own context, and the order of
-/// messages between two ranks is preserved, so one tag is enough).
-const COLL_TAG: i32 = 0;
+/// Collective tags wrap within this mask (non-negative i32s): only the collectives in flight at
+/// once on one communicator need different tags.
+const COLL_TAG_MASK: u32 = 0x3FFF_FFFF;
 /// Keyvals created by MPI_Comm_create_keyval start here (below are the predefined ones).
 const FIRST_USER_KEYVAL: c_int = 16;
 
@@ -51,6 +50,8 @@ pub struct CommShared {
     pub coll_context: u32,
     /// `(job rank, communicator rank)` sorted by job rank; empty when members[i] == i.
     by_job_rank: Vec<(u32, u32)>,
+    /// Collectives started on this communicator: the next one's tag on the collective context.
+    coll_sequence: AtomicU32,
 }
 
 impl CommShared {
@@ -60,12 +61,20 @@ impl CommShared {
         let identity = members.iter().enumerate().all(|(i, &m)| m == i as u32);
         let mut by_job_rank: Vec<(u32, u32)> = if identity { Vec::new() } else { members.iter().enumerate().map(|(i, &m)| (m, i as u32)).collect() };
         by_job_rank.sort_unstable();
-        CommShared { members, rank, p2p_context: 2 * context_id, coll_context: 2 * context_id + 1, by_job_rank }
+        CommShared { members, rank, p2p_context: 2 * context_id, coll_context: 2 * context_id + 1, by_job_rank, coll_sequence: AtomicU32::new(0) }
     }
 
     #[inline]
     pub fn size(&self) -> usize {
         self.members.len()
+    }
+
+    /// The tag of the next collective on this communicator (every member starts its collectives
+    /// in the same order, so the n-th has the same tag everywhere).
+    pub fn next_coll_tag(&self) -> i32 {
+        let sequence = self.coll_sequence.load(Ordering::Relaxed);
+        self.coll_sequence.store(sequence.wrapping_add(1), Ordering::Relaxed);
+        (sequence & COLL_TAG_MASK) as i32
     }
 
     #[inline]
@@ -234,183 +243,6 @@ fn invalid_comm(comm: MPI_Comm) -> MpiError {
     error(MPI_COMM_WORLD, MPI_ERR_COMM, detail)
 }
 
-/// Point-to-point on a communicator's collective context (ranks are communicator ranks).
-pub struct CommChannel {
-    shared: Arc<CommShared>,
-    tuning: CollTuning,
-}
-
-impl CommChannel {
-    pub fn new(shared: Arc<CommShared>, tuning: CollTuning) -> CommChannel {
-        CommChannel { shared, tuning }
-    }
-
-    fn peer(&self, rank: usize) -> Result<u32, i32> {
-        if rank < self.shared.size() {
-            Ok(self.shared.job_rank(rank as u32))
-        } else {
-            Err(MPI_ERR_RANK)
-        }
-    }
-}
-
-/// The channel the collectives of `comm` run on.
-pub fn coll_channel(comm: MPI_Comm) -> Result<CommChannel, c_int> {
-    runtime::with(|rt| Ok(CommChannel::new(rt.comms.get(comm)?.shared.clone(), rt.tuning))).map_err(|e| e.class)
-}
-
-/// Lends `data` to the engine as 'static.
-///
-/// # Safety
-/// The caller waits for the engine request that uses the slice before `data`'s borrow ends.
-unsafe fn lend(data: &[u8]) -> &'static [u8] {
-    // SAFETY: same pointer and length; the caller keeps the memory alive until the engine is done.
-    unsafe { std::slice::from_raw_parts(data.as_ptr(), data.len()) }
-}
-
-/// Lends `buffer` to the engine as 'static.
-///
-/// # Safety
-/// As for [`lend`].
-unsafe fn lend_mut(buffer: &mut [u8]) -> &'static mut [u8] {
-    // SAFETY: same pointer and length; exclusive for the duration of the request.
-    unsafe { std::slice::from_raw_parts_mut(buffer.as_mut_ptr(), buffer.len()) }
-}
-
-fn channel_failure(e: braid_engine::EngineError) -> i32 {
-    engine_error(MPI_COMM_WORLD, e).class
-}
-
-impl CollChannel for CommChannel {
-    fn rank(&self) -> usize {
-        self.shared.rank as usize
-    }
-
-    fn size(&self) -> usize {
-        self.shared.size()
-    }
-
-    fn send(&mut self, dest: usize, data: &[u8]) -> Result<(), i32> {
-        let job = self.peer(dest)?;
-        let context = self.shared.coll_context;
-        runtime::with(|rt| {
-            // A small message the transport takes at once needs no request.
-            match rt.engine.try_send_now(data, job, COLL_TAG, context) {
-                Ok(true) => return Ok(Ok(())),
-                Ok(false) => {}
-                Err(e) => return Ok(Err(channel_failure(e))),
-            }
-            // SAFETY: the request is waited for before this function returns.
-            let request = rt.engine.isend(unsafe { lend(data) }, job, COLL_TAG, context, SendMode::Standard);
-            Ok(request.and_then(|id| rt.engine.wait(id)).map(|_| ()).map_err(channel_failure))
-        })
-        .map_err(|e| e.class)?
-    }
-
-    fn recv(&mut self, source: usize, buffer: &mut [u8]) -> Result<(), i32> {
-        let job = self.peer(source)?;
-        let context = self.shared.coll_context;
-        runtime::with(|rt| {
-            // SAFETY: the request is waited for before this function returns.
-            let request = rt.engine.irecv(unsafe { lend_mut(buffer) }, Source::Rank(job), TagSelector::Tag(COLL_TAG), context);
-            Ok(request.and_then(|id| rt.engine.wait(id)).map_err(channel_failure).and_then(check_truncation))
-        })
-        .map_err(|e| e.class)?
-    }
-
-    fn sendrecv(&mut self, dest: usize, data: &[u8], source: usize, buffer: &mut [u8]) -> Result<(), i32> {
-        let to = self.peer(dest)?;
-        let from = self.peer(source)?;
-        let context = self.shared.coll_context;
-        runtime::with(|rt| {
-            let engine = &mut rt.engine;
-            let mut exchange = || -> Result<(RequestId, Option<RequestId>), braid_engine::EngineError> {
-                // SAFETY: both requests are waited for before this function returns.
-                let receive = engine.irecv(unsafe { lend_mut(buffer) }, Source::Rank(from), TagSelector::Tag(COLL_TAG), context)?;
-                // A small message the transport takes at once needs no send request.
-                if engine.try_send_now(data, to, COLL_TAG, context)? {
-                    return Ok((receive, None));
-                }
-                // SAFETY: as above.
-                let send = engine.isend(unsafe { lend(data) }, to, COLL_TAG, context, SendMode::Standard)?;
-                Ok((receive, Some(send)))
-            };
-            let outcome = exchange().and_then(|(receive, send)| {
-                let received = engine.wait(receive)?;
-                if let Some(send) = send {
-                    engine.wait(send)?;
-                }
-                Ok(received)
-            });
-            Ok(outcome.map_err(channel_failure).and_then(check_truncation))
-        })
-        .map_err(|e| e.class)?
-    }
-
-    fn exchange_all(&mut self, data: &[u8], all: &mut [u8]) -> Result<(), i32> {
-        let (rank, size, len) = (self.rank(), self.size(), data.len());
-        if size > EXCHANGE_ALL_MAX || all.len() != len * size {
-            return crate::coll::pairwise_exchange_all(self, data, all);
-        }
-        let mut peers = [0u32; EXCHANGE_ALL_MAX];
-        for (index, peer) in peers[..size].iter_mut().enumerate() {
-            *peer = self.peer(index)?;
-        }
-        let context = self.shared.coll_context;
-        runtime::with(|rt| {
-            let engine = &mut rt.engine;
-            let mut receives = [None; EXCHANGE_ALL_MAX];
-            let mut sends = [None; EXCHANGE_ALL_MAX];
-            let mut exchange = || -> Result<bool, braid_engine::EngineError> {
-                for (source, block) in all.chunks_exact_mut(len.max(1)).enumerate().filter(|&(source, _)| source != rank) {
-                    // SAFETY: every request is waited for before this function returns, and the
-                    // blocks are disjoint.
-                    let request = engine.irecv(unsafe { lend_mut(block) }, Source::Rank(peers[source]), TagSelector::Tag(COLL_TAG), context)?;
-                    receives[source] = Some(request);
-                }
-                if len == 0 {
-                    for (source, slot) in receives[..size].iter_mut().enumerate().filter(|&(source, _)| source != rank) {
-                        // SAFETY: as above; an empty buffer is never written.
-                        *slot = Some(engine.irecv(unsafe { lend_mut(&mut []) }, Source::Rank(peers[source]), TagSelector::Tag(COLL_TAG), context)?);
-                    }
-                }
-                for step in 1..size {
-                    let dest = (rank + step) % size;
-                    if !engine.try_send_now(data, peers[dest], COLL_TAG, context)? {
-                        // SAFETY: as above.
-                        sends[dest] = Some(engine.isend(unsafe { lend(data) }, peers[dest], COLL_TAG, context, SendMode::Standard)?);
-                    }
-                }
-                let mut truncated = false;
-                for request in receives.iter_mut().filter_map(Option::take) {
-                    truncated |= engine.wait(request)?.truncated;
-                }
-                for request in sends.iter_mut().filter_map(Option::take) {
-                    engine.wait(request)?;
-                }
-                Ok(truncated)
-            };
-            Ok(exchange().map_err(channel_failure).and_then(|truncated| if truncated { Err(MPI_ERR_TRUNCATE) } else { Ok(()) }))
-        })
-        .map_err(|e| e.class)?
-    }
-
-    fn tuning(&self) -> CollTuning {
-        self.tuning
-    }
-}
-
-/// Most ranks [`CommChannel::exchange_all`] posts every receive for at once.
-const EXCHANGE_ALL_MAX: usize = 16;
-
-fn check_truncation(status: braid_engine::Status) -> Result<(), i32> {
-    if status.truncated {
-        Err(MPI_ERR_TRUNCATE)
-    } else {
-        Ok(())
-    }
-}
-
 /// The parent's shared part, its error handler and the collective tuning.
 fn parent_of(comm: MPI_Comm) -> MpiResult<(Arc<CommShared>, MPI_Errhandler, CollTuning, u32)> {
     runtime::with(|rt| {
@@ -423,8 +255,9 @@ fn parent_of(comm: MPI_Comm) -> MpiResult<(Arc<CommShared>, MPI_Errhandler, Coll
 fn allgather_words(comm: MPI_Comm, parent: &Arc<CommShared>, tuning: CollTuning, words: &[u32]) -> MpiResult<Vec<u32>> {
     let mine: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     let mut all = vec![0u8; mine.len() * parent.size()];
-    let mut channel = CommChannel::new(parent.clone(), tuning);
-    algorithms::allgather(&mut channel, &mine, &mut all).map_err(|class| error(comm, class, "agreeing on a new communicator failed"))?;
+    let _ = tuning;
+    let (mine_ref, all_ref) = (&mine, &mut all);
+    crate::coll::abi::run_internal(comm, |port| async move { algorithms::allgather(&port, mine_ref, all_ref).await }).map_err(|e| error(comm, e.class, format!("agreeing on a new communicator failed: {}", e.detail)))?;
     Ok(all.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
 }
 
