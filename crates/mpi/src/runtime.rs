@@ -33,6 +33,8 @@ pub struct Runtime {
     pub requests: RequestTable,
     pub infos: InfoTable,
     pub tuning: CollTuning,
+    /// What blocking collectives reuse between calls.
+    pub coll_spare: crate::coll::drive::Spare,
     pub thread_level: c_int,
     main_thread: ThreadId,
 }
@@ -129,6 +131,7 @@ fn initialize(required: c_int) -> MpiResult<c_int> {
         requests: RequestTable::new(),
         infos: InfoTable::new(),
         tuning: CollTuning::from_config(&config),
+        coll_spare: Default::default(),
         thread_level: provided,
         main_thread: std::thread::current().id(),
     };

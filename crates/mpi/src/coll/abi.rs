@@ -30,7 +30,7 @@ use crate::datatype;
 use crate::error::{error, finish, MpiError, MpiResult};
 use crate::op::{reduction, Reduction};
 use crate::request::Pending;
-use crate::runtime::{self, engine_error};
+use crate::runtime::{self, engine_error, Runtime};
 
 /// What a collective's schedule returns: an MPI error class on failure.
 type Outcome = Result<(), i32>;
@@ -64,12 +64,10 @@ pub(crate) struct Start {
 }
 
 impl Start {
-    fn new(comm: MPI_Comm) -> MpiResult<Start> {
-        runtime::with(|rt| {
-            let shared = rt.comms.get(comm).map_err(|e| error(comm, e.class, e.detail))?.shared.clone();
-            let port = Rc::new(Port::new(shared.rank as usize, shared.size(), rt.tuning));
-            Ok(Start { comm, shared, port })
-        })
+    fn new(rt: &mut Runtime, comm: MPI_Comm) -> MpiResult<Start> {
+        let shared = rt.comms.get(comm).map_err(|e| error(comm, e.class, e.detail))?.shared.clone();
+        let port = rt.coll_spare.port(shared.rank as usize, shared.size(), rt.tuning);
+        Ok(Start { comm, shared, port })
     }
 
     fn rank(&self) -> usize {
@@ -86,18 +84,21 @@ impl Start {
 
     /// Takes the collective's tag: every member starts the communicator's collectives in the same
     /// order, so the n-th one has the same tag everywhere. Taken only once the arguments passed.
-    fn route(&self) -> Route {
-        Route { shared: self.shared.clone(), tag: self.shared.next_coll_tag() }
+    fn into_route(self) -> (Rc<Port>, Route) {
+        let tag = self.shared.next_coll_tag();
+        (self.port, Route { shared: self.shared, tag })
     }
 }
 
 /// Runs a collective to its end.
 fn run<F: Future<Output = Outcome>>(comm: MPI_Comm, build: impl FnOnce(&Start) -> MpiResult<F>) -> MpiResult<()> {
-    let start = Start::new(comm)?;
-    let schedule = pin!(build(&start)?);
-    let route = start.route();
-    let outcome = runtime::with(|rt| drive::run_blocking(&mut rt.engine, start.port(), route, schedule).map_err(|e| engine_error(comm, e)))?;
-    outcome.map_err(failed(comm))
+    runtime::with(|rt| {
+        let start = Start::new(rt, comm)?;
+        let schedule = pin!(build(&start)?);
+        let (port, route) = start.into_route();
+        let outcome = drive::run_blocking(&mut rt.engine, &mut rt.coll_spare, port, route, schedule).map_err(|e| engine_error(comm, e))?;
+        outcome.map_err(failed(comm))
+    })
 }
 
 /// Starts a collective and stores the request that completes with it in `*request`.
@@ -108,11 +109,11 @@ unsafe fn launch<F: Future<Output = Outcome> + 'static>(comm: MPI_Comm, request:
     if request.is_null() {
         return Err(error(comm, MPI_ERR_ARG, "request must not be NULL"));
     }
-    let start = Start::new(comm)?;
-    let schedule = build(&start)?;
-    let route = start.route();
     let handle = runtime::with(|rt| {
-        let outcome = drive::launch(&mut rt.engine, start.port(), route, schedule).map_err(|e| engine_error(comm, e))?;
+        let start = Start::new(rt, comm)?;
+        let schedule = build(&start)?;
+        let (port, route) = start.into_route();
+        let outcome = drive::launch(&mut rt.engine, port, route, schedule).map_err(|e| engine_error(comm, e))?;
         Ok(rt.requests.insert(Pending::collective(comm, outcome)))
     })?;
     // SAFETY: checked non-null; points to the caller's handle.

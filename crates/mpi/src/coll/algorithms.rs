@@ -59,32 +59,6 @@ fn split_pair(buffer: &mut [u8], send: Range<usize>, receive: Range<usize>) -> R
     }
 }
 
-/// Longest scratch buffer kept inline in the schedule: small collectives allocate nothing for it.
-const INLINE_SCRATCH: usize = 1024;
-
-/// Zeroed scratch bytes, inline when short enough.
-enum Scratch {
-    Inline([u8; INLINE_SCRATCH], usize),
-    Heap(Vec<u8>),
-}
-
-impl Scratch {
-    fn new(len: usize) -> Scratch {
-        if len <= INLINE_SCRATCH {
-            Scratch::Inline([0u8; INLINE_SCRATCH], len)
-        } else {
-            Scratch::Heap(vec![0u8; len])
-        }
-    }
-
-    fn bytes(&mut self) -> &mut [u8] {
-        match self {
-            Scratch::Inline(bytes, len) => &mut bytes[..*len],
-            Scratch::Heap(bytes) => bytes,
-        }
-    }
-}
-
 /// Rank `relative` positions after `root`, modulo `size`.
 fn absolute(relative: usize, root: usize, size: usize) -> usize {
     (relative + root) % size
@@ -419,8 +393,8 @@ async fn reduce_commutative(port: &Port, data: &mut [u8], combine: Combine<'_>, 
     if relative & 1 != 0 {
         return port.send(absolute(relative - 1, root, size), data).await;
     }
-    let mut scratch = Scratch::new(data.len());
-    let incoming = scratch.bytes();
+    let mut scratch = port.scratch(data.len());
+    let incoming = &mut scratch[..];
     let mut mask = 1;
     while mask < size {
         if relative & mask != 0 {
@@ -481,8 +455,8 @@ pub async fn allreduce(port: &Port, data: &mut [u8], element_size: usize, combin
     }
     let participants = prev_power_of_two(size);
     let split = data.len() >= port.tuning().allreduce_split_min && data.len() / element_size >= participants;
-    let mut scratch = Scratch::new(data.len());
-    let incoming = scratch.bytes();
+    let mut scratch = port.scratch(data.len());
+    let incoming = &mut scratch[..];
     let Some(folded_rank) = fold_extra_ranks(port, data, incoming, combine).await? else {
         return unfold_extra_ranks(port, data).await;
     };
@@ -508,8 +482,8 @@ const SMALL_ALLREDUCE_RANKS: usize = 8;
 /// log2 n dependent ones: fewer wake-ups, which matters most when ranks share cores.
 async fn allreduce_all_to_all(port: &Port, data: &mut [u8], combine: Combine<'_>) -> Outcome {
     let (rank, size, len) = (port.rank(), port.size(), data.len());
-    let mut scratch = Scratch::new(len * size);
-    let all = scratch.bytes();
+    let mut scratch = port.scratch(len * size);
+    let all = &mut scratch[..];
     port.exchange_all(data, all).await?;
     all[rank * len..(rank + 1) * len].copy_from_slice(data);
     data.copy_from_slice(&all[(size - 1) * len..]);

@@ -17,6 +17,7 @@ use std::task::Poll;
 use braid_engine::{Engine, EngineError, ProgressAgent, RequestId, SendMode, Source, Status, TagSelector};
 
 use super::port::{poll_once, Port, Transfer};
+use super::CollTuning;
 use crate::comm::CommShared;
 use crate::consts::{MPI_ERR_OTHER, MPI_ERR_TRUNCATE};
 
@@ -140,23 +141,44 @@ unsafe fn lent_mut(buffer: *mut u8, len: usize) -> &'static mut [u8] {
     unsafe { std::slice::from_raw_parts_mut(buffer, len) }
 }
 
+/// What blocking collectives reuse from one call to the next, so that a small one allocates
+/// nothing: a port and the driver's list of transfers in flight.
+#[derive(Default)]
+pub struct Spare {
+    port: Option<Rc<Port>>,
+    in_flight: Vec<InFlight>,
+}
+
+impl Spare {
+    /// A port for a new collective: the spare one when nothing else holds it.
+    pub fn port(&mut self, rank: usize, size: usize, tuning: CollTuning) -> Rc<Port> {
+        if let Some(mut port) = self.port.take() {
+            if let Some(unshared) = Rc::get_mut(&mut port) {
+                unshared.reset(rank, size, tuning);
+                return port;
+            }
+        }
+        Rc::new(Port::new(rank, size, tuning))
+    }
+}
+
 /// Drives `algorithm` to its end: started at once, then advanced inside the engine's wait (which
 /// also advances every non-blocking collective in flight).
-pub fn run_blocking<T>(engine: &mut Engine, port: Rc<Port>, route: Route, algorithm: Pin<&mut dyn Future<Output = T>>) -> Result<T, EngineError> {
-    let mut driver = Driver::new(port, route);
+pub fn run_blocking<T>(engine: &mut Engine, spare: &mut Spare, port: Rc<Port>, route: Route, algorithm: Pin<&mut dyn Future<Output = T>>) -> Result<T, EngineError> {
+    let mut driver = Driver { port, route, in_flight: std::mem::take(&mut spare.in_flight) };
     let mut algorithm = algorithm;
-    if let Some(result) = driver.advance(engine, algorithm.as_mut())? {
-        return Ok(result);
+    let mut outcome = driver.advance(engine, algorithm.as_mut()).transpose();
+    if outcome.is_none() {
+        engine.wait_until(|engine| {
+            outcome = driver.advance(engine, algorithm.as_mut()).transpose();
+            outcome.is_some()
+        })?;
     }
-    let mut outcome: Option<Result<T, EngineError>> = None;
-    engine.wait_until(|engine| {
-        match driver.advance(engine, algorithm.as_mut()) {
-            Ok(None) => return false,
-            Ok(Some(result)) => outcome = Some(Ok(result)),
-            Err(failure) => outcome = Some(Err(failure)),
-        }
-        true
-    })?;
+    // A failed schedule may leave transfers behind; only a clean one's parts are reused.
+    if driver.in_flight.is_empty() && driver.port.is_settled() {
+        spare.in_flight = driver.in_flight;
+        spare.port = Some(driver.port);
+    }
     outcome.expect("the wait ends only once the schedule has")
 }
 

@@ -10,7 +10,7 @@
 //! A driver must drive a schedule to its end before the memory its transfers name is released:
 //! the transfers hold raw pointers into the buffers the algorithm lent them.
 
-use std::cell::RefCell;
+use std::cell::{RefCell, RefMut};
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
@@ -45,11 +45,23 @@ pub struct Port {
     size: usize,
     tuning: CollTuning,
     round: RefCell<Round>,
+    /// Scratch bytes for the algorithm, kept with the port so that a reused port allocates none.
+    scratch: RefCell<Vec<u8>>,
 }
 
 impl Port {
     pub fn new(rank: usize, size: usize, tuning: CollTuning) -> Port {
-        Port { rank, size, tuning, round: RefCell::new(Round::default()) }
+        Port { rank, size, tuning, round: RefCell::new(Round::default()), scratch: RefCell::new(Vec::new()) }
+    }
+
+    /// Makes a finished port ready for another collective, keeping its storage.
+    pub fn reset(&mut self, rank: usize, size: usize, tuning: CollTuning) {
+        let round = self.round.get_mut();
+        debug_assert_eq!(round.outstanding, 0, "a port is reused only once its schedule has ended");
+        round.transfers.clear();
+        round.taken = 0;
+        round.failure = None;
+        (self.rank, self.size, self.tuning) = (rank, size, tuning);
     }
 
     #[inline]
@@ -65,6 +77,16 @@ impl Port {
     #[inline]
     pub fn tuning(&self) -> CollTuning {
         self.tuning
+    }
+
+    /// `len` bytes of scratch (their contents are undefined), for as long as the result lives; an
+    /// algorithm holds at most one scratch at a time.
+    pub fn scratch(&self, len: usize) -> RefMut<'_, [u8]> {
+        let mut scratch = self.scratch.borrow_mut();
+        if scratch.len() < len {
+            scratch.resize(len, 0);
+        }
+        RefMut::map(scratch, |scratch| &mut scratch[..len])
     }
 
     fn post(&self, transfer: Transfer) {
