@@ -1,15 +1,16 @@
 //! The process-global MPI state and the environment calls (MPI_Init ... MPI_Finalize, MPI_Abort).
 //!
-//! Braid provides MPI_THREAD_SERIALIZED: any thread may call MPI, never two at once. The state is
-//! therefore one `RefCell` in a static, without a lock; the `RefCell` flag only catches re-entry
-//! (a bug), it never waits.
+//! The state is one value in a static. Below MPI_THREAD_MULTIPLE no lock is taken (the application
+//! keeps its threads' calls apart); at MPI_THREAD_MULTIPLE every call takes one lock, and blocking
+//! calls wait without holding it.
 
 // The safety contract of the MPI_* entry points is the MPI standard's rules for their arguments.
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
-use std::cell::RefCell;
+use std::cell::UnsafeCell;
 use std::ffi::{c_char, c_int};
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Mutex, MutexGuard};
 use std::thread::ThreadId;
 
 use braid_config::Config;
@@ -39,25 +40,74 @@ pub struct Runtime {
     main_thread: ThreadId,
 }
 
-struct RuntimeCell(RefCell<Option<Runtime>>);
+/// The state, and what keeps two threads out of it. Below MPI_THREAD_MULTIPLE the application
+/// guarantees that no two threads are inside MPI at once, so no lock is taken and `in_use` only
+/// catches re-entry (a bug: a callback calling MPI). At MPI_THREAD_MULTIPLE, or with a progress
+/// thread, every access takes `lock` first.
+struct RuntimeCell {
+    lock: Mutex<()>,
+    in_use: AtomicBool,
+    state: UnsafeCell<Option<Runtime>>,
+}
 
-// SAFETY: MPI_THREAD_SERIALIZED is the level Braid provides: the application guarantees that no two
-// threads are inside MPI at the same time, and its own synchronisation between the calls orders
-// every access to this cell. The RefCell's flag turns accidental re-entry into a panic.
+// SAFETY: `state` is only reached through `enter`, which holds `lock` whenever more than one
+// thread may call MPI (LOCKING), and otherwise relies on MPI_THREAD_SERIALIZED: the application's
+// own synchronisation between its calls orders every access.
 unsafe impl Sync for RuntimeCell {}
 
-static RUNTIME: RuntimeCell = RuntimeCell(RefCell::new(None));
+static RUNTIME: RuntimeCell = RuntimeCell { lock: Mutex::new(()), in_use: AtomicBool::new(false), state: UnsafeCell::new(None) };
 
 const NOT_INITIALIZED: u8 = 0;
 const RUNNING: u8 = 1;
 const FINALIZED: u8 = 2;
 static PHASE: AtomicU8 = AtomicU8::new(NOT_INITIALIZED);
 
+/// Whether calls must take the lock (MPI_THREAD_MULTIPLE, or a progress thread).
+static LOCKING: AtomicBool = AtomicBool::new(false);
+
+/// Marks the state in use for as long as it lives.
+struct Entered<'a> {
+    _lock: Option<MutexGuard<'a, ()>>,
+}
+
+impl Drop for Entered<'_> {
+    fn drop(&mut self) {
+        RUNTIME.in_use.store(false, Ordering::Relaxed);
+    }
+}
+
+/// Enters the state: with the lock when LOCKING (waiting for it, or only if free when `wait` is
+/// false); None when it is in use (re-entry) or the lock is busy and `wait` is false.
+#[inline]
+fn enter(wait: bool) -> Option<Entered<'static>> {
+    let lock = if LOCKING.load(Ordering::Relaxed) {
+        Some(if wait { RUNTIME.lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) } else { RUNTIME.lock.try_lock().ok()? })
+    } else {
+        None
+    };
+    if RUNTIME.in_use.load(Ordering::Relaxed) {
+        return None;
+    }
+    RUNTIME.in_use.store(true, Ordering::Relaxed);
+    Some(Entered { _lock: lock })
+}
+
+/// The state, while `_entered` is held.
+///
+/// # Safety
+/// Only one `Entered` exists at a time (what `enter` ensures), and the result does not outlive it.
+#[inline]
+unsafe fn state<'a>(_entered: &'a Entered<'static>) -> &'a mut Option<Runtime> {
+    // SAFETY: per the caller, this is the only reference to the state while `_entered` lives.
+    unsafe { &mut *RUNTIME.state.get() }
+}
+
 /// Runs `f` on the state; an error if MPI is not running.
 #[inline]
 pub fn with<R>(f: impl FnOnce(&mut Runtime) -> MpiResult<R>) -> MpiResult<R> {
-    let mut slot = RUNTIME.0.borrow_mut();
-    match slot.as_mut() {
+    let Some(entered) = enter(true) else { reentered() };
+    // SAFETY: `entered` is the only one, and the reference dies with this call.
+    match unsafe { state(&entered) }.as_mut() {
         Some(rt) => f(rt),
         None => Err(not_running()),
     }
@@ -65,8 +115,28 @@ pub fn with<R>(f: impl FnOnce(&mut Runtime) -> MpiResult<R>) -> MpiResult<R> {
 
 /// Runs `f` on the state if MPI is running and the state is not in use (error paths).
 pub fn try_with<R>(f: impl FnOnce(&mut Runtime) -> R) -> Option<R> {
-    let mut slot = RUNTIME.0.try_borrow_mut().ok()?;
-    slot.as_mut().map(f)
+    let entered = enter(false)?;
+    // SAFETY: as in `with`.
+    unsafe { state(&entered) }.as_mut().map(f)
+}
+
+/// Sets or clears the state (MPI_Init, MPI_Finalize).
+fn replace_state(runtime: Option<Runtime>) -> Option<Runtime> {
+    let Some(entered) = enter(true) else { reentered() };
+    // SAFETY: as in `with`.
+    std::mem::replace(unsafe { state(&entered) }, runtime)
+}
+
+#[cold]
+fn reentered() -> ! {
+    panic!("Braid: an MPI function was called while another MPI call of this process was still running (from a callback, or from a second thread below MPI_THREAD_MULTIPLE)")
+}
+
+/// Whether several threads may be inside MPI at once (MPI_THREAD_MULTIPLE or a progress thread):
+/// blocking calls then wait without holding the state.
+#[inline]
+pub fn is_locking() -> bool {
+    LOCKING.load(Ordering::Relaxed)
 }
 
 #[cold]
@@ -87,11 +157,7 @@ pub fn is_running() -> bool {
 /// Ends the whole job with `code` (through the launcher when MPI is running).
 #[cold]
 pub fn abort_job(code: c_int, message: &str) -> ! {
-    if let Ok(mut slot) = RUNTIME.0.try_borrow_mut() {
-        if let Some(rt) = slot.as_mut() {
-            rt.engine.abort(code, message);
-        }
-    }
+    try_with(|rt| rt.engine.abort(code, message));
     std::process::exit(code)
 }
 
@@ -135,7 +201,7 @@ fn initialize(required: c_int) -> MpiResult<c_int> {
         thread_level: provided,
         main_thread: std::thread::current().id(),
     };
-    *RUNTIME.0.borrow_mut() = Some(runtime);
+    replace_state(Some(runtime));
     PHASE.store(RUNNING, Ordering::Release);
     Ok(provided)
 }
@@ -197,7 +263,7 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     if let Err(e) = drained {
         return raise(e.comm, "MPI_Finalize", e.class, &e.detail);
     }
-    let Some(runtime) = RUNTIME.0.borrow_mut().take() else {
+    let Some(runtime) = replace_state(None) else {
         return raise(MPI_COMM_WORLD, "MPI_Finalize", MPI_ERR_OTHER, "MPI is not running");
     };
     PHASE.store(FINALIZED, Ordering::Release);

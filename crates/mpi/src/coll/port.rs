@@ -13,11 +13,12 @@
 use std::cell::{RefCell, RefMut};
 use std::future::Future;
 use std::marker::PhantomData;
+use std::ops::Range;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use super::CollTuning;
-use crate::consts::MPI_ERR_ARG;
+use crate::consts::{MPI_ERR_ARG, MPI_ERR_BUFFER};
 
 /// One point-to-point transfer of a round, between communicator ranks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,12 +97,10 @@ impl Port {
     }
 
     fn post_send(&self, dest: usize, data: &[u8]) {
-        debug_assert_ne!(dest, self.rank, "a collective never sends to its own rank");
         self.post(Transfer::Send { peer: dest, data: data.as_ptr(), len: data.len() });
     }
 
     fn post_recv(&self, source: usize, buffer: &mut [u8]) {
-        debug_assert_ne!(source, self.rank, "a collective never receives from its own rank");
         self.post(Transfer::Recv { peer: source, buffer: buffer.as_mut_ptr(), len: buffer.len() });
     }
 
@@ -149,6 +148,41 @@ impl Port {
             self.sendrecv(dest, data, source, &mut all[source * len..(source + 1) * len]).await?;
         }
         Ok(())
+    }
+
+    /// Receives block i of `recv` from `sources[i]` and sends block j of `send` to
+    /// `destinations[j]`, all in one round; a `None` peer (MPI_PROC_NULL) moves nothing. A rank may
+    /// be its own neighbour, and the same neighbour may appear more than once: its messages are
+    /// matched in the order of the lists. Receive blocks must not overlap (MPI_ERR_BUFFER).
+    pub fn exchange_with<'a>(&'a self, sources: &[Option<usize>], recv: &'a mut [u8], recv_blocks: &[Range<usize>], destinations: &[Option<usize>], send: &'a [u8], send_blocks: &[Range<usize>]) -> Result<Settle<'a>, i32> {
+        // Carve the receive blocks off in address order, then post them in list order.
+        let mut order: Vec<usize> = (0..sources.len().min(recv_blocks.len())).filter(|&i| !recv_blocks[i].is_empty()).collect();
+        order.sort_by_key(|&i| recv_blocks[i].start);
+        let mut carved: Vec<Option<&'a mut [u8]>> = (0..sources.len()).map(|_| None).collect();
+        let mut rest = recv;
+        let mut consumed = 0;
+        for &i in &order {
+            let block = &recv_blocks[i];
+            if block.start < consumed || block.end - consumed > rest.len() {
+                return Err(MPI_ERR_BUFFER);
+            }
+            let (_, tail) = std::mem::take(&mut rest).split_at_mut(block.start - consumed);
+            let (into, tail) = tail.split_at_mut(block.len());
+            rest = tail;
+            consumed = block.end;
+            carved[i] = Some(into);
+        }
+        for (source, into) in sources.iter().zip(carved) {
+            if let Some(source) = *source {
+                self.post_recv(source, into.unwrap_or_default());
+            }
+        }
+        for (dest, block) in destinations.iter().zip(send_blocks) {
+            if let Some(dest) = *dest {
+                self.post_send(dest, &send[block.clone()]);
+            }
+        }
+        Ok(Settle::new(self))
     }
 
     /// Driver side: the next transfer to start, if the round has one not yet taken.
