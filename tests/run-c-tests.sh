@@ -198,6 +198,10 @@ for ranks in 2 3 4; do built p2p_matching && expect_success "p2p_matching n=$ran
 for ranks in 2 4; do built p2p_modes && expect_success "p2p_modes n=$ranks" "$ranks" -- "$BUILD/p2p_modes"; done
 for ranks in 1 2 3 4; do built collectives && expect_success "collectives n=$ranks" "$ranks" -- "$BUILD/collectives"; done
 for ranks in 1 2 3 4; do built nbc && expect_success "nbc n=$ranks" "$ranks" -- "$BUILD/nbc"; done
+if is_braid && built nbc; then
+    expect_success "nbc n=2 BRAID_PROGRESS_THREAD=on" 2 BRAID_PROGRESS_THREAD=on -- "$BUILD/nbc"
+    expect_success "nbc n=4 BRAID_PROGRESS_THREAD=on" 4 BRAID_PROGRESS_THREAD=on -- "$BUILD/nbc"
+fi
 for ranks in 1 2 3 4; do built datatypes && expect_success "datatypes n=$ranks" "$ranks" -- "$BUILD/datatypes"; done
 for ranks in 1 2 3 4; do built comms && expect_success "comms n=$ranks" "$ranks" -- "$BUILD/comms"; done
 for ranks in 1 2 3; do built errors && expect_success "errors n=$ranks" "$ranks" -- "$BUILD/errors"; done

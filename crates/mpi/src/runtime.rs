@@ -24,6 +24,7 @@ use crate::consts::*;
 use crate::error::{error, raise, MpiError, MpiResult};
 use crate::group::GroupTable;
 use crate::info::InfoTable;
+use crate::progress_thread::ProgressThread;
 use crate::request::RequestTable;
 
 /// Everything an initialised process holds.
@@ -61,6 +62,9 @@ const NOT_INITIALIZED: u8 = 0;
 const RUNNING: u8 = 1;
 const FINALIZED: u8 = 2;
 static PHASE: AtomicU8 = AtomicU8::new(NOT_INITIALIZED);
+
+/// The progress thread, when BRAID_PROGRESS_THREAD asks for one.
+static PROGRESS_THREAD: Mutex<Option<ProgressThread>> = Mutex::new(None);
 
 /// Whether calls must take the lock (MPI_THREAD_MULTIPLE, or a progress thread).
 static LOCKING: AtomicBool = AtomicBool::new(false);
@@ -202,6 +206,11 @@ fn initialize(required: c_int) -> MpiResult<c_int> {
         main_thread: std::thread::current().id(),
     };
     replace_state(Some(runtime));
+    if config.progress_thread {
+        LOCKING.store(true, Ordering::Relaxed);
+        let thread = ProgressThread::start().map_err(|e| error(MPI_COMM_WORLD, MPI_ERR_OTHER, format!("cannot start the progress thread: {e}")))?;
+        *PROGRESS_THREAD.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(thread);
+    }
     PHASE.store(RUNNING, Ordering::Release);
     Ok(provided)
 }
@@ -262,6 +271,10 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     });
     if let Err(e) = drained {
         return raise(e.comm, "MPI_Finalize", e.class, &e.detail);
+    }
+    let progress_thread = PROGRESS_THREAD.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take();
+    if let Some(thread) = progress_thread {
+        thread.stop();
     }
     let Some(runtime) = replace_state(None) else {
         return raise(MPI_COMM_WORLD, "MPI_Finalize", MPI_ERR_OTHER, "MPI is not running");
