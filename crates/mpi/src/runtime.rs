@@ -131,6 +131,26 @@ fn replace_state(runtime: Option<Runtime>) -> Option<Runtime> {
     std::mem::replace(unsafe { state(&entered) }, runtime)
 }
 
+/// Runs `step` (which makes progress and says whether what it waits for is done) until it gives a
+/// result, entering the state for each step only: between steps the lock is free, so that the
+/// other threads' calls (which the wait may depend on) go on. For MPI_THREAD_MULTIPLE.
+#[cold]
+pub fn wait_unlocked<R>(mut step: impl FnMut(&mut Runtime) -> MpiResult<Option<R>>) -> MpiResult<R> {
+    let mut idle_steps: u32 = 0;
+    loop {
+        if let Some(result) = with(&mut step)? {
+            return Ok(result);
+        }
+        idle_steps = idle_steps.saturating_add(1);
+        if idle_steps > UNLOCKED_SPIN_STEPS {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// Steps an unlocked wait takes before it starts yielding its core between steps.
+const UNLOCKED_SPIN_STEPS: u32 = 64;
+
 #[cold]
 fn reentered() -> ! {
     panic!("Braid: an MPI function was called while another MPI call of this process was still running (from a callback, or from a second thread below MPI_THREAD_MULTIPLE)")

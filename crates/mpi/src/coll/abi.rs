@@ -22,7 +22,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use super::algorithms;
-use super::drive::{self, Route};
+use super::drive::{self, Driver, Route};
 use super::port::Port;
 use crate::comm::CommShared;
 use crate::consts::*;
@@ -92,6 +92,9 @@ impl Start {
 
 /// Runs a collective to its end.
 fn run<F: Future<Output = Outcome>>(comm: MPI_Comm, build: impl FnOnce(&Start) -> MpiResult<F>) -> MpiResult<()> {
+    if runtime::is_locking() {
+        return run_unlocked(comm, build);
+    }
     runtime::with(|rt| {
         let start = Start::new(rt, comm)?;
         let schedule = pin!(build(&start)?);
@@ -99,6 +102,31 @@ fn run<F: Future<Output = Outcome>>(comm: MPI_Comm, build: impl FnOnce(&Start) -
         let outcome = drive::run_blocking(&mut rt.engine, &mut rt.coll_spare, port, route, schedule).map_err(|e| engine_error(comm, e))?;
         outcome.map_err(failed(comm))
     })
+}
+
+/// [`run`] when several threads may call MPI: the schedule advances in short steps, each holding
+/// the state, so that the other threads' calls go on meanwhile.
+#[cold]
+fn run_unlocked<F: Future<Output = Outcome>>(comm: MPI_Comm, build: impl FnOnce(&Start) -> MpiResult<F>) -> MpiResult<()> {
+    let (schedule, port, route) = runtime::with(|rt| {
+        let start = Start::new(rt, comm)?;
+        let schedule = build(&start)?;
+        let (port, route) = start.into_route();
+        Ok((schedule, port, route))
+    })?;
+    let mut schedule = pin!(schedule);
+    let mut driver = Driver::new(port, route);
+    let outcome = runtime::wait_unlocked(|rt| {
+        let mut step = |engine: &mut braid_engine::Engine| -> Result<Option<Outcome>, braid_engine::EngineError> {
+            if let Some(outcome) = driver.advance(engine, schedule.as_mut())? {
+                return Ok(Some(outcome));
+            }
+            engine.progress()?;
+            driver.advance(engine, schedule.as_mut())
+        };
+        step(&mut rt.engine).map_err(|e| engine_error(comm, e))
+    })?;
+    outcome.map_err(failed(comm))
 }
 
 /// Starts a collective and stores the request that completes with it in `*request`.
