@@ -43,10 +43,7 @@ macro_rules! collective {
 }
 
 fn channel(comm: MPI_Comm) -> MpiResult<CommChannel> {
-    coll_channel(comm).map_err(|class| {
-        let detail = if class == MPI_ERR_COMM { format!("{comm} is not a valid communicator") } else { "MPI is not running".to_owned() };
-        error(comm, class, detail)
-    })
+    coll_channel(comm)
 }
 
 fn failed(comm: MPI_Comm) -> impl Fn(i32) -> MpiError {
