@@ -343,6 +343,13 @@ static void window_keyvals(void)
 
 /* A copy callback that fails makes MPI_Comm_dup fail with its error; the copies already made are
  * deleted, the new communicator freed and MPI_COMM_NULL returned. */
+static int failing_type_copy(MPI_Datatype oldtype, int keyval, void *extra_state, void *value_in, void *value_out, int *flag)
+{
+    (void)oldtype, (void)keyval, (void)extra_state, (void)value_in, (void)value_out;
+    *flag = 0;
+    return MPI_ERR_OTHER;
+}
+
 static void failing_copy_fails_dup(void)
 {
     int good, bad;
@@ -372,6 +379,22 @@ static void failing_copy_fails_dup(void)
     MPI_Comm_free(&comm);
     MPI_Comm_free_keyval(&good);
     MPI_Comm_free_keyval(&bad);
+
+    /* The same for MPI_Type_dup. */
+    int type_bad;
+    MPI_Type_create_keyval(failing_type_copy, MPI_TYPE_NULL_DELETE_FN, &type_bad, NULL);
+    MPI_Datatype pair, pair_copy = MPI_INT;
+    MPI_Type_contiguous(2, MPI_INT, &pair);
+    MPI_Type_set_attr(pair, type_bad, NULL);
+    err = MPI_Type_dup(pair, &pair_copy);
+    CHECK(err != MPI_SUCCESS, "MPI_Type_dup succeeded although a copy callback failed");
+#ifdef TEST_BRAID_ONLY
+    CHECK(err == MPI_ERR_OTHER, "MPI_Type_dup returned %d, not the callback's MPI_ERR_OTHER", err);
+    CHECK(pair_copy == MPI_DATATYPE_NULL, "a failed MPI_Type_dup did not return MPI_DATATYPE_NULL");
+#endif
+    MPI_Type_delete_attr(pair, type_bad);
+    MPI_Type_free(&pair);
+    MPI_Type_free_keyval(&type_bad);
 }
 
 /* MPI_Finalize deletes MPI_COMM_SELF's attributes first, most recently set first. */
