@@ -186,7 +186,7 @@ if selected header; then
     fi
 fi
 
-PROGRAMS=(p2p_matching p2p_modes collectives nbc datatypes comms errors large ring fatal_error abort_code kill_rank)
+PROGRAMS=(p2p_matching p2p_modes collectives nbc datatypes comms comms_more intercomm attributes errors large ring fatal_error abort_code kill_rank)
 for program in "${PROGRAMS[@]}"; do
     if ! compile_c "$program"; then
         fail "build $program" "$(explain "$LOG_DIR/build-$program.log")"; keep_logs
@@ -204,6 +204,9 @@ if is_braid && built nbc; then
 fi
 for ranks in 1 2 3 4; do built datatypes && expect_success "datatypes n=$ranks" "$ranks" -- "$BUILD/datatypes"; done
 for ranks in 1 2 3 4; do built comms && expect_success "comms n=$ranks" "$ranks" -- "$BUILD/comms"; done
+for ranks in 1 2 3 4; do built comms_more && expect_success "comms_more n=$ranks" "$ranks" -- "$BUILD/comms_more"; done
+for ranks in 2 3 4; do built intercomm && expect_success "intercomm n=$ranks" "$ranks" -- "$BUILD/intercomm"; done
+for ranks in 1 2 3 4; do built attributes && expect_success "attributes n=$ranks" "$ranks" -- "$BUILD/attributes"; done
 for ranks in 1 2 3; do built errors && expect_success "errors n=$ranks" "$ranks" -- "$BUILD/errors"; done
 if built large; then
     expect_success "large n=2" 2 -- "$BUILD/large"

@@ -41,6 +41,19 @@ pub type MPI_Comm_copy_attr_function =
     unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
 /// Attribute delete callback (MPI_Comm_create_keyval).
 pub type MPI_Comm_delete_attr_function = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void) -> c_int;
+/// Attribute copy callback (MPI_Type_create_keyval).
+pub type MPI_Type_copy_attr_function =
+    unsafe extern "C" fn(MPI_Datatype, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
+/// Attribute delete callback (MPI_Type_create_keyval).
+pub type MPI_Type_delete_attr_function = unsafe extern "C" fn(MPI_Datatype, c_int, *mut c_void, *mut c_void) -> c_int;
+/// Attribute copy callback (MPI_Win_create_keyval).
+pub type MPI_Win_copy_attr_function = unsafe extern "C" fn(MPI_Win, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
+/// Attribute delete callback (MPI_Win_create_keyval).
+pub type MPI_Win_delete_attr_function = unsafe extern "C" fn(MPI_Win, c_int, *mut c_void, *mut c_void) -> c_int;
+/// MPI-1 attribute copy callback (MPI_Keyval_create).
+pub type MPI_Copy_function = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
+/// MPI-1 attribute delete callback (MPI_Keyval_create).
+pub type MPI_Delete_function = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void) -> c_int;
 pub const MPI_VERSION: c_int = 3;
 pub const MPI_SUBVERSION: c_int = 1;
 pub const BRAID: c_int = 1;
@@ -191,6 +204,19 @@ pub const MPI_WTIME_IS_GLOBAL: c_int = 4;
 pub const MPI_UNIVERSE_SIZE: c_int = 5;
 pub const MPI_LASTUSEDCODE: c_int = 6;
 pub const MPI_APPNUM: c_int = 7;
+pub const MPI_WIN_BASE: c_int = 8;
+pub const MPI_WIN_SIZE: c_int = 9;
+pub const MPI_WIN_DISP_UNIT: c_int = 10;
+pub const MPI_WIN_CREATE_FLAVOR: c_int = 11;
+pub const MPI_WIN_MODEL: c_int = 12;
+
+// Values of MPI_WIN_CREATE_FLAVOR and MPI_WIN_MODEL
+pub const MPI_WIN_FLAVOR_CREATE: c_int = 1;
+pub const MPI_WIN_FLAVOR_ALLOCATE: c_int = 2;
+pub const MPI_WIN_FLAVOR_DYNAMIC: c_int = 3;
+pub const MPI_WIN_FLAVOR_SHARED: c_int = 4;
+pub const MPI_WIN_SEPARATE: c_int = 1;
+pub const MPI_WIN_UNIFIED: c_int = 2;
 
 // One-sided (declared; not supported yet)
 pub const MPI_LOCK_EXCLUSIVE: c_int = 234;
@@ -261,11 +287,3 @@ pub const MPI_ERR_RMA_ATTACH: c_int = 55;
 pub const MPI_ERR_RMA_SHARED: c_int = 56;
 pub const MPI_ERR_RMA_FLAVOR: c_int = 57;
 pub const MPI_ERR_LASTCODE: c_int = 57;
-
-// Callback types
-/// `((MPI_Comm_copy_attr_function *)0)`: the address a C caller passes for this callback.
-pub const MPI_COMM_NULL_COPY_FN: usize = 0;
-/// `((MPI_Comm_delete_attr_function *)0)`: the address a C caller passes for this callback.
-pub const MPI_COMM_NULL_DELETE_FN: usize = 0;
-/// `((MPI_Comm_copy_attr_function *)1)`: the address a C caller passes for this callback.
-pub const MPI_COMM_DUP_FN: usize = 1;

@@ -3,6 +3,7 @@
 //! This crate is the C ABI layer: it turns C handles and pointers into engine calls. Everything
 //! that dereferences a user pointer lives here, each `unsafe` block with its `// SAFETY:` reason.
 
+pub mod attr;
 pub mod coll;
 pub mod comm;
 pub mod consts;

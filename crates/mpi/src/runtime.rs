@@ -18,6 +18,7 @@ use braid_engine::{Engine, EngineError};
 use braid_pmi::client::{PmiClient, Singleton};
 use braid_pmi::Bootstrap;
 
+use crate::attr::AttributeStore;
 use crate::coll::CollTuning;
 use crate::comm::CommTable;
 use crate::consts::*;
@@ -34,6 +35,7 @@ pub struct Runtime {
     pub groups: GroupTable,
     pub requests: RequestTable,
     pub infos: InfoTable,
+    pub attributes: AttributeStore,
     pub tuning: CollTuning,
     /// What blocking collectives reuse between calls.
     pub coll_spare: crate::coll::drive::Spare,
@@ -220,6 +222,7 @@ fn initialize(required: c_int) -> MpiResult<c_int> {
         groups: GroupTable::new(),
         requests: RequestTable::new(),
         infos: InfoTable::new(),
+        attributes: AttributeStore::new(),
         tuning: CollTuning::from_config(&config),
         coll_spare: Default::default(),
         thread_level: provided,
@@ -285,6 +288,9 @@ pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Finalize() -> c_int {
+    if let Err(e) = crate::attr::delete_at_finalize() {
+        return raise(e.comm, "MPI_Finalize", e.class, &e.detail);
+    }
     let drained = with(|rt| {
         let Runtime { engine, requests, .. } = rt;
         requests.drain_detached(engine).map_err(|e| crate::runtime::engine_error(MPI_COMM_WORLD, e))

@@ -66,6 +66,9 @@ pub(crate) struct Start {
 impl Start {
     fn new(rt: &mut Runtime, comm: MPI_Comm) -> MpiResult<Start> {
         let shared = rt.comms.get(comm).map_err(|e| error(comm, e.class, e.detail))?.shared.clone();
+        if shared.is_inter() {
+            return Err(intercomm_unsupported(comm));
+        }
         let port = rt.coll_spare.port(shared.rank as usize, shared.size(), rt.tuning);
         Ok(Start { comm, shared, port })
     }
@@ -149,10 +152,9 @@ unsafe fn launch<F: Future<Output = Outcome> + 'static>(comm: MPI_Comm, request:
     Ok(())
 }
 
-/// Runs `build`'s schedule to its end on `comm`, for the library's own use (agreeing on a new
-/// communicator, for one).
-pub(crate) fn run_internal<F: Future<Output = Outcome>>(comm: MPI_Comm, build: impl FnOnce(Rc<Port>) -> F) -> MpiResult<()> {
-    run(comm, |start| Ok(build(start.port())))
+#[cold]
+fn intercomm_unsupported(comm: MPI_Comm) -> MpiError {
+    error(comm, MPI_ERR_COMM, "collective operations on intercommunicators are not supported yet")
 }
 
 fn failed(comm: MPI_Comm) -> impl Fn(i32) -> MpiError {
