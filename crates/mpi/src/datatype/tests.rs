@@ -112,7 +112,7 @@ fn predefined_sizes_and_extents_match_the_c_types() {
 
 #[test]
 fn invalid_handles_are_type_errors() {
-    for dt in [MPI_DATATYPE_NULL, -3, 41, 255, 1_000_000] {
+    for dt in [MPI_DATATYPE_NULL, -3, BRAID_PREDEFINED_DATATYPE_LAST + 1, 255, 1_000_000] {
         assert_eq!(is_valid_committed(dt), Err(MPI_ERR_TYPE));
         assert_eq!(type_size(dt), Err(MPI_ERR_TYPE));
     }
@@ -272,14 +272,14 @@ fn uncommitted_and_freed_types_are_refused_for_communication() {
 fn invalid_constructor_arguments_are_reported() {
     let mut dt = MPI_DATATYPE_NULL;
     let class = |result: MpiResult<()>| result.map_err(|error| error.class);
-    let element_stride = |child: &TypeInfo| Ok(child.extent);
+    let element_stride = abi::Stride::Elements(1);
     // SAFETY: `dt` is a live local; the NULL arrays are refused before use.
     unsafe {
         assert_eq!(class(abi::contiguous(-1, MPI_INT, &mut dt)), Err(MPI_ERR_COUNT));
-        assert_eq!(class(abi::vector(2, -1, MPI_INT, &mut dt, element_stride)), Err(MPI_ERR_ARG));
-        assert_eq!(class(abi::vector(2, 1, MPI_DATATYPE_NULL, &mut dt, element_stride)), Err(MPI_ERR_TYPE));
+        assert_eq!(class(abi::vector(2, -1, element_stride, MPI_INT, &mut dt)), Err(MPI_ERR_ARG));
+        assert_eq!(class(abi::vector(2, 1, element_stride, MPI_DATATYPE_NULL, &mut dt)), Err(MPI_ERR_TYPE));
         let no_displacements: *const c_int = std::ptr::null();
-        assert_eq!(class(abi::indexed(2, Ok(std::ptr::null()), no_displacements, MPI_INT, &mut dt, |_, _| Ok(0))), Err(MPI_ERR_ARG));
+        assert_eq!(class(abi::indexed(MPI_COMBINER_INDEXED, 2, Ok(std::ptr::null()), no_displacements, MPI_INT, &mut dt)), Err(MPI_ERR_ARG));
         assert_eq!(class(abi::contiguous(1, MPI_INT, std::ptr::null_mut())), Err(MPI_ERR_ARG));
     }
     assert_eq!(dt, MPI_DATATYPE_NULL);
