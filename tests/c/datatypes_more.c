@@ -2,7 +2,8 @@
  * combiner, MPI_Type_match_size and the F90 types, external32 packing, the MPI-1 calls
  * (MPI_Type_struct with MPI_LB / MPI_UB, MPI_Type_extent/lb/ub, MPI_Address, MPI_Type_hindexed),
  * the Fortran and C++ predefined types with their reductions, messages shorter than the receive
- * datatype, and the error classes of bad arguments. Runs on any number of ranks. */
+ * datatype, attributes on datatypes, and the error classes of bad arguments. Runs on any number
+ * of ranks. */
 /* Open MPI: declare none of the removed MPI-1 calls (the test declares them below). */
 #define OMPI_OMIT_MPI1_COMPAT_DECLS 1
 #include <complex.h>
@@ -711,6 +712,18 @@ static void mpi1_calls(void)
     int ni, na, nd, combiner;
     MPI_Type_get_envelope(with_lb, &ni, &na, &nd, &combiner);
     CHECK(combiner == MPI_COMBINER_STRUCT && ni == 4 && na == 3 && nd == 3, "MPI_Type_struct envelope %d", combiner);
+#ifdef TEST_BRAID_ONLY
+    /* A resized type's bounds are markers too, which win over the data of other members
+     * (MPI-3.1 4.1.6; Open MPI agrees, MPICH 4.0 gives lb 0 extent 8). */
+    MPI_Datatype shifted, both;
+    MPI_Type_create_resized(MPI_INT, 4, 4, &shifted);
+    MPI_Datatype members[2] = {shifted, MPI_INT};
+    MPI_Aint at_zero[2] = {0, 0};
+    MPI_Type_create_struct(2, lengths, at_zero, members, &both);
+    check_bounds(both, "struct {resized(int, 4, 4)@0, int@0}", 8, 4, 4);
+    MPI_Type_free(&shifted);
+    MPI_Type_free(&both);
+#endif
 
     /* The marked extent is what communication strides by. */
     MPI_Type_commit(&pair_of);
@@ -852,6 +865,80 @@ static void argument_errors(void)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
+/* ---- Attributes on datatypes ---- */
+
+static int deleted_total;
+
+static int copy_doubled(MPI_Datatype oldtype, int keyval, void *extra_state, void *value_in, void *value_out, int *flag)
+{
+    (void)oldtype, (void)keyval, (void)extra_state;
+    *(void **)value_out = (void *)((intptr_t)value_in * 2);
+    *flag = 1;
+    return MPI_SUCCESS;
+}
+
+static int count_deleted(MPI_Datatype datatype, int keyval, void *value, void *extra_state)
+{
+    (void)datatype, (void)keyval;
+    CHECK(extra_state == &deleted_total, "the delete callback got extra_state %p", extra_state);
+    deleted_total += (int)(intptr_t)value;
+    return MPI_SUCCESS;
+}
+
+static void attributes(void)
+{
+    int keyval, plain_keyval, flag = -1;
+    void *value = NULL;
+    MPI_Type_create_keyval(copy_doubled, count_deleted, &keyval, &deleted_total);
+    MPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, MPI_TYPE_NULL_DELETE_FN, &plain_keyval, NULL);
+    MPI_Datatype pair, duplicate;
+    MPI_Type_contiguous(2, MPI_INT, &pair);
+    MPI_Type_set_attr(pair, keyval, (void *)(intptr_t)21);
+    MPI_Type_set_attr(pair, plain_keyval, (void *)(intptr_t)7);
+    MPI_Type_get_attr(pair, keyval, &value, &flag);
+    CHECK(flag && value == (void *)(intptr_t)21, "MPI_Type_get_attr: flag %d value %p", flag, value);
+
+    /* MPI_Type_dup runs the copy callbacks; MPI_TYPE_NULL_COPY_FN copies nothing. */
+    MPI_Type_dup(pair, &duplicate);
+    MPI_Type_get_attr(duplicate, keyval, &value, &flag);
+    CHECK(flag && value == (void *)(intptr_t)42, "copied attribute: flag %d value %p", flag, value);
+    MPI_Type_get_attr(duplicate, plain_keyval, &value, &flag);
+    CHECK(!flag, "MPI_TYPE_NULL_COPY_FN copied the attribute");
+
+    /* Replacing, deleting and freeing run the delete callback. */
+    deleted_total = 0;
+    MPI_Type_set_attr(pair, keyval, (void *)(intptr_t)5);
+    CHECK(deleted_total == 21, "replacing an attribute deleted %d", deleted_total);
+    MPI_Type_delete_attr(pair, keyval);
+    CHECK(deleted_total == 26, "MPI_Type_delete_attr deleted %d", deleted_total - 21);
+    MPI_Type_get_attr(pair, keyval, &value, &flag);
+    CHECK(!flag, "a deleted attribute is still there");
+    MPI_Type_free(&duplicate);
+    CHECK(deleted_total == 26 + 42, "MPI_Type_free deleted %d", deleted_total - 26);
+
+    /* Predefined types take attributes too. */
+    MPI_Type_set_attr(MPI_DOUBLE, keyval, (void *)(intptr_t)100);
+    MPI_Type_get_attr(MPI_DOUBLE, keyval, &value, &flag);
+    CHECK(flag && value == (void *)(intptr_t)100, "attribute on MPI_DOUBLE: flag %d", flag);
+    MPI_Type_delete_attr(MPI_DOUBLE, keyval);
+    CHECK(deleted_total == 26 + 42 + 100, "deleting the MPI_DOUBLE attribute deleted %d", deleted_total - 68);
+
+    MPI_Type_free(&pair);
+    MPI_Type_free_keyval(&keyval);
+    MPI_Type_free_keyval(&plain_keyval);
+    CHECK(keyval == MPI_KEYVAL_INVALID && plain_keyval == MPI_KEYVAL_INVALID, "MPI_Type_free_keyval did not reset the keyvals");
+
+    MPI_Datatype round_trip = MPI_Type_f2c(MPI_Type_c2f(MPI_DOUBLE));
+    CHECK(round_trip == MPI_DOUBLE, "MPI_Type_f2c(MPI_Type_c2f(MPI_DOUBLE)) differs");
+#ifdef TEST_BRAID_ONLY
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    CHECK_CLASS(MPI_Type_set_attr(MPI_INT, 77, NULL), MPI_ERR_KEYVAL);
+    CHECK_CLASS(MPI_Type_delete_attr(MPI_INT, 77), MPI_ERR_KEYVAL);
+    CHECK_CLASS(MPI_Type_get_attr(MPI_DATATYPE_NULL, 77, &value, &flag), MPI_ERR_TYPE);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+#endif
+}
+
 static void sizes_as_counts(void)
 {
     MPI_Datatype vector;
@@ -882,6 +969,7 @@ int main(int argc, char **argv)
     mpi1_calls();
     short_messages();
     argument_errors();
+    attributes();
     sizes_as_counts();
 
     report_ok("datatypes_more");

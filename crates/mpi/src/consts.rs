@@ -41,6 +41,11 @@ pub type MPI_Comm_copy_attr_function =
     unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
 /// Attribute delete callback (MPI_Comm_create_keyval).
 pub type MPI_Comm_delete_attr_function = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void) -> c_int;
+/// Attribute copy callback (MPI_Type_create_keyval).
+pub type MPI_Type_copy_attr_function =
+    unsafe extern "C" fn(MPI_Datatype, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
+/// Attribute delete callback (MPI_Type_create_keyval).
+pub type MPI_Type_delete_attr_function = unsafe extern "C" fn(MPI_Datatype, c_int, *mut c_void, *mut c_void) -> c_int;
 pub const MPI_VERSION: c_int = 3;
 pub const MPI_SUBVERSION: c_int = 1;
 pub const BRAID: c_int = 1;
@@ -308,3 +313,9 @@ pub const MPI_COMM_NULL_COPY_FN: usize = 0;
 pub const MPI_COMM_NULL_DELETE_FN: usize = 0;
 /// `((MPI_Comm_copy_attr_function *)1)`: the address a C caller passes for this callback.
 pub const MPI_COMM_DUP_FN: usize = 1;
+/// `((MPI_Type_copy_attr_function *)0)`: the address a C caller passes for this callback.
+pub const MPI_TYPE_NULL_COPY_FN: usize = 0;
+/// `((MPI_Type_delete_attr_function *)0)`: the address a C caller passes for this callback.
+pub const MPI_TYPE_NULL_DELETE_FN: usize = 0;
+/// `((MPI_Type_copy_attr_function *)1)`: the address a C caller passes for this callback.
+pub const MPI_TYPE_DUP_FN: usize = 1;

@@ -441,8 +441,12 @@ pub unsafe extern "C" fn MPI_Type_free(datatype: *mut MPI_Datatype) -> c_int {
         (|| {
             // SAFETY: `datatype` is null or the caller's handle variable.
             let datatype = unsafe { out(datatype, "datatype") }?;
-            super::free(*datatype)?;
+            let freed = *datatype;
+            let gone = super::free(freed)?;
             *datatype = MPI_DATATYPE_NULL;
+            if gone {
+                super::attributes::delete_all(freed)?;
+            }
             Ok(())
         })(),
     )
@@ -455,7 +459,13 @@ pub unsafe extern "C" fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_D
         (|| {
             // SAFETY: `newtype` is null or the caller's output variable.
             let newtype = unsafe { out(newtype, "newtype") }?;
-            *newtype = super::dup(oldtype)?;
+            let created = super::dup(oldtype)?;
+            if let Err(failed) = super::attributes::copy_all(oldtype, created) {
+                // A failed copy callback fails the call: the new type goes away again.
+                let _ = super::free(created);
+                return Err(failed);
+            }
+            *newtype = created;
             Ok(())
         })(),
     )
@@ -471,6 +481,17 @@ pub unsafe extern "C" fn MPI_Get_address(location: *const c_void, address: *mut 
             Ok(())
         })(),
     )
+}
+
+/// Datatype handles are the same in C and Fortran.
+#[no_mangle]
+pub extern "C" fn MPI_Type_c2f(datatype: MPI_Datatype) -> MPI_Fint {
+    datatype
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Type_f2c(datatype: MPI_Fint) -> MPI_Datatype {
+    datatype
 }
 
 #[no_mangle]

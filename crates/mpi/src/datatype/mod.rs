@@ -7,6 +7,7 @@
 
 mod abi;
 mod arrays;
+mod attributes;
 mod build;
 mod envelope;
 mod external32;
@@ -25,6 +26,7 @@ use crate::consts::*;
 use crate::error::{self, MpiError};
 pub use abi::*;
 pub use arrays::*;
+pub use attributes::*;
 use build::{build_blocks, build_resized, build_struct, Blocks};
 pub use envelope::*;
 pub use external32::*;
@@ -154,8 +156,8 @@ impl TypeInfo {
         if self.size == 0 {
             return (0, 0);
         }
-        let whole = bytes / self.size;
-        let (elements, covered) = self.prefix(bytes % self.size);
+        let (whole, rest) = (bytes / self.size, bytes % self.size);
+        let (elements, covered) = if rest == 0 { (0, 0) } else { self.prefix(rest) };
         (whole * self.elements + elements, whole * self.size + covered)
     }
 
@@ -426,8 +428,8 @@ pub(crate) fn commit(dt: MPI_Datatype) -> Result<(), c_int> {
 }
 
 /// MPI_Type_free: only derived types can be freed; a handle held several times (see
-/// [`handle_for_contents`]) stays until its last copy is freed.
-pub(crate) fn free(dt: MPI_Datatype) -> Result<(), MpiError> {
+/// [`handle_for_contents`]) stays until its last copy is freed. Whether the type is gone.
+pub(crate) fn free(dt: MPI_Datatype) -> Result<bool, MpiError> {
     if Basic::from_handle(dt).is_some() {
         return Err(failure(MPI_ERR_TYPE, "predefined datatypes cannot be freed"));
     }
@@ -439,12 +441,12 @@ pub(crate) fn free(dt: MPI_Datatype) -> Result<(), MpiError> {
         }
         Some(Some(entry)) if entry.references > 1 => {
             entry.references -= 1;
-            Ok(())
+            Ok(false)
         }
         Some(slot @ Some(_)) => {
             *slot = None;
             registry.vacant.push(index);
-            Ok(())
+            Ok(true)
         }
         _ => Err(failure(MPI_ERR_TYPE, format!("invalid datatype ({dt})"))),
     }
