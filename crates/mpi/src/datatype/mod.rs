@@ -3,7 +3,9 @@
 //!
 //! A description ([`TypeInfo`]) is immutable once built and shared through `Arc`, so derived
 //! types built from it, and operations still using it, outlive `MPI_Type_free` of its handle.
-//! Predefined types live in a table that is read without locking.
+//! It keeps how it was made (the constructor's arguments and input types, for
+//! MPI_Type_get_contents) and whether its bounds are markers. Predefined types live in a table
+//! that is read without locking.
 
 mod abi;
 mod arrays;
