@@ -101,7 +101,36 @@ typedef struct MPI_Status {
 #define MPI_2INT ((MPI_Datatype)38)
 #define MPI_SHORT_INT ((MPI_Datatype)39)
 #define MPI_LONG_DOUBLE_INT ((MPI_Datatype)40)
-#define BRAID_PREDEFINED_DATATYPE_LAST 40
+/* Fortran datatypes usable from C */
+#define MPI_CHARACTER ((MPI_Datatype)41)
+#define MPI_LOGICAL ((MPI_Datatype)42)
+#define MPI_INTEGER ((MPI_Datatype)43)
+#define MPI_REAL ((MPI_Datatype)44)
+#define MPI_DOUBLE_PRECISION ((MPI_Datatype)45)
+#define MPI_COMPLEX ((MPI_Datatype)46)
+#define MPI_DOUBLE_COMPLEX ((MPI_Datatype)47)
+#define MPI_2INTEGER ((MPI_Datatype)48)
+#define MPI_2REAL ((MPI_Datatype)49)
+#define MPI_2DOUBLE_PRECISION ((MPI_Datatype)50)
+#define MPI_INTEGER1 ((MPI_Datatype)51)
+#define MPI_INTEGER2 ((MPI_Datatype)52)
+#define MPI_INTEGER4 ((MPI_Datatype)53)
+#define MPI_INTEGER8 ((MPI_Datatype)54)
+#define MPI_REAL4 ((MPI_Datatype)55)
+#define MPI_REAL8 ((MPI_Datatype)56)
+#define MPI_REAL16 ((MPI_Datatype)57)
+#define MPI_COMPLEX8 ((MPI_Datatype)58)
+#define MPI_COMPLEX16 ((MPI_Datatype)59)
+#define MPI_COMPLEX32 ((MPI_Datatype)60)
+/* C++ datatypes */
+#define MPI_CXX_BOOL ((MPI_Datatype)61)
+#define MPI_CXX_FLOAT_COMPLEX ((MPI_Datatype)62)
+#define MPI_CXX_DOUBLE_COMPLEX ((MPI_Datatype)63)
+#define MPI_CXX_LONG_DOUBLE_COMPLEX ((MPI_Datatype)64)
+/* MPI-1 bound markers (for MPI_Type_struct) */
+#define MPI_LB ((MPI_Datatype)65)
+#define MPI_UB ((MPI_Datatype)66)
+#define BRAID_PREDEFINED_DATATYPE_LAST 66
 #define BRAID_FIRST_DERIVED_DATATYPE 256
 
 /* Type constructor helpers */
@@ -120,6 +149,16 @@ typedef struct MPI_Status {
 #define MPI_COMBINER_SUBARRAY 11
 #define MPI_COMBINER_DARRAY 12
 #define MPI_COMBINER_RESIZED 13
+#define MPI_COMBINER_F90_REAL 14
+#define MPI_COMBINER_F90_COMPLEX 15
+#define MPI_COMBINER_F90_INTEGER 16
+#define MPI_DISTRIBUTE_BLOCK 121
+#define MPI_DISTRIBUTE_CYCLIC 122
+#define MPI_DISTRIBUTE_NONE 123
+#define MPI_DISTRIBUTE_DFLT_DARG (-49767)
+#define MPI_TYPECLASS_REAL 1
+#define MPI_TYPECLASS_INTEGER 2
+#define MPI_TYPECLASS_COMPLEX 3
 
 /* Predefined reduction operations */
 #define MPI_MAX ((MPI_Op)1)
@@ -494,6 +533,45 @@ int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf
 int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount,
                MPI_Datatype datatype, MPI_Comm comm);
 int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size);
+int MPI_Type_create_subarray(int ndims, const int array_of_sizes[], const int array_of_subsizes[],
+                             const int array_of_starts[], int order, MPI_Datatype oldtype,
+                             MPI_Datatype *newtype);
+int MPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[],
+                           const int array_of_distribs[], const int array_of_dargs[],
+                           const int array_of_psizes[], int order, MPI_Datatype oldtype,
+                           MPI_Datatype *newtype);
+int MPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses, int *num_datatypes,
+                          int *combiner);
+int MPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses, int max_datatypes,
+                          int array_of_integers[], MPI_Aint array_of_addresses[],
+                          MPI_Datatype array_of_datatypes[]);
+int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype);
+int MPI_Type_create_f90_integer(int r, MPI_Datatype *newtype);
+int MPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype);
+int MPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype);
+int MPI_Pack_external(const char datarep[], const void *inbuf, int incount, MPI_Datatype datatype,
+                      void *outbuf, MPI_Aint outsize, MPI_Aint *position);
+int MPI_Unpack_external(const char datarep[], const void *inbuf, MPI_Aint insize, MPI_Aint *position,
+                        void *outbuf, int outcount, MPI_Datatype datatype);
+int MPI_Pack_external_size(const char datarep[], int incount, MPI_Datatype datatype, MPI_Aint *size);
+int MPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn,
+                           MPI_Type_delete_attr_function *type_delete_attr_fn, int *type_keyval,
+                           void *extra_state);
+int MPI_Type_free_keyval(int *type_keyval);
+int MPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val);
+int MPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val, int *flag);
+int MPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval);
+MPI_Fint MPI_Type_c2f(MPI_Datatype datatype);
+MPI_Datatype MPI_Type_f2c(MPI_Fint datatype);
+/* MPI-1 datatype calls that MPI-3.0 removed, kept for the programs that still use them */
+int MPI_Type_struct(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[],
+                    const MPI_Datatype array_of_types[], MPI_Datatype *newtype);
+int MPI_Type_hindexed(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[],
+                      MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_extent(MPI_Datatype datatype, MPI_Aint *extent);
+int MPI_Type_lb(MPI_Datatype datatype, MPI_Aint *displacement);
+int MPI_Type_ub(MPI_Datatype datatype, MPI_Aint *displacement);
+int MPI_Address(const void *location, MPI_Aint *address);
 
 /* Reduction operations */
 int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op);
