@@ -3,17 +3,21 @@
 //! This crate is the C ABI layer: it turns C handles and pointers into engine calls. Everything
 //! that dereferences a user pointer lives here, each `unsafe` block with its `// SAFETY:` reason.
 
+pub mod bsend;
 pub mod coll;
 pub mod comm;
 pub mod consts;
 pub mod datatype;
 pub mod error;
+pub mod grequest;
 pub mod group;
 pub mod info;
+pub mod message;
 pub mod misc;
 pub mod op;
 pub mod p2p;
 pub mod request;
 pub mod runtime;
+pub mod status;
 pub mod topo;
 pub mod unsupported;
