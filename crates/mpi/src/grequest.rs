@@ -81,6 +81,15 @@ impl Cancellation {
 }
 
 impl Generalized {
+    pub(crate) fn new(
+        query: Option<MPI_Grequest_query_function>,
+        free: Option<MPI_Grequest_free_function>,
+        cancel: Option<MPI_Grequest_cancel_function>,
+        extra_state: *mut c_void,
+    ) -> Generalized {
+        Generalized { query, free, cancel, extra_state, complete: false, released: false }
+    }
+
     pub(crate) fn query(&self) -> Query {
         Query { function: self.query, extra_state: self.extra_state }
     }
@@ -168,7 +177,7 @@ pub unsafe extern "C" fn MPI_Grequest_start(
         if request.is_null() {
             return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "request must not be NULL"));
         }
-        let generalized = Generalized { query: query_fn, free: free_fn, cancel: cancel_fn, extra_state, complete: false, released: false };
+        let generalized = Generalized::new(query_fn, free_fn, cancel_fn, extra_state);
         let pending = Pending { comm: MPI_COMM_WORLD, shared: None, engine: None, staging: Staging::None, done: None, persistent: None, generalized: Some(Box::new(generalized)) };
         let handle = rt.requests.insert(pending);
         LIVE.fetch_add(1, Ordering::Relaxed);
@@ -196,4 +205,54 @@ pub unsafe extern "C" fn MPI_Grequest_complete(request: MPI_Request) -> c_int {
         Ok(())
     });
     run_frees("MPI_Grequest_complete", finish("MPI_Grequest_complete", result))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Counts calls in the extra state and reports 5 ints, cancelled, with tag 9.
+    unsafe extern "C" fn query(extra_state: *mut c_void, status: *mut MPI_Status) -> c_int {
+        // SAFETY: the tests pass a `[c_int; 3]` as extra state and a real status.
+        unsafe {
+            (*extra_state.cast::<[c_int; 3]>())[0] += 1;
+            crate::status::MPI_Status_set_elements(status, MPI_INT, 5);
+            crate::status::MPI_Status_set_cancelled(status, 1);
+            (*status).MPI_TAG = 9;
+        }
+        MPI_ERR_OTHER
+    }
+
+    unsafe extern "C" fn free(extra_state: *mut c_void) -> c_int {
+        // SAFETY: as in `query`.
+        unsafe { (*extra_state.cast::<[c_int; 3]>())[1] += 1 };
+        MPI_SUCCESS
+    }
+
+    unsafe extern "C" fn cancel(extra_state: *mut c_void, complete: c_int) -> c_int {
+        // SAFETY: as in `query`.
+        unsafe { (*extra_state.cast::<[c_int; 3]>())[2] = 10 + complete };
+        MPI_ERR_ARG
+    }
+
+    #[test]
+    fn callbacks_get_the_extra_state_and_their_answers_become_the_completion() {
+        let mut calls: [c_int; 3] = [0; 3];
+        let mut generalized = Generalized::new(Some(query), Some(free), Some(cancel), (&mut calls as *mut [c_int; 3]).cast());
+        let completion = generalized.query().call();
+        assert_eq!(completion, Completion { source: MPI_ANY_SOURCE, tag: 9, count: 20, cancelled: true, error: MPI_ERR_OTHER });
+        assert_eq!(generalized.cancellation().call(), MPI_ERR_ARG);
+        generalized.complete = true;
+        generalized.cancellation().call();
+        assert_eq!(generalized.call_free(), MPI_SUCCESS);
+        assert_eq!(calls, [1, 1, 11]);
+    }
+
+    #[test]
+    fn missing_callbacks_succeed_with_an_empty_status() {
+        let generalized = Generalized::new(None, None, None, std::ptr::null_mut());
+        assert_eq!(generalized.query().call(), Completion::EMPTY);
+        assert_eq!(generalized.cancellation().call(), MPI_SUCCESS);
+        assert_eq!(generalized.call_free(), MPI_SUCCESS);
+    }
 }

@@ -1013,6 +1013,46 @@ mod tests {
     }
 
     #[test]
+    fn generalized_requests_are_queried_once_complete_and_freed_when_retired() {
+        let mut table = RequestTable::new();
+        let generalized = || Pending {
+            comm: MPI_COMM_WORLD,
+            shared: None,
+            engine: None,
+            staging: Staging::None,
+            done: None,
+            persistent: None,
+            generalized: Some(Box::new(Generalized::new(None, None, None, std::ptr::null_mut()))),
+        };
+        let (first, second) = (table.insert(generalized()), table.insert(generalized()));
+        let plain = table.insert(Pending::completed(MPI_COMM_WORLD, Completion::PROC_NULL));
+        for handle in [first, second] {
+            let pending = table.get_mut(handle).unwrap();
+            assert!(pending.is_active() && pending.waits_forever());
+        }
+        assert!(table.queries_due(&[first, second, plain, MPI_REQUEST_NULL]).is_empty());
+        table.get_mut(second).unwrap().generalized.as_mut().unwrap().complete = true;
+        let due: Vec<MPI_Request> = table.queries_due(&[first, second, plain]).into_iter().map(|(handle, _)| handle).collect();
+        assert_eq!(due, [second]);
+        let answered = Completion { tag: 4, ..Completion::EMPTY };
+        table.answer(second, answered);
+        table.answer(plain, answered);
+        assert_eq!(table.get_mut(plain).unwrap().done, Some(Completion::PROC_NULL));
+        let pending = table.get_mut(second).unwrap();
+        assert!(!pending.waits_forever() && pending.done == Some(answered));
+        assert_eq!(table.retire(second, answered), (answered, MPI_REQUEST_NULL));
+        assert!(table.get_mut(second).is_err());
+        assert_eq!(table.take_freed_generalized().len(), 1);
+        assert!(table.take_freed_generalized().is_empty());
+        // Freed by the application before completion: the slot stays until it is complete.
+        table.get_mut(first).unwrap().generalized.as_mut().unwrap().released = true;
+        table.get_mut(first).unwrap().generalized.as_mut().unwrap().complete = true;
+        assert!(table.queries_due(&[first]).is_empty());
+        table.retire_released(first);
+        assert_eq!(table.take_freed_generalized().len(), 1);
+    }
+
+    #[test]
     fn persistent_requests_stay_after_retiring() {
         let mut table = RequestTable::new();
         let mut pending = Pending::completed(MPI_COMM_WORLD, Completion::PROC_NULL);
