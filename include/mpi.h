@@ -28,6 +28,7 @@ typedef int MPI_Errhandler;
 typedef int MPI_Info;
 typedef int MPI_Win;
 typedef int MPI_File;
+typedef int MPI_Message;
 typedef intptr_t MPI_Aint;
 typedef long long MPI_Offset;
 typedef long long MPI_Count;
@@ -51,6 +52,7 @@ typedef struct MPI_Status {
 #define MPI_INFO_NULL ((MPI_Info)0)
 #define MPI_WIN_NULL ((MPI_Win)0)
 #define MPI_FILE_NULL ((MPI_File)0)
+#define MPI_MESSAGE_NULL ((MPI_Message)0)
 
 /* Predefined communicators, groups, error handlers, infos */
 #define MPI_COMM_WORLD ((MPI_Comm)1)
@@ -59,6 +61,7 @@ typedef struct MPI_Status {
 #define MPI_ERRORS_ARE_FATAL ((MPI_Errhandler)1)
 #define MPI_ERRORS_RETURN ((MPI_Errhandler)2)
 #define MPI_INFO_ENV ((MPI_Info)1)
+#define MPI_MESSAGE_NO_PROC ((MPI_Message)1)
 
 /* Predefined datatypes */
 #define MPI_CHAR ((MPI_Datatype)1)
@@ -198,6 +201,7 @@ typedef struct MPI_Status {
 #define MPI_MAX_LIBRARY_VERSION_STRING 8192
 #define MPI_MAX_INFO_KEY 255
 #define MPI_MAX_INFO_VAL 1024
+#define MPI_BSEND_OVERHEAD 96
 
 /* Results of MPI_Comm_compare / MPI_Group_compare */
 #define MPI_IDENT 0
@@ -343,6 +347,9 @@ MPI_Win_copy_attr_function MPI_WIN_DUP_FN;
 MPI_Copy_function MPI_NULL_COPY_FN;
 MPI_Delete_function MPI_NULL_DELETE_FN;
 MPI_Copy_function MPI_DUP_FN;
+typedef int MPI_Grequest_query_function(void *extra_state, MPI_Status *status);
+typedef int MPI_Grequest_free_function(void *extra_state);
+typedef int MPI_Grequest_cancel_function(void *extra_state, int complete);
 
 /* Environment */
 int MPI_Init(int *argc, char ***argv);
@@ -464,8 +471,28 @@ int MPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, 
                    MPI_Request *request);
 int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
                   MPI_Request *request);
+int MPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                   MPI_Request *request);
 int MPI_Start(MPI_Request *request);
 int MPI_Startall(int count, MPI_Request array_of_requests[]);
+int MPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count);
+int MPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Count count);
+int MPI_Status_set_cancelled(MPI_Status *status, int flag);
+
+/* Matched probes */
+int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status);
+int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message, MPI_Status *status);
+int MPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Status *status);
+int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Request *request);
+
+/* Buffered mode */
+int MPI_Buffer_attach(void *buffer, int size);
+int MPI_Buffer_detach(void *buffer_addr, int *size);
+int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+               MPI_Request *request);
+int MPI_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                   MPI_Request *request);
 
 /* Requests */
 int MPI_Wait(MPI_Request *request, MPI_Status *status);
@@ -482,6 +509,9 @@ int MPI_Request_free(MPI_Request *request);
 int MPI_Cancel(MPI_Request *request);
 int MPI_Test_cancelled(const MPI_Status *status, int *flag);
 int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status);
+int MPI_Grequest_start(MPI_Grequest_query_function *query_fn, MPI_Grequest_free_function *free_fn,
+                       MPI_Grequest_cancel_function *cancel_fn, void *extra_state, MPI_Request *request);
+int MPI_Grequest_complete(MPI_Request request);
 
 /* Info */
 int MPI_Info_create(MPI_Info *info);

@@ -4,18 +4,22 @@
 //! that dereferences a user pointer lives here, each `unsafe` block with its `// SAFETY:` reason.
 
 pub mod attr;
+pub mod bsend;
 pub mod coll;
 pub mod comm;
 pub mod consts;
 pub mod datatype;
 pub mod error;
+pub mod grequest;
 pub mod group;
 pub mod info;
+pub mod message;
 pub mod misc;
 pub mod op;
 pub mod p2p;
 pub mod progress_thread;
 pub mod request;
 pub mod runtime;
+pub mod status;
 pub mod topo;
 pub mod unsupported;
