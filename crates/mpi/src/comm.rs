@@ -21,7 +21,7 @@ use crate::consts::*;
 use crate::error::{error, finish, MpiError, MpiResult};
 use crate::group::{self, store, Members};
 use crate::runtime::{self, engine_error};
-use crate::topo::Cartesian;
+use crate::topo::Topology;
 
 /// The largest tag a program may use (the MPI_TAG_UB attribute).
 pub const TAG_UB: c_int = c_int::MAX;
@@ -95,7 +95,7 @@ pub struct Comm {
     pub errhandler: MPI_Errhandler,
     pub name: String,
     pub attributes: Vec<(c_int, *mut c_void)>,
-    pub topology: Option<Cartesian>,
+    pub topology: Option<Topology>,
 }
 
 impl Comm {
@@ -429,7 +429,7 @@ fn allgather_words(comm: MPI_Comm, parent: &Arc<CommShared>, tuning: CollTuning,
 }
 
 /// Installs a new communicator on context `context_id` after every parent member agreed on it.
-fn install(members: Option<Vec<u32>>, context_id: u32, errhandler: MPI_Errhandler, topology: Option<Cartesian>) -> MpiResult<MPI_Comm> {
+fn install(members: Option<Vec<u32>>, context_id: u32, errhandler: MPI_Errhandler, topology: Option<Topology>) -> MpiResult<MPI_Comm> {
     runtime::with(|rt| {
         rt.comms.reserve_context_ids(context_id + 1);
         let Some(members) = members else { return Ok(MPI_COMM_NULL) };
@@ -442,7 +442,7 @@ fn install(members: Option<Vec<u32>>, context_id: u32, errhandler: MPI_Errhandle
 
 /// Collective over `comm`: a communicator of `members` (this rank's view: None when it is not a
 /// member), on a fresh context; MPI_COMM_NULL for non-members.
-pub(crate) fn create_from(comm: MPI_Comm, members: Option<Vec<u32>>, topology: Option<Cartesian>) -> MpiResult<MPI_Comm> {
+pub(crate) fn create_from(comm: MPI_Comm, members: Option<Vec<u32>>, topology: Option<Topology>) -> MpiResult<MPI_Comm> {
     let (parent, errhandler, tuning, next) = parent_of(comm)?;
     let all = allgather_words(comm, &parent, tuning, &[next])?;
     let context_id = all.iter().copied().max().unwrap_or(next);
