@@ -36,7 +36,6 @@ static HOST_VALUE: c_int = MPI_PROC_NULL;
 static IO_VALUE: c_int = MPI_ANY_SOURCE;
 static WTIME_IS_GLOBAL_VALUE: c_int = 0;
 static APPNUM_VALUE: c_int = 0;
-static LASTUSEDCODE_VALUE: c_int = MPI_ERR_LASTCODE;
 static UNIVERSE_SIZE_VALUE: AtomicI32 = AtomicI32::new(1);
 
 /// What a communicator's members share, immutable once created (requests and channels keep it
@@ -180,6 +179,11 @@ impl CommTable {
     /// The error handler that applies to errors on `comm` (MPI_COMM_WORLD's if `comm` is invalid).
     pub fn errhandler(&self, comm: MPI_Comm) -> MPI_Errhandler {
         self.get(comm).or_else(|_| self.get(MPI_COMM_WORLD)).map_or(MPI_ERRORS_ARE_FATAL, |c| c.errhandler)
+    }
+
+    /// Whether a communicator has `errhandler` attached (a user handler lives while it is).
+    pub fn uses_errhandler(&self, errhandler: MPI_Errhandler) -> bool {
+        self.slots.iter().flatten().any(|c| c.errhandler == errhandler)
     }
 
     pub fn job_rank(&self) -> u32 {
@@ -777,7 +781,7 @@ fn predefined_attribute(keyval: c_int) -> Option<*mut c_void> {
         MPI_IO => &IO_VALUE,
         MPI_WTIME_IS_GLOBAL => &WTIME_IS_GLOBAL_VALUE,
         MPI_UNIVERSE_SIZE => UNIVERSE_SIZE_VALUE.as_ptr(),
-        MPI_LASTUSEDCODE => &LASTUSEDCODE_VALUE,
+        MPI_LASTUSEDCODE => crate::error::codes::LAST_USED_CODE.as_ptr(),
         MPI_APPNUM => &APPNUM_VALUE,
         _ => return None,
     };

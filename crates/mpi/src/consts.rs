@@ -41,6 +41,14 @@ pub type MPI_Comm_copy_attr_function =
     unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
 /// Attribute delete callback (MPI_Comm_create_keyval).
 pub type MPI_Comm_delete_attr_function = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void) -> c_int;
+/// `void MPI_Comm_errhandler_function(MPI_Comm *, int *, ...)`.
+pub type MPI_Comm_errhandler_function = unsafe extern "C" fn(*mut MPI_Comm, *mut c_int, ...);
+/// `void MPI_Win_errhandler_function(MPI_Win *, int *, ...)`.
+pub type MPI_Win_errhandler_function = unsafe extern "C" fn(*mut MPI_Win, *mut c_int, ...);
+/// `void MPI_File_errhandler_function(MPI_File *, int *, ...)`.
+pub type MPI_File_errhandler_function = unsafe extern "C" fn(*mut MPI_File, *mut c_int, ...);
+/// MPI-1's name for MPI_Comm_errhandler_function (MPI_Errhandler_create).
+pub type MPI_Handler_function = unsafe extern "C" fn(*mut MPI_Comm, *mut c_int, ...);
 pub const MPI_VERSION: c_int = 3;
 pub const MPI_SUBVERSION: c_int = 1;
 pub const BRAID: c_int = 1;

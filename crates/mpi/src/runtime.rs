@@ -20,6 +20,8 @@ use braid_pmi::Bootstrap;
 use crate::coll::CollTuning;
 use crate::comm::CommTable;
 use crate::consts::*;
+use crate::error::codes::ErrorCodes;
+use crate::error::handlers::ErrhandlerTable;
 use crate::error::{error, raise, MpiError, MpiResult};
 use crate::group::GroupTable;
 use crate::info::InfoTable;
@@ -32,6 +34,8 @@ pub struct Runtime {
     pub groups: GroupTable,
     pub requests: RequestTable,
     pub infos: InfoTable,
+    pub errhandlers: ErrhandlerTable,
+    pub error_codes: ErrorCodes,
     pub tuning: CollTuning,
     pub thread_level: c_int,
     main_thread: ThreadId,
@@ -128,6 +132,8 @@ fn initialize(required: c_int) -> MpiResult<c_int> {
         groups: GroupTable::new(),
         requests: RequestTable::new(),
         infos: InfoTable::new(),
+        errhandlers: ErrhandlerTable::new(),
+        error_codes: ErrorCodes::new(),
         tuning: CollTuning::from_config(&config),
         thread_level: provided,
         main_thread: std::thread::current().id(),
