@@ -54,12 +54,19 @@ impl Search<'_> {
     /// Tries every completion of `current` by `slots` non-increasing factors of `rest`, none above
     /// `bound`; keeps a completion only if it is strictly better, so ties go to the first found.
     fn extend(&mut self, rest: usize, slots: usize, bound: usize) {
-        if slots == 0 {
-            let spread = self.current[0] - self.current[self.current.len() - 1];
+        if rest == 1 {
+            // The only completion is all ones; taking it here keeps the depth at the number of
+            // prime factors, whatever the number of dimensions.
+            let smallest = if slots > 0 { 1 } else { self.current[self.current.len() - 1] };
+            let spread = self.current.first().map_or(0, |&top| top - smallest);
             if spread < self.best_spread {
                 self.best_spread = spread;
                 self.best.clone_from(&self.current);
+                self.best.resize(self.current.len() + slots, 1);
             }
+            return;
+        }
+        if slots == 0 {
             return;
         }
         for index in 0..self.divisors.len() {
@@ -242,6 +249,10 @@ mod tests {
         assert_eq!(dims.iter().map(|&d| d as i64).product::<i64>(), highly_composite as i64);
         assert_eq!(free_dims(1 << 30, 30), vec![2; 30]);
         assert_eq!(free_dims(c_int::MAX, 3), vec![c_int::MAX, 1, 1]);
+        let ones = free_dims(1, 1_000_000);
+        assert!(ones.len() == 1_000_000 && ones.iter().all(|&d| d == 1));
+        let wide = free_dims(6, 1_000_000);
+        assert_eq!(&wide[..3], &[3, 2, 1]);
         let many = free_dims(720, 200);
         assert_eq!(&many[..8], &[5, 3, 3, 2, 2, 2, 2, 1]);
         assert!(many[8..].iter().all(|&d| d == 1));
