@@ -508,15 +508,17 @@ int MPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges);
 int MPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors);
 int MPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[]);
 int MPI_Graph_map(MPI_Comm comm, int nnodes, const int index[], const int edges[], int *newrank);
+/* Weights are pointers, not arrays: MPI_UNWEIGHTED and MPI_WEIGHTS_EMPTY are constant addresses
+ * that GCC's object-size checks would otherwise report at -O2. */
 int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const int degrees[],
-                          const int destinations[], const int weights[], MPI_Info info, int reorder,
+                          const int destinations[], const int *weights, MPI_Info info, int reorder,
                           MPI_Comm *comm_dist_graph);
 int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int sources[],
-                                   const int sourceweights[], int outdegree, const int destinations[],
-                                   const int destweights[], MPI_Info info, int reorder,
+                                   const int *sourceweights, int outdegree, const int destinations[],
+                                   const int *destweights, MPI_Info info, int reorder,
                                    MPI_Comm *comm_dist_graph);
-int MPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[], int sourceweights[],
-                             int maxoutdegree, int destinations[], int destweights[]);
+int MPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[], int *sourceweights,
+                             int maxoutdegree, int destinations[], int *destweights);
 int MPI_Dist_graph_neighbors_count(MPI_Comm comm, int *indegree, int *outdegree, int *weighted);
 int MPI_Topo_test(MPI_Comm comm, int *status);
 
