@@ -90,17 +90,16 @@ static void cart_map(void)
     int dims[1] = {size}, periods[1] = {0};
     expect_class(MPI_Cart_map(MPI_COMM_WORLD, 1, dims, periods, &newrank), MPI_SUCCESS, "MPI_Cart_map(size)");
     CHECK(newrank == rank, "MPI_Cart_map over all ranks gave %d", newrank);
-    int one[2] = {1, 1}, two_periods[2] = {1, 0};
 #if defined(TEST_BRAID_ONLY) || defined(MPICH_VERSION)
     /* Open MPI 4.1 gives every rank a place in a grid smaller than the communicator. */
+    int one[2] = {1, 1}, two_periods[2] = {1, 0};
     MPI_Cart_map(MPI_COMM_WORLD, 2, one, two_periods, &newrank);
     CHECK(newrank == (rank == 0 ? 0 : MPI_UNDEFINED), "MPI_Cart_map 1x1 gave %d", newrank);
 #endif
-    int too_big[2] = {size, 2};
 #ifdef TEST_BRAID_ONLY
+    int too_big[2] = {size, 2}, zero[1] = {0};
     expect_class(MPI_Cart_map(MPI_COMM_WORLD, -1, too_big, two_periods, &newrank), MPI_ERR_ARG, "MPI_Cart_map with ndims -1");
     expect_class(MPI_Cart_map(MPI_COMM_WORLD, 2, too_big, two_periods, &newrank), MPI_ERR_DIMS, "MPI_Cart_map larger than the communicator");
-    int zero[1] = {0};
     expect_class(MPI_Cart_map(MPI_COMM_WORLD, 1, zero, periods, &newrank), MPI_ERR_DIMS, "MPI_Cart_map with a dimension of 0");
 #endif
 }
