@@ -139,7 +139,7 @@ impl ErrhandlerTable {
     /// [`ErrhandlerTable::insert`].
     pub fn release(&mut self, handle: MPI_Errhandler, on_comm: bool) -> Result<(), String> {
         let attached = on_comm || self.file_default == handle;
-        let Some(index) = Self::slot(handle).filter(|&index| self.slots.get(index).is_some_and(|slot| slot.is_some_and(|user| user.references > 0))) else {
+        let Some(index) = Self::slot(handle).filter(|&index| matches!(self.slots.get(index), Some(Some(user)) if user.references > 0)) else {
             return Err(format!("{handle} is not an error handler (or was already freed)"));
         };
         let user = self.slots[index].as_mut().expect("checked above");

@@ -6,7 +6,7 @@
 
 use std::ffi::c_int;
 
-use super::{int_array, length, no_topology, size_of, with_topology, write_ints, Topology};
+use super::{int_array, length, no_topology, with_topology, write_ints, Topology};
 use crate::comm;
 use crate::consts::*;
 use crate::error::{error, finish, MpiResult};
@@ -169,8 +169,10 @@ pub unsafe extern "C" fn MPI_Graph_map(comm: MPI_Comm, nnodes: c_int, index: *co
     // The graph's shape does not matter: every process keeps its rank.
     let _ = (index, edges);
     let result = (|| {
-        let size = size_of(comm)?;
-        let rank = runtime::with(|rt| Ok(rt.comms.get(comm)?.shared.rank as usize))?;
+        let (size, rank) = runtime::with(|rt| {
+            let shared = &rt.comms.get(comm)?.shared;
+            Ok((shared.size(), shared.rank as usize))
+        })?;
         let mapped = graph_map(comm, nnodes, size, rank)?;
         // SAFETY: the caller's out-pointer (NULL is rejected by store).
         unsafe { store(newrank, mapped, "newrank") }

@@ -128,11 +128,6 @@ fn length(comm: MPI_Comm, value: c_int, what: &str) -> MpiResult<usize> {
     usize::try_from(value).map_err(|_| error(comm, MPI_ERR_ARG, format!("{what} {value} is negative")))
 }
 
-/// The number of processes in `comm`.
-fn size_of(comm: MPI_Comm) -> MpiResult<usize> {
-    runtime::with(|rt| Ok(rt.comms.get(comm)?.shared.size()))
-}
-
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Topo_test(comm: MPI_Comm, status: *mut c_int) -> c_int {
     let result = runtime::with(|rt| {
