@@ -350,6 +350,14 @@ MPI_Copy_function MPI_DUP_FN;
 typedef int MPI_Grequest_query_function(void *extra_state, MPI_Status *status);
 typedef int MPI_Grequest_free_function(void *extra_state);
 typedef int MPI_Grequest_cancel_function(void *extra_state, int complete);
+typedef void MPI_Comm_errhandler_function(MPI_Comm *comm, int *errorcode, ...);
+typedef void MPI_Win_errhandler_function(MPI_Win *win, int *errorcode, ...);
+typedef void MPI_File_errhandler_function(MPI_File *file, int *errorcode, ...);
+/* MPI-2 and MPI-1 names of the error handler types */
+typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn;
+typedef MPI_Win_errhandler_function MPI_Win_errhandler_fn;
+typedef MPI_File_errhandler_function MPI_File_errhandler_fn;
+typedef void MPI_Handler_function(MPI_Comm *comm, int *errorcode, ...);
 
 /* Environment */
 int MPI_Init(int *argc, char ***argv);
@@ -371,9 +379,26 @@ int MPI_Free_mem(void *base);
 /* Errors */
 int MPI_Error_string(int errorcode, char *string, int *resultlen);
 int MPI_Error_class(int errorcode, int *errorclass);
+int MPI_Add_error_class(int *errorclass);
+int MPI_Add_error_code(int errorclass, int *errorcode);
+int MPI_Add_error_string(int errorcode, const char *string);
+int MPI_Comm_create_errhandler(MPI_Comm_errhandler_function *comm_errhandler_fn, MPI_Errhandler *errhandler);
 int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler);
 int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler);
+int MPI_Comm_call_errhandler(MPI_Comm comm, int errorcode);
+int MPI_Win_create_errhandler(MPI_Win_errhandler_function *win_errhandler_fn, MPI_Errhandler *errhandler);
+int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler);
+int MPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler);
+int MPI_Win_call_errhandler(MPI_Win win, int errorcode);
+int MPI_File_create_errhandler(MPI_File_errhandler_function *file_errhandler_fn, MPI_Errhandler *errhandler);
+int MPI_File_set_errhandler(MPI_File file, MPI_Errhandler errhandler);
+int MPI_File_get_errhandler(MPI_File file, MPI_Errhandler *errhandler);
+int MPI_File_call_errhandler(MPI_File fh, int errorcode);
 int MPI_Errhandler_free(MPI_Errhandler *errhandler);
+/* MPI-1 names, removed from MPI 3.0 but still used */
+int MPI_Errhandler_create(MPI_Handler_function *function, MPI_Errhandler *errhandler);
+int MPI_Errhandler_set(MPI_Comm comm, MPI_Errhandler errhandler);
+int MPI_Errhandler_get(MPI_Comm comm, MPI_Errhandler *errhandler);
 
 /* Communicators */
 int MPI_Comm_size(MPI_Comm comm, int *size);
@@ -685,6 +710,7 @@ int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
                 MPI_Comm comm, MPI_Request *request);
 
 /* Cartesian topologies */
+/* Process topologies */
 int MPI_Dims_create(int nnodes, int ndims, int dims[]);
 int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[], int reorder,
                     MPI_Comm *comm_cart);
@@ -694,23 +720,27 @@ int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source, int
 int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]);
 int MPI_Cartdim_get(MPI_Comm comm, int *ndims);
 int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm);
-int MPI_Topo_test(MPI_Comm comm, int *status);
-
-/* Graph topologies (declared; they return MPI_ERR_UNSUPPORTED_OPERATION) */
+int MPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[], int *newrank);
 int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const int edges[], int reorder,
                      MPI_Comm *comm_graph);
 int MPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int index[], int edges[]);
 int MPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges);
+int MPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors);
+int MPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[]);
+int MPI_Graph_map(MPI_Comm comm, int nnodes, const int index[], const int edges[], int *newrank);
+/* Weights are pointers, not arrays: MPI_UNWEIGHTED and MPI_WEIGHTS_EMPTY are constant addresses
+ * that GCC's object-size checks would otherwise report at -O2. */
 int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[], const int degrees[],
-                          const int destinations[], const int weights[], MPI_Info info, int reorder,
+                          const int destinations[], const int *weights, MPI_Info info, int reorder,
                           MPI_Comm *comm_dist_graph);
 int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int sources[],
-                                   const int sourceweights[], int outdegree, const int destinations[],
-                                   const int destweights[], MPI_Info info, int reorder,
+                                   const int *sourceweights, int outdegree, const int destinations[],
+                                   const int *destweights, MPI_Info info, int reorder,
                                    MPI_Comm *comm_dist_graph);
-int MPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[], int sourceweights[],
-                             int maxoutdegree, int destinations[], int destweights[]);
+int MPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[], int *sourceweights,
+                             int maxoutdegree, int destinations[], int *destweights);
 int MPI_Dist_graph_neighbors_count(MPI_Comm comm, int *indegree, int *outdegree, int *weighted);
+int MPI_Topo_test(MPI_Comm comm, int *status);
 
 /* One-sided windows (declared; they return MPI_ERR_UNSUPPORTED_OPERATION) */
 int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win);

@@ -186,7 +186,7 @@ if selected header; then
     fi
 fi
 
-PROGRAMS=(p2p_matching p2p_modes p2p_more collectives nbc datatypes datatypes_more comms comms_more intercomm attributes errors large ring fatal_error abort_code kill_rank)
+PROGRAMS=(p2p_matching p2p_modes p2p_more collectives nbc datatypes datatypes_more comms comms_more intercomm attributes errors errhandlers topologies large ring fatal_error abort_code kill_rank)
 for program in "${PROGRAMS[@]}"; do
     if ! compile_c "$program"; then
         fail "build $program" "$(explain "$LOG_DIR/build-$program.log")"; keep_logs
@@ -211,6 +211,8 @@ for ranks in 1 2 3 4; do built comms_more && expect_success "comms_more n=$ranks
 for ranks in 2 3 4; do built intercomm && expect_success "intercomm n=$ranks" "$ranks" -- "$BUILD/intercomm"; done
 for ranks in 1 2 3 4; do built attributes && expect_success "attributes n=$ranks" "$ranks" -- "$BUILD/attributes"; done
 for ranks in 1 2 3; do built errors && expect_success "errors n=$ranks" "$ranks" -- "$BUILD/errors"; done
+for ranks in 1 2 3 4; do built errhandlers && expect_success "errhandlers n=$ranks" "$ranks" -- "$BUILD/errhandlers"; done
+for ranks in 1 2 3 4; do built topologies && expect_success "topologies n=$ranks" "$ranks" -- "$BUILD/topologies"; done
 if built large; then
     expect_success "large n=2" 2 -- "$BUILD/large"
     expect_success "large n=3" 3 -- "$BUILD/large"

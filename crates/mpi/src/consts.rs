@@ -60,6 +60,14 @@ pub type MPI_Delete_function = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void
 pub type MPI_Grequest_query_function = unsafe extern "C" fn(*mut c_void, *mut MPI_Status) -> c_int;
 pub type MPI_Grequest_free_function = unsafe extern "C" fn(*mut c_void) -> c_int;
 pub type MPI_Grequest_cancel_function = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
+/// `void MPI_Comm_errhandler_function(MPI_Comm *, int *, ...)`.
+pub type MPI_Comm_errhandler_function = unsafe extern "C" fn(*mut MPI_Comm, *mut c_int, ...);
+/// `void MPI_Win_errhandler_function(MPI_Win *, int *, ...)`.
+pub type MPI_Win_errhandler_function = unsafe extern "C" fn(*mut MPI_Win, *mut c_int, ...);
+/// `void MPI_File_errhandler_function(MPI_File *, int *, ...)`.
+pub type MPI_File_errhandler_function = unsafe extern "C" fn(*mut MPI_File, *mut c_int, ...);
+/// MPI-1's name for MPI_Comm_errhandler_function (MPI_Errhandler_create).
+pub type MPI_Handler_function = unsafe extern "C" fn(*mut MPI_Comm, *mut c_int, ...);
 pub const MPI_VERSION: c_int = 3;
 pub const MPI_SUBVERSION: c_int = 1;
 pub const BRAID: c_int = 1;
