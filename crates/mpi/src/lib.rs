@@ -21,5 +21,6 @@ pub mod progress_thread;
 pub mod request;
 pub mod runtime;
 pub mod status;
+pub mod threaded;
 pub mod topo;
 pub mod unsupported;

@@ -148,13 +148,25 @@ fn replace_state(runtime: Option<Runtime>) -> Option<Runtime> {
 /// other threads' calls (which the wait may depend on) go on. For MPI_THREAD_MULTIPLE.
 #[cold]
 pub fn wait_unlocked<R>(mut step: impl FnMut(&mut Runtime) -> MpiResult<Option<R>>) -> MpiResult<R> {
-    let mut idle_steps: u32 = 0;
+    let mut backoff = Backoff::default();
     loop {
         if let Some(result) = with(&mut step)? {
             return Ok(result);
         }
-        idle_steps = idle_steps.saturating_add(1);
-        if idle_steps > UNLOCKED_SPIN_STEPS {
+        backoff.pause();
+    }
+}
+
+/// The pause between two steps of an unlocked wait: none at first, then the core is yielded.
+#[derive(Default)]
+pub struct Backoff {
+    idle_steps: u32,
+}
+
+impl Backoff {
+    pub fn pause(&mut self) {
+        self.idle_steps = self.idle_steps.saturating_add(1);
+        if self.idle_steps > UNLOCKED_SPIN_STEPS {
             std::thread::yield_now();
         }
     }
@@ -225,7 +237,7 @@ fn initialize(required: c_int) -> MpiResult<c_int> {
     let bootstrap = bootstrap().map_err(|e| error(MPI_COMM_WORLD, MPI_ERR_OTHER, format!("cannot reach the launcher: {e}")))?;
     let engine = Engine::new(&config, bootstrap).map_err(|e| error(MPI_COMM_WORLD, MPI_ERR_OTHER, e.to_string()))?;
     let comms = CommTable::new(engine.rank(), engine.size());
-    let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_SERIALIZED);
+    let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE);
     let runtime = Runtime {
         engine,
         comms,
@@ -242,6 +254,9 @@ fn initialize(required: c_int) -> MpiResult<c_int> {
         thread_level: provided,
         main_thread: std::thread::current().id(),
     };
+    if provided == MPI_THREAD_MULTIPLE {
+        LOCKING.store(true, Ordering::Relaxed);
+    }
     replace_state(Some(runtime));
     if config.progress_thread {
         LOCKING.store(true, Ordering::Relaxed);
