@@ -267,23 +267,38 @@ fn initialize(required: c_int) -> MpiResult<c_int> {
     Ok(provided)
 }
 
+/// Reports a failed MPI_Init or MPI_Init_thread. The first initialisation fails under
+/// MPI_ERRORS_ARE_FATAL (nothing can change MPI_COMM_WORLD's handler before it), and with no job
+/// to abort yet the process ends here, with the error class as exit code: the program must not
+/// go on as if MPI were running.
+#[cold]
+fn init_failed(function: &str, first_init: bool, e: MpiError) -> c_int {
+    let class = raise(e.comm, function, e.class, &e.detail);
+    if first_init {
+        std::process::exit(class);
+    }
+    class
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
     let _ = (argc, argv);
+    let first_init = PHASE.load(Ordering::Acquire) == NOT_INITIALIZED;
     match initialize(MPI_THREAD_SINGLE) {
         Ok(_) => MPI_SUCCESS,
-        Err(e) => raise(e.comm, "MPI_Init", e.class, &e.detail),
+        Err(e) => init_failed("MPI_Init", first_init, e),
     }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Init_thread(argc: *mut c_int, argv: *mut *mut *mut c_char, required: c_int, provided: *mut c_int) -> c_int {
     let _ = (argc, argv);
+    let first_init = PHASE.load(Ordering::Acquire) == NOT_INITIALIZED;
     if provided.is_null() {
-        return raise(MPI_COMM_WORLD, "MPI_Init_thread", MPI_ERR_ARG, "provided must not be NULL");
+        return init_failed("MPI_Init_thread", first_init, error(MPI_COMM_WORLD, MPI_ERR_ARG, "provided must not be NULL"));
     }
     if !(MPI_THREAD_SINGLE..=MPI_THREAD_MULTIPLE).contains(&required) {
-        return raise(MPI_COMM_WORLD, "MPI_Init_thread", MPI_ERR_ARG, &format!("{required} is not a thread level"));
+        return init_failed("MPI_Init_thread", first_init, error(MPI_COMM_WORLD, MPI_ERR_ARG, format!("{required} is not a thread level")));
     }
     match initialize(required) {
         Ok(level) => {
@@ -291,7 +306,7 @@ pub unsafe extern "C" fn MPI_Init_thread(argc: *mut c_int, argv: *mut *mut *mut 
             unsafe { *provided = level };
             MPI_SUCCESS
         }
-        Err(e) => raise(e.comm, "MPI_Init_thread", e.class, &e.detail),
+        Err(e) => init_failed("MPI_Init_thread", first_init, e),
     }
 }
 
