@@ -15,5 +15,6 @@ pub mod op;
 pub mod p2p;
 pub mod request;
 pub mod runtime;
+pub mod tools;
 pub mod topo;
 pub mod unsupported;

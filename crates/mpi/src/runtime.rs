@@ -33,6 +33,8 @@ pub struct Runtime {
     pub requests: RequestTable,
     pub infos: InfoTable,
     pub tuning: CollTuning,
+    /// The settings read at MPI_Init.
+    pub config: Config,
     pub thread_level: c_int,
     main_thread: ThreadId,
 }
@@ -129,6 +131,7 @@ fn initialize(required: c_int) -> MpiResult<c_int> {
         requests: RequestTable::new(),
         infos: InfoTable::new(),
         tuning: CollTuning::from_config(&config),
+        config,
         thread_level: provided,
         main_thread: std::thread::current().id(),
     };
@@ -198,6 +201,7 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
         return raise(MPI_COMM_WORLD, "MPI_Finalize", MPI_ERR_OTHER, "MPI is not running");
     };
     PHASE.store(FINALIZED, Ordering::Release);
+    crate::tools::keep_final_state(&runtime);
     let Runtime { engine, comms, .. } = runtime;
     drop(comms);
     match engine.finalize() {
