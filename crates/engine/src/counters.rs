@@ -1,9 +1,9 @@
 //! Traffic counters, read by the MPI tools interface (MPI_T performance variables).
 //!
 //! Counting is plain `u64` additions on the engine's own paths: the engine is single-threaded,
-//! so no atomics are needed, and the per-peer and per-transport tables are allocated once at
-//! start-up, so counting never allocates. Reading ([`crate::Engine::counter_values`]) copies
-//! everything out, off the message path.
+//! so no atomics are needed, and the tables are allocated once at start-up, so counting never
+//! allocates. Everything a small message adds to lives in one cache line, its peer's; reading
+//! ([`crate::Engine::counter_values`]) copies out and sums up, off the message path.
 //!
 //! Two levels are counted:
 //! * **messages** per peer (job rank): one per MPI message, sent when the engine takes it (eager
@@ -13,7 +13,10 @@
 //! * **frames** per transport (self, shared memory, each network rail, in the engine's order):
 //!   every frame handed to or delivered by the transport, protocol frames included, with its
 //!   payload bytes (headers excluded); bytes copied directly between address spaces (single-copy
-//!   reads and writes) count as bytes of that transport without a frame.
+//!   reads and writes) count as bytes of that transport without a frame. A peer reached directly
+//!   always uses the same transport, so its frames are counted per peer and summed per transport
+//!   when read; the rails count their own (the network layer what it sends, [`Counters`] what
+//!   arrives).
 
 use std::time::{Duration, Instant};
 
@@ -40,25 +43,36 @@ pub struct TransportTraffic {
 impl TransportTraffic {
     /// `frames` frames carrying `bytes` payload bytes (or bytes written directly) left.
     #[inline(always)]
-    pub(crate) fn sent(&mut self, frames: u64, bytes: usize) {
+    pub(crate) fn sent(&mut self, frames: u64, bytes: u64) {
         self.frames_sent += frames;
-        self.bytes_sent += bytes as u64;
+        self.bytes_sent += bytes;
     }
 
     /// `frames` frames carrying `bytes` payload bytes (or bytes read directly) arrived.
     #[inline(always)]
-    pub(crate) fn received(&mut self, frames: u64, bytes: usize) {
+    pub(crate) fn received(&mut self, frames: u64, bytes: u64) {
         self.frames_received += frames;
-        self.bytes_received += bytes as u64;
+        self.bytes_received += bytes;
     }
+}
+
+/// The counters of one peer: its messages, and the frames of the direct transport that reaches it.
+/// One cache line, so that a message touches one line of counters.
+#[repr(C, align(64))]
+#[derive(Debug, Clone, Copy, Default)]
+struct PeerCounters {
+    messages: PeerTraffic,
+    frames: TransportTraffic,
 }
 
 /// Every counter of one engine.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Counters {
-    peers: Vec<PeerTraffic>,
-    transports: Vec<TransportTraffic>,
-    eager_sends: u64,
+    peers: Vec<PeerCounters>,
+    /// The first rail's transport index.
+    rail_base: usize,
+    /// What each rail delivered.
+    rails_received: Vec<TransportTraffic>,
     rendezvous_sends: u64,
     unexpected_level: u64,
     /// Highest `unexpected_level` since the watermark was last restarted.
@@ -69,69 +83,88 @@ pub(crate) struct Counters {
 }
 
 impl Counters {
-    pub(crate) fn new(peers: usize, transports: usize) -> Counters {
-        Counters { peers: vec![PeerTraffic::default(); peers], transports: vec![TransportTraffic::default(); transports], ..Counters::default() }
+    /// Counters for `peers` ranks and `rails` rails from transport `rail_base` on.
+    pub(crate) fn new(peers: usize, rail_base: usize, rails: usize) -> Counters {
+        Counters { peers: vec![PeerCounters::default(); peers], rail_base, rails_received: vec![TransportTraffic::default(); rails], ..Counters::default() }
     }
 
     /// The engine took a message of `bytes` for `peer`, eagerly or by rendezvous.
-    #[inline(always)]
+    #[inline]
     pub(crate) fn message_sent(&mut self, peer: PeerId, bytes: usize, rendezvous: bool) {
-        if let Some(traffic) = self.peers.get_mut(peer as usize) {
-            traffic.messages_sent += 1;
-            traffic.bytes_sent += bytes as u64;
+        if let Some(counters) = self.peers.get_mut(peer as usize) {
+            counters.messages.messages_sent += 1;
+            counters.messages.bytes_sent += bytes as u64;
         }
-        if rendezvous {
-            self.rendezvous_sends += 1;
-        } else {
-            self.eager_sends += 1;
+        self.rendezvous_sends += u64::from(rendezvous);
+    }
+
+    /// An eager message of `bytes` for `peer` left at once, as one frame of its direct transport.
+    #[inline(always)]
+    pub(crate) fn eager_sent_now(&mut self, peer: PeerId, bytes: usize) {
+        if let Some(counters) = self.peers.get_mut(peer as usize) {
+            counters.messages.messages_sent += 1;
+            counters.messages.bytes_sent += bytes as u64;
+            counters.frames.sent(1, bytes as u64);
         }
     }
 
-    /// An eager message of `bytes` for `peer` left at once, as one frame of `transport`.
+    /// An eager message of `bytes` arrived from `peer` in one frame of its direct transport.
     #[inline(always)]
-    pub(crate) fn eager_sent_now(&mut self, peer: PeerId, transport: usize, bytes: usize) {
-        self.message_sent(peer, bytes, false);
-        self.frame_sent(transport, bytes);
+    pub(crate) fn eager_received(&mut self, peer: PeerId, bytes: usize) {
+        if let Some(counters) = self.peers.get_mut(peer as usize) {
+            counters.messages.messages_received += 1;
+            counters.messages.bytes_received += bytes as u64;
+            counters.frames.received(1, bytes as u64);
+        }
     }
 
-    /// The first frame of a message of `bytes` arrived from `peer`.
-    #[inline(always)]
+    /// The first frame of a message of `bytes` arrived from `peer` (the frame is counted apart).
+    #[inline]
     pub(crate) fn message_received(&mut self, peer: PeerId, bytes: usize) {
-        if let Some(traffic) = self.peers.get_mut(peer as usize) {
-            traffic.messages_received += 1;
-            traffic.bytes_received += bytes as u64;
+        if let Some(counters) = self.peers.get_mut(peer as usize) {
+            counters.messages.messages_received += 1;
+            counters.messages.bytes_received += bytes as u64;
         }
     }
 
-    /// `transport` took a frame with `bytes` of payload.
-    #[inline(always)]
-    pub(crate) fn frame_sent(&mut self, transport: usize, bytes: usize) {
-        if let Some(traffic) = self.transports.get_mut(transport) {
-            traffic.sent(1, bytes);
-        }
-    }
-
-    /// `transport` delivered a frame with `bytes` of payload.
-    #[inline(always)]
-    pub(crate) fn frame_received(&mut self, transport: usize, bytes: usize) {
-        if let Some(traffic) = self.transports.get_mut(transport) {
-            traffic.received(1, bytes);
-        }
-    }
-
-    /// `bytes` were read from a peer's memory through `transport` (single copy).
+    /// The direct transport of `peer` took a frame with `bytes` of payload for it.
     #[inline]
-    pub(crate) fn copied_in(&mut self, transport: usize, bytes: usize) {
-        if let Some(traffic) = self.transports.get_mut(transport) {
-            traffic.received(0, bytes);
+    pub(crate) fn frame_sent(&mut self, peer: PeerId, bytes: usize) {
+        if let Some(counters) = self.peers.get_mut(peer as usize) {
+            counters.frames.sent(1, bytes as u64);
         }
     }
 
-    /// `bytes` were written into a peer's memory through `transport` (shared single copy).
+    /// A frame with `bytes` of payload arrived from `peer` (for a peer reached over the rails,
+    /// the rail's count is the one read).
     #[inline]
-    pub(crate) fn copied_out(&mut self, transport: usize, bytes: usize) {
-        if let Some(traffic) = self.transports.get_mut(transport) {
-            traffic.sent(0, bytes);
+    pub(crate) fn frame_received(&mut self, peer: PeerId, bytes: usize) {
+        if let Some(counters) = self.peers.get_mut(peer as usize) {
+            counters.frames.received(1, bytes as u64);
+        }
+    }
+
+    /// Rail `rail` delivered a frame with `bytes` of payload.
+    #[inline]
+    pub(crate) fn rail_frame_received(&mut self, rail: usize, bytes: usize) {
+        if let Some(traffic) = self.rails_received.get_mut(rail) {
+            traffic.received(1, bytes as u64);
+        }
+    }
+
+    /// `bytes` were read from `peer`'s memory (single copy).
+    #[inline]
+    pub(crate) fn copied_in(&mut self, peer: PeerId, bytes: usize) {
+        if let Some(counters) = self.peers.get_mut(peer as usize) {
+            counters.frames.received(0, bytes as u64);
+        }
+    }
+
+    /// `bytes` were written into `peer`'s memory (shared single copy).
+    #[inline]
+    pub(crate) fn copied_out(&mut self, peer: PeerId, bytes: usize) {
+        if let Some(counters) = self.peers.get_mut(peer as usize) {
+            counters.frames.sent(0, bytes as u64);
         }
     }
 
@@ -174,18 +207,28 @@ impl Counters {
         self.unexpected_high = self.unexpected_level;
     }
 
-    /// A copy of every counter; `rail_sends[i]` adds what the network layer sent on the transport
-    /// `rail_base + i`, `names` are the transports' names.
-    pub(crate) fn values(&self, rail_base: usize, rail_sends: &[TransportTraffic], names: Vec<String>) -> CounterValues {
-        let mut transports = self.transports.clone();
-        for (traffic, sends) in transports.iter_mut().skip(rail_base).zip(rail_sends) {
-            traffic.sent(sends.frames_sent, sends.bytes_sent as usize);
+    /// A copy of every counter. `direct_route(peer)` is the direct transport that reaches a peer
+    /// (`None`: the rails), `rail_sends[i]` what the network layer sent on rail `i`, `names` the
+    /// transports' names.
+    pub(crate) fn values(&self, direct_route: impl Fn(PeerId) -> Option<usize>, rail_sends: &[TransportTraffic], names: Vec<String>) -> CounterValues {
+        let mut transports = vec![TransportTraffic::default(); names.len()];
+        for (peer, counters) in self.peers.iter().enumerate() {
+            if let Some(traffic) = direct_route(peer as PeerId).and_then(|transport| transports.get_mut(transport)) {
+                traffic.sent(counters.frames.frames_sent, counters.frames.bytes_sent);
+                traffic.received(counters.frames.frames_received, counters.frames.bytes_received);
+            }
         }
+        let rails = transports.iter_mut().skip(self.rail_base);
+        for ((traffic, received), sent) in rails.zip(&self.rails_received).zip(rail_sends) {
+            traffic.sent(sent.frames_sent, sent.bytes_sent);
+            traffic.received(received.frames_received, received.bytes_received);
+        }
+        let messages_sent: u64 = self.peers.iter().map(|counters| counters.messages.messages_sent).sum();
         CounterValues {
-            peers: self.peers.clone(),
+            peers: self.peers.iter().map(|counters| counters.messages).collect(),
             transports,
             transport_names: names,
-            eager_sends: self.eager_sends,
+            eager_sends: messages_sent - self.rendezvous_sends,
             rendezvous_sends: self.rendezvous_sends,
             unexpected_level: self.unexpected_level,
             unexpected_high_watermark: self.unexpected_high,
@@ -231,55 +274,72 @@ impl CounterValues {
 mod tests {
     use super::*;
 
+    fn names(count: usize) -> Vec<String> {
+        (0..count).map(|transport| format!("transport{transport}")).collect()
+    }
+
     #[test]
-    fn messages_and_frames_are_counted_apart() {
-        let mut counters = Counters::new(2, 3);
+    fn a_peers_counters_fill_one_cache_line() {
+        assert_eq!(std::mem::size_of::<PeerCounters>(), 64);
+        assert_eq!(std::mem::align_of::<PeerCounters>(), 64);
+    }
+
+    #[test]
+    fn messages_are_counted_per_peer_and_frames_per_transport() {
+        // Rank 0 (this one) on transport 0, rank 1 on transport 1, rank 2 over rail 0 (transport 2).
+        let mut counters = Counters::new(3, 2, 1);
         counters.message_sent(1, 100, false);
-        counters.message_sent(1, 1 << 20, true);
-        counters.eager_sent_now(0, 0, 8);
         counters.frame_sent(1, 100);
+        counters.message_sent(1, 1 << 20, true);
         counters.frame_sent(1, 0);
-        counters.message_received(1, 40);
-        counters.frame_received(2, 40);
+        counters.eager_sent_now(0, 8);
+        counters.eager_received(1, 40);
         counters.copied_in(1, 4096);
         counters.copied_out(1, 512);
-        // Out-of-range peers and transports are ignored rather than trusted.
+        counters.message_sent(2, 30, false);
+        counters.message_received(2, 7);
+        counters.rail_frame_received(0, 7);
+        // Per-peer frames of a peer reached over the rails are not its rail's: the rail counts.
+        counters.frame_received(2, 7);
+        // Out-of-range peers and rails are ignored rather than trusted.
         counters.message_sent(7, 1, false);
-        counters.frame_received(9, 1);
-        let values = counters.values(2, &[TransportTraffic { frames_sent: 2, bytes_sent: 30, ..TransportTraffic::default() }], vec!["self".into(), "shm".into(), "tcp:eth1".into()]);
+        counters.rail_frame_received(9, 1);
+        let route = |peer: PeerId| (peer < 2).then_some(peer as usize);
+        let rail_sends = [TransportTraffic { frames_sent: 2, bytes_sent: 30, ..TransportTraffic::default() }];
+        let values = counters.values(route, &rail_sends, names(3));
         assert_eq!(values.peers[1], PeerTraffic { messages_sent: 2, bytes_sent: 100 + (1 << 20), messages_received: 1, bytes_received: 40 });
         assert_eq!(values.peers[0], PeerTraffic { messages_sent: 1, bytes_sent: 8, messages_received: 0, bytes_received: 0 });
         assert_eq!(values.transports[0], TransportTraffic { frames_sent: 1, bytes_sent: 8, frames_received: 0, bytes_received: 0 });
-        assert_eq!(values.transports[1], TransportTraffic { frames_sent: 2, bytes_sent: 612, frames_received: 0, bytes_received: 4096 });
-        assert_eq!(values.transports[2], TransportTraffic { frames_sent: 2, bytes_sent: 30, frames_received: 1, bytes_received: 40 });
+        assert_eq!(values.transports[1], TransportTraffic { frames_sent: 2, bytes_sent: 612, frames_received: 1, bytes_received: 4136 });
+        assert_eq!(values.transports[2], TransportTraffic { frames_sent: 2, bytes_sent: 30, frames_received: 1, bytes_received: 7 });
         assert_eq!((values.eager_sends, values.rendezvous_sends), (3, 1));
     }
 
     #[test]
     fn the_unexpected_queue_keeps_its_level_and_high_watermark() {
-        let mut counters = Counters::new(1, 1);
+        let mut counters = Counters::new(1, 1, 0);
         counters.unexpected_stored();
         counters.unexpected_stored();
         counters.unexpected_stored();
         counters.unexpected_taken();
         counters.unexpected_taken();
-        let values = counters.values(1, &[], Vec::new());
+        let values = counters.values(|_| Some(0), &[], names(1));
         assert_eq!((values.unexpected_level, values.unexpected_high_watermark, values.unexpected_total), (1, 3, 3));
         counters.restart_unexpected_high_watermark();
         counters.unexpected_stored();
         counters.unexpected_taken();
         counters.unexpected_taken();
         counters.unexpected_taken();
-        let values = counters.values(1, &[], Vec::new());
+        let values = counters.values(|_| Some(0), &[], names(1));
         assert_eq!((values.unexpected_level, values.unexpected_high_watermark, values.unexpected_total), (0, 2, 4));
     }
 
     #[test]
     fn blocked_time_and_sleeps_are_measured() {
-        let mut counters = Counters::new(1, 1);
+        let mut counters = Counters::new(1, 1, 0);
         assert_eq!(counters.time_blocked(|| 5), 5);
         counters.time_asleep(|| std::thread::sleep(Duration::from_millis(2)));
-        let values = counters.values(1, &[], Vec::new());
+        let values = counters.values(|_| Some(0), &[], names(1));
         assert!(values.blocked_ns >= 2_000_000, "{}", values.blocked_ns);
         assert_eq!(values.sleeps, 1);
     }

@@ -335,6 +335,7 @@ impl Core {
     fn on_frame(&mut self, incoming: Incoming<'_>) {
         if let Some((context, tag)) = Frame::eager_fields(incoming.header) {
             if self.router.route(incoming.peer) != Route::Rails {
+                self.counters.eager_received(incoming.peer, incoming.payload.len());
                 if let Err(error) = self.arrive_eager(incoming.peer, context, tag, incoming.payload, None) {
                     self.failure.get_or_insert(error);
                 }
@@ -346,6 +347,7 @@ impl Core {
 
     #[inline(never)]
     fn on_any_frame(&mut self, incoming: Incoming<'_>) {
+        self.counters.frame_received(incoming.peer, incoming.payload.len());
         let result = if NetFrame::is_network(incoming.header) {
             self.handle_network(incoming.peer, incoming.header, incoming.payload.whole())
         } else {
@@ -403,8 +405,14 @@ impl Core {
     #[inline]
     fn dispatch(&mut self, peer: PeerId, frame: Frame, payload: Payload<'_>) -> Result<(), EngineError> {
         match frame {
-            Frame::Eager { context, tag } => self.arrive_eager(peer, context, tag, payload, None),
-            Frame::EagerSync { context, tag, sender } => self.arrive_eager(peer, context, tag, payload, Some(sender)),
+            Frame::Eager { context, tag } => {
+                self.counters.message_received(peer, payload.len());
+                self.arrive_eager(peer, context, tag, payload, None)
+            }
+            Frame::EagerSync { context, tag, sender } => {
+                self.counters.message_received(peer, payload.len());
+                self.arrive_eager(peer, context, tag, payload, Some(sender))
+            }
             Frame::Rts { context, tag, len, sender, pid, address } => {
                 let region = RemoteRegion { pid, address, len };
                 self.counters.message_received(peer, usize::try_from(len).unwrap_or(usize::MAX));
@@ -431,7 +439,6 @@ impl Core {
 
     #[inline(always)]
     fn arrive_eager(&mut self, peer: PeerId, context: u32, tag: i32, payload: Payload<'_>, ack_to: Option<u32>) -> Result<(), EngineError> {
-        self.counters.message_received(peer, payload.len());
         match self.matching.take_posted(context, peer, tag) {
             Some(request) => {
                 self.deliver(request, peer, tag, payload)?;
@@ -782,7 +789,7 @@ impl Engine {
             net,
             failure: None,
             debug: config.debug,
-            counters: Counters::new(size as usize, all.len()),
+            counters: Counters::new(size as usize, rail_base, all.len() - rail_base),
         };
         let polled = std::iter::once(0).chain(carriers.iter().copied().filter(|&t| t != 0)).collect();
         Ok(Engine { transports: all, polled, core, bootstrap, wait, node_ranks: node.ranks })
@@ -882,7 +889,7 @@ impl Engine {
         let transport = &mut self.transports[route];
         match transport.try_send(dest, header.as_bytes(), &gather(data)) {
             Ok(SendOutcome::Sent) => {
-                self.core.counters.eager_sent_now(dest, route, data.len());
+                self.core.counters.eager_sent_now(dest, data.len());
                 Ok(true)
             }
             Ok(SendOutcome::WouldBlock) => Ok(false),
@@ -937,11 +944,10 @@ impl Engine {
     fn send_or_queue(&mut self, transport: usize, peer: PeerId, frame: Frame, payload: &'static [u8], completes: u32) -> Result<(), EngineError> {
         if self.core.backlog[peer as usize].is_empty() {
             let header = frame.encode();
-            let index = transport;
             let transport = &mut self.transports[transport];
             match transport.try_send(peer, header.as_bytes(), &gather(payload)) {
                 Ok(SendOutcome::Sent) => {
-                    self.core.counters.frame_sent(index, payload.len());
+                    self.core.counters.frame_sent(peer, payload.len());
                     if completes != 0 {
                         self.core.complete_send(peer, completes)?;
                     }
@@ -965,12 +971,12 @@ impl Engine {
             if self.core.backlog[peer as usize].is_empty() {
                 continue;
             }
-            let Route::Direct(index) = self.core.router.route(peer) else { continue };
-            let transport = &mut self.transports[index];
+            let Route::Direct(transport) = self.core.router.route(peer) else { continue };
+            let transport = &mut self.transports[transport];
             while let Some(&outgoing) = self.core.backlog[peer as usize].front() {
                 match transport.try_send(peer, outgoing.header.as_bytes(), &gather(outgoing.payload)) {
                     Ok(SendOutcome::Sent) => {
-                        self.core.counters.frame_sent(index, outgoing.payload.len());
+                        self.core.counters.frame_sent(peer, outgoing.payload.len());
                         self.core.backlog[peer as usize].pop_front();
                         self.core.backlog_len -= 1;
                         moved = true;
@@ -999,7 +1005,7 @@ impl Engine {
                 let header = Frame::Data { receiver: stream.receiver, offset: stream.offset as u64 }.encode();
                 match transport.try_send(stream.peer, header.as_bytes(), &gather(&stream.data[stream.offset..end])) {
                     Ok(SendOutcome::Sent) => {
-                        self.core.counters.frame_sent(stream.transport, end - stream.offset);
+                        self.core.counters.frame_sent(stream.peer, end - stream.offset);
                         stream.offset = end;
                         moved = true;
                     }
@@ -1039,7 +1045,7 @@ impl Engine {
             let end = read.offset + read.chunk.min(read.end - read.offset);
             match transport.remote_read(read.peer, read.region, read.offset as u64, &mut buffer[read.offset..end]) {
                 Ok(()) => {
-                    self.core.counters.copied_in(read.transport, end - read.offset);
+                    self.core.counters.copied_in(read.peer, end - read.offset);
                     read.offset = end;
                     moved = true;
                     self.core.remote_read_confirmed[read.peer as usize] = true;
@@ -1142,7 +1148,7 @@ impl Engine {
                     Err(error) => return Err(transport_error(transport.as_ref(), write.peer, error)),
                 }
             }
-            self.core.counters.copied_out(write.transport, write.offset - write.start);
+            self.core.counters.copied_out(write.peer, write.offset - write.start);
             if write.offset < write.data.len() {
                 self.stream_instead_of_writing(write);
                 continue;
@@ -1302,10 +1308,14 @@ impl Engine {
         let core = &mut self.core;
         for &index in &self.polled {
             let transport = &mut self.transports[index];
-            delivered += transport.poll(&mut |incoming| {
-                core.counters.frame_received(index, incoming.payload.len());
-                core.on_frame(incoming)
-            });
+            // A rail's frames are counted per rail; the others per peer, by the frame handlers.
+            delivered += match index.checked_sub(core.net.rail_base) {
+                None => transport.poll(&mut |incoming| core.on_frame(incoming)),
+                Some(rail) => transport.poll(&mut |incoming| {
+                    core.counters.rail_frame_received(rail, incoming.payload.len());
+                    core.on_frame(incoming)
+                }),
+            };
         }
         if self.core.failure.is_some() {
             return Err(self.take_failure());
@@ -1397,7 +1407,11 @@ impl Engine {
     /// A copy of every traffic counter (what is counted: [`CounterValues`]).
     pub fn counter_values(&self) -> CounterValues {
         let names = self.transports.iter().map(|transport| transport.name().to_string()).collect();
-        self.core.counters.values(self.core.net.rail_base, &self.core.net.traffic, names)
+        let direct_route = |peer| match self.core.router.route(peer) {
+            Route::Direct(transport) => Some(transport),
+            Route::Rails => None,
+        };
+        self.core.counters.values(direct_route, &self.core.net.traffic, names)
     }
 
     /// Starts a new interval of the unexpected queue's high watermark, at its current level.

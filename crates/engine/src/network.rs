@@ -610,7 +610,7 @@ impl Network {
             };
             match outcome {
                 Ok(SendOutcome::Sent) => {
-                    self.traffic[rail].sent(1, if frames == 1 { state.unsent[0].payload.len() } else { self.batch.len() });
+                    self.traffic[rail].sent(1, if frames == 1 { state.unsent[0].payload.len() } else { self.batch.len() } as u64);
                     state.acknowledged = state.received;
                     state.sent_in_step = self.step;
                     for mut control in state.unsent.drain(..frames) {
@@ -841,7 +841,7 @@ impl Network {
                 if let Some(job) = &piece.job {
                     let posted = piece.start + job.posted();
                     if posted > piece.posted {
-                        self.traffic[piece.rail].sent((posted - piece.posted).div_ceil(rail.chunk_max) as u64, posted - piece.posted);
+                        self.traffic[piece.rail].sent((posted - piece.posted).div_ceil(rail.chunk_max) as u64, (posted - piece.posted) as u64);
                         rail.posted += (posted - piece.posted) as u64;
                         transfer.posted_on[piece.rail] += (posted - piece.posted) as u64;
                         piece.posted = posted;
@@ -877,7 +877,7 @@ impl Network {
                     let transport = &mut transports[piece.rail];
                     match transport.try_send(transfer.peer, header.as_bytes(), &gather(&transfer.data[piece.posted..end])) {
                         Ok(SendOutcome::Sent) => {
-                            self.traffic[piece.rail].sent(1, end - piece.posted);
+                            self.traffic[piece.rail].sent(1, (end - piece.posted) as u64);
                             rail.posted += (end - piece.posted) as u64;
                             transfer.posted_on[piece.rail] += (end - piece.posted) as u64;
                             piece.posted = end;
