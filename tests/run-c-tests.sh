@@ -186,7 +186,7 @@ if selected header; then
     fi
 fi
 
-PROGRAMS=(p2p_matching p2p_modes p2p_more collectives nbc neighbors threads datatypes datatypes_more comms comms_more intercomm attributes errors errhandlers topologies large ring fatal_error abort_code kill_rank)
+PROGRAMS=(p2p_matching p2p_modes p2p_more collectives nbc neighbors threads datatypes datatypes_more comms comms_more intercomm attributes errors errhandlers topologies large ring fatal_error abort_code kill_rank mpit)
 for program in "${PROGRAMS[@]}"; do
     if ! compile_c "$program"; then
         fail "build $program" "$(explain "$LOG_DIR/build-$program.log")"; keep_logs
@@ -215,6 +215,11 @@ for ranks in 1 2 3 4; do built attributes && expect_success "attributes n=$ranks
 for ranks in 1 2 3; do built errors && expect_success "errors n=$ranks" "$ranks" -- "$BUILD/errors"; done
 for ranks in 1 2 3 4; do built errhandlers && expect_success "errhandlers n=$ranks" "$ranks" -- "$BUILD/errhandlers"; done
 for ranks in 1 2 3 4; do built topologies && expect_success "topologies n=$ranks" "$ranks" -- "$BUILD/topologies"; done
+for ranks in 1 2 3 4; do built mpit && expect_success "mpit n=$ranks" "$ranks" -- "$BUILD/mpit"; done
+if built mpit && is_braid; then
+    expect_success "mpit n=2 BRAID_EAGER_MAX=16384 BRAID_WAIT=block BRAID_RAILS=none" 2 BRAID_EAGER_MAX=16384 BRAID_WAIT=block BRAID_RAILS=none -- "$BUILD/mpit"
+    expect_success "mpit n=3 BRAID_WAIT=poll" 3 BRAID_WAIT=poll -- "$BUILD/mpit"
+fi
 if built large; then
     expect_success "large n=2" 2 -- "$BUILD/large"
     expect_success "large n=3" 3 -- "$BUILD/large"

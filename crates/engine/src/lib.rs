@@ -32,6 +32,7 @@
 //!    polls once more, and sleeps on the futex until a frame arrives or `block_timeout_ms` passes.
 
 mod agents;
+mod counters;
 mod frame;
 mod matching;
 mod network;
@@ -53,6 +54,8 @@ use braid_transport::shm::ShmTransport;
 use braid_transport::{Capabilities, Incoming, Payload, PeerId, RemoteRegion, SendOutcome, Transport, TransportError};
 
 pub use agents::ProgressAgent;
+pub use counters::{CounterValues, PeerTraffic, TransportTraffic};
+use counters::Counters;
 use frame::{batch_entries, CancelOutcome, Frame, Header, NetFrame, DATA_HEADER, EAGER_HEADER_MAX};
 use matching::{Body, Matching, Posted, Probed, Unexpected};
 use network::{Arrival, Network};
@@ -286,6 +289,7 @@ struct Core {
     /// The first failure met inside a poll callback, reported when the poll returns.
     failure: Option<EngineError>,
     debug: bool,
+    counters: Counters,
 }
 
 #[cold]
@@ -355,6 +359,7 @@ impl Core {
     fn on_frame(&mut self, incoming: Incoming<'_>) {
         if let Some((context, tag)) = Frame::eager_fields(incoming.header) {
             if self.router.route(incoming.peer) != Route::Rails {
+                self.counters.eager_received(incoming.peer, incoming.payload.len());
                 if let Err(error) = self.arrive_eager(incoming.peer, context, tag, incoming.payload, None) {
                     self.failure.get_or_insert(error);
                 }
@@ -366,6 +371,7 @@ impl Core {
 
     #[inline(never)]
     fn on_any_frame(&mut self, incoming: Incoming<'_>) {
+        self.counters.frame_received(incoming.peer, incoming.payload.len());
         let result = if NetFrame::is_network(incoming.header) {
             self.handle_network(incoming.peer, incoming.header, incoming.payload.whole())
         } else {
@@ -423,13 +429,21 @@ impl Core {
     #[inline]
     fn dispatch(&mut self, peer: PeerId, frame: Frame, payload: Payload<'_>) -> Result<(), EngineError> {
         match frame {
-            Frame::Eager { context, tag } => self.arrive_eager(peer, context, tag, payload, None),
-            Frame::EagerSync { context, tag, sender } => self.arrive_eager(peer, context, tag, payload, Some(sender)),
+            Frame::Eager { context, tag } => {
+                self.counters.message_received(peer, payload.len());
+                self.arrive_eager(peer, context, tag, payload, None)
+            }
+            Frame::EagerSync { context, tag, sender } => {
+                self.counters.message_received(peer, payload.len());
+                self.arrive_eager(peer, context, tag, payload, Some(sender))
+            }
             Frame::Rts { context, tag, len, sender, pid, address } => {
                 let region = RemoteRegion { pid, address, len };
+                self.counters.message_received(peer, usize::try_from(len).unwrap_or(usize::MAX));
                 match self.matching.take_posted(context, peer, tag) {
                     Some(request) => self.start_rendezvous_receive(request, peer, tag, sender, region),
                     None => {
+                        self.counters.unexpected_stored();
                         self.matching.add_unexpected(context, Unexpected { source: peer, tag, body: Body::Rendezvous { sender, region } });
                         Ok(())
                     }
@@ -520,6 +534,7 @@ impl Core {
 
     #[cold]
     fn store_unexpected(&mut self, peer: PeerId, context: u32, tag: i32, payload: Payload<'_>, ack_to: Option<u32>) {
+        self.counters.unexpected_stored();
         let mut copy = self.spare_payloads.pop().unwrap_or_default();
         copy.clear();
         payload.append_to(&mut copy);
@@ -858,6 +873,7 @@ impl Engine {
             net,
             failure: None,
             debug: config.debug,
+            counters: Counters::new(size as usize, rail_base, all.len() - rail_base),
         };
         let polled = std::iter::once(0).chain(carriers.iter().copied().filter(|&t| t != 0)).collect();
         Ok(Engine { transports: all, polled, core, bootstrap, wait, node_ranks: node.ranks, agents: Vec::new() })
@@ -901,7 +917,10 @@ impl Engine {
             }
         };
         match result {
-            Ok(()) => Ok(RequestId(request)),
+            Ok(()) => {
+                self.core.counters.message_sent(dest, data.len(), protocol == Protocol::Rendezvous);
+                Ok(RequestId(request))
+            }
             Err(error) => {
                 self.core.requests.free(request);
                 Err(error)
@@ -914,6 +933,7 @@ impl Engine {
     fn isend_network(&mut self, data: &'static [u8], dest: u32, tag: i32, context: u32, mode: SendMode) -> Result<RequestId, EngineError> {
         let status = Status { source: self.core.rank, tag, count: data.len(), cancelled: false, truncated: false };
         let request = self.core.requests.allocate(Operation::Send { data, dest, context }, status);
+        self.core.counters.message_sent(dest, data.len(), data.len() > self.core.net.eager_limit);
         let net = &mut self.core.net;
         if data.len() <= net.eager_limit {
             if mode == SendMode::Synchronous {
@@ -954,7 +974,10 @@ impl Engine {
         let header = Frame::Eager { context, tag }.encode();
         let transport = &mut self.transports[route];
         match transport.try_send(dest, header.as_bytes(), &gather(data)) {
-            Ok(SendOutcome::Sent) => Ok(true),
+            Ok(SendOutcome::Sent) => {
+                self.core.counters.eager_sent_now(dest, data.len());
+                Ok(true)
+            }
             Ok(SendOutcome::WouldBlock) => Ok(false),
             Err(error) => Err(transport_error(transport.as_ref(), dest, error)),
         }
@@ -977,6 +1000,7 @@ impl Engine {
 
     #[cold]
     fn receive_unexpected(&mut self, request: u32, message: Unexpected) -> Result<(), EngineError> {
+        self.core.counters.unexpected_taken();
         let Unexpected { source, tag, body } = message;
         match body {
             Body::Eager { payload, ack_to } => {
@@ -1009,6 +1033,7 @@ impl Engine {
             let transport = &mut self.transports[transport];
             match transport.try_send(peer, header.as_bytes(), &gather(payload)) {
                 Ok(SendOutcome::Sent) => {
+                    self.core.counters.frame_sent(peer, payload.len());
                     if completes != 0 {
                         self.core.complete_send(peer, completes)?;
                     }
@@ -1037,6 +1062,7 @@ impl Engine {
             while let Some(&outgoing) = self.core.backlog[peer as usize].front() {
                 match transport.try_send(peer, outgoing.header.as_bytes(), &gather(outgoing.payload)) {
                     Ok(SendOutcome::Sent) => {
+                        self.core.counters.frame_sent(peer, outgoing.payload.len());
                         self.core.backlog[peer as usize].pop_front();
                         self.core.backlog_len -= 1;
                         moved = true;
@@ -1065,6 +1091,7 @@ impl Engine {
                 let header = Frame::Data { receiver: stream.receiver, offset: stream.offset as u64 }.encode();
                 match transport.try_send(stream.peer, header.as_bytes(), &gather(&stream.data[stream.offset..end])) {
                     Ok(SendOutcome::Sent) => {
+                        self.core.counters.frame_sent(stream.peer, end - stream.offset);
                         stream.offset = end;
                         moved = true;
                     }
@@ -1104,6 +1131,7 @@ impl Engine {
             let end = read.offset + read.chunk.min(read.end - read.offset);
             match transport.remote_read(read.peer, read.region, read.offset as u64, &mut buffer[read.offset..end]) {
                 Ok(()) => {
+                    self.core.counters.copied_in(read.peer, end - read.offset);
                     read.offset = end;
                     moved = true;
                     self.core.remote_read_confirmed[read.peer as usize] = true;
@@ -1206,6 +1234,7 @@ impl Engine {
                     Err(error) => return Err(transport_error(transport.as_ref(), write.peer, error)),
                 }
             }
+            self.core.counters.copied_out(write.peer, write.offset - write.start);
             if write.offset < write.data.len() {
                 self.stream_instead_of_writing(write);
                 continue;
@@ -1339,21 +1368,21 @@ impl Engine {
             match self.wait.after_idle_poll(idle_polls, || idle_since.get_or_insert_with(Instant::now).elapsed()) {
                 Idle::Spin => continue,
                 Idle::Yield => {
-                    std::thread::yield_now();
+                    self.core.counters.time_blocked(std::thread::yield_now);
                     continue;
                 }
                 Idle::Block => {}
             }
             let sleeper = self.wait.sleeper.filter(|_| !self.core.has_local_work());
             let Some((sleeper, token)) = sleeper.and_then(|t| self.transports[t].prepare_sleep().map(|token| (t, token))) else {
-                std::thread::yield_now();
+                self.core.counters.time_blocked(std::thread::yield_now);
                 continue;
             };
             // The doorbell is armed: anything arriving from now on wakes us, so one more look
             // closes the window between the last poll and the sleep.
             let polled = self.progress();
             if matches!(polled, Ok(false)) && !done(self) {
-                self.transports[sleeper].sleep(token, self.wait.timeout);
+                self.core.counters.time_asleep(|| self.transports[sleeper].sleep(token, self.wait.timeout));
             }
             self.transports[sleeper].finish_sleep();
             polled?;
@@ -1366,7 +1395,14 @@ impl Engine {
         let core = &mut self.core;
         for &index in &self.polled {
             let transport = &mut self.transports[index];
-            delivered += transport.poll(&mut |incoming| core.on_frame(incoming));
+            // A rail's frames are counted per rail; the others per peer, by the frame handlers.
+            delivered += match index.checked_sub(core.net.rail_base) {
+                None => transport.poll(&mut |incoming| core.on_frame(incoming)),
+                Some(rail) => transport.poll(&mut |incoming| {
+                    core.counters.rail_frame_received(rail, incoming.payload.len());
+                    core.on_frame(incoming)
+                }),
+            };
         }
         if self.core.failure.is_some() {
             return Err(self.take_failure());
@@ -1499,6 +1535,21 @@ impl Engine {
     /// Job ranks on this node, this one included, in rank order.
     pub fn node_ranks(&self) -> &[u32] {
         &self.node_ranks
+    }
+
+    /// A copy of every traffic counter (what is counted: [`CounterValues`]).
+    pub fn counter_values(&self) -> CounterValues {
+        let names = self.transports.iter().map(|transport| transport.name().to_string()).collect();
+        let direct_route = |peer| match self.core.router.route(peer) {
+            Route::Direct(transport) => Some(transport),
+            Route::Rails => None,
+        };
+        self.core.counters.values(direct_route, &self.core.net.traffic, names)
+    }
+
+    /// Starts a new interval of the unexpected queue's high watermark, at its current level.
+    pub fn restart_unexpected_high_watermark(&mut self) {
+        self.core.counters.restart_unexpected_high_watermark();
     }
 
     /// Ends the job: tells the launcher, which kills every rank with `code`.

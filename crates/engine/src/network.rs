@@ -30,6 +30,7 @@ use braid_config::{Config, OffloadMode};
 use braid_strategy::multirail::{self, Aggregator, Chunk, Decision, MultirailStrategy, RailView, RateEstimator, SplitSettings};
 use braid_transport::{PeerId, Profile, SendOutcome, Transport, TransportError};
 
+use crate::counters::TransportTraffic;
 use crate::frame::{push_batch_entry, Frame, Header, BATCH_ENTRY_OVERHEAD, CONTROL_OVERHEAD, EAGER_HEADER_MAX, NET_DATA_HEADER};
 use crate::node::{NodeInfo, SpareCpus};
 use crate::offload::{Offload, OffloadJob};
@@ -206,6 +207,8 @@ pub(crate) struct Network {
     batch_max: usize,
     /// Send requests whose frames left; the engine completes them (`take_sent`).
     sent: Vec<u32>,
+    /// What this rank sent on each rail (the engine counts what arrives).
+    pub(crate) traffic: Vec<TransportTraffic>,
 }
 
 /// A rail's queue must outlast the rank's absences: a rank descheduled (or computing) for a
@@ -441,6 +444,7 @@ impl Network {
             batch: Vec::new(),
             batch_max: settings.aggregate_max.min(frame_room),
             sent: Vec::new(),
+            traffic: vec![TransportTraffic::default(); transports.len()],
         }
     }
 
@@ -606,6 +610,7 @@ impl Network {
             };
             match outcome {
                 Ok(SendOutcome::Sent) => {
+                    self.traffic[rail].sent(1, if frames == 1 { state.unsent[0].payload.len() } else { self.batch.len() } as u64);
                     state.acknowledged = state.received;
                     state.sent_in_step = self.step;
                     for mut control in state.unsent.drain(..frames) {
@@ -669,6 +674,7 @@ impl Network {
             let header = Header::net_ack(state.received);
             match transports[rail].try_send(peer, header.as_bytes(), &[]) {
                 Ok(SendOutcome::Sent) => {
+                    self.traffic[rail].sent(1, 0);
                     state.acknowledged = state.received;
                     moved = true;
                 }
@@ -835,6 +841,7 @@ impl Network {
                 if let Some(job) = &piece.job {
                     let posted = piece.start + job.posted();
                     if posted > piece.posted {
+                        self.traffic[piece.rail].sent((posted - piece.posted).div_ceil(rail.chunk_max) as u64, (posted - piece.posted) as u64);
                         rail.posted += (posted - piece.posted) as u64;
                         transfer.posted_on[piece.rail] += (posted - piece.posted) as u64;
                         piece.posted = posted;
@@ -870,6 +877,7 @@ impl Network {
                     let transport = &mut transports[piece.rail];
                     match transport.try_send(transfer.peer, header.as_bytes(), &gather(&transfer.data[piece.posted..end])) {
                         Ok(SendOutcome::Sent) => {
+                            self.traffic[piece.rail].sent(1, (end - piece.posted) as u64);
                             rail.posted += (end - piece.posted) as u64;
                             transfer.posted_on[piece.rail] += (end - piece.posted) as u64;
                             piece.posted = end;

@@ -345,3 +345,87 @@ pub const MPI_ERR_RMA_ATTACH: c_int = 55;
 pub const MPI_ERR_RMA_SHARED: c_int = 56;
 pub const MPI_ERR_RMA_FLAVOR: c_int = 57;
 pub const MPI_ERR_LASTCODE: c_int = 57;
+
+// Tool information interface (MPI_T)
+/// What an `MPI_T_enum` points to (never dereferenced: the handle carries a number).
+#[repr(C)]
+pub struct braid_t_enum {
+    _opaque: [u8; 0],
+}
+/// What an `MPI_T_cvar_handle` points to (never dereferenced: the handle carries a number).
+#[repr(C)]
+pub struct braid_t_cvar_handle {
+    _opaque: [u8; 0],
+}
+/// What an `MPI_T_pvar_handle` points to (never dereferenced: the handle carries a number).
+#[repr(C)]
+pub struct braid_t_pvar_handle {
+    _opaque: [u8; 0],
+}
+/// What an `MPI_T_pvar_session` points to (never dereferenced: the handle carries a number).
+#[repr(C)]
+pub struct braid_t_pvar_session {
+    _opaque: [u8; 0],
+}
+pub type MPI_T_enum = *mut braid_t_enum;
+pub type MPI_T_cvar_handle = *mut braid_t_cvar_handle;
+pub type MPI_T_pvar_handle = *mut braid_t_pvar_handle;
+pub type MPI_T_pvar_session = *mut braid_t_pvar_session;
+pub const MPI_T_ENUM_NULL: MPI_T_enum = std::ptr::null_mut();
+pub const MPI_T_CVAR_HANDLE_NULL: MPI_T_cvar_handle = std::ptr::null_mut();
+pub const MPI_T_PVAR_HANDLE_NULL: MPI_T_pvar_handle = std::ptr::null_mut();
+pub const MPI_T_PVAR_SESSION_NULL: MPI_T_pvar_session = std::ptr::null_mut();
+pub const MPI_T_PVAR_ALL_HANDLES: MPI_T_pvar_handle = usize::MAX as MPI_T_pvar_handle;
+pub const MPI_T_VERBOSITY_USER_BASIC: c_int = 221;
+pub const MPI_T_VERBOSITY_USER_DETAIL: c_int = 222;
+pub const MPI_T_VERBOSITY_USER_ALL: c_int = 223;
+pub const MPI_T_VERBOSITY_TUNER_BASIC: c_int = 224;
+pub const MPI_T_VERBOSITY_TUNER_DETAIL: c_int = 225;
+pub const MPI_T_VERBOSITY_TUNER_ALL: c_int = 226;
+pub const MPI_T_VERBOSITY_MPIDEV_BASIC: c_int = 227;
+pub const MPI_T_VERBOSITY_MPIDEV_DETAIL: c_int = 228;
+pub const MPI_T_VERBOSITY_MPIDEV_ALL: c_int = 229;
+pub const MPI_T_BIND_NO_OBJECT: c_int = 9700;
+pub const MPI_T_BIND_MPI_COMM: c_int = 9701;
+pub const MPI_T_BIND_MPI_DATATYPE: c_int = 9702;
+pub const MPI_T_BIND_MPI_ERRHANDLER: c_int = 9703;
+pub const MPI_T_BIND_MPI_FILE: c_int = 9704;
+pub const MPI_T_BIND_MPI_GROUP: c_int = 9705;
+pub const MPI_T_BIND_MPI_OP: c_int = 9706;
+pub const MPI_T_BIND_MPI_REQUEST: c_int = 9707;
+pub const MPI_T_BIND_MPI_WIN: c_int = 9708;
+pub const MPI_T_BIND_MPI_MESSAGE: c_int = 9709;
+pub const MPI_T_BIND_MPI_INFO: c_int = 9710;
+pub const MPI_T_SCOPE_CONSTANT: c_int = 60438;
+pub const MPI_T_SCOPE_READONLY: c_int = 60439;
+pub const MPI_T_SCOPE_LOCAL: c_int = 60440;
+pub const MPI_T_SCOPE_GROUP: c_int = 60441;
+pub const MPI_T_SCOPE_GROUP_EQ: c_int = 60442;
+pub const MPI_T_SCOPE_ALL: c_int = 60443;
+pub const MPI_T_SCOPE_ALL_EQ: c_int = 60444;
+pub const MPI_T_PVAR_CLASS_STATE: c_int = 240;
+pub const MPI_T_PVAR_CLASS_LEVEL: c_int = 241;
+pub const MPI_T_PVAR_CLASS_SIZE: c_int = 242;
+pub const MPI_T_PVAR_CLASS_PERCENTAGE: c_int = 243;
+pub const MPI_T_PVAR_CLASS_HIGHWATERMARK: c_int = 244;
+pub const MPI_T_PVAR_CLASS_LOWWATERMARK: c_int = 245;
+pub const MPI_T_PVAR_CLASS_COUNTER: c_int = 246;
+pub const MPI_T_PVAR_CLASS_AGGREGATE: c_int = 247;
+pub const MPI_T_PVAR_CLASS_TIMER: c_int = 248;
+pub const MPI_T_PVAR_CLASS_GENERIC: c_int = 249;
+pub const MPI_T_ERR_MEMORY: c_int = 59;
+pub const MPI_T_ERR_NOT_INITIALIZED: c_int = 60;
+pub const MPI_T_ERR_CANNOT_INIT: c_int = 61;
+pub const MPI_T_ERR_INVALID_INDEX: c_int = 62;
+pub const MPI_T_ERR_INVALID_ITEM: c_int = 63;
+pub const MPI_T_ERR_INVALID_HANDLE: c_int = 64;
+pub const MPI_T_ERR_OUT_OF_HANDLES: c_int = 65;
+pub const MPI_T_ERR_OUT_OF_SESSIONS: c_int = 66;
+pub const MPI_T_ERR_INVALID_SESSION: c_int = 67;
+pub const MPI_T_ERR_CVAR_SET_NOT_NOW: c_int = 68;
+pub const MPI_T_ERR_CVAR_SET_NEVER: c_int = 69;
+pub const MPI_T_ERR_PVAR_NO_STARTSTOP: c_int = 70;
+pub const MPI_T_ERR_PVAR_NO_WRITE: c_int = 71;
+pub const MPI_T_ERR_PVAR_NO_ATOMIC: c_int = 72;
+pub const MPI_T_ERR_INVALID_NAME: c_int = 73;
+pub const MPI_T_ERR_INVALID: c_int = 74;

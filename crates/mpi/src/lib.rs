@@ -22,5 +22,6 @@ pub mod request;
 pub mod runtime;
 pub mod status;
 pub mod threaded;
+pub mod tools;
 pub mod topo;
 pub mod unsupported;

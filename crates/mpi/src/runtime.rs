@@ -49,6 +49,8 @@ pub struct Runtime {
     pub tuning: CollTuning,
     /// What blocking collectives reuse between calls.
     pub coll_spare: crate::coll::drive::Spare,
+    /// The settings read at MPI_Init.
+    pub config: Config,
     pub thread_level: c_int,
     main_thread: ThreadId,
 }
@@ -234,6 +236,7 @@ fn initialize(required: c_int) -> MpiResult<c_int> {
         _ => {}
     }
     let config = Config::from_env().map_err(|e| error(MPI_COMM_WORLD, MPI_ERR_OTHER, format!("invalid setting: {e}")))?;
+    let progress_thread = config.progress_thread;
     let bootstrap = bootstrap().map_err(|e| error(MPI_COMM_WORLD, MPI_ERR_OTHER, format!("cannot reach the launcher: {e}")))?;
     let engine = Engine::new(&config, bootstrap).map_err(|e| error(MPI_COMM_WORLD, MPI_ERR_OTHER, e.to_string()))?;
     let comms = CommTable::new(engine.rank(), engine.size());
@@ -251,6 +254,7 @@ fn initialize(required: c_int) -> MpiResult<c_int> {
         error_codes: ErrorCodes::new(),
         tuning: CollTuning::from_config(&config),
         coll_spare: Default::default(),
+        config,
         thread_level: provided,
         main_thread: std::thread::current().id(),
     };
@@ -258,7 +262,7 @@ fn initialize(required: c_int) -> MpiResult<c_int> {
         LOCKING.store(true, Ordering::Relaxed);
     }
     replace_state(Some(runtime));
-    if config.progress_thread {
+    if progress_thread {
         LOCKING.store(true, Ordering::Relaxed);
         let thread = ProgressThread::start().map_err(|e| error(MPI_COMM_WORLD, MPI_ERR_OTHER, format!("cannot start the progress thread: {e}")))?;
         *PROGRESS_THREAD.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(thread);
@@ -352,6 +356,7 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
         return raise(MPI_COMM_WORLD, "MPI_Finalize", MPI_ERR_OTHER, "MPI is not running");
     };
     PHASE.store(FINALIZED, Ordering::Release);
+    crate::tools::keep_final_state(&runtime);
     let Runtime { engine, comms, .. } = runtime;
     drop(comms);
     match engine.finalize() {

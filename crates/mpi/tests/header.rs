@@ -82,6 +82,11 @@ fn constant_program() -> (String, Vec<(&'static str, i64)>) {
         MPI_SUCCESS, MPI_ERR_BUFFER, MPI_ERR_RANK, MPI_ERR_TRUNCATE, MPI_ERR_OTHER, MPI_ERR_IN_STATUS,
         MPI_ERR_REQUEST, MPI_ERR_UNSUPPORTED_OPERATION, MPI_ERR_KEYVAL, MPI_ERR_LASTCODE,
         MPI_MESSAGE_NULL, MPI_MESSAGE_NO_PROC, MPI_BSEND_OVERHEAD,
+        MPI_T_ENUM_NULL, MPI_T_PVAR_ALL_HANDLES, MPI_T_PVAR_SESSION_NULL, MPI_T_VERBOSITY_USER_BASIC,
+        MPI_T_VERBOSITY_MPIDEV_ALL, MPI_T_BIND_NO_OBJECT, MPI_T_BIND_MPI_INFO, MPI_T_SCOPE_CONSTANT, MPI_T_SCOPE_ALL_EQ,
+        MPI_T_PVAR_CLASS_STATE, MPI_T_PVAR_CLASS_HIGHWATERMARK, MPI_T_PVAR_CLASS_COUNTER, MPI_T_PVAR_CLASS_TIMER,
+        MPI_T_PVAR_CLASS_GENERIC, MPI_T_ERR_MEMORY, MPI_T_ERR_INVALID_INDEX, MPI_T_ERR_CVAR_SET_NEVER,
+        MPI_T_ERR_PVAR_NO_WRITE, MPI_T_ERR_INVALID_NAME, MPI_T_ERR_INVALID,
     );
     let source = format!(
         "#include <mpi.h>\n#include <stdio.h>\n\nint main(void) {{\n{prints}    printf(\"sizeof_status %lld\\n\", (long long)sizeof(MPI_Status));\n    printf(\"sizeof_aint %lld\\n\", (long long)sizeof(MPI_Aint));\n    printf(\"in_place %lld\\n\", (long long)(intptr_t)MPI_IN_PLACE);\n    printf(\"status_ignore %lld\\n\", (long long)(intptr_t)MPI_STATUS_IGNORE);\n    printf(\"unweighted %lld\\n\", (long long)(intptr_t)MPI_UNWEIGHTED);\n    printf(\"weights_empty %lld\\n\", (long long)(intptr_t)MPI_WEIGHTS_EMPTY);\n    return 0;\n}}\n"
