@@ -13,6 +13,7 @@ pub mod info;
 pub mod misc;
 pub mod op;
 pub mod p2p;
+pub mod pmpi;
 pub mod request;
 pub mod runtime;
 pub mod topo;
