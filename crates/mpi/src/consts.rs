@@ -6,7 +6,7 @@
 // The special pointer values are sentinels, compared and never dereferenced.
 #![allow(clippy::manual_dangling_ptr)]
 
-use std::ffi::{c_int, c_longlong, c_void};
+use std::ffi::{c_char, c_int, c_longlong, c_void};
 
 pub type MPI_Comm = c_int;
 pub type MPI_Datatype = c_int;
@@ -260,7 +260,8 @@ pub const MPI_ERR_RMA_RANGE: c_int = 54;
 pub const MPI_ERR_RMA_ATTACH: c_int = 55;
 pub const MPI_ERR_RMA_SHARED: c_int = 56;
 pub const MPI_ERR_RMA_FLAVOR: c_int = 57;
-pub const MPI_ERR_LASTCODE: c_int = 57;
+/// The MPI_T_ERR_ codes (tool interface section) end here.
+pub const MPI_ERR_LASTCODE: c_int = 73;
 
 // Callback types
 /// `((MPI_Comm_copy_attr_function *)0)`: the address a C caller passes for this callback.
@@ -269,3 +270,212 @@ pub const MPI_COMM_NULL_COPY_FN: usize = 0;
 pub const MPI_COMM_NULL_DELETE_FN: usize = 0;
 /// `((MPI_Comm_copy_attr_function *)1)`: the address a C caller passes for this callback.
 pub const MPI_COMM_DUP_FN: usize = 1;
+
+// Point-to-point: buffered mode, matched probe, generalized requests, statuses
+pub type MPI_Message = c_int;
+pub const MPI_MESSAGE_NULL: MPI_Message = 0;
+pub const MPI_MESSAGE_NO_PROC: MPI_Message = 1;
+pub const MPI_BSEND_OVERHEAD: c_int = 96;
+/// `int MPI_Grequest_query_function(void *extra_state, MPI_Status *status)`.
+pub type MPI_Grequest_query_function = unsafe extern "C" fn(*mut c_void, *mut MPI_Status) -> c_int;
+/// `int MPI_Grequest_free_function(void *extra_state)`.
+pub type MPI_Grequest_free_function = unsafe extern "C" fn(*mut c_void) -> c_int;
+/// `int MPI_Grequest_cancel_function(void *extra_state, int complete)`.
+pub type MPI_Grequest_cancel_function = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
+
+// Datatypes: array constructors, decoding, external32, Fortran and C++ types, MPI-1 names
+pub const MPI_DISTRIBUTE_BLOCK: c_int = 121;
+pub const MPI_DISTRIBUTE_CYCLIC: c_int = 122;
+pub const MPI_DISTRIBUTE_NONE: c_int = 123;
+pub const MPI_DISTRIBUTE_DFLT_DARG: c_int = -49767;
+pub const MPI_TYPECLASS_REAL: c_int = 1;
+pub const MPI_TYPECLASS_INTEGER: c_int = 2;
+pub const MPI_TYPECLASS_COMPLEX: c_int = 3;
+pub const MPI_COMBINER_F90_REAL: c_int = 15;
+pub const MPI_COMBINER_F90_COMPLEX: c_int = 16;
+pub const MPI_COMBINER_F90_INTEGER: c_int = 17;
+pub const MPI_CHARACTER: MPI_Datatype = 41;
+pub const MPI_LOGICAL: MPI_Datatype = 42;
+pub const MPI_INTEGER: MPI_Datatype = 43;
+pub const MPI_REAL: MPI_Datatype = 44;
+pub const MPI_DOUBLE_PRECISION: MPI_Datatype = 45;
+pub const MPI_COMPLEX: MPI_Datatype = 46;
+pub const MPI_DOUBLE_COMPLEX: MPI_Datatype = 47;
+pub const MPI_2INTEGER: MPI_Datatype = 48;
+pub const MPI_2REAL: MPI_Datatype = 49;
+pub const MPI_2DOUBLE_PRECISION: MPI_Datatype = 50;
+pub const MPI_INTEGER1: MPI_Datatype = 51;
+pub const MPI_INTEGER2: MPI_Datatype = 52;
+pub const MPI_INTEGER4: MPI_Datatype = 53;
+pub const MPI_INTEGER8: MPI_Datatype = 54;
+pub const MPI_REAL4: MPI_Datatype = 55;
+pub const MPI_REAL8: MPI_Datatype = 56;
+pub const MPI_REAL16: MPI_Datatype = 57;
+pub const MPI_COMPLEX8: MPI_Datatype = 58;
+pub const MPI_COMPLEX16: MPI_Datatype = 59;
+pub const MPI_COMPLEX32: MPI_Datatype = 60;
+pub const MPI_CXX_BOOL: MPI_Datatype = 61;
+pub const MPI_CXX_FLOAT_COMPLEX: MPI_Datatype = 62;
+pub const MPI_CXX_DOUBLE_COMPLEX: MPI_Datatype = 63;
+pub const MPI_CXX_LONG_DOUBLE_COMPLEX: MPI_Datatype = 64;
+
+// Attributes of datatypes and windows, and the MPI-1 attribute functions
+pub const MPI_WIN_BASE: c_int = 8;
+pub const MPI_WIN_SIZE: c_int = 9;
+pub const MPI_WIN_DISP_UNIT: c_int = 10;
+pub const MPI_WIN_CREATE_FLAVOR: c_int = 11;
+pub const MPI_WIN_MODEL: c_int = 12;
+/// Attribute copy callback (MPI_Type_create_keyval).
+pub type MPI_Type_copy_attr_function =
+    unsafe extern "C" fn(MPI_Datatype, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
+/// Attribute delete callback (MPI_Type_create_keyval).
+pub type MPI_Type_delete_attr_function = unsafe extern "C" fn(MPI_Datatype, c_int, *mut c_void, *mut c_void) -> c_int;
+/// Attribute copy callback (MPI_Win_create_keyval).
+pub type MPI_Win_copy_attr_function =
+    unsafe extern "C" fn(MPI_Win, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
+/// Attribute delete callback (MPI_Win_create_keyval).
+pub type MPI_Win_delete_attr_function = unsafe extern "C" fn(MPI_Win, c_int, *mut c_void, *mut c_void) -> c_int;
+/// MPI-1 attribute copy callback (MPI_Keyval_create).
+pub type MPI_Copy_function = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
+/// MPI-1 attribute delete callback (MPI_Keyval_create).
+pub type MPI_Delete_function = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void) -> c_int;
+/// `((MPI_Type_copy_attr_function *)0)`: the address a C caller passes for this callback.
+pub const MPI_TYPE_NULL_COPY_FN: usize = 0;
+/// `((MPI_Type_delete_attr_function *)0)`: the address a C caller passes for this callback.
+pub const MPI_TYPE_NULL_DELETE_FN: usize = 0;
+/// `((MPI_Type_copy_attr_function *)1)`: the address a C caller passes for this callback.
+pub const MPI_TYPE_DUP_FN: usize = 1;
+/// `((MPI_Win_copy_attr_function *)0)`: the address a C caller passes for this callback.
+pub const MPI_WIN_NULL_COPY_FN: usize = 0;
+/// `((MPI_Win_delete_attr_function *)0)`: the address a C caller passes for this callback.
+pub const MPI_WIN_NULL_DELETE_FN: usize = 0;
+/// `((MPI_Win_copy_attr_function *)1)`: the address a C caller passes for this callback.
+pub const MPI_WIN_DUP_FN: usize = 1;
+/// `((MPI_Copy_function *)0)`: the address a C caller passes for this callback.
+pub const MPI_NULL_COPY_FN: usize = 0;
+/// `((MPI_Delete_function *)0)`: the address a C caller passes for this callback.
+pub const MPI_NULL_DELETE_FN: usize = 0;
+/// `((MPI_Copy_function *)1)`: the address a C caller passes for this callback.
+pub const MPI_DUP_FN: usize = 1;
+
+// Error handlers and user-defined error classes
+/// `void MPI_Comm_errhandler_function(MPI_Comm *comm, int *error_code, ...)`.
+pub type MPI_Comm_errhandler_function = unsafe extern "C" fn(*mut MPI_Comm, *mut c_int, ...);
+/// `void MPI_Win_errhandler_function(MPI_Win *win, int *error_code, ...)`.
+pub type MPI_Win_errhandler_function = unsafe extern "C" fn(*mut MPI_Win, *mut c_int, ...);
+/// `void MPI_File_errhandler_function(MPI_File *file, int *error_code, ...)`.
+pub type MPI_File_errhandler_function = unsafe extern "C" fn(*mut MPI_File, *mut c_int, ...);
+/// The MPI-1 name of a communicator error handler function (MPI_Errhandler_create).
+pub type MPI_Handler_function = MPI_Comm_errhandler_function;
+pub type MPI_Comm_errhandler_fn = MPI_Comm_errhandler_function;
+pub type MPI_Win_errhandler_fn = MPI_Win_errhandler_function;
+pub type MPI_File_errhandler_fn = MPI_File_errhandler_function;
+
+// Handle conversions between C and Fortran, and Fortran statuses (MPI_Fint arrays)
+pub const MPI_F_STATUS_SIZE: c_int = 5;
+pub const MPI_F_SOURCE: c_int = 2;
+pub const MPI_F_TAG: c_int = 3;
+pub const MPI_F_ERROR: c_int = 4;
+pub const MPI_F_STATUS_IGNORE: *mut MPI_Fint = 1usize as *mut MPI_Fint;
+pub const MPI_F_STATUSES_IGNORE: *mut MPI_Fint = 1usize as *mut MPI_Fint;
+
+// Process creation and management
+pub const MPI_MAX_PORT_NAME: c_int = 256;
+pub const MPI_ARGV_NULL: *mut *mut c_char = std::ptr::null_mut();
+pub const MPI_ARGVS_NULL: *mut *mut *mut c_char = std::ptr::null_mut();
+
+// One-sided communication: window flavors and models
+pub const MPI_WIN_FLAVOR_CREATE: c_int = 1;
+pub const MPI_WIN_FLAVOR_ALLOCATE: c_int = 2;
+pub const MPI_WIN_FLAVOR_DYNAMIC: c_int = 3;
+pub const MPI_WIN_FLAVOR_SHARED: c_int = 4;
+pub const MPI_WIN_SEPARATE: c_int = 1;
+pub const MPI_WIN_UNIFIED: c_int = 2;
+
+// Parallel I/O
+pub const MPI_MODE_CREATE: c_int = 1;
+pub const MPI_MODE_RDONLY: c_int = 2;
+pub const MPI_MODE_WRONLY: c_int = 4;
+pub const MPI_MODE_RDWR: c_int = 8;
+pub const MPI_MODE_DELETE_ON_CLOSE: c_int = 16;
+pub const MPI_MODE_UNIQUE_OPEN: c_int = 32;
+pub const MPI_MODE_EXCL: c_int = 64;
+pub const MPI_MODE_APPEND: c_int = 128;
+pub const MPI_MODE_SEQUENTIAL: c_int = 256;
+pub const MPI_SEEK_SET: c_int = 600;
+pub const MPI_SEEK_CUR: c_int = 602;
+pub const MPI_SEEK_END: c_int = 604;
+pub const MPI_DISPLACEMENT_CURRENT: MPI_Offset = -54278278;
+pub const MPI_MAX_DATAREP_STRING: c_int = 128;
+/// `int MPI_Datarep_extent_function(MPI_Datatype datatype, MPI_Aint *extent, void *extra_state)`.
+pub type MPI_Datarep_extent_function = unsafe extern "C" fn(MPI_Datatype, *mut MPI_Aint, *mut c_void) -> c_int;
+/// `int MPI_Datarep_conversion_function(void *userbuf, MPI_Datatype datatype, int count, void *filebuf,
+/// MPI_Offset position, void *extra_state)`.
+pub type MPI_Datarep_conversion_function =
+    unsafe extern "C" fn(*mut c_void, MPI_Datatype, c_int, *mut c_void, MPI_Offset, *mut c_void) -> c_int;
+/// `((MPI_Datarep_conversion_function *)0)`: the address a C caller passes for this callback.
+pub const MPI_CONVERSION_FN_NULL: usize = 0;
+
+// The tool information interface (MPI_T)
+pub type MPI_T_enum = c_int;
+pub type MPI_T_cvar_handle = c_int;
+pub type MPI_T_pvar_handle = c_int;
+pub type MPI_T_pvar_session = c_int;
+pub const MPI_T_ENUM_NULL: MPI_T_enum = 0;
+pub const MPI_T_CVAR_HANDLE_NULL: MPI_T_cvar_handle = 0;
+pub const MPI_T_PVAR_HANDLE_NULL: MPI_T_pvar_handle = 0;
+pub const MPI_T_PVAR_SESSION_NULL: MPI_T_pvar_session = 0;
+pub const MPI_T_PVAR_ALL_HANDLES: MPI_T_pvar_handle = 1;
+pub const MPI_T_VERBOSITY_USER_BASIC: c_int = 221;
+pub const MPI_T_VERBOSITY_USER_DETAIL: c_int = 222;
+pub const MPI_T_VERBOSITY_USER_ALL: c_int = 223;
+pub const MPI_T_VERBOSITY_TUNER_BASIC: c_int = 224;
+pub const MPI_T_VERBOSITY_TUNER_DETAIL: c_int = 225;
+pub const MPI_T_VERBOSITY_TUNER_ALL: c_int = 226;
+pub const MPI_T_VERBOSITY_MPIDEV_BASIC: c_int = 227;
+pub const MPI_T_VERBOSITY_MPIDEV_DETAIL: c_int = 228;
+pub const MPI_T_VERBOSITY_MPIDEV_ALL: c_int = 229;
+pub const MPI_T_BIND_NO_OBJECT: c_int = 9700;
+pub const MPI_T_BIND_MPI_COMM: c_int = 9701;
+pub const MPI_T_BIND_MPI_DATATYPE: c_int = 9702;
+pub const MPI_T_BIND_MPI_ERRHANDLER: c_int = 9703;
+pub const MPI_T_BIND_MPI_FILE: c_int = 9704;
+pub const MPI_T_BIND_MPI_GROUP: c_int = 9705;
+pub const MPI_T_BIND_MPI_OP: c_int = 9706;
+pub const MPI_T_BIND_MPI_REQUEST: c_int = 9707;
+pub const MPI_T_BIND_MPI_WIN: c_int = 9708;
+pub const MPI_T_BIND_MPI_MESSAGE: c_int = 9709;
+pub const MPI_T_BIND_MPI_INFO: c_int = 9710;
+pub const MPI_T_SCOPE_CONSTANT: c_int = 60438;
+pub const MPI_T_SCOPE_READONLY: c_int = 60439;
+pub const MPI_T_SCOPE_LOCAL: c_int = 60440;
+pub const MPI_T_SCOPE_GROUP: c_int = 60441;
+pub const MPI_T_SCOPE_GROUP_EQ: c_int = 60442;
+pub const MPI_T_SCOPE_ALL: c_int = 60443;
+pub const MPI_T_SCOPE_ALL_EQ: c_int = 60444;
+pub const MPI_T_PVAR_CLASS_STATE: c_int = 240;
+pub const MPI_T_PVAR_CLASS_LEVEL: c_int = 241;
+pub const MPI_T_PVAR_CLASS_SIZE: c_int = 242;
+pub const MPI_T_PVAR_CLASS_PERCENTAGE: c_int = 243;
+pub const MPI_T_PVAR_CLASS_HIGHWATERMARK: c_int = 244;
+pub const MPI_T_PVAR_CLASS_LOWWATERMARK: c_int = 245;
+pub const MPI_T_PVAR_CLASS_COUNTER: c_int = 246;
+pub const MPI_T_PVAR_CLASS_AGGREGATE: c_int = 247;
+pub const MPI_T_PVAR_CLASS_TIMER: c_int = 248;
+pub const MPI_T_PVAR_CLASS_GENERIC: c_int = 249;
+pub const MPI_T_ERR_MEMORY: c_int = 58;
+pub const MPI_T_ERR_NOT_INITIALIZED: c_int = 59;
+pub const MPI_T_ERR_CANNOT_INIT: c_int = 60;
+pub const MPI_T_ERR_INVALID_INDEX: c_int = 61;
+pub const MPI_T_ERR_INVALID_ITEM: c_int = 62;
+pub const MPI_T_ERR_INVALID_HANDLE: c_int = 63;
+pub const MPI_T_ERR_OUT_OF_HANDLES: c_int = 64;
+pub const MPI_T_ERR_OUT_OF_SESSIONS: c_int = 65;
+pub const MPI_T_ERR_INVALID_SESSION: c_int = 66;
+pub const MPI_T_ERR_CVAR_SET_NOT_NOW: c_int = 67;
+pub const MPI_T_ERR_CVAR_SET_NEVER: c_int = 68;
+pub const MPI_T_ERR_PVAR_NO_STARTSTOP: c_int = 69;
+pub const MPI_T_ERR_PVAR_NO_WRITE: c_int = 70;
+pub const MPI_T_ERR_PVAR_NO_ATOMIC: c_int = 71;
+pub const MPI_T_ERR_INVALID_NAME: c_int = 72;
+pub const MPI_T_ERR_INVALID: c_int = 73;
