@@ -194,7 +194,7 @@ header_case "mpi.h -std=c99 -pedantic -Wall -Wextra -Werror" c99 "$CC" -std=c99
 header_case "mpi.h -std=c11 -pedantic -Wall -Wextra -Werror" c11 "$CC" -std=c11
 header_case "mpi.h C++ -pedantic -Wall -Wextra -Werror" cxx "$CXX" -x c++ "${CXXFLAGS[@]}"
 
-PROGRAMS=(p2p_matching p2p_modes collectives datatypes comms errors large ring fatal_error abort_code kill_rank)
+PROGRAMS=(p2p_matching p2p_modes collectives datatypes comms errors large ring fatal_error abort_code kill_rank unsupported conversions)
 for program in "${PROGRAMS[@]}"; do
     if ! compile_c "$program"; then
         fail "build $program" "$(explain "$LOG_DIR/build-$program.log")"; keep_logs
@@ -240,6 +240,9 @@ if built ring; then
     fi
 fi
 
+for ranks in 1 2 3; do built unsupported && expect_success "unsupported n=$ranks" "$ranks" -- "$BUILD/unsupported"; done
+for ranks in 1 2 3 4; do built conversions && expect_success "conversions n=$ranks" "$ranks" -- "$BUILD/conversions"; done
+
 if selected cxx_program; then
     if "$CXX" -Wall -Wextra -Werror "${CXXFLAGS[@]}" -o "$BUILD/cxx_program" "$SOURCES/cxx_program.cpp" >"$LOG_DIR/build-cxx_program.log" 2>&1; then
         expect_success "cxx_program n=2" 2 -- "$BUILD/cxx_program"
@@ -257,6 +260,22 @@ if built fatal_error && selected fatal_error; then
         fail "$name" "stderr does not name MPI_Send: $(head -c 200 "$ERR")"; keep_logs
     elif is_braid && ! grep -qi "rank" "$ERR"; then
         fail "$name" "stderr does not explain the invalid rank: $(head -c 200 "$ERR")"; keep_logs
+    elif [ -n "$LEFTOVER" ]; then
+        fail "$name" "$LEFTOVER"; keep_logs
+    else
+        pass "$name"
+    fi
+fi
+
+if built unsupported && selected "unsupported fatal"; then
+    name="unsupported fatal n=2"
+    run_job "$name" -- "${LAUNCH[@]}" 2 "$BUILD/unsupported" fatal
+    if [ "$RC" -eq 0 ] || [ "$RC" -eq 124 ] || [ "$RC" -eq 137 ]; then
+        fail "$name" "exit $RC: MPI_Win_fence on MPI_WIN_NULL did not end the job"; keep_logs
+    elif ! grep -q "MPI_Win_fence" "$ERR"; then
+        fail "$name" "stderr does not name MPI_Win_fence: $(head -c 200 "$ERR")"; keep_logs
+    elif is_braid && ! grep -q "not supported" "$ERR"; then
+        fail "$name" "stderr does not say one-sided communication is not supported: $(head -c 200 "$ERR")"; keep_logs
     elif [ -n "$LEFTOVER" ]; then
         fail "$name" "$LEFTOVER"; keep_logs
     else
