@@ -194,7 +194,7 @@ header_case "mpi.h -std=c99 -pedantic -Wall -Wextra -Werror" c99 "$CC" -std=c99
 header_case "mpi.h -std=c11 -pedantic -Wall -Wextra -Werror" c11 "$CC" -std=c11
 header_case "mpi.h C++ -pedantic -Wall -Wextra -Werror" cxx "$CXX" -x c++ "${CXXFLAGS[@]}"
 
-PROGRAMS=(p2p_matching p2p_modes collectives datatypes comms errors large ring fatal_error abort_code kill_rank unsupported conversions)
+PROGRAMS=(p2p_matching p2p_modes collectives datatypes comms errors large ring fatal_error abort_code kill_rank unsupported conversions tool_interface pmpi_counts)
 for program in "${PROGRAMS[@]}"; do
     if ! compile_c "$program"; then
         fail "build $program" "$(explain "$LOG_DIR/build-$program.log")"; keep_logs
@@ -242,6 +242,23 @@ fi
 
 for ranks in 1 2 3; do built unsupported && expect_success "unsupported n=$ranks" "$ranks" -- "$BUILD/unsupported"; done
 for ranks in 1 2 3 4; do built conversions && expect_success "conversions n=$ranks" "$ranks" -- "$BUILD/conversions"; done
+for ranks in 1 2; do built tool_interface && expect_success "tool_interface n=$ranks" "$ranks" -- "$BUILD/tool_interface"; done
+
+# The profiling interface: a tool library (pmpi_tool.c) defining MPI_ functions over their PMPI_
+# twins, linked in front of the MPI library, then preloaded into a program not linked to it.
+if built pmpi_counts && selected pmpi; then
+    if "$CC" -std=c99 "${CFLAGS[@]}" -fPIC -shared -o "$BUILD/libpmpi_tool.so" "$SOURCES/pmpi_tool.c" >"$LOG_DIR/build-pmpi_tool.log" 2>&1 &&
+        "$CC" -std=c99 "${CFLAGS[@]}" -o "$BUILD/pmpi_counts_linked" "$SOURCES/pmpi_counts.c" -L"$BUILD" -Wl,-rpath,"$BUILD" -lpmpi_tool \
+            >>"$LOG_DIR/build-pmpi_tool.log" 2>&1; then
+        for ranks in 2 3; do
+            expect_success "pmpi tool linked n=$ranks" "$ranks" -- "$BUILD/pmpi_counts_linked" tool
+            expect_success "pmpi tool preloaded n=$ranks" "$ranks" LD_PRELOAD="$BUILD/libpmpi_tool.so" -- "$BUILD/pmpi_counts" tool
+        done
+    else
+        fail "build pmpi tool (shared library and linked program)" "$(explain "$LOG_DIR/build-pmpi_tool.log")"; keep_logs
+    fi
+    expect_success "pmpi no tool n=2" 2 -- "$BUILD/pmpi_counts" none
+fi
 
 if selected cxx_program; then
     if "$CXX" -Wall -Wextra -Werror "${CXXFLAGS[@]}" -o "$BUILD/cxx_program" "$SOURCES/cxx_program.cpp" >"$LOG_DIR/build-cxx_program.log" 2>&1; then

@@ -18,5 +18,6 @@ pub mod p2p;
 pub mod pmpi;
 pub mod request;
 pub mod runtime;
+pub mod tool;
 pub mod topo;
 pub mod unsupported;

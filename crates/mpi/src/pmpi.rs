@@ -7,10 +7,26 @@
 //! build.rs lists the entry points it finds in src/ (so new ones are covered without any edit
 //! here) and links the library with -Bsymbolic-functions, which binds the jump to the library's
 //! own definition instead of whatever the dynamic loader found first. The MPI_ path is untouched.
+//!
+//! MPI_Pcontrol, the profiling control call, is here too.
 
 // The trampolines are called from C with the arguments of their MPI_ function; they have no
 // Rust-visible parameters and Rust code never calls them.
-#![allow(clippy::missing_safety_doc)]
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+use std::ffi::c_int;
+
+use crate::consts::MPI_SUCCESS;
+
+/// `int MPI_Pcontrol(const int level, ...)`: meant for profiling tools (a tool's MPI_Pcontrol
+/// sees the level); the library itself does nothing (MPI 3.1 §14.2). Declared without the
+/// variadic part, which Rust cannot define: on the C ABIs of x86_64 and aarch64 the named
+/// argument arrives where a non-variadic function expects it, and the rest is never read.
+#[no_mangle]
+pub extern "C" fn MPI_Pcontrol(level: c_int) -> c_int {
+    let _ = level;
+    MPI_SUCCESS
+}
 
 /// The jump to `$target` in this target's assembly.
 #[cfg(target_arch = "x86_64")]
