@@ -556,9 +556,9 @@ int MPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Cou
 #define MPI_TYPECLASS_REAL 1
 #define MPI_TYPECLASS_INTEGER 2
 #define MPI_TYPECLASS_COMPLEX 3
-#define MPI_COMBINER_F90_REAL 15
-#define MPI_COMBINER_F90_COMPLEX 16
-#define MPI_COMBINER_F90_INTEGER 17
+#define MPI_COMBINER_F90_REAL 14
+#define MPI_COMBINER_F90_COMPLEX 15
+#define MPI_COMBINER_F90_INTEGER 16
 #define MPI_CHARACTER ((MPI_Datatype)41)
 #define MPI_LOGICAL ((MPI_Datatype)42)
 #define MPI_INTEGER ((MPI_Datatype)43)
@@ -643,15 +643,6 @@ typedef int MPI_Win_delete_attr_function(MPI_Win win, int win_keyval, void *attr
 typedef int MPI_Copy_function(MPI_Comm oldcomm, int keyval, void *extra_state, void *attribute_val_in,
                               void *attribute_val_out, int *flag);
 typedef int MPI_Delete_function(MPI_Comm comm, int keyval, void *attribute_val, void *extra_state);
-#define MPI_TYPE_NULL_COPY_FN ((MPI_Type_copy_attr_function *)0)
-#define MPI_TYPE_NULL_DELETE_FN ((MPI_Type_delete_attr_function *)0)
-#define MPI_TYPE_DUP_FN ((MPI_Type_copy_attr_function *)1)
-#define MPI_WIN_NULL_COPY_FN ((MPI_Win_copy_attr_function *)0)
-#define MPI_WIN_NULL_DELETE_FN ((MPI_Win_delete_attr_function *)0)
-#define MPI_WIN_DUP_FN ((MPI_Win_copy_attr_function *)1)
-#define MPI_NULL_COPY_FN ((MPI_Copy_function *)0)
-#define MPI_NULL_DELETE_FN ((MPI_Delete_function *)0)
-#define MPI_DUP_FN ((MPI_Copy_function *)1)
 int MPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn,
                            MPI_Type_delete_attr_function *type_delete_attr_fn, int *type_keyval,
                            void *extra_state);
@@ -679,10 +670,10 @@ int MPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors);
 int MPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[]);
 
 /* Error handlers and user-defined error classes */
-typedef void MPI_Comm_errhandler_function(MPI_Comm *comm, int *error_code, ...);
-typedef void MPI_Win_errhandler_function(MPI_Win *win, int *error_code, ...);
-typedef void MPI_File_errhandler_function(MPI_File *file, int *error_code, ...);
-typedef void MPI_Handler_function(MPI_Comm *comm, int *error_code, ...);
+typedef void MPI_Comm_errhandler_function(MPI_Comm *comm, int *errorcode, ...);
+typedef void MPI_Win_errhandler_function(MPI_Win *win, int *errorcode, ...);
+typedef void MPI_File_errhandler_function(MPI_File *file, int *errorcode, ...);
+typedef void MPI_Handler_function(MPI_Comm *comm, int *errorcode, ...);
 typedef MPI_Comm_errhandler_function MPI_Comm_errhandler_fn;
 typedef MPI_Win_errhandler_function MPI_Win_errhandler_fn;
 typedef MPI_File_errhandler_function MPI_File_errhandler_fn;

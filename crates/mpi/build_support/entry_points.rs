@@ -4,7 +4,15 @@
 /// The MPI_ functions a Rust source defines: `fn MPI_X(...) ... {` (a definition, not a
 /// declaration), and macro invocations whose first argument is `MPI_X(` after optional
 /// attributes, which is how the entry-point macros (`collective!`, `unsupported!`, ...) are called.
+/// Names in capitals are predefined callbacks (MPI_COMM_DUP_FN), not MPI functions: they are left
+/// out, as they have no place in the profiling interface.
 pub fn entry_points(source: &str) -> Vec<String> {
+    let mut names = candidates(source);
+    names.retain(|name| name.chars().any(|c| c.is_ascii_lowercase()));
+    names
+}
+
+fn candidates(source: &str) -> Vec<String> {
     let tokens = tokenize(&strip_comments_and_literals(source));
     let mut names = Vec::new();
     for (i, token) in tokens.iter().enumerate() {

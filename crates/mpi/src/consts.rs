@@ -291,9 +291,9 @@ pub const MPI_DISTRIBUTE_DFLT_DARG: c_int = -49767;
 pub const MPI_TYPECLASS_REAL: c_int = 1;
 pub const MPI_TYPECLASS_INTEGER: c_int = 2;
 pub const MPI_TYPECLASS_COMPLEX: c_int = 3;
-pub const MPI_COMBINER_F90_REAL: c_int = 15;
-pub const MPI_COMBINER_F90_COMPLEX: c_int = 16;
-pub const MPI_COMBINER_F90_INTEGER: c_int = 17;
+pub const MPI_COMBINER_F90_REAL: c_int = 14;
+pub const MPI_COMBINER_F90_COMPLEX: c_int = 15;
+pub const MPI_COMBINER_F90_INTEGER: c_int = 16;
 pub const MPI_CHARACTER: MPI_Datatype = 41;
 pub const MPI_LOGICAL: MPI_Datatype = 42;
 pub const MPI_INTEGER: MPI_Datatype = 43;
@@ -339,24 +339,6 @@ pub type MPI_Win_delete_attr_function = unsafe extern "C" fn(MPI_Win, c_int, *mu
 pub type MPI_Copy_function = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
 /// MPI-1 attribute delete callback (MPI_Keyval_create).
 pub type MPI_Delete_function = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void) -> c_int;
-/// `((MPI_Type_copy_attr_function *)0)`: the address a C caller passes for this callback.
-pub const MPI_TYPE_NULL_COPY_FN: usize = 0;
-/// `((MPI_Type_delete_attr_function *)0)`: the address a C caller passes for this callback.
-pub const MPI_TYPE_NULL_DELETE_FN: usize = 0;
-/// `((MPI_Type_copy_attr_function *)1)`: the address a C caller passes for this callback.
-pub const MPI_TYPE_DUP_FN: usize = 1;
-/// `((MPI_Win_copy_attr_function *)0)`: the address a C caller passes for this callback.
-pub const MPI_WIN_NULL_COPY_FN: usize = 0;
-/// `((MPI_Win_delete_attr_function *)0)`: the address a C caller passes for this callback.
-pub const MPI_WIN_NULL_DELETE_FN: usize = 0;
-/// `((MPI_Win_copy_attr_function *)1)`: the address a C caller passes for this callback.
-pub const MPI_WIN_DUP_FN: usize = 1;
-/// `((MPI_Copy_function *)0)`: the address a C caller passes for this callback.
-pub const MPI_NULL_COPY_FN: usize = 0;
-/// `((MPI_Delete_function *)0)`: the address a C caller passes for this callback.
-pub const MPI_NULL_DELETE_FN: usize = 0;
-/// `((MPI_Copy_function *)1)`: the address a C caller passes for this callback.
-pub const MPI_DUP_FN: usize = 1;
 
 // Error handlers and user-defined error classes
 /// `void MPI_Comm_errhandler_function(MPI_Comm *comm, int *error_code, ...)`.

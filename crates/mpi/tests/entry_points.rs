@@ -47,6 +47,17 @@ assert!(MPI_SUCCESS == 0);
 }
 
 #[test]
+fn predefined_callbacks_are_not_entry_points() {
+    let source = r#"
+#[no_mangle]
+pub unsafe extern "C" fn MPI_COMM_DUP_FN(comm: MPI_Comm) -> c_int { 0 }
+#[no_mangle]
+pub unsafe extern "C" fn MPI_T_init_thread(required: c_int, provided: *mut c_int) -> c_int { 0 }
+"#;
+    assert_eq!(entry_points(source), ["MPI_T_init_thread"]);
+}
+
+#[test]
 fn a_quote_character_does_not_hide_the_code_after_it() {
     let source = r#"
 const QUOTE: char = '"';

@@ -9,7 +9,7 @@ use std::process::Command;
 use braid::consts::*;
 
 mod support;
-use support::c_header::{mpi_h_path, pmpi_block, prototypes, strip_comments, PMPI_BEGIN, PMPI_END};
+use support::c_header::{declared_callbacks, mpi_h_path, pmpi_block, prototypes, strip_comments, PMPI_BEGIN, PMPI_END};
 
 fn include_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../include")
@@ -219,6 +219,7 @@ fn every_function_program() -> String {
     let header = std::fs::read_to_string(mpi_h_path()).unwrap();
     let mut functions: Vec<String> = prototypes(&header, "MPI_").into_iter().map(|p| p.name).collect();
     functions.extend(prototypes(&header, "PMPI_").into_iter().map(|p| p.name));
+    functions.extend(declared_callbacks(&header));
     let entries: String = functions.iter().map(|name| format!("    (void (*)(void)){name},\n")).collect();
     format!("#include <mpi.h>\n\ntypedef void (*any_function)(void);\nextern const any_function every_function[];\nconst any_function every_function[] = {{\n{entries}}};\n")
 }
@@ -258,5 +259,45 @@ fn pmpi_block_mirrors_the_mpi_prototypes() {
     panic!(
         "mpi.h's PMPI block is out of date (missing {missing:?}, no longer declared {stale:?}, or a changed \
          prototype): run `BRAID_UPDATE_HEADER=1 cargo test --release -p braid-mpi --test header pmpi`"
+    );
+}
+
+/// The prototype reader understands every form the header uses.
+#[test]
+fn prototype_reader_reads_each_form_of_declaration() {
+    let header = r#"
+#ifndef GUARD
+#define MPI_CONSTANT 3 /* a comment; with a semicolon */
+#ifdef __cplusplus
+extern "C" {
+#endif
+typedef struct MPI_Status { int MPI_SOURCE; int MPI_TAG; } MPI_Status;
+typedef int MPI_Copy_function(int oldcomm, int keyval, void *extra_state);
+MPI_Copy_function MPI_DUP_FN;
+/* int MPI_Commented(void); */
+int MPI_Send(const void *buf, int count,
+             int dest); // a C++ comment
+double MPI_Wtime(void);
+MPI_Aint MPI_Aint_add(MPI_Aint base, MPI_Aint disp);
+int MPI_Send(const void *buf, int count, int dest);
+int PMPI_Send(const void *buf, int count, int dest);
+#ifdef __cplusplus
+}
+#endif
+#endif
+"#;
+    let texts: Vec<String> = prototypes(header, "MPI_").into_iter().map(|p| format!("{} = {}", p.name, p.text)).collect();
+    assert_eq!(
+        texts,
+        [
+            "MPI_Send = int MPI_Send(const void *buf, int count, int dest);",
+            "MPI_Wtime = double MPI_Wtime(void);",
+            "MPI_Aint_add = MPI_Aint MPI_Aint_add(MPI_Aint base, MPI_Aint disp);",
+        ]
+    );
+    assert_eq!(declared_callbacks(header), ["MPI_DUP_FN"]);
+    assert_eq!(
+        pmpi_block(header),
+        "int PMPI_Send(const void *buf, int count, int dest);\ndouble PMPI_Wtime(void);\nMPI_Aint PMPI_Aint_add(MPI_Aint base, MPI_Aint disp);\n"
     );
 }

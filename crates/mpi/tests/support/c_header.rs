@@ -31,12 +31,31 @@ pub fn prototypes(header: &str, prefix: &str) -> Vec<Prototype> {
             continue;
         }
         let Some(open) = text.find('(') else { continue };
-        let Some(name) = text[..open].split([' ', '*']).last() else { continue };
+        let Some(name) = text[..open].split([' ', '*']).next_back() else { continue };
         if name.starts_with(prefix) && !found.iter().any(|p| p.name == name) {
             found.push(Prototype { name: name.to_string(), text: format!("{text};") });
         }
     }
     found
+}
+
+/// The predefined callbacks declared as functions through a callback type, such as
+/// `MPI_Comm_copy_attr_function MPI_COMM_DUP_FN;`: their names, in header order.
+pub fn declared_callbacks(header: &str) -> Vec<String> {
+    let code: String = strip_comments(header).lines().filter(|line| !line.trim_start().starts_with('#')).collect::<Vec<_>>().join("\n");
+    code.split(';')
+        .map(|statement| statement.rsplit(['{', '}']).next().unwrap_or("").split_whitespace().collect::<Vec<_>>())
+        .filter_map(|words| match words[..] {
+            [kind, name] if kind.ends_with("_function") && name.starts_with("MPI_") => Some(name.to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether `name` is a predefined callback (MPI_COMM_DUP_FN) rather than an MPI function
+/// (MPI_Send, MPI_T_init_thread): callbacks are spelt in capitals and have no PMPI_ twin.
+pub fn is_callback_name(name: &str) -> bool {
+    !name.chars().any(|c| c.is_ascii_lowercase())
 }
 
 /// The text of the PMPI_ block for the MPI_ prototypes of `header` (without the marker lines).
