@@ -35,9 +35,10 @@ mod dynamic;
 mod io;
 mod one_sided;
 
-/// Raises an unsupported I/O call on the error handler of files: MPI_ERRORS_RETURN unless the
-/// program set another on MPI_FILE_NULL (MPI 3.1 §13.7), and no file can be opened here, so the
-/// call returns the class and the job goes on.
+/// Raises an unsupported I/O call on the error handler of files. Until MPI_File_set_errhandler can
+/// change it, that is MPI_ERRORS_RETURN, the default for files (MPI 3.1 §13.7): the call returns
+/// the class and the job goes on. `function` and `detail` are the message a fatal file handler
+/// would print.
 fn raise_on_files(function: &str, detail: &str) -> c_int {
     let _ = (function, detail);
     MPI_ERR_UNSUPPORTED_OPERATION
