@@ -14,10 +14,13 @@ fn main() {
     let sources = manifest_dir.join("src");
     println!("cargo:rerun-if-changed={}", sources.display());
     let mut names = Vec::new();
+    let mut types = Vec::new();
     for file in rust_files(&sources) {
         let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
         names.extend(entry_points::entry_points(&text));
+        types.extend(entry_points::type_names(&text));
     }
+    names.retain(|name| !types.contains(name));
     names.sort();
     names.dedup();
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));

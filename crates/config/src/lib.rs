@@ -81,6 +81,7 @@ pub struct Config {
     pub coll_bcast_split_min: usize,
     pub coll_allreduce_split_min: usize,
     pub coll_allreduce_exchange_max: usize,
+    pub progress_thread: bool,
     pub shm: bool,
     pub rails: Rails,
     pub strategy: StrategyKind,
@@ -117,6 +118,7 @@ impl Default for Config {
             coll_bcast_split_min: 256 * 1024,
             coll_allreduce_split_min: 16 * 1024,
             coll_allreduce_exchange_max: 1024,
+            progress_thread: false,
             shm: true,
             rails: Rails::Auto,
             strategy: StrategyKind::Hetero,
@@ -161,6 +163,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_COLL_BCAST_SPLIT_MIN", default: "262144", meaning: "smallest broadcast (bytes) sent as scatter + ring allgather instead of a binomial tree; must be equal on every rank" },
     Setting { variable: "BRAID_COLL_ALLREDUCE_SPLIT_MIN", default: "16384", meaning: "smallest commutative allreduce (bytes) done as reduce-scatter + allgather instead of recursive doubling; must be equal on every rank" },
     Setting { variable: "BRAID_COLL_ALLREDUCE_EXCHANGE_MAX", default: "1024", meaning: "largest allreduce, in bytes times ranks, done (in groups of 3 to 8 ranks) as one all-to-all exchange of the inputs instead of log2 n dependent rounds; must be equal on every rank" },
+    Setting { variable: "BRAID_PROGRESS_THREAD", default: "off", meaning: "on | off: on starts a thread per rank that advances non-blocking collectives while the application computes outside MPI (worth it where a rank has an idle core; every MPI call then takes a lock)" },
     Setting { variable: "BRAID_SHM", default: "on", meaning: "on | off: off sends all traffic between ranks of one node through the network rails (\"virtual node mode\")" },
     Setting { variable: "BRAID_RAILS", default: "auto", meaning: "auto | none | comma-separated interface names: the network rails for inter-node traffic (auto: every up, non-loopback IPv4 interface)" },
     Setting { variable: "BRAID_STRATEGY", default: "hetero", meaning: "single | greedy | iso | weighted | hetero: how messages are spread over the rails" },
@@ -243,6 +246,7 @@ impl Config {
         config.coll_bcast_split_min = reader.number("BRAID_COLL_BCAST_SPLIT_MIN", config.coll_bcast_split_min, 0)?;
         config.coll_allreduce_split_min = reader.number("BRAID_COLL_ALLREDUCE_SPLIT_MIN", config.coll_allreduce_split_min, 0)?;
         config.coll_allreduce_exchange_max = reader.number("BRAID_COLL_ALLREDUCE_EXCHANGE_MAX", config.coll_allreduce_exchange_max, 0)?;
+        config.progress_thread = reader.choice("BRAID_PROGRESS_THREAD", config.progress_thread, &[("on", true), ("1", true), ("off", false), ("0", false)])?;
         config.shm = reader.choice("BRAID_SHM", config.shm, &[("on", true), ("1", true), ("off", false), ("0", false)])?;
         config.rails = reader.rails("BRAID_RAILS", config.rails)?;
         config.strategy = reader.choice(

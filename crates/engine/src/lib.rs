@@ -31,6 +31,7 @@
 //!    node is oversubscribed, always with `BRAID_WAIT=block`) it arms the shared-memory doorbell,
 //!    polls once more, and sleeps on the futex until a frame arrives or `block_timeout_ms` passes.
 
+mod agents;
 mod frame;
 mod matching;
 mod network;
@@ -51,6 +52,7 @@ use braid_transport::selfloop::SelfTransport;
 use braid_transport::shm::ShmTransport;
 use braid_transport::{Capabilities, Incoming, Payload, PeerId, RemoteRegion, SendOutcome, Transport, TransportError};
 
+pub use agents::ProgressAgent;
 use frame::{batch_entries, Frame, Header, NetFrame, DATA_HEADER, EAGER_HEADER_MAX};
 use matching::{Body, Matching, Posted, Unexpected};
 use network::{Arrival, Network};
@@ -635,6 +637,8 @@ pub struct Engine {
     bootstrap: Box<dyn Bootstrap>,
     wait: WaitPolicy,
     node_ranks: Vec<u32>,
+    /// Work above the engine that every progress step advances.
+    agents: Vec<Box<dyn ProgressAgent>>,
 }
 
 impl Engine {
@@ -776,7 +780,7 @@ impl Engine {
             debug: config.debug,
         };
         let polled = std::iter::once(0).chain(carriers.iter().copied().filter(|&t| t != 0)).collect();
-        Ok(Engine { transports: all, polled, core, bootstrap, wait, node_ranks: node.ranks })
+        Ok(Engine { transports: all, polled, core, bootstrap, wait, node_ranks: node.ranks, agents: Vec::new() })
     }
 
     /// This process's job rank.
@@ -1171,8 +1175,9 @@ impl Engine {
         Ok(self.take_if_complete(request))
     }
 
+    /// If `request` is complete, frees it and returns its status (no progress is made).
     #[inline]
-    fn take_if_complete(&mut self, request: RequestId) -> Option<Status> {
+    pub fn take_if_complete(&mut self, request: RequestId) -> Option<Status> {
         let slot = self.core.requests.get(request.0)?;
         if !slot.done {
             return None;
@@ -1284,9 +1289,12 @@ impl Engine {
         if self.core.failure.is_some() {
             return Err(self.take_failure());
         }
-        let moved = delivered > 0;
+        let mut moved = delivered > 0;
         if self.core.has_protocol_work() {
-            return self.advance_protocols(moved);
+            moved = self.advance_protocols(moved)?;
+        }
+        if !self.agents.is_empty() {
+            return self.advance_agents(moved);
         }
         Ok(moved)
     }

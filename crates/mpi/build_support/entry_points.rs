@@ -2,10 +2,12 @@
 //! tests/entry_points.rs).
 
 /// The MPI_ functions a Rust source defines: `fn MPI_X(...) ... {` (a definition, not a
-/// declaration), and macro invocations whose first argument is `MPI_X(` after optional
-/// attributes, which is how the entry-point macros (`collective!`, `unsupported!`, ...) are called.
-/// Names in capitals are predefined callbacks (MPI_COMM_DUP_FN), not MPI functions: they are left
-/// out, as they have no place in the profiling interface.
+/// declaration), and the MPI_ names that a macro invocation lists before its first parenthesis,
+/// after optional attributes, which is how the entry-point macros are called:
+/// `unsupported!(MPI_X(args) ...)`, `collective!(MPI_X / MPI_IX(args) => ...)`. Names in
+/// capitals are predefined callbacks (MPI_COMM_DUP_FN), not MPI functions: they are left out, as
+/// they have no place in the profiling interface. (A call in a macro, `assert!(MPI_Wtick() > 0.0)`,
+/// names a function that exists too.)
 pub fn entry_points(source: &str) -> Vec<String> {
     let mut names = candidates(source);
     names.retain(|name| name.chars().any(|c| c.is_ascii_lowercase()));
@@ -23,12 +25,9 @@ fn candidates(source: &str) -> Vec<String> {
                 }
             }
         } else if token == "!" && tokens.get(i + 1).is_some_and(|t| t == "(" || t == "{" || t == "[") {
-            let j = skip_attributes(&tokens, i + 2);
-            if let (Some(name), Some(open)) = (tokens.get(j), tokens.get(j + 1)) {
-                if name.starts_with("MPI_") && open == "(" {
-                    names.push(name.clone());
-                }
-            }
+            let first_argument = &tokens[skip_attributes(&tokens, i + 2).min(tokens.len())..];
+            let before_parenthesis = first_argument.iter().take_while(|t| !matches!(t.as_str(), "(" | ")" | "{" | "}" | "[" | "]" | ";"));
+            names.extend(before_parenthesis.filter(|t| t.starts_with("MPI_")).cloned());
         }
     }
     names
@@ -172,4 +171,15 @@ fn strip_comments_and_literals(source: &str) -> String {
         }
     }
     out
+}
+
+/// The MPI_ types a Rust source defines (`type MPI_Comm = ...`, `struct MPI_Status`): a macro
+/// may name them next to an entry point, and they are not functions.
+pub fn type_names(source: &str) -> Vec<String> {
+    let tokens = tokenize(&strip_comments_and_literals(source));
+    tokens
+        .windows(2)
+        .filter(|pair| (pair[0] == "type" || pair[0] == "struct") && pair[1].starts_with("MPI_"))
+        .map(|pair| pair[1].clone())
+        .collect()
 }

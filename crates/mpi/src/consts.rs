@@ -41,6 +41,19 @@ pub type MPI_Comm_copy_attr_function =
     unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
 /// Attribute delete callback (MPI_Comm_create_keyval).
 pub type MPI_Comm_delete_attr_function = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void) -> c_int;
+/// Attribute copy callback (MPI_Type_create_keyval).
+pub type MPI_Type_copy_attr_function =
+    unsafe extern "C" fn(MPI_Datatype, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
+/// Attribute delete callback (MPI_Type_create_keyval).
+pub type MPI_Type_delete_attr_function = unsafe extern "C" fn(MPI_Datatype, c_int, *mut c_void, *mut c_void) -> c_int;
+/// Attribute copy callback (MPI_Win_create_keyval).
+pub type MPI_Win_copy_attr_function = unsafe extern "C" fn(MPI_Win, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
+/// Attribute delete callback (MPI_Win_create_keyval).
+pub type MPI_Win_delete_attr_function = unsafe extern "C" fn(MPI_Win, c_int, *mut c_void, *mut c_void) -> c_int;
+/// MPI-1 attribute copy callback (MPI_Keyval_create).
+pub type MPI_Copy_function = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
+/// MPI-1 attribute delete callback (MPI_Keyval_create).
+pub type MPI_Delete_function = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void) -> c_int;
 pub const MPI_VERSION: c_int = 3;
 pub const MPI_SUBVERSION: c_int = 1;
 pub const BRAID: c_int = 1;
@@ -191,6 +204,19 @@ pub const MPI_WTIME_IS_GLOBAL: c_int = 4;
 pub const MPI_UNIVERSE_SIZE: c_int = 5;
 pub const MPI_LASTUSEDCODE: c_int = 6;
 pub const MPI_APPNUM: c_int = 7;
+pub const MPI_WIN_BASE: c_int = 8;
+pub const MPI_WIN_SIZE: c_int = 9;
+pub const MPI_WIN_DISP_UNIT: c_int = 10;
+pub const MPI_WIN_CREATE_FLAVOR: c_int = 11;
+pub const MPI_WIN_MODEL: c_int = 12;
+
+// Values of MPI_WIN_CREATE_FLAVOR and MPI_WIN_MODEL
+pub const MPI_WIN_FLAVOR_CREATE: c_int = 1;
+pub const MPI_WIN_FLAVOR_ALLOCATE: c_int = 2;
+pub const MPI_WIN_FLAVOR_DYNAMIC: c_int = 3;
+pub const MPI_WIN_FLAVOR_SHARED: c_int = 4;
+pub const MPI_WIN_SEPARATE: c_int = 1;
+pub const MPI_WIN_UNIFIED: c_int = 2;
 
 // One-sided (declared; not supported yet)
 pub const MPI_LOCK_EXCLUSIVE: c_int = 234;
@@ -263,14 +289,6 @@ pub const MPI_ERR_RMA_FLAVOR: c_int = 57;
 /// The MPI_T_ERR_ codes (tool interface section) end here.
 pub const MPI_ERR_LASTCODE: c_int = 73;
 
-// Callback types
-/// `((MPI_Comm_copy_attr_function *)0)`: the address a C caller passes for this callback.
-pub const MPI_COMM_NULL_COPY_FN: usize = 0;
-/// `((MPI_Comm_delete_attr_function *)0)`: the address a C caller passes for this callback.
-pub const MPI_COMM_NULL_DELETE_FN: usize = 0;
-/// `((MPI_Comm_copy_attr_function *)1)`: the address a C caller passes for this callback.
-pub const MPI_COMM_DUP_FN: usize = 1;
-
 // Point-to-point: buffered mode, matched probe, generalized requests, statuses
 pub type MPI_Message = c_int;
 pub const MPI_MESSAGE_NULL: MPI_Message = 0;
@@ -319,33 +337,12 @@ pub const MPI_CXX_FLOAT_COMPLEX: MPI_Datatype = 62;
 pub const MPI_CXX_DOUBLE_COMPLEX: MPI_Datatype = 63;
 pub const MPI_CXX_LONG_DOUBLE_COMPLEX: MPI_Datatype = 64;
 
-// Attributes of datatypes and windows, and the MPI-1 attribute functions
-pub const MPI_WIN_BASE: c_int = 8;
-pub const MPI_WIN_SIZE: c_int = 9;
-pub const MPI_WIN_DISP_UNIT: c_int = 10;
-pub const MPI_WIN_CREATE_FLAVOR: c_int = 11;
-pub const MPI_WIN_MODEL: c_int = 12;
-/// Attribute copy callback (MPI_Type_create_keyval).
-pub type MPI_Type_copy_attr_function =
-    unsafe extern "C" fn(MPI_Datatype, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
-/// Attribute delete callback (MPI_Type_create_keyval).
-pub type MPI_Type_delete_attr_function = unsafe extern "C" fn(MPI_Datatype, c_int, *mut c_void, *mut c_void) -> c_int;
-/// Attribute copy callback (MPI_Win_create_keyval).
-pub type MPI_Win_copy_attr_function =
-    unsafe extern "C" fn(MPI_Win, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
-/// Attribute delete callback (MPI_Win_create_keyval).
-pub type MPI_Win_delete_attr_function = unsafe extern "C" fn(MPI_Win, c_int, *mut c_void, *mut c_void) -> c_int;
-/// MPI-1 attribute copy callback (MPI_Keyval_create).
-pub type MPI_Copy_function = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
-/// MPI-1 attribute delete callback (MPI_Keyval_create).
-pub type MPI_Delete_function = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void) -> c_int;
-
 // Error handlers and user-defined error classes
-/// `void MPI_Comm_errhandler_function(MPI_Comm *comm, int *error_code, ...)`.
+/// `void MPI_Comm_errhandler_function(MPI_Comm *comm, int *errorcode, ...)`.
 pub type MPI_Comm_errhandler_function = unsafe extern "C" fn(*mut MPI_Comm, *mut c_int, ...);
-/// `void MPI_Win_errhandler_function(MPI_Win *win, int *error_code, ...)`.
+/// `void MPI_Win_errhandler_function(MPI_Win *win, int *errorcode, ...)`.
 pub type MPI_Win_errhandler_function = unsafe extern "C" fn(*mut MPI_Win, *mut c_int, ...);
-/// `void MPI_File_errhandler_function(MPI_File *file, int *error_code, ...)`.
+/// `void MPI_File_errhandler_function(MPI_File *file, int *errorcode, ...)`.
 pub type MPI_File_errhandler_function = unsafe extern "C" fn(*mut MPI_File, *mut c_int, ...);
 /// The MPI-1 name of a communicator error handler function (MPI_Errhandler_create).
 pub type MPI_Handler_function = MPI_Comm_errhandler_function;
@@ -365,14 +362,6 @@ pub const MPI_F_STATUSES_IGNORE: *mut MPI_Fint = 1usize as *mut MPI_Fint;
 pub const MPI_MAX_PORT_NAME: c_int = 256;
 pub const MPI_ARGV_NULL: *mut *mut c_char = std::ptr::null_mut();
 pub const MPI_ARGVS_NULL: *mut *mut *mut c_char = std::ptr::null_mut();
-
-// One-sided communication: window flavors and models
-pub const MPI_WIN_FLAVOR_CREATE: c_int = 1;
-pub const MPI_WIN_FLAVOR_ALLOCATE: c_int = 2;
-pub const MPI_WIN_FLAVOR_DYNAMIC: c_int = 3;
-pub const MPI_WIN_FLAVOR_SHARED: c_int = 4;
-pub const MPI_WIN_SEPARATE: c_int = 1;
-pub const MPI_WIN_UNIFIED: c_int = 2;
 
 // Parallel I/O
 pub const MPI_MODE_CREATE: c_int = 1;

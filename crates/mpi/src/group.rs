@@ -46,6 +46,27 @@ pub fn exclude(group: &[u32], ranks: &[c_int]) -> MpiResult<Vec<u32>> {
     Ok(group.iter().enumerate().filter(|(i, _)| !ranks.contains(&(*i as c_int))).map(|(_, &m)| m).collect())
 }
 
+/// The ranks that MPI_Group_range_incl/excl's `(first, last, stride)` triplets name, in order:
+/// first, first + stride, ... as far as last. Every rank must be in a group of `size`.
+pub fn expand_ranges(size: usize, ranges: &[[c_int; 3]]) -> MpiResult<Vec<c_int>> {
+    let mut ranks = Vec::new();
+    for &[first, last, stride] in ranges {
+        let triplet = format!("range ({first}, {last}, {stride})");
+        if stride == 0 {
+            return Err(group_error(MPI_ERR_ARG, format!("{triplet} has stride 0")));
+        }
+        if let Some(outside) = [first, last].into_iter().find(|&rank| rank < 0 || rank as usize >= size) {
+            return Err(group_error(MPI_ERR_RANK, format!("{triplet}: rank {outside} is not in a group of size {size}")));
+        }
+        if (stride > 0 && first > last) || (stride < 0 && first < last) {
+            return Err(group_error(MPI_ERR_ARG, format!("{triplet} steps away from its last rank")));
+        }
+        let count = (i64::from(last) - i64::from(first)) / i64::from(stride) + 1;
+        ranks.extend((0..count).map(|step| (i64::from(first) + step * i64::from(stride)) as c_int));
+    }
+    Ok(ranks)
+}
+
 /// MPI_Group_translate_ranks.
 pub fn translate(from: &[u32], ranks: &[c_int], to: &[u32]) -> MpiResult<Vec<c_int>> {
     ranks
@@ -221,6 +242,46 @@ pub unsafe extern "C" fn MPI_Group_excl(group: MPI_Group, n: c_int, ranks: *cons
     unsafe { derive("MPI_Group_excl", newgroup, |groups| exclude(groups.get(group)?, rank_array(ranks, n)?)) }
 }
 
+/// Reads `n` range triplets from a C array (empty when `n` is 0).
+///
+/// # Safety
+/// `ranges` must point to `n` triplets when `n > 0`.
+unsafe fn range_array<'a>(ranges: *const [c_int; 3], n: c_int) -> MpiResult<&'a [[c_int; 3]]> {
+    if n < 0 {
+        return Err(group_error(MPI_ERR_ARG, format!("negative range count {n}")));
+    }
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if ranges.is_null() {
+        return Err(group_error(MPI_ERR_ARG, "the range array is NULL".to_string()));
+    }
+    // SAFETY: non-null, and the caller guarantees `n` readable triplets.
+    Ok(unsafe { std::slice::from_raw_parts(ranges, n as usize) })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_range_incl(group: MPI_Group, n: c_int, ranges: *const [c_int; 3], newgroup: *mut MPI_Group) -> c_int {
+    // SAFETY: MPI requires `ranges` to hold `n` triplets.
+    unsafe {
+        derive("MPI_Group_range_incl", newgroup, |groups| {
+            let members = groups.get(group)?;
+            include(members, &expand_ranges(members.len(), range_array(ranges, n)?)?)
+        })
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Group_range_excl(group: MPI_Group, n: c_int, ranges: *const [c_int; 3], newgroup: *mut MPI_Group) -> c_int {
+    // SAFETY: MPI requires `ranges` to hold `n` triplets.
+    unsafe {
+        derive("MPI_Group_range_excl", newgroup, |groups| {
+            let members = groups.get(group)?;
+            exclude(members, &expand_ranges(members.len(), range_array(ranges, n)?)?)
+        })
+    }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Group_union(group1: MPI_Group, group2: MPI_Group, newgroup: *mut MPI_Group) -> c_int {
     // SAFETY: `newgroup` is the caller's out-pointer.
@@ -302,6 +363,28 @@ mod tests {
         assert_eq!(include(&group, &[3]).unwrap_err().class, MPI_ERR_RANK);
         assert_eq!(include(&group, &[-1]).unwrap_err().class, MPI_ERR_RANK);
         assert_eq!(exclude(&group, &[1, 1]).unwrap_err().class, MPI_ERR_RANK);
+    }
+
+    #[test]
+    fn ranges_expand_with_any_stride() {
+        assert_eq!(expand_ranges(10, &[[0, 9, 3]]).unwrap(), vec![0, 3, 6, 9]);
+        assert_eq!(expand_ranges(10, &[[1, 8, 3]]).unwrap(), vec![1, 4, 7]);
+        assert_eq!(expand_ranges(10, &[[9, 0, -4], [5, 5, 1]]).unwrap(), vec![9, 5, 1, 5]);
+        assert_eq!(expand_ranges(10, &[[4, 4, -7]]).unwrap(), vec![4]);
+        assert!(expand_ranges(10, &[]).unwrap().is_empty());
+        assert_eq!(expand_ranges(2, &[[0, 1, c_int::MAX]]).unwrap(), vec![0]);
+    }
+
+    #[test]
+    fn bad_ranges_have_the_right_class() {
+        assert_eq!(expand_ranges(4, &[[0, 3, 0]]).unwrap_err().class, MPI_ERR_ARG);
+        assert_eq!(expand_ranges(4, &[[3, 0, 1]]).unwrap_err().class, MPI_ERR_ARG);
+        assert_eq!(expand_ranges(4, &[[0, 3, -1]]).unwrap_err().class, MPI_ERR_ARG);
+        assert_eq!(expand_ranges(4, &[[0, 4, 1]]).unwrap_err().class, MPI_ERR_RANK);
+        assert_eq!(expand_ranges(4, &[[-1, 2, 1]]).unwrap_err().class, MPI_ERR_RANK);
+        let ranks = expand_ranges(4, &[[0, 2, 1], [2, 3, 1]]).unwrap();
+        assert_eq!(include(&[10, 11, 12, 13], &ranks).unwrap_err().class, MPI_ERR_RANK, "rank 2 twice");
+        assert_eq!(exclude(&[10, 11, 12, 13], &expand_ranges(4, &[[3, 0, -3]]).unwrap()).unwrap(), vec![11, 12]);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! This crate is the C ABI layer: it turns C handles and pointers into engine calls. Everything
 //! that dereferences a user pointer lives here, each `unsafe` block with its `// SAFETY:` reason.
 
+pub mod attr;
 pub mod coll;
 pub mod comm;
 pub mod consts;
@@ -16,6 +17,7 @@ pub mod misc;
 pub mod op;
 pub mod p2p;
 pub mod pmpi;
+pub mod progress_thread;
 pub mod request;
 pub mod runtime;
 pub mod tool;

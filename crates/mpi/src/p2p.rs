@@ -66,7 +66,7 @@ fn check_operation(shared: &CommShared, op: &Operation) -> MpiResult<(Option<Sou
     let count = check_count(op.comm, op.count)?;
     check_datatype(op.comm, op.datatype)?;
     let tag = check_tag(op.comm, op.tag, receiving)?;
-    let peer = check_peer(op.comm, op.peer, shared.size(), receiving)?;
+    let peer = check_peer(op.comm, op.peer, shared.peer_count(), receiving)?;
     check_buffer(op.comm, op.buffer, count, op.datatype)?;
     Ok((peer, tag, count))
 }
@@ -176,7 +176,7 @@ unsafe fn dense_bytes(op: &Operation) -> Option<&'static mut [u8]> {
 /// The job rank of fast-path peer `peer`: a rank of the communicator, or `None`.
 #[inline]
 fn dense_job_rank(shared: &CommShared, peer: c_int) -> Option<u32> {
-    let rank = u32::try_from(peer).ok().filter(|&rank| (rank as usize) < shared.size())?;
+    let rank = u32::try_from(peer).ok().filter(|&rank| (rank as usize) < shared.peer_count())?;
     Some(shared.job_rank(rank))
 }
 
@@ -496,7 +496,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
 fn probe_target(rt: &Runtime, source: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult<Option<(Source, TagSelector, u32)>> {
     let shared = &rt.comms.get(comm)?.shared;
     let tag = check_tag(comm, tag, true)?;
-    let Some(source) = check_peer(comm, source, shared.size(), true)? else { return Ok(None) };
+    let Some(source) = check_peer(comm, source, shared.peer_count(), true)? else { return Ok(None) };
     let source = match source {
         Source::Rank(rank) => Source::Rank(shared.job_rank(rank)),
         Source::Any => Source::Any,

@@ -6,10 +6,12 @@
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 use std::ffi::c_int;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use braid_engine::{Engine, EngineError, RequestId, SendMode, Status};
 
+use crate::coll::drive::Outcome;
 use crate::comm::CommShared;
 use crate::consts::*;
 use crate::datatype;
@@ -97,6 +99,9 @@ pub enum Staging {
     /// A packed copy of non-contiguous send data.
     Send(Vec<u8>),
     Recv(Box<Unpack>),
+    /// A non-blocking collective: its schedule (which holds its buffers) runs in the engine's
+    /// progress and fills this in when it ends.
+    Collective(Rc<Outcome>),
 }
 
 /// A persistent request's arguments (MPI_Send_init / MPI_Recv_init).
@@ -134,9 +139,43 @@ impl Pending {
         Pending { comm, shared: None, engine: None, staging: Staging::None, done: Some(completion), persistent: None }
     }
 
+    /// A non-blocking collective in flight.
+    pub fn collective(comm: MPI_Comm, outcome: Rc<Outcome>) -> Pending {
+        Pending { comm, shared: None, engine: None, staging: Staging::Collective(outcome), done: None, persistent: None }
+    }
+
     /// Whether the operation is still in flight (a persistent request between starts is not).
     fn is_active(&self) -> bool {
-        self.engine.is_some() || self.done.is_some()
+        self.engine.is_some() || self.done.is_some() || matches!(self.staging, Staging::Collective(_))
+    }
+
+    /// A collective's end, once its schedule has finished.
+    fn collective_end(&self) -> Option<Result<(), c_int>> {
+        match &self.staging {
+            Staging::Collective(outcome) => outcome.result(),
+            _ => None,
+        }
+    }
+
+    /// Records a finished collective's completion.
+    #[cold]
+    fn finish_collective(&mut self, result: Result<(), c_int>) -> Completion {
+        self.staging = Staging::None;
+        let completion = Completion { error: result.err().unwrap_or(MPI_SUCCESS), ..Completion::EMPTY };
+        self.done = Some(completion);
+        completion
+    }
+
+    /// Progresses until a collective's schedule has finished.
+    #[cold]
+    fn wait_collective(&mut self, engine: &mut Engine) -> Result<(), EngineError> {
+        if let Staging::Collective(outcome) = &self.staging {
+            let outcome = outcome.clone();
+            engine.wait_until(|_| outcome.result().is_some())?;
+            let result = outcome.result().expect("the wait ends once the collective has");
+            self.finish_collective(result);
+        }
+        Ok(())
     }
 
     /// Turns the engine's status into the MPI completion, unpacking a staged receive.
@@ -182,10 +221,29 @@ impl Pending {
         if self.done.is_some() {
             return Ok(true);
         }
-        let Some(id) = self.engine else { return Ok(true) };
+        let Some(id) = self.engine else { return self.poll_collective(engine) };
         match engine.test(id)? {
             Some(status) => {
                 self.complete(status);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Makes progress once for a collective; whether it has finished (other requests without an
+    /// engine request are complete).
+    #[cold]
+    fn poll_collective(&mut self, engine: &mut Engine) -> Result<bool, EngineError> {
+        if !matches!(self.staging, Staging::Collective(_)) {
+            return Ok(true);
+        }
+        if self.collective_end().is_none() {
+            engine.progress()?;
+        }
+        match self.collective_end() {
+            Some(result) => {
+                self.finish_collective(result);
                 Ok(true)
             }
             None => Ok(false),
@@ -196,7 +254,7 @@ impl Pending {
     fn is_complete(&self, engine: &Engine) -> bool {
         match self.engine {
             Some(id) => engine.is_complete(id),
-            None => true,
+            None => !matches!(self.staging, Staging::Collective(_)) || self.collective_end().is_some(),
         }
     }
 
@@ -205,6 +263,8 @@ impl Pending {
         if let Some(id) = self.engine {
             let status = engine.wait(id)?;
             self.complete(status);
+        } else if self.done.is_none() {
+            self.wait_collective(engine)?;
         }
         Ok(self.done.take().unwrap_or(Completion::EMPTY))
     }

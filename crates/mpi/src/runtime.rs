@@ -1,15 +1,16 @@
 //! The process-global MPI state and the environment calls (MPI_Init ... MPI_Finalize, MPI_Abort).
 //!
-//! Braid provides MPI_THREAD_SERIALIZED: any thread may call MPI, never two at once. The state is
-//! therefore one `RefCell` in a static, without a lock; the `RefCell` flag only catches re-entry
-//! (a bug), it never waits.
+//! The state is one value in a static. Below MPI_THREAD_MULTIPLE no lock is taken (the application
+//! keeps its threads' calls apart); at MPI_THREAD_MULTIPLE every call takes one lock, and blocking
+//! calls wait without holding it.
 
 // The safety contract of the MPI_* entry points is the MPI standard's rules for their arguments.
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
-use std::cell::RefCell;
+use std::cell::UnsafeCell;
 use std::ffi::{c_char, c_int};
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Mutex, MutexGuard};
 use std::thread::ThreadId;
 
 use braid_config::Config;
@@ -17,12 +18,14 @@ use braid_engine::{Engine, EngineError};
 use braid_pmi::client::{PmiClient, Singleton};
 use braid_pmi::Bootstrap;
 
+use crate::attr::AttributeStore;
 use crate::coll::CollTuning;
 use crate::comm::CommTable;
 use crate::consts::*;
 use crate::error::{error, raise, MpiError, MpiResult};
 use crate::group::GroupTable;
 use crate::info::InfoTable;
+use crate::progress_thread::ProgressThread;
 use crate::request::RequestTable;
 
 /// Everything an initialised process holds.
@@ -32,30 +35,85 @@ pub struct Runtime {
     pub groups: GroupTable,
     pub requests: RequestTable,
     pub infos: InfoTable,
+    pub attributes: AttributeStore,
     pub tuning: CollTuning,
+    /// What blocking collectives reuse between calls.
+    pub coll_spare: crate::coll::drive::Spare,
     pub thread_level: c_int,
     main_thread: ThreadId,
 }
 
-struct RuntimeCell(RefCell<Option<Runtime>>);
+/// The state, and what keeps two threads out of it. Below MPI_THREAD_MULTIPLE the application
+/// guarantees that no two threads are inside MPI at once, so no lock is taken and `in_use` only
+/// catches re-entry (a bug: a callback calling MPI). At MPI_THREAD_MULTIPLE, or with a progress
+/// thread, every access takes `lock` first.
+struct RuntimeCell {
+    lock: Mutex<()>,
+    in_use: AtomicBool,
+    state: UnsafeCell<Option<Runtime>>,
+}
 
-// SAFETY: MPI_THREAD_SERIALIZED is the level Braid provides: the application guarantees that no two
-// threads are inside MPI at the same time, and its own synchronisation between the calls orders
-// every access to this cell. The RefCell's flag turns accidental re-entry into a panic.
+// SAFETY: `state` is only reached through `enter`, which holds `lock` whenever more than one
+// thread may call MPI (LOCKING), and otherwise relies on MPI_THREAD_SERIALIZED: the application's
+// own synchronisation between its calls orders every access.
 unsafe impl Sync for RuntimeCell {}
 
-static RUNTIME: RuntimeCell = RuntimeCell(RefCell::new(None));
+static RUNTIME: RuntimeCell = RuntimeCell { lock: Mutex::new(()), in_use: AtomicBool::new(false), state: UnsafeCell::new(None) };
 
 const NOT_INITIALIZED: u8 = 0;
 const RUNNING: u8 = 1;
 const FINALIZED: u8 = 2;
 static PHASE: AtomicU8 = AtomicU8::new(NOT_INITIALIZED);
 
+/// The progress thread, when BRAID_PROGRESS_THREAD asks for one.
+static PROGRESS_THREAD: Mutex<Option<ProgressThread>> = Mutex::new(None);
+
+/// Whether calls must take the lock (MPI_THREAD_MULTIPLE, or a progress thread).
+static LOCKING: AtomicBool = AtomicBool::new(false);
+
+/// Marks the state in use for as long as it lives.
+struct Entered<'a> {
+    _lock: Option<MutexGuard<'a, ()>>,
+}
+
+impl Drop for Entered<'_> {
+    fn drop(&mut self) {
+        RUNTIME.in_use.store(false, Ordering::Relaxed);
+    }
+}
+
+/// Enters the state: with the lock when LOCKING (waiting for it, or only if free when `wait` is
+/// false); None when it is in use (re-entry) or the lock is busy and `wait` is false.
+#[inline]
+fn enter(wait: bool) -> Option<Entered<'static>> {
+    let lock = if LOCKING.load(Ordering::Relaxed) {
+        Some(if wait { RUNTIME.lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) } else { RUNTIME.lock.try_lock().ok()? })
+    } else {
+        None
+    };
+    if RUNTIME.in_use.load(Ordering::Relaxed) {
+        return None;
+    }
+    RUNTIME.in_use.store(true, Ordering::Relaxed);
+    Some(Entered { _lock: lock })
+}
+
+/// The state, while `_entered` is held.
+///
+/// # Safety
+/// Only one `Entered` exists at a time (what `enter` ensures), and the result does not outlive it.
+#[inline]
+unsafe fn state<'a>(_entered: &'a Entered<'static>) -> &'a mut Option<Runtime> {
+    // SAFETY: per the caller, this is the only reference to the state while `_entered` lives.
+    unsafe { &mut *RUNTIME.state.get() }
+}
+
 /// Runs `f` on the state; an error if MPI is not running.
 #[inline]
 pub fn with<R>(f: impl FnOnce(&mut Runtime) -> MpiResult<R>) -> MpiResult<R> {
-    let mut slot = RUNTIME.0.borrow_mut();
-    match slot.as_mut() {
+    let Some(entered) = enter(true) else { reentered() };
+    // SAFETY: `entered` is the only one, and the reference dies with this call.
+    match unsafe { state(&entered) }.as_mut() {
         Some(rt) => f(rt),
         None => Err(not_running()),
     }
@@ -63,8 +121,48 @@ pub fn with<R>(f: impl FnOnce(&mut Runtime) -> MpiResult<R>) -> MpiResult<R> {
 
 /// Runs `f` on the state if MPI is running and the state is not in use (error paths).
 pub fn try_with<R>(f: impl FnOnce(&mut Runtime) -> R) -> Option<R> {
-    let mut slot = RUNTIME.0.try_borrow_mut().ok()?;
-    slot.as_mut().map(f)
+    let entered = enter(false)?;
+    // SAFETY: as in `with`.
+    unsafe { state(&entered) }.as_mut().map(f)
+}
+
+/// Sets or clears the state (MPI_Init, MPI_Finalize).
+fn replace_state(runtime: Option<Runtime>) -> Option<Runtime> {
+    let Some(entered) = enter(true) else { reentered() };
+    // SAFETY: as in `with`.
+    std::mem::replace(unsafe { state(&entered) }, runtime)
+}
+
+/// Runs `step` (which makes progress and says whether what it waits for is done) until it gives a
+/// result, entering the state for each step only: between steps the lock is free, so that the
+/// other threads' calls (which the wait may depend on) go on. For MPI_THREAD_MULTIPLE.
+#[cold]
+pub fn wait_unlocked<R>(mut step: impl FnMut(&mut Runtime) -> MpiResult<Option<R>>) -> MpiResult<R> {
+    let mut idle_steps: u32 = 0;
+    loop {
+        if let Some(result) = with(&mut step)? {
+            return Ok(result);
+        }
+        idle_steps = idle_steps.saturating_add(1);
+        if idle_steps > UNLOCKED_SPIN_STEPS {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// Steps an unlocked wait takes before it starts yielding its core between steps.
+const UNLOCKED_SPIN_STEPS: u32 = 64;
+
+#[cold]
+fn reentered() -> ! {
+    panic!("Braid: an MPI function was called while another MPI call of this process was still running (from a callback, or from a second thread below MPI_THREAD_MULTIPLE)")
+}
+
+/// Whether several threads may be inside MPI at once (MPI_THREAD_MULTIPLE or a progress thread):
+/// blocking calls then wait without holding the state.
+#[inline]
+pub fn is_locking() -> bool {
+    LOCKING.load(Ordering::Relaxed)
 }
 
 #[cold]
@@ -85,11 +183,7 @@ pub fn is_running() -> bool {
 /// Ends the whole job with `code` (through the launcher when MPI is running).
 #[cold]
 pub fn abort_job(code: c_int, message: &str) -> ! {
-    if let Ok(mut slot) = RUNTIME.0.try_borrow_mut() {
-        if let Some(rt) = slot.as_mut() {
-            rt.engine.abort(code, message);
-        }
-    }
+    try_with(|rt| rt.engine.abort(code, message));
     std::process::exit(code)
 }
 
@@ -128,11 +222,18 @@ fn initialize(required: c_int) -> MpiResult<c_int> {
         groups: GroupTable::new(),
         requests: RequestTable::new(),
         infos: InfoTable::new(),
+        attributes: AttributeStore::new(),
         tuning: CollTuning::from_config(&config),
+        coll_spare: Default::default(),
         thread_level: provided,
         main_thread: std::thread::current().id(),
     };
-    *RUNTIME.0.borrow_mut() = Some(runtime);
+    replace_state(Some(runtime));
+    if config.progress_thread {
+        LOCKING.store(true, Ordering::Relaxed);
+        let thread = ProgressThread::start().map_err(|e| error(MPI_COMM_WORLD, MPI_ERR_OTHER, format!("cannot start the progress thread: {e}")))?;
+        *PROGRESS_THREAD.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(thread);
+    }
     PHASE.store(RUNNING, Ordering::Release);
     Ok(provided)
 }
@@ -187,6 +288,9 @@ pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Finalize() -> c_int {
+    if let Err(e) = crate::attr::delete_at_finalize() {
+        return raise(e.comm, "MPI_Finalize", e.class, &e.detail);
+    }
     let drained = with(|rt| {
         let Runtime { engine, requests, .. } = rt;
         requests.drain_detached(engine).map_err(|e| crate::runtime::engine_error(MPI_COMM_WORLD, e))
@@ -194,7 +298,11 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     if let Err(e) = drained {
         return raise(e.comm, "MPI_Finalize", e.class, &e.detail);
     }
-    let Some(runtime) = RUNTIME.0.borrow_mut().take() else {
+    let progress_thread = PROGRESS_THREAD.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take();
+    if let Some(thread) = progress_thread {
+        thread.stop();
+    }
+    let Some(runtime) = replace_state(None) else {
         return raise(MPI_COMM_WORLD, "MPI_Finalize", MPI_ERR_OTHER, "MPI is not running");
     };
     PHASE.store(FINALIZED, Ordering::Release);

@@ -4,7 +4,7 @@
 #[path = "../build_support/entry_points.rs"]
 mod entry_points;
 
-use entry_points::entry_points;
+use entry_points::{entry_points, type_names};
 
 #[test]
 fn finds_functions_and_entry_point_macros() {
@@ -18,13 +18,18 @@ collective! {
     MPI_Bcast(buffer: *mut c_void, count: c_int) { Ok(()) }
 }
 collective!(#[allow(unused)] MPI_Allreduce(sendbuf: *const c_void) => run());
+collective!(MPI_Bcast_blocking / MPI_Ibcast(buffer: *mut c_void, count: c_int) => bcast);
+to_fortran!(MPI_Comm_c2f(MPI_Comm));
 extent_query!(MPI_Type_get_extent(lb, extent): MPI_Aint = identity);
 unsupported!(
     MPI_Win_create(base: *mut c_void) on comm,
     WINDOWS
 );
 "#;
-    assert_eq!(entry_points(source), ["MPI_Send", "MPI_Wtime", "MPI_Bcast", "MPI_Allreduce", "MPI_Type_get_extent", "MPI_Win_create"]);
+    assert_eq!(
+        entry_points(source),
+        ["MPI_Send", "MPI_Wtime", "MPI_Bcast", "MPI_Allreduce", "MPI_Bcast_blocking", "MPI_Ibcast", "MPI_Comm_c2f", "MPI_Type_get_extent", "MPI_Win_create"]
+    );
 }
 
 #[test]
@@ -58,6 +63,17 @@ pub unsafe extern "C" fn MPI_T_init_thread(required: c_int, provided: *mut c_int
 }
 
 #[test]
+fn types_are_told_apart() {
+    let source = r#"
+pub type MPI_Comm = c_int;
+#[repr(C)]
+pub struct MPI_Status { pub MPI_SOURCE: c_int }
+pub fn status_to_fortran(status: &MPI_Status) -> [MPI_Fint; 5] { todo() }
+"#;
+    assert_eq!(type_names(source), ["MPI_Comm", "MPI_Status"]);
+}
+
+#[test]
 fn a_quote_character_does_not_hide_the_code_after_it() {
     let source = r#"
 const QUOTE: char = '"';
@@ -76,7 +92,7 @@ fn finds_the_entry_points_of_this_crate() {
     let p2p = entry_points(&read("p2p.rs"));
     assert!(p2p.contains(&"MPI_Send".to_string()) && p2p.contains(&"MPI_Recv".to_string()), "{p2p:?}");
     let collectives = entry_points(&read("coll/abi.rs"));
-    for name in ["MPI_Barrier", "MPI_Bcast", "MPI_Allreduce", "MPI_Alltoallv"] {
+    for name in ["MPI_Barrier", "MPI_Bcast", "MPI_Ibcast", "MPI_Allreduce", "MPI_Iallreduce", "MPI_Alltoallv"] {
         assert!(collectives.contains(&name.to_string()), "{name} missing from {collectives:?}");
     }
     let datatypes = entry_points(&read("datatype/abi.rs"));

@@ -1,56 +1,170 @@
-//! The MPI_* collective entry points.
+//! The MPI_* collective entry points, blocking and non-blocking.
 //!
-//! Each call checks its arguments, views the user buffers as packed bytes (the memory itself when
-//! the data is one contiguous run, otherwise a staging buffer packed before and unpacked after),
-//! and runs an algorithm of [`super::algorithms`] on the communicator's collective channel.
-//! Arguments that MPI declares significant only at the root are only checked there.
+//! Each collective has one builder: it checks the arguments, views the user buffers as packed
+//! bytes (the memory itself when the data is one contiguous run, otherwise a staging buffer packed
+//! before and unpacked after) and returns the collective as a schedule: a future that runs an
+//! algorithm of [`super::algorithms`] and then stores what it received. The blocking call drives
+//! that schedule to its end; the non-blocking call hands it to the engine's progress and returns a
+//! request. Arguments that MPI declares significant only at the root are only checked there.
 //!
 //! Safety of every entry point: the buffers, counts and arrays must be those the MPI standard
-//! describes for the call, and no other thread may use the buffers during it.
+//! describes for the call, and no other thread may use the buffers until it completes (for a
+//! non-blocking call, until its request completes).
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 use std::borrow::Cow;
 use std::ffi::{c_int, c_void};
+use std::future::Future;
 use std::ops::Range;
+use std::pin::pin;
+use std::rc::Rc;
+use std::sync::Arc;
 
-use super::{algorithms, CollChannel};
-use crate::comm::{coll_channel, CommChannel};
+use super::algorithms;
+use super::drive::{self, Driver, Route};
+use super::port::Port;
+use crate::comm::CommShared;
 use crate::consts::*;
 use crate::datatype;
 use crate::error::{error, finish, MpiError, MpiResult};
 use crate::op::{reduction, Reduction};
+use crate::request::Pending;
+use crate::runtime::{self, engine_error, Runtime};
 
-/// Defines the entry point `$name`: it runs the body (or the expression after `=>`) and
-/// reports the result through the error handler under the call's name.
+/// What a collective's schedule returns: an MPI error class on failure.
+type Outcome = Result<(), i32>;
+
+/// Defines the blocking entry point `$blocking` and the non-blocking `$nonblocking` (the same
+/// arguments, then the communicator, and the request last) over the builder `$builder`.
 macro_rules! collective {
-    ($(#[$attr:meta])* $name:ident($($arg:ident: $ty:ty),* $(,)?) => $run:expr) => {
+    ($(#[$attr:meta])* $blocking:ident / $nonblocking:ident($($arg:ident: $ty:ty),* $(,)?) => $builder:ident) => {
         #[no_mangle]
         $(#[$attr])*
-        pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
+        pub unsafe extern "C" fn $blocking($($arg: $ty,)* comm: MPI_Comm) -> c_int {
             // SAFETY: the module's contract: the caller passes the buffers, counts and arrays
             // that MPI describes for this call.
-            finish(stringify!($name), unsafe { $run })
+            finish(stringify!($blocking), unsafe { run(comm, |start| $builder(start, $($arg),*)) })
         }
-    };
-    ($(#[$attr:meta])* $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
-        collective!($(#[$attr])* $name($($arg: $ty),*) => {
-            $(#[$attr])*
-            unsafe fn run($($arg: $ty),*) -> MpiResult<()> $body
-            run($($arg),*)
-        });
+
+        #[no_mangle]
+        $(#[$attr])*
+        pub unsafe extern "C" fn $nonblocking($($arg: $ty,)* comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+            // SAFETY: as above, with the buffers kept until the request completes.
+            finish(stringify!($nonblocking), unsafe { launch(comm, request, |start| $builder(start, $($arg),*)) })
+        }
     };
 }
 
-fn channel(comm: MPI_Comm) -> MpiResult<CommChannel> {
-    coll_channel(comm).map_err(|class| {
-        let detail = if class == MPI_ERR_COMM { format!("{comm} is not a valid communicator") } else { "MPI is not running".to_owned() };
-        error(comm, class, detail)
+/// A collective about to start on a communicator.
+pub(crate) struct Start {
+    comm: MPI_Comm,
+    shared: Arc<CommShared>,
+    port: Rc<Port>,
+}
+
+impl Start {
+    fn new(rt: &mut Runtime, comm: MPI_Comm) -> MpiResult<Start> {
+        let shared = rt.comms.get(comm).map_err(|e| error(comm, e.class, e.detail))?.shared.clone();
+        if shared.is_inter() {
+            return Err(intercomm_unsupported(comm));
+        }
+        let port = rt.coll_spare.port(shared.rank as usize, shared.size(), rt.tuning);
+        Ok(Start { comm, shared, port })
+    }
+
+    fn rank(&self) -> usize {
+        self.port.rank()
+    }
+
+    fn size(&self) -> usize {
+        self.port.size()
+    }
+
+    fn port(&self) -> Rc<Port> {
+        self.port.clone()
+    }
+
+    /// Takes the collective's tag: every member starts the communicator's collectives in the same
+    /// order, so the n-th one has the same tag everywhere. Taken only once the arguments passed.
+    fn into_route(self) -> (Rc<Port>, Route) {
+        let tag = self.shared.next_coll_tag();
+        (self.port, Route { shared: self.shared, tag })
+    }
+}
+
+/// Runs a collective to its end.
+fn run<F: Future<Output = Outcome>>(comm: MPI_Comm, build: impl FnOnce(&Start) -> MpiResult<F>) -> MpiResult<()> {
+    if runtime::is_locking() {
+        return run_unlocked(comm, build);
+    }
+    runtime::with(|rt| {
+        let start = Start::new(rt, comm)?;
+        let schedule = pin!(build(&start)?);
+        let (port, route) = start.into_route();
+        let outcome = drive::run_blocking(&mut rt.engine, &mut rt.coll_spare, port, route, schedule).map_err(|e| engine_error(comm, e))?;
+        outcome.map_err(failed(comm))
     })
 }
 
+/// [`run`] when several threads may call MPI: the schedule advances in short steps, each holding
+/// the state, so that the other threads' calls go on meanwhile.
+#[cold]
+fn run_unlocked<F: Future<Output = Outcome>>(comm: MPI_Comm, build: impl FnOnce(&Start) -> MpiResult<F>) -> MpiResult<()> {
+    let (schedule, port, route) = runtime::with(|rt| {
+        let start = Start::new(rt, comm)?;
+        let schedule = build(&start)?;
+        let (port, route) = start.into_route();
+        Ok((schedule, port, route))
+    })?;
+    let mut schedule = pin!(schedule);
+    let mut driver = Driver::new(port, route);
+    let outcome = runtime::wait_unlocked(|rt| {
+        let mut step = |engine: &mut braid_engine::Engine| -> Result<Option<Outcome>, braid_engine::EngineError> {
+            if let Some(outcome) = driver.advance(engine, schedule.as_mut())? {
+                return Ok(Some(outcome));
+            }
+            engine.progress()?;
+            driver.advance(engine, schedule.as_mut())
+        };
+        step(&mut rt.engine).map_err(|e| engine_error(comm, e))
+    })?;
+    outcome.map_err(failed(comm))
+}
+
+/// Starts a collective and stores the request that completes with it in `*request`.
+///
+/// # Safety
+/// `request` must be NULL (an error) or point to a request handle.
+unsafe fn launch<F: Future<Output = Outcome> + 'static>(comm: MPI_Comm, request: *mut MPI_Request, build: impl FnOnce(&Start) -> MpiResult<F>) -> MpiResult<()> {
+    if request.is_null() {
+        return Err(error(comm, MPI_ERR_ARG, "request must not be NULL"));
+    }
+    let handle = runtime::with(|rt| {
+        let start = Start::new(rt, comm)?;
+        let schedule = build(&start)?;
+        let (port, route) = start.into_route();
+        let outcome = drive::launch(&mut rt.engine, port, route, schedule).map_err(|e| engine_error(comm, e))?;
+        Ok(rt.requests.insert(Pending::collective(comm, outcome)))
+    })?;
+    // SAFETY: checked non-null; points to the caller's handle.
+    unsafe { *request = handle };
+    Ok(())
+}
+
+#[cold]
+fn intercomm_unsupported(comm: MPI_Comm) -> MpiError {
+    error(comm, MPI_ERR_COMM, "collective operations on intercommunicators are not supported yet")
+}
+
 fn failed(comm: MPI_Comm) -> impl Fn(i32) -> MpiError {
-    move |class| error(comm, class, "the collective's communication failed")
+    move |class| {
+        let detail = match class {
+            MPI_ERR_OTHER | MPI_ERR_TRUNCATE => "a message of the collective did not have the length this rank expects: the ranks' arguments do not match",
+            _ => "the collective's communication failed",
+        };
+        error(comm, class, detail)
+    }
 }
 
 fn count_of(comm: MPI_Comm, count: c_int) -> MpiResult<usize> {
@@ -350,70 +464,97 @@ unsafe fn reduction_input(send: &Typed, work: &mut [u8]) {
     work.copy_from_slice(&input);
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
-    finish("MPI_Barrier", channel(comm).and_then(|mut ch| algorithms::barrier(&mut ch).map_err(failed(comm))))
+
+/// The reduction and its element size, moved into a schedule.
+fn combiner(reduction: &Reduction) -> (impl Fn(&[u8], &mut [u8]) + '_, usize, bool) {
+    (move |input: &[u8], inout: &mut [u8]| reduction.apply(input, inout), reduction.element_size().max(1), reduction.commutative())
 }
 
-collective! {
-    MPI_Bcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) {
-        let mut ch = channel(comm)?;
-        let root = root_of(comm, root, ch.size())?;
-        let data = typed(comm, buffer, count, datatype)?;
-        let at_root = ch.rank() == root;
-        // SAFETY: the caller's buffer holds the elements; only this call uses it.
+fn barrier(start: &Start) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    let port = start.port();
+    Ok(async move { algorithms::barrier(&port).await })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
+    finish("MPI_Barrier", run(comm, barrier))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: the caller passes a request pointer, as MPI requires.
+    finish("MPI_Ibarrier", unsafe { launch(comm, request, barrier) })
+}
+
+unsafe fn bcast(start: &Start, buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    let comm = start.comm;
+    let root = root_of(comm, root, start.size())?;
+    let data = typed(comm, buffer, count, datatype)?;
+    let at_root = start.rank() == root;
+    let port = start.port();
+    Ok(async move {
+        // SAFETY: the caller's buffer holds the elements; only this collective uses it.
         let mut landing = unsafe { data.landing(at_root) };
-        algorithms::bcast(&mut ch, landing.bytes(), root).map_err(failed(comm))?;
+        algorithms::bcast(&port, landing.bytes(), root).await?;
         if !at_root {
             // SAFETY: as above.
             unsafe { data.store(&landing) };
         }
         Ok(())
-    }
+    })
 }
 
-collective! {
-    MPI_Reduce(
-        sendbuf: *const c_void,
-        recvbuf: *mut c_void,
-        count: c_int,
-        datatype: MPI_Datatype,
-        op: MPI_Op,
-        root: c_int,
-        comm: MPI_Comm,
-    ) {
-        let mut ch = channel(comm)?;
-        let root = root_of(comm, root, ch.size())?;
-        let reduction = reduction_of(comm, op, datatype)?;
-        let combine = |input: &[u8], inout: &mut [u8]| reduction.apply(input, inout);
-        let element_size = reduction.element_size().max(1);
-        if ch.rank() != root {
-            let send = typed(comm, sendbuf, count, datatype)?;
+collective!(MPI_Bcast / MPI_Ibcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int) => bcast);
+
+unsafe fn reduce(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    let comm = start.comm;
+    let root = root_of(comm, root, start.size())?;
+    let reduction = reduction_of(comm, op, datatype)?;
+    let port = start.port();
+    let at_root = start.rank() == root;
+    let in_place = at_root && is_in_place(sendbuf);
+    let recv = if at_root { Some(typed(comm, recvbuf, count, datatype)?) } else { None };
+    let send = if in_place { None } else { Some(typed(comm, sendbuf, count, datatype)?) };
+    Ok(async move {
+        let (combine, element_size, commutative) = combiner(&reduction);
+        let Some(recv) = recv else {
             // SAFETY: the caller's send buffer holds the elements.
-            let mut work = unsafe { send.packed() };
-            return algorithms::reduce(&mut ch, &mut work, element_size, &combine, reduction.commutative(), root).map_err(failed(comm));
-        }
-        let recv = typed(comm, recvbuf, count, datatype)?;
-        let in_place = is_in_place(sendbuf);
-        // SAFETY: the caller's receive buffer holds the elements; only this call uses it.
+            let mut work = unsafe { send.expect("checked above").packed() };
+            return algorithms::reduce(&port, &mut work, element_size, &combine, commutative, root).await;
+        };
+        // SAFETY: the caller's receive buffer holds the elements; only this collective uses it.
         let mut landing = unsafe { recv.landing(in_place) };
-        if !in_place {
-            let send = typed(comm, sendbuf, count, datatype)?;
+        if let Some(send) = send {
             // SAFETY: the caller's send buffer holds the elements and does not overlap recvbuf.
             unsafe { reduction_input(&send, landing.bytes()) };
         }
-        algorithms::reduce(&mut ch, landing.bytes(), element_size, &combine, reduction.commutative(), root).map_err(failed(comm))?;
+        algorithms::reduce(&port, landing.bytes(), element_size, &combine, commutative, root).await?;
         // SAFETY: as above.
         unsafe { recv.store(&landing) };
         Ok(())
-    }
+    })
 }
 
-collective!(MPI_Allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) => in_place_reduction(sendbuf, recvbuf, count, datatype, op, comm, ReduceKind::Allreduce));
+collective!(MPI_Reduce / MPI_Ireduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int) => reduce);
 
-collective!(MPI_Scan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) => in_place_reduction(sendbuf, recvbuf, count, datatype, op, comm, ReduceKind::Scan));
+collective!(MPI_Allreduce / MPI_Iallreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) => allreduce);
+collective!(MPI_Scan / MPI_Iscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) => scan);
+collective!(MPI_Exscan / MPI_Iexscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) => exscan);
 
-collective!(MPI_Exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) => in_place_reduction(sendbuf, recvbuf, count, datatype, op, comm, ReduceKind::Exscan));
+unsafe fn allreduce(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    // SAFETY: forwarded.
+    unsafe { in_place_reduction(start, sendbuf, recvbuf, count, datatype, op, ReduceKind::Allreduce) }
+}
+
+unsafe fn scan(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    // SAFETY: forwarded.
+    unsafe { in_place_reduction(start, sendbuf, recvbuf, count, datatype, op, ReduceKind::Scan) }
+}
+
+unsafe fn exscan(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    // SAFETY: forwarded.
+    unsafe { in_place_reduction(start, sendbuf, recvbuf, count, datatype, op, ReduceKind::Exscan) }
+}
 
 /// Which reduction [`in_place_reduction`] runs.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -423,62 +564,54 @@ enum ReduceKind {
     Exscan,
 }
 
-unsafe fn in_place_reduction(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm, kind: ReduceKind) -> MpiResult<()> {
-    let mut ch = channel(comm)?;
+unsafe fn in_place_reduction(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, kind: ReduceKind) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    let comm = start.comm;
     let reduction = reduction_of(comm, op, datatype)?;
-    let combine = |input: &[u8], inout: &mut [u8]| reduction.apply(input, inout);
-    let element_size = reduction.element_size().max(1);
     let recv = typed(comm, recvbuf, count, datatype)?;
     let in_place = is_in_place(sendbuf);
-    // SAFETY: the caller's receive buffer holds the elements; only this call uses it.
-    let mut landing = unsafe { recv.landing(in_place) };
-    if !in_place {
-        let send = typed(comm, sendbuf, count, datatype)?;
-        // SAFETY: the caller's send buffer holds the elements and does not overlap recvbuf.
-        unsafe { reduction_input(&send, landing.bytes()) };
-    }
-    let data = landing.bytes();
-    match kind {
-        ReduceKind::Allreduce => algorithms::allreduce(&mut ch, data, element_size, &combine, reduction.commutative()),
-        ReduceKind::Scan => algorithms::scan(&mut ch, data, element_size, &combine),
-        ReduceKind::Exscan => algorithms::exscan(&mut ch, data, element_size, &combine),
-    }
-    .map_err(failed(comm))?;
-    // SAFETY: as above.
-    unsafe { recv.store(&landing) };
-    Ok(())
+    let send = if in_place { None } else { Some(typed(comm, sendbuf, count, datatype)?) };
+    let port = start.port();
+    Ok(async move {
+        let (combine, element_size, commutative) = combiner(&reduction);
+        // SAFETY: the caller's receive buffer holds the elements; only this collective uses it.
+        let mut landing = unsafe { recv.landing(in_place) };
+        if let Some(send) = send {
+            // SAFETY: the caller's send buffer holds the elements and does not overlap recvbuf.
+            unsafe { reduction_input(&send, landing.bytes()) };
+        }
+        let data = landing.bytes();
+        match kind {
+            ReduceKind::Allreduce => algorithms::allreduce(&port, data, element_size, &combine, commutative).await,
+            ReduceKind::Scan => algorithms::scan(&port, data, element_size, &combine).await,
+            ReduceKind::Exscan => algorithms::exscan(&port, data, element_size, &combine).await,
+        }?;
+        // SAFETY: as above.
+        unsafe { recv.store(&landing) };
+        Ok(())
+    })
 }
 
-collective!(
-    MPI_Reduce_scatter_block(
-        sendbuf: *const c_void,
-        recvbuf: *mut c_void,
-        recvcount: c_int,
-        datatype: MPI_Datatype,
-        op: MPI_Op,
-        comm: MPI_Comm,
-    ) => reduce_scatter(sendbuf, recvbuf, Counts::Same(recvcount), datatype, op, comm)
-);
+collective!(MPI_Reduce_scatter_block / MPI_Ireduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op) => reduce_scatter_block);
+collective!(MPI_Reduce_scatter / MPI_Ireduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op) => reduce_scatter_v);
 
-collective!(
-    MPI_Reduce_scatter(
-        sendbuf: *const c_void,
-        recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        datatype: MPI_Datatype,
-        op: MPI_Op,
-        comm: MPI_Comm,
-    ) => reduce_scatter(sendbuf, recvbuf, Counts::PerRank(recvcounts), datatype, op, comm)
-);
+unsafe fn reduce_scatter_block(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    // SAFETY: forwarded.
+    unsafe { reduce_scatter(start, sendbuf, recvbuf, Counts::Same(recvcount), datatype, op) }
+}
+
+unsafe fn reduce_scatter_v(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    // SAFETY: forwarded.
+    unsafe { reduce_scatter(start, sendbuf, recvbuf, Counts::PerRank(recvcounts), datatype, op) }
+}
 
 enum Counts {
     Same(c_int),
     PerRank(*const c_int),
 }
 
-unsafe fn reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, counts: Counts, datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm) -> MpiResult<()> {
-    let mut ch = channel(comm)?;
-    let (rank, size) = (ch.rank(), ch.size());
+unsafe fn reduce_scatter(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, counts: Counts, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    let comm = start.comm;
+    let (rank, size) = (start.rank(), start.size());
     let counts: Vec<usize> = match counts {
         Counts::Same(count) => vec![count_of(comm, count)?; size],
         Counts::PerRank(counts) if counts.is_null() => return Err(error(comm, MPI_ERR_ARG, "recvcounts is NULL")),
@@ -490,92 +623,99 @@ unsafe fn reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, counts: C
     };
     let total = counts.iter().try_fold(0usize, |sum, &count| sum.checked_add(count)).ok_or_else(|| error(comm, MPI_ERR_COUNT, "the counts' sum overflows"))?;
     let reduction = reduction_of(comm, op, datatype)?;
-    let combine = |input: &[u8], inout: &mut [u8]| reduction.apply(input, inout);
     let input_buffer = if is_in_place(sendbuf) { recvbuf.cast_const() } else { sendbuf };
     let input = typed_elements(comm, input_buffer, total, datatype)?;
-    // SAFETY: the input holds the sum of the counts in elements; the copy is taken before the
-    // receive buffer (which it may be, in place) is written.
-    let mut work = unsafe { input.packed() };
     let recv = typed_elements(comm, recvbuf, counts[rank], datatype)?;
-    // SAFETY: the caller's receive buffer holds its count of elements; only this call uses it.
-    let mut landing = unsafe { recv.landing(false) };
-    let element_size = reduction.element_size().max(1);
-    algorithms::reduce_scatter(&mut ch, &mut work, &counts, element_size, &combine, reduction.commutative(), landing.bytes()).map_err(failed(comm))?;
-    // SAFETY: as above.
-    unsafe { recv.store(&landing) };
-    Ok(())
-}
-
-collective! {
-    #[allow(clippy::too_many_arguments)]
-    MPI_Gather(
-        sendbuf: *const c_void,
-        sendcount: c_int,
-        sendtype: MPI_Datatype,
-        recvbuf: *mut c_void,
-        recvcount: c_int,
-        recvtype: MPI_Datatype,
-        root: c_int,
-        comm: MPI_Comm,
-    ) {
-        let mut ch = channel(comm)?;
-        let (rank, size) = (ch.rank(), ch.size());
-        let root = root_of(comm, root, size)?;
-        if rank != root {
-            let send = typed(comm, sendbuf, sendcount, sendtype)?;
-            // SAFETY: the caller's send buffer holds the elements.
-            let mine = unsafe { send.read() };
-            return algorithms::gather(&mut ch, Some(mine.as_ref()), &mut [], root).map_err(failed(comm));
-        }
-        let recv = typed_elements(comm, recvbuf, times(comm, count_of(comm, recvcount)?, size)?, recvtype)?;
-        let in_place = is_in_place(sendbuf);
-        // SAFETY: the caller's send buffer, unless in place, holds the elements and does not
-        // overlap recvbuf.
-        let mine = unsafe { own_block(comm, sendbuf, sendcount, sendtype, recv.packed_len / size)? };
-        // SAFETY: as above.
-        let mut landing = unsafe { recv.landing(in_place) };
-        algorithms::gather(&mut ch, mine.as_deref(), landing.bytes(), root).map_err(failed(comm))?;
+    let port = start.port();
+    Ok(async move {
+        let (combine, element_size, commutative) = combiner(&reduction);
+        // SAFETY: the input holds the sum of the counts in elements; the copy is taken before the
+        // receive buffer (which it may be, in place) is written.
+        let mut work = unsafe { input.packed() };
+        // SAFETY: the caller's receive buffer holds its count of elements; only this collective
+        // uses it.
+        let mut landing = unsafe { recv.landing(false) };
+        algorithms::reduce_scatter(&port, &mut work, &counts, element_size, &combine, commutative, landing.bytes()).await?;
         // SAFETY: as above.
         unsafe { recv.store(&landing) };
         Ok(())
-    }
+    })
 }
 
-collective! {
+collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Gatherv(
-        sendbuf: *const c_void,
-        sendcount: c_int,
-        sendtype: MPI_Datatype,
-        recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        displs: *const c_int,
-        recvtype: MPI_Datatype,
-        root: c_int,
-        comm: MPI_Comm,
-    ) {
-        let mut ch = channel(comm)?;
-        let (rank, size) = (ch.rank(), ch.size());
-        let root = root_of(comm, root, size)?;
-        if rank != root {
-            let send = typed(comm, sendbuf, sendcount, sendtype)?;
-            // SAFETY: the caller's send buffer holds the elements.
-            let mine = unsafe { send.read() };
-            return algorithms::gatherv(&mut ch, Some(mine.as_ref()), &mut [], &[], root).map_err(failed(comm));
-        }
-        // SAFETY: the caller passes one count and one displacement per rank.
-        let recv = unsafe { spread(comm, recvbuf, recvcounts, displs, recvtype, size)? };
-        let in_place = is_in_place(sendbuf);
+    MPI_Gather / MPI_Igather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int) => gather
+);
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn gather(start: &Start, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    let comm = start.comm;
+    let (rank, size) = (start.rank(), start.size());
+    let root = root_of(comm, root, size)?;
+    let port = start.port();
+    let mut recv = None;
+    let mine = if rank != root {
+        let send = typed(comm, sendbuf, sendcount, sendtype)?;
+        // SAFETY: the caller's send buffer holds the elements.
+        Some(unsafe { send.read() })
+    } else {
+        let all = typed_elements(comm, recvbuf, times(comm, count_of(comm, recvcount)?, size)?, recvtype)?;
+        recv = Some(all);
         // SAFETY: the caller's send buffer, unless in place, holds the elements and does not
         // overlap recvbuf.
-        let mine = unsafe { own_block(comm, sendbuf, sendcount, sendtype, recv.blocks[root].packed_len)? };
+        unsafe { own_block(comm, sendbuf, sendcount, sendtype, all.packed_len / size)? }
+    };
+    let in_place = rank == root && is_in_place(sendbuf);
+    Ok(async move {
+        let Some(recv) = recv else {
+            return algorithms::gather(&port, mine.as_deref(), &mut [], root).await;
+        };
+        // SAFETY: the caller's receive buffer holds the elements; only this collective uses it.
+        let mut landing = unsafe { recv.landing(in_place) };
+        algorithms::gather(&port, mine.as_deref(), landing.bytes(), root).await?;
         // SAFETY: as above.
-        let mut landing = unsafe { recv.landing(in_place.then_some(root)) };
-        algorithms::gatherv(&mut ch, mine.as_deref(), landing.bytes(), &recv.ranges, root).map_err(failed(comm))?;
-        // SAFETY: as above.
-        unsafe { recv.store(&landing, in_place.then_some(root)) };
+        unsafe { recv.store(&landing) };
         Ok(())
-    }
+    })
+}
+
+collective!(
+    #[allow(clippy::too_many_arguments)]
+    MPI_Gatherv / MPI_Igatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int) => gatherv
+);
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn gatherv(start: &Start, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    let comm = start.comm;
+    let (rank, size) = (start.rank(), start.size());
+    let root = root_of(comm, root, size)?;
+    let port = start.port();
+    let mut recv = None;
+    let mine = if rank != root {
+        let send = typed(comm, sendbuf, sendcount, sendtype)?;
+        // SAFETY: the caller's send buffer holds the elements.
+        Some(unsafe { send.read() })
+    } else {
+        // SAFETY: the caller passes one count and one displacement per rank.
+        let all = unsafe { spread(comm, recvbuf, recvcounts, displs, recvtype, size)? };
+        // SAFETY: the caller's send buffer, unless in place, holds the elements and does not
+        // overlap recvbuf.
+        let mine = unsafe { own_block(comm, sendbuf, sendcount, sendtype, all.blocks[root].packed_len)? };
+        recv = Some(all);
+        mine
+    };
+    let in_place = (rank == root && is_in_place(sendbuf)).then_some(root);
+    Ok(async move {
+        let Some(recv) = recv else {
+            return algorithms::gatherv(&port, mine.as_deref(), &mut [], &[], root).await;
+        };
+        // SAFETY: the caller's receive buffer holds the blocks; only this collective uses it.
+        let mut landing = unsafe { recv.landing(in_place) };
+        algorithms::gatherv(&port, mine.as_deref(), landing.bytes(), &recv.ranges, root).await?;
+        // SAFETY: as above.
+        unsafe { recv.store(&landing, in_place) };
+        Ok(())
+    })
 }
 
 /// The receive side of MPI_Scatter(v) at one rank: where its block lands, or nothing at a root
@@ -590,9 +730,7 @@ impl ScatterTarget<'_> {
     /// `recvbuf` must hold `recvcount` elements of `recvtype`, used by nothing else during the call.
     unsafe fn new(comm: MPI_Comm, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, in_place: bool) -> MpiResult<Self> {
         let recv = if in_place { None } else { Some(typed(comm, recvbuf, recvcount, recvtype)?) };
-        // SAFETY: per the caller.
-        let landing = recv.as_ref().map(|recv| unsafe { recv.landing(false) });
-        Ok(ScatterTarget { recv, landing })
+        Ok(ScatterTarget { recv, landing: None })
     }
 
     /// Packed bytes this rank expects, unless the block stays in place.
@@ -600,7 +738,15 @@ impl ScatterTarget<'_> {
         self.recv.as_ref().map(|recv| recv.packed_len)
     }
 
-    fn bytes(&mut self) -> Option<&mut [u8]> {
+    /// Where the block lands, taken when the schedule starts.
+    ///
+    /// # Safety
+    /// As for [`ScatterTarget::new`].
+    unsafe fn bytes(&mut self) -> Option<&mut [u8]> {
+        if self.landing.is_none() {
+            // SAFETY: per the caller.
+            self.landing = self.recv.as_ref().map(|recv| unsafe { recv.landing(false) });
+        }
         self.landing.as_mut().map(Landing::bytes)
     }
 
@@ -616,203 +762,290 @@ impl ScatterTarget<'_> {
     }
 }
 
-collective! {
+collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Scatter(
-        sendbuf: *const c_void,
-        sendcount: c_int,
-        sendtype: MPI_Datatype,
-        recvbuf: *mut c_void,
-        recvcount: c_int,
-        recvtype: MPI_Datatype,
-        root: c_int,
-        comm: MPI_Comm,
-    ) {
-        let mut ch = channel(comm)?;
-        let (rank, size) = (ch.rank(), ch.size());
-        let root = root_of(comm, root, size)?;
-        // SAFETY: the caller's receive buffer holds the elements; only this call uses it.
-        let mut target = unsafe { ScatterTarget::new(comm, recvbuf, recvcount, recvtype, rank == root && is_in_place(recvbuf))? };
-        if rank == root {
-            let send = typed_elements(comm, sendbuf, times(comm, count_of(comm, sendcount)?, size)?, sendtype)?;
-            if let Some(expected) = target.packed_len() {
-                same_signature(comm, send.packed_len / size, expected)?;
-            }
-            // SAFETY: the caller's send buffer holds the elements and does not overlap recvbuf.
-            let all = unsafe { send.read() };
-            algorithms::scatter(&mut ch, &all, target.bytes(), root).map_err(failed(comm))?;
-        } else {
-            algorithms::scatter(&mut ch, &[], target.bytes(), root).map_err(failed(comm))?;
+    MPI_Scatter / MPI_Iscatter(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int) => scatter
+);
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn scatter(start: &Start, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    let comm = start.comm;
+    let (rank, size) = (start.rank(), start.size());
+    let root = root_of(comm, root, size)?;
+    // SAFETY: the caller's receive buffer holds the elements; only this collective uses it.
+    let mut target = unsafe { ScatterTarget::new(comm, recvbuf, recvcount, recvtype, rank == root && is_in_place(recvbuf))? };
+    let all: Cow<'static, [u8]> = if rank == root {
+        let send = typed_elements(comm, sendbuf, times(comm, count_of(comm, sendcount)?, size)?, sendtype)?;
+        if let Some(expected) = target.packed_len() {
+            same_signature(comm, send.packed_len / size, expected)?;
         }
+        // SAFETY: the caller's send buffer holds the elements and does not overlap recvbuf.
+        unsafe { send.read() }
+    } else {
+        Cow::Borrowed(&[])
+    };
+    let port = start.port();
+    Ok(async move {
+        // SAFETY: as above.
+        algorithms::scatter(&port, &all, unsafe { target.bytes() }, root).await?;
         // SAFETY: as above.
         unsafe { target.finish() };
         Ok(())
-    }
+    })
 }
 
-collective! {
+collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Scatterv(
-        sendbuf: *const c_void,
-        sendcounts: *const c_int,
-        displs: *const c_int,
-        sendtype: MPI_Datatype,
-        recvbuf: *mut c_void,
-        recvcount: c_int,
-        recvtype: MPI_Datatype,
-        root: c_int,
-        comm: MPI_Comm,
-    ) {
-        let mut ch = channel(comm)?;
-        let (rank, size) = (ch.rank(), ch.size());
-        let root = root_of(comm, root, size)?;
-        // SAFETY: the caller's receive buffer holds the elements; only this call uses it.
-        let mut target = unsafe { ScatterTarget::new(comm, recvbuf, recvcount, recvtype, rank == root && is_in_place(recvbuf))? };
-        if rank == root {
-            // SAFETY: the caller passes one count and one displacement per rank.
-            let send = unsafe { spread(comm, sendbuf, sendcounts, displs, sendtype, size)? };
-            if let Some(expected) = target.packed_len() {
-                same_signature(comm, send.blocks[root].packed_len, expected)?;
-            }
-            // SAFETY: the caller's send buffer holds the blocks and does not overlap recvbuf.
-            let all = unsafe { send.read() };
-            algorithms::scatterv(&mut ch, &all, &send.ranges, target.bytes(), root).map_err(failed(comm))?;
-        } else {
-            algorithms::scatterv(&mut ch, &[], &[], target.bytes(), root).map_err(failed(comm))?;
+    MPI_Scatterv / MPI_Iscatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int) => scatterv
+);
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn scatterv(start: &Start, sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    let comm = start.comm;
+    let (rank, size) = (start.rank(), start.size());
+    let root = root_of(comm, root, size)?;
+    // SAFETY: the caller's receive buffer holds the elements; only this collective uses it.
+    let mut target = unsafe { ScatterTarget::new(comm, recvbuf, recvcount, recvtype, rank == root && is_in_place(recvbuf))? };
+    let (all, ranges): (Cow<'static, [u8]>, Vec<Range<usize>>) = if rank == root {
+        // SAFETY: the caller passes one count and one displacement per rank.
+        let send = unsafe { spread(comm, sendbuf, sendcounts, displs, sendtype, size)? };
+        if let Some(expected) = target.packed_len() {
+            same_signature(comm, send.blocks[root].packed_len, expected)?;
         }
+        // SAFETY: the caller's send buffer holds the blocks and does not overlap recvbuf.
+        (unsafe { send.read() }, send.ranges)
+    } else {
+        (Cow::Borrowed(&[]), Vec::new())
+    };
+    let port = start.port();
+    Ok(async move {
+        // SAFETY: as above.
+        algorithms::scatterv(&port, &all, &ranges, unsafe { target.bytes() }, root).await?;
         // SAFETY: as above.
         unsafe { target.finish() };
         Ok(())
-    }
+    })
 }
 
-collective! {
-    MPI_Allgather(
-        sendbuf: *const c_void,
-        sendcount: c_int,
-        sendtype: MPI_Datatype,
-        recvbuf: *mut c_void,
-        recvcount: c_int,
-        recvtype: MPI_Datatype,
-        comm: MPI_Comm,
-    ) {
-        let mut ch = channel(comm)?;
-        let size = ch.size();
-        let recv = typed_elements(comm, recvbuf, times(comm, count_of(comm, recvcount)?, size)?, recvtype)?;
-        let block = recv.packed_len / size;
-        let in_place = is_in_place(sendbuf);
-        // SAFETY: the caller's receive buffer holds the elements; only this call uses it.
+collective!(
+    #[allow(clippy::too_many_arguments)]
+    MPI_Allgather / MPI_Iallgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) => allgather
+);
+
+unsafe fn allgather(start: &Start, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    let comm = start.comm;
+    let size = start.size();
+    let recv = typed_elements(comm, recvbuf, times(comm, count_of(comm, recvcount)?, size)?, recvtype)?;
+    let block = recv.packed_len / size;
+    let in_place = is_in_place(sendbuf);
+    let mine = if in_place {
+        None
+    } else {
+        let send = typed(comm, sendbuf, sendcount, sendtype)?;
+        same_signature(comm, send.packed_len, block)?;
+        // SAFETY: the caller's send buffer holds the elements and does not overlap recvbuf.
+        Some(unsafe { send.read() })
+    };
+    let port = start.port();
+    Ok(async move {
+        // SAFETY: the caller's receive buffer holds the elements; only this collective uses it.
         let mut landing = unsafe { recv.landing(in_place) };
-        if in_place {
-            let blocks: Vec<Range<usize>> = (0..size).map(|index| index * block..(index + 1) * block).collect();
-            algorithms::allgatherv(&mut ch, None, landing.bytes(), &blocks).map_err(failed(comm))?;
-        } else {
-            let send = typed(comm, sendbuf, sendcount, sendtype)?;
-            same_signature(comm, send.packed_len, block)?;
-            // SAFETY: the caller's send buffer holds the elements and does not overlap recvbuf.
-            let mine = unsafe { send.read() };
-            algorithms::allgather(&mut ch, &mine, landing.bytes()).map_err(failed(comm))?;
+        match mine {
+            None => {
+                let blocks: Vec<Range<usize>> = (0..size).map(|index| index * block..(index + 1) * block).collect();
+                algorithms::allgatherv(&port, None, landing.bytes(), &blocks).await?;
+            }
+            Some(mine) => algorithms::allgather(&port, &mine, landing.bytes()).await?,
         }
         // SAFETY: as above.
         unsafe { recv.store(&landing) };
         Ok(())
-    }
+    })
 }
 
-collective! {
+collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Allgatherv(
-        sendbuf: *const c_void,
-        sendcount: c_int,
-        sendtype: MPI_Datatype,
-        recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        displs: *const c_int,
-        recvtype: MPI_Datatype,
-        comm: MPI_Comm,
-    ) {
-        let mut ch = channel(comm)?;
-        let (rank, size) = (ch.rank(), ch.size());
-        // SAFETY: the caller passes one count and one displacement per rank.
-        let recv = unsafe { spread(comm, recvbuf, recvcounts, displs, recvtype, size)? };
-        let in_place = is_in_place(sendbuf);
-        // SAFETY: the caller's send buffer, unless in place, holds the elements and does not
-        // overlap recvbuf.
-        let mine = unsafe { own_block(comm, sendbuf, sendcount, sendtype, recv.blocks[rank].packed_len)? };
+    MPI_Allgatherv / MPI_Iallgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype) => allgatherv
+);
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn allgatherv(start: &Start, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    let comm = start.comm;
+    let (rank, size) = (start.rank(), start.size());
+    // SAFETY: the caller passes one count and one displacement per rank.
+    let recv = unsafe { spread(comm, recvbuf, recvcounts, displs, recvtype, size)? };
+    let in_place = is_in_place(sendbuf).then_some(rank);
+    // SAFETY: the caller's send buffer, unless in place, holds the elements and does not overlap
+    // recvbuf.
+    let mine = unsafe { own_block(comm, sendbuf, sendcount, sendtype, recv.blocks[rank].packed_len)? };
+    let port = start.port();
+    Ok(async move {
+        // SAFETY: the caller's receive buffer holds the blocks; only this collective uses it.
+        let mut landing = unsafe { recv.landing(in_place) };
+        algorithms::allgatherv(&port, mine.as_deref(), landing.bytes(), &recv.ranges).await?;
         // SAFETY: as above.
-        let mut landing = unsafe { recv.landing(in_place.then_some(rank)) };
-        algorithms::allgatherv(&mut ch, mine.as_deref(), landing.bytes(), &recv.ranges).map_err(failed(comm))?;
-        // SAFETY: as above.
-        unsafe { recv.store(&landing, in_place.then_some(rank)) };
+        unsafe { recv.store(&landing, in_place) };
         Ok(())
-    }
+    })
 }
 
-collective! {
-    MPI_Alltoall(
-        sendbuf: *const c_void,
-        sendcount: c_int,
-        sendtype: MPI_Datatype,
-        recvbuf: *mut c_void,
-        recvcount: c_int,
-        recvtype: MPI_Datatype,
-        comm: MPI_Comm,
-    ) {
-        let mut ch = channel(comm)?;
-        let size = ch.size();
-        let recv = typed_elements(comm, recvbuf, times(comm, count_of(comm, recvcount)?, size)?, recvtype)?;
+collective!(
+    #[allow(clippy::too_many_arguments)]
+    MPI_Alltoall / MPI_Ialltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) => alltoall
+);
+
+unsafe fn alltoall(start: &Start, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    let comm = start.comm;
+    let size = start.size();
+    let recv = typed_elements(comm, recvbuf, times(comm, count_of(comm, recvcount)?, size)?, recvtype)?;
+    let send = if is_in_place(sendbuf) {
+        None
+    } else {
+        let send = typed_elements(comm, sendbuf, times(comm, count_of(comm, sendcount)?, size)?, sendtype)?;
+        same_signature(comm, send.packed_len, recv.packed_len)?;
+        Some(send)
+    };
+    let port = start.port();
+    Ok(async move {
         // In place, the data to send is copied out before the receive buffer is overwritten.
-        let outgoing: Cow<[u8]> = if is_in_place(sendbuf) {
+        let outgoing: Cow<[u8]> = match send {
             // SAFETY: the caller's receive buffer holds the elements.
-            Cow::Owned(unsafe { recv.read() }.into_owned())
-        } else {
-            let send = typed_elements(comm, sendbuf, times(comm, count_of(comm, sendcount)?, size)?, sendtype)?;
-            same_signature(comm, send.packed_len, recv.packed_len)?;
+            None => Cow::Owned(unsafe { recv.read() }.into_owned()),
             // SAFETY: the caller's send buffer holds the elements and does not overlap recvbuf.
-            unsafe { send.read() }
+            Some(send) => unsafe { send.read() },
         };
-        // SAFETY: the caller's receive buffer holds the elements; only this call uses it.
+        // SAFETY: the caller's receive buffer holds the elements; only this collective uses it.
         let mut landing = unsafe { recv.landing(false) };
-        algorithms::alltoall(&mut ch, &outgoing, landing.bytes()).map_err(failed(comm))?;
+        algorithms::alltoall(&port, &outgoing, landing.bytes()).await?;
         // SAFETY: as above.
         unsafe { recv.store(&landing) };
         Ok(())
-    }
+    })
 }
 
-collective! {
+collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Alltoallv(
-        sendbuf: *const c_void,
-        sendcounts: *const c_int,
-        sdispls: *const c_int,
-        sendtype: MPI_Datatype,
-        recvbuf: *mut c_void,
-        recvcounts: *const c_int,
-        rdispls: *const c_int,
-        recvtype: MPI_Datatype,
-        comm: MPI_Comm,
-    ) {
-        let mut ch = channel(comm)?;
-        let (rank, size) = (ch.rank(), ch.size());
+    MPI_Alltoallv / MPI_Ialltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype) => alltoallv
+);
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn alltoallv(start: &Start, sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    let comm = start.comm;
+    let (rank, size) = (start.rank(), start.size());
+    // SAFETY: the caller passes one count and one displacement per rank.
+    let recv = unsafe { spread(comm, recvbuf, recvcounts, rdispls, recvtype, size)? };
+    let send = if is_in_place(sendbuf) {
+        None
+    } else {
         // SAFETY: the caller passes one count and one displacement per rank.
-        let recv = unsafe { spread(comm, recvbuf, recvcounts, rdispls, recvtype, size)? };
+        let send = unsafe { spread(comm, sendbuf, sendcounts, sdispls, sendtype, size)? };
+        same_signature(comm, send.blocks[rank].packed_len, recv.blocks[rank].packed_len)?;
+        Some(send)
+    };
+    let port = start.port();
+    Ok(async move {
         // In place, the data to send is copied out before the receive buffer is overwritten.
-        let (outgoing, send_ranges): (Cow<[u8]>, Vec<Range<usize>>) = if is_in_place(sendbuf) {
+        let (outgoing, send_ranges): (Cow<[u8]>, &[Range<usize>]) = match &send {
             // SAFETY: the caller's receive buffer holds the blocks.
-            (Cow::Owned(unsafe { recv.read() }.into_owned()), recv.ranges.clone())
-        } else {
-            // SAFETY: the caller passes one count and one displacement per rank.
-            let send = unsafe { spread(comm, sendbuf, sendcounts, sdispls, sendtype, size)? };
-            same_signature(comm, send.blocks[rank].packed_len, recv.blocks[rank].packed_len)?;
+            None => (Cow::Owned(unsafe { recv.read() }.into_owned()), &recv.ranges),
             // SAFETY: the caller's send buffer holds the blocks and does not overlap recvbuf.
-            (unsafe { send.read() }, send.ranges)
+            Some(send) => (unsafe { send.read() }, &send.ranges),
         };
-        // SAFETY: the caller's receive buffer holds the blocks; only this call uses it.
+        // SAFETY: the caller's receive buffer holds the blocks; only this collective uses it.
         let mut landing = unsafe { recv.landing(None) };
-        algorithms::alltoallv(&mut ch, &outgoing, &send_ranges, landing.bytes(), &recv.ranges).map_err(failed(comm))?;
+        algorithms::alltoallv(&port, &outgoing, send_ranges, landing.bytes(), &recv.ranges).await?;
         // SAFETY: as above.
         unsafe { recv.store(&landing, None) };
         Ok(())
+    })
+}
+
+collective!(
+    #[allow(clippy::too_many_arguments)]
+    MPI_Alltoallw / MPI_Ialltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype) => alltoallw
+);
+
+/// Blocks of an MPI_Alltoallw buffer: block i holds `counts[i]` elements of `types[i]` at byte
+/// displacement `displs[i]`, packed one after the other into a staging buffer.
+struct Mixed {
+    blocks: Vec<Typed>,
+    ranges: Vec<Range<usize>>,
+}
+
+/// # Safety
+/// `counts`, `displs` and `types` must point to `size` entries each (or be NULL, an error).
+unsafe fn mixed(comm: MPI_Comm, buffer: *const c_void, counts: *const c_int, displs: *const c_int, types: *const MPI_Datatype, size: usize) -> MpiResult<Mixed> {
+    if counts.is_null() || displs.is_null() || types.is_null() {
+        return Err(error(comm, MPI_ERR_ARG, "the counts, displacements or types array is NULL"));
     }
+    // SAFETY: the caller passes one entry per rank in each array, as MPI requires.
+    let (counts, displs, types) = unsafe { (std::slice::from_raw_parts(counts, size), std::slice::from_raw_parts(displs, size), std::slice::from_raw_parts(types, size)) };
+    let mut blocks = Vec::with_capacity(size);
+    let mut ranges = Vec::with_capacity(size);
+    let mut offset = 0;
+    for ((&count, &displacement), &datatype) in counts.iter().zip(displs).zip(types) {
+        let start = (buffer as *const u8).wrapping_offset(displacement as isize);
+        let block = typed(comm, start.cast(), count, datatype)?;
+        ranges.push(offset..offset + block.packed_len);
+        offset += block.packed_len;
+        blocks.push(block);
+    }
+    Ok(Mixed { blocks, ranges })
+}
+
+impl Mixed {
+    /// # Safety
+    /// The blocks must be readable.
+    unsafe fn packed(&self) -> Vec<u8> {
+        let mut staging = vec![0u8; self.ranges.last().map_or(0, |range| range.end)];
+        for (block, range) in self.blocks.iter().zip(&self.ranges) {
+            if !range.is_empty() {
+                // SAFETY: the datatype was validated and the block is readable.
+                unsafe { datatype::pack(block.datatype, block.count, block.buffer, &mut staging[range.clone()]) };
+            }
+        }
+        staging
+    }
+
+    /// # Safety
+    /// The blocks must be writable and used by nothing else.
+    unsafe fn store(&self, staging: &[u8]) {
+        for (block, range) in self.blocks.iter().zip(&self.ranges) {
+            if !range.is_empty() {
+                // SAFETY: the datatype was validated; the block is writable and distinct from the
+                // staging buffer.
+                unsafe { datatype::unpack(block.datatype, block.count, &staging[range.clone()], block.buffer) };
+            }
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn alltoallw(start: &Start, sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    let comm = start.comm;
+    let (rank, size) = (start.rank(), start.size());
+    // SAFETY: the caller passes one count, displacement and type per rank.
+    let recv = unsafe { mixed(comm, recvbuf, recvcounts, rdispls, recvtypes, size)? };
+    let send = if is_in_place(sendbuf) {
+        None
+    } else {
+        // SAFETY: as above.
+        let send = unsafe { mixed(comm, sendbuf, sendcounts, sdispls, sendtypes, size)? };
+        same_signature(comm, send.blocks[rank].packed_len, recv.blocks[rank].packed_len)?;
+        Some(send)
+    };
+    let port = start.port();
+    Ok(async move {
+        // SAFETY: the caller's buffers hold the blocks; in place, the data to send is copied out
+        // before the receive buffer is overwritten.
+        let (outgoing, send_ranges) = match &send {
+            None => (unsafe { recv.packed() }, &recv.ranges),
+            Some(send) => (unsafe { send.packed() }, &send.ranges),
+        };
+        let mut incoming = vec![0u8; recv.ranges.last().map_or(0, |range| range.end)];
+        algorithms::alltoallv(&port, &outgoing, send_ranges, &mut incoming, &recv.ranges).await?;
+        // SAFETY: the caller's receive buffer holds the blocks; only this collective uses it.
+        unsafe { recv.store(&incoming) };
+        Ok(())
+    })
 }

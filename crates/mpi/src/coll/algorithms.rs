@@ -1,9 +1,11 @@
-//! Collective algorithms over a [`CollChannel`], on contiguous bytes.
+//! Collective algorithms, on contiguous bytes: `async fn`s over a [`Port`], each `.await` a round
+//! of sends and receives (see [`super::port`]), so that one algorithm serves the blocking and the
+//! non-blocking call.
 //!
-//! Every member of a communicator calls the same algorithm with matching sizes. Messages between
+//! Every member of a communicator runs the same algorithm with matching sizes. Messages between
 //! one pair are matched in order (MPI's non-overtaking rule), so an algorithm only has to make
 //! both sides of every pair agree on the sequence and the sizes of their messages. A send may
-//! block until it is matched, so every exchange in which both sides send goes through
+//! not end until it is matched, so every exchange in which both sides send goes through
 //! `sendrecv`, and no rank ever sends to itself.
 //!
 //! Reductions use [`Combine`] (`inout = input op inout`). Non-commutative operations are always
@@ -11,7 +13,8 @@
 
 use std::ops::Range;
 
-use super::{CollChannel, Combine};
+use super::port::Port;
+use super::Combine;
 use crate::consts::{MPI_ERR_ARG, MPI_ERR_BUFFER, MPI_ERR_ROOT};
 
 type Outcome = Result<(), i32>;
@@ -56,19 +59,6 @@ fn split_pair(buffer: &mut [u8], send: Range<usize>, receive: Range<usize>) -> R
     }
 }
 
-/// Longest scratch buffer kept on the stack: small collectives allocate nothing.
-const STACK_SCRATCH: usize = 1024;
-
-/// Runs `f` on `len` zeroed bytes of scratch, on the stack when short enough.
-fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
-    if len <= STACK_SCRATCH {
-        let mut stack = [0u8; STACK_SCRATCH];
-        f(&mut stack[..len])
-    } else {
-        f(&mut vec![0u8; len])
-    }
-}
-
 /// Rank `relative` positions after `root`, modulo `size`.
 fn absolute(relative: usize, root: usize, size: usize) -> usize {
     (relative + root) % size
@@ -95,11 +85,11 @@ fn tree_node(rank: usize, size: usize, root: usize) -> TreeNode {
 }
 
 /// Dissemination barrier: ceil(log2 n) rounds of empty messages.
-pub fn barrier(ch: &mut dyn CollChannel) -> Result<(), i32> {
-    let (rank, size) = (ch.rank(), ch.size());
+pub async fn barrier(port: &Port) -> Result<(), i32> {
+    let (rank, size) = (port.rank(), port.size());
     let mut distance = 1;
     while distance < size {
-        ch.sendrecv((rank + distance) % size, &[], (rank + size - distance) % size, &mut [])?;
+        port.sendrecv((rank + distance) % size, &[], (rank + size - distance) % size, &mut []).await?;
         distance *= 2;
     }
     Ok(())
@@ -107,26 +97,26 @@ pub fn barrier(ch: &mut dyn CollChannel) -> Result<(), i32> {
 
 /// Broadcasts `buffer` from `root`: a binomial tree, or for large buffers a binomial scatter of
 /// one chunk per rank followed by a ring allgather (van de Geijn).
-pub fn bcast(ch: &mut dyn CollChannel, buffer: &mut [u8], root: usize) -> Result<(), i32> {
-    let size = ch.size();
+pub async fn bcast(port: &Port, buffer: &mut [u8], root: usize) -> Result<(), i32> {
+    let size = port.size();
     check_root(root, size)?;
     if size == 1 {
         return Ok(());
     }
-    if buffer.len() >= ch.tuning().bcast_split_min && buffer.len() >= size {
-        bcast_scatter_allgather(ch, buffer, root)
+    if buffer.len() >= port.tuning().bcast_split_min && buffer.len() >= size {
+        bcast_scatter_allgather(port, buffer, root).await
     } else {
-        bcast_binomial(ch, buffer, root)
+        bcast_binomial(port, buffer, root).await
     }
 }
 
-fn bcast_binomial(ch: &mut dyn CollChannel, buffer: &mut [u8], root: usize) -> Outcome {
-    let (rank, size) = (ch.rank(), ch.size());
+async fn bcast_binomial(port: &Port, buffer: &mut [u8], root: usize) -> Outcome {
+    let (rank, size) = (port.rank(), port.size());
     let relative = (rank + size - root) % size;
     let mut mask = 1;
     while mask < size {
         if relative & mask != 0 {
-            ch.recv((rank + size - mask) % size, buffer)?;
+            port.recv((rank + size - mask) % size, buffer).await?;
             break;
         }
         mask <<= 1;
@@ -134,7 +124,7 @@ fn bcast_binomial(ch: &mut dyn CollChannel, buffer: &mut [u8], root: usize) -> O
     mask >>= 1;
     while mask > 0 {
         if relative + mask < size {
-            ch.send((rank + mask) % size, buffer)?;
+            port.send((rank + mask) % size, buffer).await?;
         }
         mask >>= 1;
     }
@@ -147,8 +137,8 @@ fn chunk(len: usize, parts: usize, index: usize) -> Range<usize> {
     (index * chunk_len).min(len)..((index + 1) * chunk_len).min(len)
 }
 
-fn bcast_scatter_allgather(ch: &mut dyn CollChannel, buffer: &mut [u8], root: usize) -> Outcome {
-    let (rank, size) = (ch.rank(), ch.size());
+async fn bcast_scatter_allgather(port: &Port, buffer: &mut [u8], root: usize) -> Outcome {
+    let (rank, size) = (port.rank(), port.size());
     let len = buffer.len();
     let relative = (rank + size - root) % size;
     // Chunks are numbered by relative rank, so every subtree's chunks are one contiguous range.
@@ -157,7 +147,7 @@ fn bcast_scatter_allgather(ch: &mut dyn CollChannel, buffer: &mut [u8], root: us
     while mask < size {
         if relative & mask != 0 {
             let end = (relative + mask).min(size);
-            ch.recv((rank + size - mask) % size, &mut buffer[chunks(relative, end)])?;
+            port.recv((rank + size - mask) % size, &mut buffer[chunks(relative, end)]).await?;
             break;
         }
         mask <<= 1;
@@ -166,64 +156,64 @@ fn bcast_scatter_allgather(ch: &mut dyn CollChannel, buffer: &mut [u8], root: us
     while mask > 0 {
         if relative + mask < size {
             let end = (relative + 2 * mask).min(size);
-            ch.send((rank + mask) % size, &buffer[chunks(relative + mask, end)])?;
+            port.send((rank + mask) % size, &buffer[chunks(relative + mask, end)]).await?;
         }
         mask >>= 1;
     }
-    ring_allgather(ch, buffer, &|index| chunk(len, size, (index + size - root) % size))
+    ring_allgather(port, buffer, &|index| chunk(len, size, (index + size - root) % size)).await
 }
 
 /// Ring allgather in place: rank r owns `block(r)` of `buffer` and receives every other rank's.
-fn ring_allgather(ch: &mut dyn CollChannel, buffer: &mut [u8], block: &dyn Fn(usize) -> Range<usize>) -> Outcome {
-    let (rank, size) = (ch.rank(), ch.size());
+async fn ring_allgather(port: &Port, buffer: &mut [u8], block: &dyn Fn(usize) -> Range<usize>) -> Outcome {
+    let (rank, size) = (port.rank(), port.size());
     let next = (rank + 1) % size;
     let previous = (rank + size - 1) % size;
     for step in 0..size - 1 {
         let outgoing = block((rank + size - step) % size);
         let incoming = block((rank + 2 * size - step - 1) % size);
         let (data, into) = split_pair(buffer, outgoing, incoming)?;
-        ch.sendrecv(next, data, previous, into)?;
+        port.sendrecv(next, data, previous, into).await?;
     }
     Ok(())
 }
 
 /// Gathers equal blocks: `all` (n * `mine.len()` bytes) receives rank r's `mine` at block r.
-pub fn allgather(ch: &mut dyn CollChannel, mine: &[u8], all: &mut [u8]) -> Result<(), i32> {
-    let (rank, size) = (ch.rank(), ch.size());
+pub async fn allgather(port: &Port, mine: &[u8], all: &mut [u8]) -> Result<(), i32> {
+    let (rank, size) = (port.rank(), port.size());
     let block = mine.len();
     require(all.len() == block * size, MPI_ERR_ARG)?;
     all[rank * block..(rank + 1) * block].copy_from_slice(mine);
-    ring_allgather(ch, all, &|index| index * block..(index + 1) * block)
+    ring_allgather(port, all, &|index| index * block..(index + 1) * block).await
 }
 
 /// Gathers blocks of varying sizes: rank r's data lands in `all[blocks[r]]` everywhere.
 /// `mine` is `None` when this rank's block is already in place.
-pub fn allgatherv(ch: &mut dyn CollChannel, mine: Option<&[u8]>, all: &mut [u8], blocks: &[Range<usize>]) -> Result<(), i32> {
-    let (rank, size) = (ch.rank(), ch.size());
+pub async fn allgatherv(port: &Port, mine: Option<&[u8]>, all: &mut [u8], blocks: &[Range<usize>]) -> Result<(), i32> {
+    let (rank, size) = (port.rank(), port.size());
     check_blocks(blocks, size, all.len())?;
     if let Some(mine) = mine {
         require(mine.len() == blocks[rank].len(), MPI_ERR_ARG)?;
         all[blocks[rank].clone()].copy_from_slice(mine);
     }
-    ring_allgather(ch, all, &|index| blocks[index].clone())
+    ring_allgather(port, all, &|index| blocks[index].clone()).await
 }
 
 /// Gathers equal blocks to `root` along a binomial tree. At the root, `all` holds n blocks and
 /// `mine` is `None` when the root's block is already in place; elsewhere `all` is unused.
-pub fn gather(ch: &mut dyn CollChannel, mine: Option<&[u8]>, all: &mut [u8], root: usize) -> Result<(), i32> {
-    let (rank, size) = (ch.rank(), ch.size());
+pub async fn gather(port: &Port, mine: Option<&[u8]>, all: &mut [u8], root: usize) -> Result<(), i32> {
+    let (rank, size) = (port.rank(), port.size());
     check_root(root, size)?;
     if rank != root {
         let mine = mine.ok_or(MPI_ERR_BUFFER)?;
         let TreeNode { relative, span, parent } = tree_node(rank, size, root);
         if span == 1 {
-            return ch.send(parent, mine);
+            return port.send(parent, mine).await;
         }
         let block = mine.len();
         let mut staging = vec![0u8; span * block];
         staging[..block].copy_from_slice(mine);
-        gather_from_children(ch, relative, lowest_bit(relative), block, &mut staging)?;
-        return ch.send(parent, &staging);
+        gather_from_children(port, relative, lowest_bit(relative), block, &mut staging).await?;
+        return port.send(parent, &staging).await;
     }
     require(all.len() % size == 0, MPI_ERR_ARG)?;
     let block = all.len() / size;
@@ -233,12 +223,12 @@ pub fn gather(ch: &mut dyn CollChannel, mine: Option<&[u8]>, all: &mut [u8], roo
         all[own.clone()].copy_from_slice(mine);
     }
     if root == 0 {
-        return gather_from_children(ch, 0, usize::MAX, block, all);
+        return gather_from_children(port, 0, usize::MAX, block, all).await;
     }
     // The tree delivers blocks in relative order; rotate them into rank order afterwards.
     let mut staging = vec![0u8; all.len()];
     staging[..block].copy_from_slice(&all[own]);
-    gather_from_children(ch, 0, usize::MAX, block, &mut staging)?;
+    gather_from_children(port, 0, usize::MAX, block, &mut staging).await?;
     let wrap = (size - root) * block;
     all[root * block..].copy_from_slice(&staging[..wrap]);
     all[..root * block].copy_from_slice(&staging[wrap..]);
@@ -247,12 +237,12 @@ pub fn gather(ch: &mut dyn CollChannel, mine: Option<&[u8]>, all: &mut [u8], roo
 
 /// Receives the subtrees below `relative` (children `relative + mask` for `mask < limit`) into
 /// `staging`, whose block 0 is this rank's.
-fn gather_from_children(ch: &mut dyn CollChannel, relative: usize, limit: usize, block: usize, staging: &mut [u8]) -> Outcome {
-    let (rank, size) = (ch.rank(), ch.size());
+async fn gather_from_children(port: &Port, relative: usize, limit: usize, block: usize, staging: &mut [u8]) -> Outcome {
+    let (rank, size) = (port.rank(), port.size());
     let mut mask = 1;
     while mask < limit && relative + mask < size {
         let span = mask.min(size - relative - mask);
-        ch.recv((rank + mask) % size, &mut staging[mask * block..(mask + span) * block])?;
+        port.recv((rank + mask) % size, &mut staging[mask * block..(mask + span) * block]).await?;
         mask <<= 1;
     }
     Ok(())
@@ -260,19 +250,19 @@ fn gather_from_children(ch: &mut dyn CollChannel, relative: usize, limit: usize,
 
 /// Scatters equal blocks from `root` along a binomial tree. At the root, `all` holds n blocks
 /// and `mine` is `None` when the root keeps its block in place; elsewhere `all` is unused.
-pub fn scatter(ch: &mut dyn CollChannel, all: &[u8], mine: Option<&mut [u8]>, root: usize) -> Result<(), i32> {
-    let (rank, size) = (ch.rank(), ch.size());
+pub async fn scatter(port: &Port, all: &[u8], mine: Option<&mut [u8]>, root: usize) -> Result<(), i32> {
+    let (rank, size) = (port.rank(), port.size());
     check_root(root, size)?;
     if rank != root {
         let mine = mine.ok_or(MPI_ERR_BUFFER)?;
         let TreeNode { relative, span, parent } = tree_node(rank, size, root);
         if span == 1 {
-            return ch.recv(parent, mine);
+            return port.recv(parent, mine).await;
         }
         let block = mine.len();
         let mut staging = vec![0u8; span * block];
-        ch.recv(parent, &mut staging)?;
-        scatter_to_children(ch, relative, lowest_bit(relative), block, &staging)?;
+        port.recv(parent, &mut staging).await?;
+        scatter_to_children(port, relative, lowest_bit(relative), block, &staging).await?;
         mine.copy_from_slice(&staging[..block]);
         return Ok(());
     }
@@ -281,12 +271,12 @@ pub fn scatter(ch: &mut dyn CollChannel, all: &[u8], mine: Option<&mut [u8]>, ro
     let own = root * block..(root + 1) * block;
     let top = size.next_power_of_two();
     if root == 0 {
-        scatter_to_children(ch, 0, top, block, all)?;
+        scatter_to_children(port, 0, top, block, all).await?;
     } else {
         let mut staging = Vec::with_capacity(all.len());
         staging.extend_from_slice(&all[root * block..]);
         staging.extend_from_slice(&all[..root * block]);
-        scatter_to_children(ch, 0, top, block, &staging)?;
+        scatter_to_children(port, 0, top, block, &staging).await?;
     }
     if let Some(mine) = mine {
         require(mine.len() == block, MPI_ERR_ARG)?;
@@ -296,13 +286,13 @@ pub fn scatter(ch: &mut dyn CollChannel, all: &[u8], mine: Option<&mut [u8]>, ro
 }
 
 /// Sends each subtree below `relative` its blocks of `staging` (relative order), largest first.
-fn scatter_to_children(ch: &mut dyn CollChannel, relative: usize, limit: usize, block: usize, staging: &[u8]) -> Outcome {
-    let (rank, size) = (ch.rank(), ch.size());
+async fn scatter_to_children(port: &Port, relative: usize, limit: usize, block: usize, staging: &[u8]) -> Outcome {
+    let (rank, size) = (port.rank(), port.size());
     let mut mask = limit >> 1;
     while mask > 0 {
         if relative + mask < size {
             let span = mask.min(size - relative - mask);
-            ch.send((rank + mask) % size, &staging[mask * block..(mask + span) * block])?;
+            port.send((rank + mask) % size, &staging[mask * block..(mask + span) * block]).await?;
         }
         mask >>= 1;
     }
@@ -311,11 +301,11 @@ fn scatter_to_children(ch: &mut dyn CollChannel, relative: usize, limit: usize, 
 
 /// Gathers blocks of varying sizes to `root`: rank r's `mine` lands in `all[blocks[r]]`.
 /// `blocks` and `all` matter at the root only; the root's `mine` is `None` when in place.
-pub fn gatherv(ch: &mut dyn CollChannel, mine: Option<&[u8]>, all: &mut [u8], blocks: &[Range<usize>], root: usize) -> Result<(), i32> {
-    let (rank, size) = (ch.rank(), ch.size());
+pub async fn gatherv(port: &Port, mine: Option<&[u8]>, all: &mut [u8], blocks: &[Range<usize>], root: usize) -> Result<(), i32> {
+    let (rank, size) = (port.rank(), port.size());
     check_root(root, size)?;
     if rank != root {
-        return ch.send(root, mine.ok_or(MPI_ERR_BUFFER)?);
+        return port.send(root, mine.ok_or(MPI_ERR_BUFFER)?).await;
     }
     check_blocks(blocks, size, all.len())?;
     if let Some(mine) = mine {
@@ -323,22 +313,22 @@ pub fn gatherv(ch: &mut dyn CollChannel, mine: Option<&[u8]>, all: &mut [u8], bl
         all[blocks[root].clone()].copy_from_slice(mine);
     }
     for source in (0..size).filter(|&source| source != root) {
-        ch.recv(source, &mut all[blocks[source].clone()])?;
+        port.recv(source, &mut all[blocks[source].clone()]).await?;
     }
     Ok(())
 }
 
 /// Scatters `all[blocks[r]]` from `root` to rank r's `mine`. `blocks` and `all` matter at the
 /// root only; the root's `mine` is `None` when it keeps its block in place.
-pub fn scatterv(ch: &mut dyn CollChannel, all: &[u8], blocks: &[Range<usize>], mine: Option<&mut [u8]>, root: usize) -> Result<(), i32> {
-    let (rank, size) = (ch.rank(), ch.size());
+pub async fn scatterv(port: &Port, all: &[u8], blocks: &[Range<usize>], mine: Option<&mut [u8]>, root: usize) -> Result<(), i32> {
+    let (rank, size) = (port.rank(), port.size());
     check_root(root, size)?;
     if rank != root {
-        return ch.recv(root, mine.ok_or(MPI_ERR_BUFFER)?);
+        return port.recv(root, mine.ok_or(MPI_ERR_BUFFER)?).await;
     }
     check_blocks(blocks, size, all.len())?;
     for dest in (0..size).filter(|&dest| dest != root) {
-        ch.send(dest, &all[blocks[dest].clone()])?;
+        port.send(dest, &all[blocks[dest].clone()]).await?;
     }
     if let Some(mine) = mine {
         require(mine.len() == blocks[root].len(), MPI_ERR_ARG)?;
@@ -349,18 +339,18 @@ pub fn scatterv(ch: &mut dyn CollChannel, all: &[u8], blocks: &[Range<usize>], m
 
 /// Personalized exchange of equal blocks: block d of `send` goes to rank d, block s of `recv`
 /// comes from rank s. Pairwise exchange, n - 1 rounds.
-pub fn alltoall(ch: &mut dyn CollChannel, send: &[u8], recv: &mut [u8]) -> Result<(), i32> {
-    let size = ch.size();
+pub async fn alltoall(port: &Port, send: &[u8], recv: &mut [u8]) -> Result<(), i32> {
+    let size = port.size();
     require(send.len() == recv.len() && send.len() % size == 0, MPI_ERR_ARG)?;
     let block = send.len() / size;
     let blocks: Vec<Range<usize>> = (0..size).map(|index| index * block..(index + 1) * block).collect();
-    alltoallv(ch, send, &blocks, recv, &blocks)
+    alltoallv(port, send, &blocks, recv, &blocks).await
 }
 
 /// Personalized exchange of varying blocks: `send[send_blocks[d]]` goes to rank d and arrives
 /// in its `recv[recv_blocks[me]]`. Pairwise exchange, n - 1 rounds.
-pub fn alltoallv(ch: &mut dyn CollChannel, send: &[u8], send_blocks: &[Range<usize>], recv: &mut [u8], recv_blocks: &[Range<usize>]) -> Result<(), i32> {
-    let (rank, size) = (ch.rank(), ch.size());
+pub async fn alltoallv(port: &Port, send: &[u8], send_blocks: &[Range<usize>], recv: &mut [u8], recv_blocks: &[Range<usize>]) -> Result<(), i32> {
+    let (rank, size) = (port.rank(), port.size());
     check_blocks(send_blocks, size, send.len())?;
     check_blocks(recv_blocks, size, recv.len())?;
     require(send_blocks[rank].len() == recv_blocks[rank].len(), MPI_ERR_ARG)?;
@@ -368,7 +358,7 @@ pub fn alltoallv(ch: &mut dyn CollChannel, send: &[u8], send_blocks: &[Range<usi
     for step in 1..size {
         let dest = (rank + step) % size;
         let source = (rank + size - step) % size;
-        ch.sendrecv(dest, &send[send_blocks[dest].clone()], source, &mut recv[recv_blocks[source].clone()])?;
+        port.sendrecv(dest, &send[send_blocks[dest].clone()], source, &mut recv[recv_blocks[source].clone()]).await?;
     }
     Ok(())
 }
@@ -376,63 +366,63 @@ pub fn alltoallv(ch: &mut dyn CollChannel, send: &[u8], send_blocks: &[Range<usi
 /// Reduces every rank's `data` to `root`, where `data` ends holding the result; elsewhere
 /// `data` is scratch. Binomial tree; a non-commutative operation is reduced to rank 0 in rank
 /// order, then sent to the root.
-pub fn reduce(ch: &mut dyn CollChannel, data: &mut [u8], element_size: usize, combine: Combine, commutative: bool, root: usize) -> Result<(), i32> {
-    let (rank, size) = (ch.rank(), ch.size());
+pub async fn reduce(port: &Port, data: &mut [u8], element_size: usize, combine: Combine<'_>, commutative: bool, root: usize) -> Result<(), i32> {
+    let (rank, size) = (port.rank(), port.size());
     check_root(root, size)?;
     check_elements(data.len(), element_size)?;
     if size == 1 {
         return Ok(());
     }
     if commutative {
-        return reduce_commutative(ch, data, combine, root);
+        return reduce_commutative(port, data, combine, root).await;
     }
-    reduce_in_rank_order(ch, data, combine)?;
+    reduce_in_rank_order(port, data, combine).await?;
     if root != 0 {
         if rank == 0 {
-            ch.send(root, data)?;
+            port.send(root, data).await?;
         } else if rank == root {
-            ch.recv(0, data)?;
+            port.recv(0, data).await?;
         }
     }
     Ok(())
 }
 
-fn reduce_commutative(ch: &mut dyn CollChannel, data: &mut [u8], combine: Combine, root: usize) -> Outcome {
-    let (rank, size) = (ch.rank(), ch.size());
+async fn reduce_commutative(port: &Port, data: &mut [u8], combine: Combine<'_>, root: usize) -> Outcome {
+    let (rank, size) = (port.rank(), port.size());
     let relative = (rank + size - root) % size;
     if relative & 1 != 0 {
-        return ch.send(absolute(relative - 1, root, size), data);
+        return port.send(absolute(relative - 1, root, size), data).await;
     }
-    with_scratch(data.len(), |incoming| {
-        let mut mask = 1;
-        while mask < size {
-            if relative & mask != 0 {
-                return ch.send(absolute(relative - mask, root, size), data);
-            }
-            if relative + mask < size {
-                ch.recv(absolute(relative + mask, root, size), incoming)?;
-                combine(incoming, data);
-            }
-            mask <<= 1;
+    let mut scratch = port.scratch(data.len());
+    let incoming = &mut scratch[..];
+    let mut mask = 1;
+    while mask < size {
+        if relative & mask != 0 {
+            return port.send(absolute(relative - mask, root, size), data).await;
         }
-        Ok(())
-    })
+        if relative + mask < size {
+            port.recv(absolute(relative + mask, root, size), incoming).await?;
+            combine(incoming, data);
+        }
+        mask <<= 1;
+    }
+    Ok(())
 }
 
 /// Binomial reduction to rank 0 that keeps operands in rank order: rank r accumulates ranks
 /// r..r + 2^k, and each child's partial result comes from the ranks just above.
-fn reduce_in_rank_order(ch: &mut dyn CollChannel, data: &mut [u8], combine: Combine) -> Outcome {
-    let (rank, size) = (ch.rank(), ch.size());
+async fn reduce_in_rank_order(port: &Port, data: &mut [u8], combine: Combine<'_>) -> Outcome {
+    let (rank, size) = (port.rank(), port.size());
     let mut mask = 1;
     let mut accumulated: Option<Vec<u8>> = None;
     let mut incoming = Vec::new();
     while mask < size {
         if rank & mask != 0 {
-            return ch.send(rank - mask, accumulated.as_deref().unwrap_or(&*data));
+            return port.send(rank - mask, accumulated.as_deref().unwrap_or(&*data)).await;
         }
         if rank + mask < size {
             incoming.resize(data.len(), 0);
-            ch.recv(rank + mask, &mut incoming)?;
+            port.recv(rank + mask, &mut incoming).await?;
             let lower = accumulated.as_deref().unwrap_or(&*data);
             combine(lower, &mut incoming);
             std::mem::swap(accumulated.get_or_insert_with(Vec::new), &mut incoming);
@@ -450,38 +440,38 @@ fn reduce_in_rank_order(ch: &mut dyn CollChannel, data: &mut [u8], combine: Comb
 /// everywhere (any operation). Commutative: recursive doubling, or for large vectors reduce-scatter by recursive halving +
 /// allgather by recursive doubling (Rabenseifner); a non-power-of-two group first folds its
 /// extra ranks into partners. Non-commutative: in-order reduction to rank 0 and a broadcast.
-pub fn allreduce(ch: &mut dyn CollChannel, data: &mut [u8], element_size: usize, combine: Combine, commutative: bool) -> Result<(), i32> {
-    let size = ch.size();
+pub async fn allreduce(port: &Port, data: &mut [u8], element_size: usize, combine: Combine<'_>, commutative: bool) -> Result<(), i32> {
+    let size = port.size();
     check_elements(data.len(), element_size)?;
     if size == 1 {
         return Ok(());
     }
-    if (3..=SMALL_ALLREDUCE_RANKS).contains(&size) && data.len() <= ch.tuning().allreduce_exchange_max / size {
-        return allreduce_all_to_all(ch, data, combine);
+    if (3..=SMALL_ALLREDUCE_RANKS).contains(&size) && data.len() <= port.tuning().allreduce_exchange_max / size {
+        return allreduce_all_to_all(port, data, combine).await;
     }
     if !commutative {
-        reduce_in_rank_order(ch, data, combine)?;
-        return bcast(ch, data, 0);
+        reduce_in_rank_order(port, data, combine).await?;
+        return bcast(port, data, 0).await;
     }
     let participants = prev_power_of_two(size);
-    let split = data.len() >= ch.tuning().allreduce_split_min && data.len() / element_size >= participants;
-    with_scratch(data.len(), |incoming| {
-        let Some(folded_rank) = fold_extra_ranks(ch, data, incoming, combine)? else {
-            return unfold_extra_ranks(ch, data);
-        };
-        if split {
-            allreduce_halving_doubling(ch, data, incoming, element_size, combine, folded_rank, participants)?;
-        } else {
-            let mut mask = 1;
-            while mask < participants {
-                let partner = unfolded_rank(folded_rank ^ mask, size);
-                ch.sendrecv(partner, data, partner, incoming)?;
-                combine(incoming, data);
-                mask <<= 1;
-            }
+    let split = data.len() >= port.tuning().allreduce_split_min && data.len() / element_size >= participants;
+    let mut scratch = port.scratch(data.len());
+    let incoming = &mut scratch[..];
+    let Some(folded_rank) = fold_extra_ranks(port, data, incoming, combine).await? else {
+        return unfold_extra_ranks(port, data).await;
+    };
+    if split {
+        allreduce_halving_doubling(port, data, incoming, element_size, combine, folded_rank, participants).await?;
+    } else {
+        let mut mask = 1;
+        while mask < participants {
+            let partner = unfolded_rank(folded_rank ^ mask, size);
+            port.sendrecv(partner, data, partner, incoming).await?;
+            combine(incoming, data);
+            mask <<= 1;
         }
-        unfold_extra_ranks(ch, data)
-    })
+    }
+    unfold_extra_ranks(port, data).await
 }
 
 /// Most ranks of such an exchange: it sends n - 1 messages per rank.
@@ -490,17 +480,17 @@ const SMALL_ALLREDUCE_RANKS: usize = 8;
 /// Every rank sends its input to every other and reduces all of them itself, in rank order, so
 /// every rank computes the same `x0 op x1 op ... op x(n-1)`. One round of messages instead of
 /// log2 n dependent ones: fewer wake-ups, which matters most when ranks share cores.
-fn allreduce_all_to_all(ch: &mut dyn CollChannel, data: &mut [u8], combine: Combine) -> Outcome {
-    let (rank, size, len) = (ch.rank(), ch.size(), data.len());
-    with_scratch(len * size, |all| {
-        ch.exchange_all(data, all)?;
-        all[rank * len..(rank + 1) * len].copy_from_slice(data);
-        data.copy_from_slice(&all[(size - 1) * len..]);
-        for block in all[..(size - 1) * len].chunks_exact(len.max(1)).rev() {
-            combine(block, data);
-        }
-        Ok(())
-    })
+async fn allreduce_all_to_all(port: &Port, data: &mut [u8], combine: Combine<'_>) -> Outcome {
+    let (rank, size, len) = (port.rank(), port.size(), data.len());
+    let mut scratch = port.scratch(len * size);
+    let all = &mut scratch[..];
+    port.exchange_all(data, all).await?;
+    all[rank * len..(rank + 1) * len].copy_from_slice(data);
+    data.copy_from_slice(&all[(size - 1) * len..]);
+    for block in all[..(size - 1) * len].chunks_exact(len.max(1)).rev() {
+        combine(block, data);
+    }
+    Ok(())
 }
 
 fn prev_power_of_two(value: usize) -> usize {
@@ -509,17 +499,17 @@ fn prev_power_of_two(value: usize) -> usize {
 
 /// With n = 2^k + extra ranks, the even ranks below 2 * extra hand their data to the odd rank
 /// above and sit out; returns this rank's number among the 2^k that go on, or `None`.
-fn fold_extra_ranks(ch: &mut dyn CollChannel, data: &mut [u8], incoming: &mut [u8], combine: Combine) -> Result<Option<usize>, i32> {
-    let (rank, size) = (ch.rank(), ch.size());
+async fn fold_extra_ranks(port: &Port, data: &mut [u8], incoming: &mut [u8], combine: Combine<'_>) -> Result<Option<usize>, i32> {
+    let (rank, size) = (port.rank(), port.size());
     let extra = size - prev_power_of_two(size);
     if rank >= 2 * extra {
         return Ok(Some(rank - extra));
     }
     if rank % 2 == 0 {
-        ch.send(rank + 1, data)?;
+        port.send(rank + 1, data).await?;
         return Ok(None);
     }
-    ch.recv(rank - 1, incoming)?;
+    port.recv(rank - 1, incoming).await?;
     combine(incoming, data);
     Ok(Some(rank / 2))
 }
@@ -535,29 +525,29 @@ fn unfolded_rank(folded: usize, size: usize) -> usize {
 }
 
 /// Gives the ranks that sat out the result.
-fn unfold_extra_ranks(ch: &mut dyn CollChannel, data: &mut [u8]) -> Outcome {
-    let (rank, size) = (ch.rank(), ch.size());
+async fn unfold_extra_ranks(port: &Port, data: &mut [u8]) -> Outcome {
+    let (rank, size) = (port.rank(), port.size());
     let extra = size - prev_power_of_two(size);
     if rank < 2 * extra {
         if rank % 2 == 1 {
-            ch.send(rank - 1, data)?;
+            port.send(rank - 1, data).await?;
         } else {
-            ch.recv(rank + 1, data)?;
+            port.recv(rank + 1, data).await?;
         }
     }
     Ok(())
 }
 
-fn allreduce_halving_doubling(
-    ch: &mut dyn CollChannel,
+async fn allreduce_halving_doubling(
+    port: &Port,
     data: &mut [u8],
     incoming: &mut [u8],
     element_size: usize,
-    combine: Combine,
+    combine: Combine<'_>,
     folded_rank: usize,
     participants: usize,
 ) -> Outcome {
-    let size = ch.size();
+    let size = port.size();
     let elements = data.len() / element_size;
     // Chunk i's bytes; chunks are numbered so that folded rank r ends up owning chunk r.
     let bytes = |first: usize, end: usize| {
@@ -571,7 +561,7 @@ fn allreduce_halving_doubling(
         let middle = low + distance;
         let (keep, give) = if folded_rank & distance == 0 { ((low, middle), (middle, high)) } else { ((middle, high), (low, middle)) };
         let keep = bytes(keep.0, keep.1);
-        ch.sendrecv(partner, &data[bytes(give.0, give.1)], partner, &mut incoming[keep.clone()])?;
+        port.sendrecv(partner, &data[bytes(give.0, give.1)], partner, &mut incoming[keep.clone()]).await?;
         combine(&incoming[keep.clone()], &mut data[keep]);
         if folded_rank & distance == 0 {
             high = middle;
@@ -585,7 +575,7 @@ fn allreduce_halving_doubling(
         let partner = unfolded_rank(folded_rank ^ distance, size);
         let theirs = if folded_rank & distance == 0 { (high, high + distance) } else { (low - distance, low) };
         let (mine, into) = split_pair(data, bytes(low, high), bytes(theirs.0, theirs.1))?;
-        ch.sendrecv(partner, mine, partner, into)?;
+        port.sendrecv(partner, mine, partner, into).await?;
         low = low.min(theirs.0);
         high = high.max(theirs.1);
         distance *= 2;
@@ -596,8 +586,8 @@ fn allreduce_halving_doubling(
 /// Reduces the full vectors `data` (every rank's, `counts` elements per rank in rank order)
 /// and leaves rank r's part of the result, `counts[r]` elements, in its `out`. `data` is
 /// scratch afterwards. Commutative: pairwise exchange; otherwise in-order reduce + scatter.
-pub fn reduce_scatter(ch: &mut dyn CollChannel, data: &mut [u8], counts: &[usize], element_size: usize, combine: Combine, commutative: bool, out: &mut [u8]) -> Result<(), i32> {
-    let (rank, size) = (ch.rank(), ch.size());
+pub async fn reduce_scatter(port: &Port, data: &mut [u8], counts: &[usize], element_size: usize, combine: Combine<'_>, commutative: bool, out: &mut [u8]) -> Result<(), i32> {
+    let (rank, size) = (port.rank(), port.size());
     check_elements(data.len(), element_size)?;
     require(counts.len() == size, MPI_ERR_ARG)?;
     let mut blocks = Vec::with_capacity(size);
@@ -609,15 +599,15 @@ pub fn reduce_scatter(ch: &mut dyn CollChannel, data: &mut [u8], counts: &[usize
     }
     require(offset == data.len() && out.len() == blocks[rank].len(), MPI_ERR_ARG)?;
     if !commutative {
-        reduce_in_rank_order(ch, data, combine)?;
-        return scatterv(ch, data, &blocks, Some(out), 0);
+        reduce_in_rank_order(port, data, combine).await?;
+        return scatterv(port, data, &blocks, Some(out), 0).await;
     }
     out.copy_from_slice(&data[blocks[rank].clone()]);
     let mut incoming = vec![0u8; out.len()];
     for step in 1..size {
         let dest = (rank + step) % size;
         let source = (rank + size - step) % size;
-        ch.sendrecv(dest, &data[blocks[dest].clone()], source, &mut incoming)?;
+        port.sendrecv(dest, &data[blocks[dest].clone()], source, &mut incoming).await?;
         combine(&incoming, out);
     }
     Ok(())
@@ -625,33 +615,33 @@ pub fn reduce_scatter(ch: &mut dyn CollChannel, data: &mut [u8], counts: &[usize
 
 /// [`reduce_scatter`] with the same number of elements for every rank: `data` holds n blocks
 /// of `out.len()` bytes.
-pub fn reduce_scatter_block(ch: &mut dyn CollChannel, data: &mut [u8], element_size: usize, combine: Combine, commutative: bool, out: &mut [u8]) -> Result<(), i32> {
-    let size = ch.size();
+pub async fn reduce_scatter_block(port: &Port, data: &mut [u8], element_size: usize, combine: Combine<'_>, commutative: bool, out: &mut [u8]) -> Result<(), i32> {
+    let size = port.size();
     check_elements(out.len(), element_size)?;
     require(data.len() == out.len() * size, MPI_ERR_ARG)?;
     let counts = vec![out.len() / element_size; size];
-    reduce_scatter(ch, data, &counts, element_size, combine, commutative, out)
+    reduce_scatter(port, data, &counts, element_size, combine, commutative, out).await
 }
 
 /// Inclusive prefix reduction in rank order, in place: rank r's `data` becomes x0 op ... op xr.
 /// Recursive doubling, any group size, any operation.
-pub fn scan(ch: &mut dyn CollChannel, data: &mut [u8], element_size: usize, combine: Combine) -> Result<(), i32> {
+pub async fn scan(port: &Port, data: &mut [u8], element_size: usize, combine: Combine<'_>) -> Result<(), i32> {
     check_elements(data.len(), element_size)?;
-    prefix(ch, data, combine, true)
+    prefix(port, data, combine, true).await
 }
 
 /// Exclusive prefix reduction in rank order, in place: rank r > 0's `data` becomes
 /// x0 op ... op x(r-1); rank 0's `data` is left as it was.
-pub fn exscan(ch: &mut dyn CollChannel, data: &mut [u8], element_size: usize, combine: Combine) -> Result<(), i32> {
+pub async fn exscan(port: &Port, data: &mut [u8], element_size: usize, combine: Combine<'_>) -> Result<(), i32> {
     check_elements(data.len(), element_size)?;
-    prefix(ch, data, combine, false)
+    prefix(port, data, combine, false).await
 }
 
 /// After the exchange at distance 2^k, `partial` holds the reduction of this rank's aligned
 /// 2^(k+1) block of ranks, and the result that of the block's ranks below (and, inclusive, at)
 /// this one.
-fn prefix(ch: &mut dyn CollChannel, data: &mut [u8], combine: Combine, inclusive: bool) -> Outcome {
-    let (rank, size) = (ch.rank(), ch.size());
+async fn prefix(port: &Port, data: &mut [u8], combine: Combine<'_>, inclusive: bool) -> Outcome {
+    let (rank, size) = (port.rank(), port.size());
     if size == 1 {
         return Ok(());
     }
@@ -662,7 +652,7 @@ fn prefix(ch: &mut dyn CollChannel, data: &mut [u8], combine: Combine, inclusive
     while mask < size {
         let partner = rank ^ mask;
         if partner < size {
-            ch.sendrecv(partner, &partial, partner, &mut incoming)?;
+            port.sendrecv(partner, &partial, partner, &mut incoming).await?;
             if partner < rank {
                 if have_result {
                     combine(&incoming, data);

@@ -63,3 +63,39 @@ pub unsafe extern "C" fn MPI_Op_commutative(op: MPI_Op, commute: *mut c_int) -> 
         })(),
     )
 }
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce_local(inbuf: *const std::ffi::c_void, inoutbuf: *mut std::ffi::c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) -> c_int {
+    let result = (|| {
+        let count = usize::try_from(count).map_err(|_| op_error(MPI_ERR_COUNT, format!("count {count} is negative")))?;
+        let info = crate::datatype::lookup_committed(datatype).map_err(|class| op_error(class, format!("datatype {datatype} is not valid or not committed")))?;
+        let reduction = super::reduction(op, datatype).map_err(|class| op_error(class, format!("operation {op} cannot reduce datatype {datatype}")))?;
+        let len = info.size.checked_mul(count).ok_or_else(|| op_error(MPI_ERR_COUNT, "count too large".to_string()))?;
+        if len == 0 {
+            return Ok(());
+        }
+        if inbuf.is_null() || inoutbuf.is_null() || inbuf == MPI_IN_PLACE || inoutbuf.cast_const() == MPI_IN_PLACE {
+            return Err(op_error(MPI_ERR_BUFFER, "inbuf and inoutbuf must be real buffers".to_string()));
+        }
+        let mut input = vec![0u8; len];
+        // SAFETY: MPI requires `count` elements of `datatype` at inbuf; the type was validated.
+        unsafe { info.pack(count, inbuf.cast(), &mut input) };
+        match info.contiguous_run(count) {
+            Some((offset, run)) => {
+                // SAFETY: as above for inoutbuf, whose elements are this one run.
+                let inout = unsafe { std::slice::from_raw_parts_mut(inoutbuf.cast::<u8>().wrapping_offset(offset), run) };
+                reduction.apply(&input, inout);
+            }
+            None => {
+                let mut inout = vec![0u8; len];
+                // SAFETY: as above.
+                unsafe { info.pack(count, inoutbuf.cast_const().cast(), &mut inout) };
+                reduction.apply(&input, &mut inout);
+                // SAFETY: as above; the staging is distinct from inoutbuf.
+                unsafe { info.unpack(count, &inout, inoutbuf.cast()) };
+            }
+        }
+        Ok(())
+    })();
+    finish("MPI_Reduce_local", result)
+}

@@ -4,11 +4,16 @@
 //! (so an algorithm that would deadlock on rendezvous sends fails here), a receive must be
 //! exactly the size of the message, and a message is matched by source in send order.
 
+use std::future::Future;
 use std::ops::Range;
+use std::pin::pin;
+use std::rc::Rc;
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::task::Poll;
 use std::time::Duration;
 
 use super::*;
+use crate::coll::port::{poll_once, Transfer};
 use crate::coll::CollTuning;
 
 const DEADLOCK: Duration = Duration::from_secs(5);
@@ -16,7 +21,6 @@ const DEADLOCK: Duration = Duration::from_secs(5);
 struct SimulatedChannel {
     rank: usize,
     size: usize,
-    tuning: CollTuning,
     to: Vec<Sender<Vec<u8>>>,
     from: Vec<Receiver<Vec<u8>>>,
     ack_to: Vec<Sender<()>>,
@@ -31,50 +35,61 @@ fn wait<T>(receiver: &Receiver<T>, what: &str) -> T {
     }
 }
 
-impl SimulatedChannel {
-    fn post(&self, dest: usize, data: &[u8]) {
-        assert_ne!(dest, self.rank, "rank {} sends to itself", self.rank);
-        self.to[dest].send(data.to_vec()).expect("peer thread has failed");
-    }
-
-    fn await_match(&self, dest: usize) {
-        wait(&self.ack_from[dest], &format!("send {} -> {dest}", self.rank));
-    }
+/// One rank of the simulated group: runs an algorithm, carrying out each of its rounds on the
+/// channel (every send posted, then every receive in order, then every send's match awaited).
+struct SimulatedRank {
+    channel: SimulatedChannel,
+    port: Rc<Port>,
 }
 
-impl CollChannel for SimulatedChannel {
+impl SimulatedRank {
     fn rank(&self) -> usize {
-        self.rank
+        self.channel.rank
     }
 
-    fn size(&self) -> usize {
-        self.size
+    fn port(&self) -> Rc<Port> {
+        self.port.clone()
     }
 
-    fn send(&mut self, dest: usize, data: &[u8]) -> Result<(), i32> {
-        self.post(dest, data);
-        self.await_match(dest);
-        Ok(())
-    }
-
-    fn recv(&mut self, source: usize, buffer: &mut [u8]) -> Result<(), i32> {
-        assert_ne!(source, self.rank, "rank {} receives from itself", self.rank);
-        let message = wait(&self.from[source], &format!("receive {} <- {source}", self.rank));
-        assert_eq!(message.len(), buffer.len(), "size mismatch on {source} -> {}", self.rank);
-        buffer.copy_from_slice(&message);
-        self.ack_to[source].send(()).expect("peer thread has failed");
-        Ok(())
-    }
-
-    fn sendrecv(&mut self, dest: usize, data: &[u8], source: usize, buffer: &mut [u8]) -> Result<(), i32> {
-        self.post(dest, data);
-        self.recv(source, buffer)?;
-        self.await_match(dest);
-        Ok(())
-    }
-
-    fn tuning(&self) -> CollTuning {
-        self.tuning
+    fn run<T>(&mut self, algorithm: impl Future<Output = T>) -> T {
+        let mut algorithm = pin!(algorithm);
+        let ch = &self.channel;
+        loop {
+            if let Poll::Ready(result) = poll_once(algorithm.as_mut()) {
+                return result;
+            }
+            let mut transfers = Vec::new();
+            while let Some(transfer) = self.port.take_transfer() {
+                transfers.push(transfer);
+            }
+            assert!(!transfers.is_empty(), "rank {} waits on a round with nothing in it", ch.rank);
+            for transfer in &transfers {
+                if let Transfer::Send { peer, data, len } = *transfer {
+                    assert_ne!(peer, ch.rank, "rank {} sends to itself", ch.rank);
+                    // SAFETY: the algorithm lends `len` bytes at `data` to this round.
+                    let bytes = if len == 0 { Vec::new() } else { unsafe { std::slice::from_raw_parts(data, len) }.to_vec() };
+                    ch.to[peer].send(bytes).expect("peer thread has failed");
+                }
+            }
+            for transfer in &transfers {
+                if let Transfer::Recv { peer, buffer, len } = *transfer {
+                    assert_ne!(peer, ch.rank, "rank {} receives from itself", ch.rank);
+                    let message = wait(&ch.from[peer], &format!("receive {} <- {peer}", ch.rank));
+                    assert_eq!(message.len(), len, "size mismatch on {peer} -> {}", ch.rank);
+                    if len > 0 {
+                        // SAFETY: the algorithm lends `len` writable bytes at `buffer` to this round.
+                        unsafe { std::ptr::copy_nonoverlapping(message.as_ptr(), buffer, len) };
+                    }
+                    ch.ack_to[peer].send(()).expect("peer thread has failed");
+                }
+            }
+            for transfer in &transfers {
+                if let Transfer::Send { peer, .. } = *transfer {
+                    wait(&ch.ack_from[peer], &format!("send {} -> {peer}", ch.rank));
+                }
+                self.port.finish_transfer(Ok(()));
+            }
+        }
     }
 }
 
@@ -83,7 +98,7 @@ fn take<T>(row: Vec<Option<T>>) -> Vec<T> {
 }
 
 /// Runs `body` on every rank of a simulated group of `size` and returns the ranks' results.
-fn run_group<T: Send>(size: usize, tuning: CollTuning, body: impl Fn(&mut dyn CollChannel) -> T + Sync) -> Vec<T> {
+fn run_group<T: Send>(size: usize, tuning: CollTuning, body: impl Fn(&mut SimulatedRank) -> T + Sync) -> Vec<T> {
     let mut to: Vec<Vec<Option<Sender<Vec<u8>>>>> = (0..size).map(|_| (0..size).map(|_| None).collect()).collect();
     let mut from: Vec<Vec<Option<Receiver<Vec<u8>>>>> = (0..size).map(|_| (0..size).map(|_| None).collect()).collect();
     let mut ack_to: Vec<Vec<Option<Sender<()>>>> = (0..size).map(|_| (0..size).map(|_| None).collect()).collect();
@@ -100,20 +115,20 @@ fn run_group<T: Send>(size: usize, tuning: CollTuning, body: impl Fn(&mut dyn Co
     }
     let mut channels: Vec<SimulatedChannel> = Vec::new();
     for rank in (0..size).rev() {
-        channels.push(SimulatedChannel {
-            rank,
-            size,
-            tuning,
-            to: take(to.pop().unwrap()),
-            from: take(from.pop().unwrap()),
-            ack_to: take(ack_to.pop().unwrap()),
-            ack_from: take(ack_from.pop().unwrap()),
-        });
+        channels.push(SimulatedChannel { rank, size, to: take(to.pop().unwrap()), from: take(from.pop().unwrap()), ack_to: take(ack_to.pop().unwrap()), ack_from: take(ack_from.pop().unwrap()) });
     }
     channels.reverse();
     std::thread::scope(|scope| {
         let body = &body;
-        let handles: Vec<_> = channels.into_iter().map(|mut ch| scope.spawn(move || body(&mut ch))).collect();
+        let handles: Vec<_> = channels
+            .into_iter()
+            .map(|channel| {
+                scope.spawn(move || {
+                    let port = Rc::new(Port::new(channel.rank, channel.size, tuning));
+                    body(&mut SimulatedRank { channel, port })
+                })
+            })
+            .collect();
         handles.into_iter().map(|handle| handle.join().expect("a rank panicked")).collect()
     })
 }
@@ -210,7 +225,7 @@ fn barrier_completes_and_synchronizes() {
         let arrived = AtomicUsize::new(0);
         let seen = run_group(size, CollTuning::default(), |ch| {
             arrived.fetch_add(1, Ordering::SeqCst);
-            barrier(ch).unwrap();
+            ch.run(barrier(&ch.port())).unwrap();
             arrived.load(Ordering::SeqCst)
         });
         assert!(seen.iter().all(|&count| count == size), "size {size}: {seen:?}");
@@ -226,7 +241,7 @@ fn bcast_matches_root_data() {
                     let expected = pattern(root, len, 7);
                     let results = run_group(size, tuning, |ch| {
                         let mut buffer = if ch.rank() == root { expected.clone() } else { vec![0xEE; len] };
-                        bcast(ch, &mut buffer, root).unwrap();
+                        ch.run(bcast(&ch.port(), &mut buffer, root)).unwrap();
                         buffer
                     });
                     assert!(results.iter().all(|r| *r == expected), "size {size} len {len} root {root} {tuning:?}");
@@ -244,7 +259,7 @@ fn allgather_collects_every_block_in_rank_order() {
             let results = run_group(size, CollTuning::default(), |ch| {
                 let mut all = vec![0xEE; block * size];
                 let mine = pattern(ch.rank(), block, 3);
-                allgather(ch, &mine, &mut all).unwrap();
+                ch.run(allgather(&ch.port(), &mine, &mut all)).unwrap();
                 all
             });
             assert!(results.iter().all(|r| *r == expected), "size {size} block {block}");
@@ -277,9 +292,9 @@ fn allgatherv_places_blocks_at_their_offsets() {
                 let mut all = vec![0xEE; total];
                 if in_place {
                     all[blocks[ch.rank()].clone()].copy_from_slice(&mine);
-                    allgatherv(ch, None, &mut all, &blocks).unwrap();
+                    ch.run(allgatherv(&ch.port(), None, &mut all, &blocks)).unwrap();
                 } else {
-                    allgatherv(ch, Some(&mine), &mut all, &blocks).unwrap();
+                    ch.run(allgatherv(&ch.port(), Some(&mine), &mut all, &blocks)).unwrap();
                 }
                 all
             });
@@ -301,17 +316,17 @@ fn gather_and_scatter_round_trip_every_root() {
                         let mut all = if rank == root { vec![0xEE; block * size] } else { Vec::new() };
                         if rank == root && in_place {
                             all[rank * block..(rank + 1) * block].copy_from_slice(&mine);
-                            gather(ch, None, &mut all, root).unwrap();
+                            ch.run(gather(&ch.port(), None, &mut all, root)).unwrap();
                         } else {
-                            gather(ch, Some(&mine), &mut all, root).unwrap();
+                            ch.run(gather(&ch.port(), Some(&mine), &mut all, root)).unwrap();
                         }
                         let gathered = all.clone();
                         let mut back = vec![0xEE; block];
                         if rank == root && in_place {
-                            scatter(ch, &all, None, root).unwrap();
+                            ch.run(scatter(&ch.port(), &all, None, root)).unwrap();
                             back.copy_from_slice(&all[rank * block..(rank + 1) * block]);
                         } else {
-                            scatter(ch, &all, Some(&mut back), root).unwrap();
+                            ch.run(scatter(&ch.port(), &all, Some(&mut back), root)).unwrap();
                         }
                         (gathered, back == mine)
                     });
@@ -332,9 +347,9 @@ fn gatherv_and_scatterv_use_the_roots_layout() {
                 let rank = ch.rank();
                 let mine = pattern(rank, blocks[rank].len(), 6);
                 let mut all = if rank == root { vec![0xEE; total] } else { Vec::new() };
-                gatherv(ch, Some(&mine), &mut all, &blocks, root).unwrap();
+                ch.run(gatherv(&ch.port(), Some(&mine), &mut all, &blocks, root)).unwrap();
                 let mut back = vec![0; blocks[rank].len()];
-                scatterv(ch, &all, &blocks, Some(&mut back), root).unwrap();
+                ch.run(scatterv(&ch.port(), &all, &blocks, Some(&mut back), root)).unwrap();
                 (all, back == mine)
             });
             let mut expected = vec![0xEE; total];
@@ -354,7 +369,7 @@ fn alltoall_transposes_blocks() {
             let results = run_group(size, CollTuning::default(), |ch| {
                 let send = pattern(ch.rank(), block * size, 8);
                 let mut recv = vec![0xEE; block * size];
-                alltoall(ch, &send, &mut recv).unwrap();
+                ch.run(alltoall(&ch.port(), &send, &mut recv)).unwrap();
                 recv
             });
             for (receiver, recv) in results.iter().enumerate() {
@@ -386,7 +401,7 @@ fn alltoallv_moves_blocks_of_varying_sizes() {
             let (recv_blocks, recv_len) = layout(size, &|source| source + 2 * rank);
             let send = pattern(rank, send_len, 9);
             let mut recv = vec![0xEE; recv_len];
-            alltoallv(ch, &send, &send_blocks, &mut recv, &recv_blocks).unwrap();
+            ch.run(alltoallv(&ch.port(), &send, &send_blocks, &mut recv, &recv_blocks)).unwrap();
             (recv, recv_blocks)
         });
         for (receiver, (recv, recv_blocks)) in results.iter().enumerate() {
@@ -413,7 +428,7 @@ fn reduce_applies_the_operation_in_rank_order_at_every_root() {
                 for root in 0..size {
                     let results = run_group(size, CollTuning::default(), |ch| {
                         let mut data = inputs[ch.rank()].clone();
-                        reduce(ch, &mut data, operation.element_size, &operation.combine, operation.commutative, root).unwrap();
+                        ch.run(reduce(&ch.port(), &mut data, operation.element_size, &operation.combine, operation.commutative, root)).unwrap();
                         data
                     });
                     assert_eq!(results[root], expected, "size {size} elements {elements} root {root} commutative {}", operation.commutative);
@@ -433,7 +448,7 @@ fn allreduce_gives_every_rank_the_same_result() {
                     let expected = reference(operation, &inputs);
                     let results = run_group(size, tuning, |ch| {
                         let mut data = inputs[ch.rank()].clone();
-                        allreduce(ch, &mut data, operation.element_size, &operation.combine, operation.commutative).unwrap();
+                        ch.run(allreduce(&ch.port(), &mut data, operation.element_size, &operation.combine, operation.commutative)).unwrap();
                         data
                     });
                     assert!(
@@ -458,7 +473,7 @@ fn reduce_scatter_gives_each_rank_its_part() {
             let results = run_group(size, CollTuning::default(), |ch| {
                 let mut data = inputs[ch.rank()].clone();
                 let mut out = vec![0xEE; counts[ch.rank()] * operation.element_size];
-                reduce_scatter(ch, &mut data, &counts, operation.element_size, &operation.combine, operation.commutative, &mut out).unwrap();
+                ch.run(reduce_scatter(&ch.port(), &mut data, &counts, operation.element_size, &operation.combine, operation.commutative, &mut out)).unwrap();
                 out
             });
             let mut offset = 0;
@@ -482,7 +497,7 @@ fn reduce_scatter_block_gives_each_rank_its_block() {
                 let results = run_group(size, CollTuning::default(), |ch| {
                     let mut data = inputs[ch.rank()].clone();
                     let mut out = vec![0xEE; block];
-                    reduce_scatter_block(ch, &mut data, operation.element_size, &operation.combine, operation.commutative, &mut out).unwrap();
+                    ch.run(reduce_scatter_block(&ch.port(), &mut data, operation.element_size, &operation.combine, operation.commutative, &mut out)).unwrap();
                     out
                 });
                 for (rank, out) in results.iter().enumerate() {
@@ -501,9 +516,9 @@ fn scan_and_exscan_are_prefixes_in_rank_order() {
                 let inputs = inputs_for(operation, size, elements);
                 let results = run_group(size, CollTuning::default(), |ch| {
                     let mut inclusive = inputs[ch.rank()].clone();
-                    scan(ch, &mut inclusive, operation.element_size, &operation.combine).unwrap();
+                    ch.run(scan(&ch.port(), &mut inclusive, operation.element_size, &operation.combine)).unwrap();
                     let mut exclusive = inputs[ch.rank()].clone();
-                    exscan(ch, &mut exclusive, operation.element_size, &operation.combine).unwrap();
+                    ch.run(exscan(&ch.port(), &mut exclusive, operation.element_size, &operation.combine)).unwrap();
                     (inclusive, exclusive)
                 });
                 for (rank, (inclusive, exclusive)) in results.iter().enumerate() {
@@ -523,11 +538,11 @@ fn consecutive_collectives_do_not_mix_their_messages() {
             let mut outcome = Vec::new();
             for round in 0..3u8 {
                 let mut data = vec![round.wrapping_add(ch.rank() as u8); 64];
-                allreduce(ch, &mut data, 1, &|a: &[u8], b: &mut [u8]| b.iter_mut().zip(a).for_each(|(x, y)| *x = x.wrapping_add(*y)), true).unwrap();
+                ch.run(allreduce(&ch.port(), &mut data, 1, &|a: &[u8], b: &mut [u8]| b.iter_mut().zip(a).for_each(|(x, y)| *x = x.wrapping_add(*y)), true)).unwrap();
                 let root = round as usize % size;
                 let mut buffer = vec![if ch.rank() == root { round + 100 } else { 0 }; 40];
-                bcast(ch, &mut buffer, root).unwrap();
-                barrier(ch).unwrap();
+                ch.run(bcast(&ch.port(), &mut buffer, root)).unwrap();
+                ch.run(barrier(&ch.port())).unwrap();
                 outcome.push((data[0], buffer[0]));
             }
             outcome
@@ -543,9 +558,9 @@ fn consecutive_collectives_do_not_mix_their_messages() {
 fn bad_arguments_are_rejected_before_any_message() {
     let results = run_group(2, CollTuning::default(), |ch| {
         let mut buffer = [0u8; 4];
-        let bad_root = bcast(ch, &mut buffer, 2);
-        let bad_elements = allreduce(ch, &mut buffer, 3, &sum, true);
-        let bad_length = allgather(ch, &[1, 2], &mut buffer[..3]);
+        let bad_root = ch.run(bcast(&ch.port(), &mut buffer, 2));
+        let bad_elements = ch.run(allreduce(&ch.port(), &mut buffer, 3, &sum, true));
+        let bad_length = ch.run(allgather(&ch.port(), &[1, 2], &mut buffer[..3]));
         (bad_root, bad_elements, bad_length)
     });
     for result in results {

@@ -1,0 +1,236 @@
+//! Carries a collective's rounds out on the engine.
+//!
+//! A [`Driver`] starts each transfer a [`Port`] records as an engine request on the communicator's
+//! collective context, under the collective's own tag (its sequence number on the communicator, so
+//! that collectives in flight together never take each other's messages), and reports each one's
+//! end. [`run_blocking`] drives a schedule to its end inside the engine's wait (which spins, yields
+//! or sleeps per the wait policy); [`launch`] hands it to the engine as a progress agent, which
+//! every later progress step advances, and returns what the MPI request watches.
+
+use std::cell::Cell;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::Poll;
+
+use braid_engine::{Engine, EngineError, ProgressAgent, RequestId, SendMode, Source, Status, TagSelector};
+
+use super::port::{poll_once, Port, Transfer};
+use super::CollTuning;
+use crate::comm::CommShared;
+use crate::consts::{MPI_ERR_OTHER, MPI_ERR_TRUNCATE};
+
+/// Where a collective's messages go: the communicator's members and context, and this
+/// collective's tag.
+#[derive(Clone)]
+pub struct Route {
+    pub shared: Arc<CommShared>,
+    pub tag: i32,
+}
+
+/// A transfer the engine is carrying out.
+struct InFlight {
+    request: RequestId,
+    /// For a receive, the bytes expected (a different length means the ranks disagree).
+    expected: Option<usize>,
+}
+
+/// The engine side of one schedule.
+pub struct Driver {
+    port: Rc<Port>,
+    route: Route,
+    in_flight: Vec<InFlight>,
+}
+
+impl Driver {
+    pub fn new(port: Rc<Port>, route: Route) -> Driver {
+        Driver { port, route, in_flight: Vec::new() }
+    }
+
+    /// Starts every transfer the algorithm has posted and not yet handed over.
+    fn start(&mut self, engine: &mut Engine) -> Result<(), EngineError> {
+        let context = self.route.shared.coll_context;
+        let tag = self.route.tag;
+        while let Some(transfer) = self.port.take_transfer() {
+            match transfer {
+                Transfer::Send { peer, data, len } => {
+                    let job = self.route.shared.job_rank(peer as u32);
+                    // SAFETY: the port's contract: the algorithm keeps `data` alive and unchanged
+                    // until the round ends, and the driver runs the schedule to its end.
+                    let data: &'static [u8] = unsafe { lent(data, len) };
+                    // A small message the transport takes at once needs no request.
+                    if engine.try_send_now(data, job, tag, context)? {
+                        self.port.finish_transfer(Ok(()));
+                        continue;
+                    }
+                    let request = engine.isend(data, job, tag, context, SendMode::Standard)?;
+                    self.in_flight.push(InFlight { request, expected: None });
+                }
+                Transfer::Recv { peer, buffer, len } => {
+                    let job = self.route.shared.job_rank(peer as u32);
+                    // SAFETY: as above; the algorithm lends `buffer` to this round alone.
+                    let buffer: &'static mut [u8] = unsafe { lent_mut(buffer, len) };
+                    let request = engine.irecv(buffer, Source::Rank(job), TagSelector::Tag(tag), context)?;
+                    self.in_flight.push(InFlight { request, expected: Some(len) });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reports the end of every transfer the engine has completed.
+    fn reap(&mut self, engine: &mut Engine) {
+        let port = &self.port;
+        self.in_flight.retain(|transfer| match engine.take_if_complete(transfer.request) {
+            Some(status) => {
+                port.finish_transfer(check(&status, transfer.expected));
+                false
+            }
+            None => true,
+        });
+    }
+
+    /// Runs the algorithm as far as the transfers allow: polls it whenever its round has ended and
+    /// starts what it posts next. Returns its result once it has finished.
+    pub fn advance<T>(&mut self, engine: &mut Engine, algorithm: Pin<&mut dyn Future<Output = T>>) -> Result<Option<T>, EngineError> {
+        let mut algorithm = algorithm;
+        loop {
+            if !self.in_flight.is_empty() {
+                self.reap(engine);
+            }
+            if !self.port.is_settled() {
+                return Ok(None);
+            }
+            if let Poll::Ready(result) = poll_once(algorithm.as_mut()) {
+                return Ok(Some(result));
+            }
+            self.start(engine)?;
+        }
+    }
+}
+
+/// A received message must be exactly as long as the algorithm expects: both sides compute the
+/// length from the arguments MPI requires to match, so a difference means they do not.
+fn check(status: &Status, expected: Option<usize>) -> Result<(), i32> {
+    match expected {
+        _ if status.truncated => Err(MPI_ERR_TRUNCATE),
+        Some(expected) if status.count != expected => Err(MPI_ERR_OTHER),
+        _ => Ok(()),
+    }
+}
+
+/// # Safety
+/// `len` bytes at `data` stay readable until the engine request that uses them completes.
+unsafe fn lent(data: *const u8, len: usize) -> &'static [u8] {
+    if len == 0 {
+        return &[];
+    }
+    // SAFETY: per the caller; len > 0 so `data` is a real address.
+    unsafe { std::slice::from_raw_parts(data, len) }
+}
+
+/// # Safety
+/// `len` bytes at `buffer` stay writable, and used by nothing else, until the engine request that
+/// uses them completes.
+unsafe fn lent_mut(buffer: *mut u8, len: usize) -> &'static mut [u8] {
+    if len == 0 {
+        return &mut [];
+    }
+    // SAFETY: per the caller; len > 0 so `buffer` is a real address.
+    unsafe { std::slice::from_raw_parts_mut(buffer, len) }
+}
+
+/// What blocking collectives reuse from one call to the next, so that a small one allocates
+/// nothing: a port and the driver's list of transfers in flight.
+#[derive(Default)]
+pub struct Spare {
+    port: Option<Rc<Port>>,
+    in_flight: Vec<InFlight>,
+}
+
+impl Spare {
+    /// A port for a new collective: the spare one when nothing else holds it.
+    pub fn port(&mut self, rank: usize, size: usize, tuning: CollTuning) -> Rc<Port> {
+        if let Some(mut port) = self.port.take() {
+            if let Some(unshared) = Rc::get_mut(&mut port) {
+                unshared.reset(rank, size, tuning);
+                return port;
+            }
+        }
+        Rc::new(Port::new(rank, size, tuning))
+    }
+}
+
+/// Drives `algorithm` to its end: started at once, then advanced inside the engine's wait (which
+/// also advances every non-blocking collective in flight).
+pub fn run_blocking<T>(engine: &mut Engine, spare: &mut Spare, port: Rc<Port>, route: Route, algorithm: Pin<&mut dyn Future<Output = T>>) -> Result<T, EngineError> {
+    let mut driver = Driver { port, route, in_flight: std::mem::take(&mut spare.in_flight) };
+    let mut algorithm = algorithm;
+    let mut outcome = driver.advance(engine, algorithm.as_mut()).transpose();
+    if outcome.is_none() {
+        engine.wait_until(|engine| {
+            outcome = driver.advance(engine, algorithm.as_mut()).transpose();
+            outcome.is_some()
+        })?;
+    }
+    // A failed schedule may leave transfers behind; only a clean one's parts are reused.
+    if driver.in_flight.is_empty() && driver.port.is_settled() {
+        spare.in_flight = driver.in_flight;
+        spare.port = Some(driver.port);
+    }
+    outcome.expect("the wait ends only once the schedule has")
+}
+
+/// The end of a non-blocking collective, as its MPI request sees it: the algorithm's result (an MPI
+/// error class on failure) once it has finished.
+#[derive(Default)]
+pub struct Outcome(Cell<Option<Result<(), i32>>>);
+
+impl Outcome {
+    pub fn result(&self) -> Option<Result<(), i32>> {
+        self.0.get()
+    }
+}
+
+/// A non-blocking collective, as the engine advances it.
+struct Schedule<F: Future<Output = Result<(), i32>>> {
+    driver: Driver,
+    algorithm: Pin<Box<F>>,
+    outcome: Rc<Outcome>,
+}
+
+impl<F: Future<Output = Result<(), i32>>> ProgressAgent for Schedule<F> {
+    fn advance(&mut self, engine: &mut Engine) -> Result<bool, EngineError> {
+        if self.outcome.result().is_some() {
+            return Ok(false);
+        }
+        let algorithm: Pin<&mut dyn Future<Output = Result<(), i32>>> = self.algorithm.as_mut();
+        match self.driver.advance(engine, algorithm) {
+            Ok(None) => Ok(false),
+            Ok(Some(result)) => {
+                self.outcome.0.set(Some(result));
+                Ok(true)
+            }
+            // A failed engine is reported to the caller of progress; the request fails too.
+            Err(failure) => {
+                self.outcome.0.set(Some(Err(MPI_ERR_OTHER)));
+                Err(failure)
+            }
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        self.outcome.result().is_some()
+    }
+}
+
+/// Starts `algorithm` and hands it to the engine's progress; the returned outcome fills in when it
+/// finishes.
+pub fn launch<F: Future<Output = Result<(), i32>> + 'static>(engine: &mut Engine, port: Rc<Port>, route: Route, algorithm: F) -> Result<Rc<Outcome>, EngineError> {
+    let outcome = Rc::new(Outcome::default());
+    let mut schedule = Box::new(Schedule { driver: Driver::new(port, route), algorithm: Box::pin(algorithm), outcome: outcome.clone() });
+    schedule.advance(engine)?;
+    engine.attach_agent(schedule);
+    Ok(outcome)
+}

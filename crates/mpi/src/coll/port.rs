@@ -1,0 +1,295 @@
+//! The I/O-free side of a collective's schedule.
+//!
+//! A collective algorithm is an `async fn` over a [`Port`]: each `.await` on a port operation ends
+//! a round of sends and receives, and the code between two awaits is the round's local work
+//! (copies, reductions). The port only records what a round asks for; a driver carries the
+//! transfers out and reports each one's end (`coll::drive` on a real process, a simulated group in
+//! the tests). So one algorithm serves both uses: a blocking collective starts its schedule and
+//! drives it to the end, a non-blocking one is driven by progress inside any MPI call.
+//!
+//! A driver must drive a schedule to its end before the memory its transfers name is released:
+//! the transfers hold raw pointers into the buffers the algorithm lent them.
+
+use std::cell::{RefCell, RefMut};
+use std::future::Future;
+use std::marker::PhantomData;
+use std::ops::Range;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use super::CollTuning;
+use crate::consts::{MPI_ERR_ARG, MPI_ERR_BUFFER};
+
+/// One point-to-point transfer of a round, between communicator ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transfer {
+    Send { peer: usize, data: *const u8, len: usize },
+    Recv { peer: usize, buffer: *mut u8, len: usize },
+}
+
+/// The transfers of the round in progress.
+#[derive(Debug, Default)]
+struct Round {
+    transfers: Vec<Transfer>,
+    /// How many of `transfers` the driver has taken.
+    taken: usize,
+    /// Transfers taken or not whose end has not been reported.
+    outstanding: usize,
+    /// The first failure reported in this round (an MPI error class).
+    failure: Option<i32>,
+}
+
+/// What an algorithm talks to: its rank, the group's size, the switch points, and the round.
+#[derive(Debug)]
+pub struct Port {
+    rank: usize,
+    size: usize,
+    tuning: CollTuning,
+    round: RefCell<Round>,
+    /// Scratch bytes for the algorithm, kept with the port so that a reused port allocates none.
+    scratch: RefCell<Vec<u8>>,
+}
+
+impl Port {
+    pub fn new(rank: usize, size: usize, tuning: CollTuning) -> Port {
+        Port { rank, size, tuning, round: RefCell::new(Round::default()), scratch: RefCell::new(Vec::new()) }
+    }
+
+    /// Makes a finished port ready for another collective, keeping its storage.
+    pub fn reset(&mut self, rank: usize, size: usize, tuning: CollTuning) {
+        let round = self.round.get_mut();
+        debug_assert_eq!(round.outstanding, 0, "a port is reused only once its schedule has ended");
+        round.transfers.clear();
+        round.taken = 0;
+        round.failure = None;
+        (self.rank, self.size, self.tuning) = (rank, size, tuning);
+    }
+
+    #[inline]
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    #[inline]
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    #[inline]
+    pub fn tuning(&self) -> CollTuning {
+        self.tuning
+    }
+
+    /// `len` bytes of scratch (their contents are undefined), for as long as the result lives; an
+    /// algorithm holds at most one scratch at a time.
+    pub fn scratch(&self, len: usize) -> RefMut<'_, [u8]> {
+        let mut scratch = self.scratch.borrow_mut();
+        if scratch.len() < len {
+            scratch.resize(len, 0);
+        }
+        RefMut::map(scratch, |scratch| &mut scratch[..len])
+    }
+
+    fn post(&self, transfer: Transfer) {
+        let mut round = self.round.borrow_mut();
+        round.transfers.push(transfer);
+        round.outstanding += 1;
+    }
+
+    fn post_send(&self, dest: usize, data: &[u8]) {
+        self.post(Transfer::Send { peer: dest, data: data.as_ptr(), len: data.len() });
+    }
+
+    fn post_recv(&self, source: usize, buffer: &mut [u8]) {
+        self.post(Transfer::Recv { peer: source, buffer: buffer.as_mut_ptr(), len: buffer.len() });
+    }
+
+    /// Sends `data` to `dest`; done once the transfer has ended (for a large message, once the
+    /// receiver has taken it).
+    pub fn send<'a>(&'a self, dest: usize, data: &'a [u8]) -> Settle<'a> {
+        self.post_send(dest, data);
+        Settle::new(self)
+    }
+
+    /// Receives exactly `buffer.len()` bytes from `source`.
+    pub fn recv<'a>(&'a self, source: usize, buffer: &'a mut [u8]) -> Settle<'a> {
+        self.post_recv(source, buffer);
+        Settle::new(self)
+    }
+
+    /// Receives from `source` and sends to `dest` in the same round (never deadlocks on a
+    /// pairwise exchange).
+    pub fn sendrecv<'a>(&'a self, dest: usize, data: &'a [u8], source: usize, buffer: &'a mut [u8]) -> Settle<'a> {
+        self.post_recv(source, buffer);
+        self.post_send(dest, data);
+        Settle::new(self)
+    }
+
+    /// Sends `data` to every other rank and receives rank r's equally long data into block r of
+    /// `all` (this rank's block is left as it is), in one round for groups of up to
+    /// `EXCHANGE_ALL_MAX` ranks and in pairwise rounds above.
+    pub async fn exchange_all(&self, data: &[u8], all: &mut [u8]) -> Result<(), i32> {
+        let (rank, size, len) = (self.rank, self.size, data.len());
+        if all.len() != len * size {
+            return Err(MPI_ERR_ARG);
+        }
+        if size <= EXCHANGE_ALL_MAX {
+            for source in (0..size).filter(|&source| source != rank) {
+                self.post_recv(source, &mut all[source * len..(source + 1) * len]);
+            }
+            for step in 1..size {
+                self.post_send((rank + step) % size, data);
+            }
+            return Settle::new(self).await;
+        }
+        for step in 1..size {
+            let dest = (rank + step) % size;
+            let source = (rank + size - step) % size;
+            self.sendrecv(dest, data, source, &mut all[source * len..(source + 1) * len]).await?;
+        }
+        Ok(())
+    }
+
+    /// Receives block i of `recv` from `sources[i]` and sends block j of `send` to
+    /// `destinations[j]`, all in one round; a `None` peer (MPI_PROC_NULL) moves nothing. A rank may
+    /// be its own neighbour, and the same neighbour may appear more than once: its messages are
+    /// matched in the order of the lists. Receive blocks must not overlap (MPI_ERR_BUFFER).
+    pub fn exchange_with<'a>(&'a self, sources: &[Option<usize>], recv: &'a mut [u8], recv_blocks: &[Range<usize>], destinations: &[Option<usize>], send: &'a [u8], send_blocks: &[Range<usize>]) -> Result<Settle<'a>, i32> {
+        // Carve the receive blocks off in address order, then post them in list order.
+        let mut order: Vec<usize> = (0..sources.len().min(recv_blocks.len())).filter(|&i| !recv_blocks[i].is_empty()).collect();
+        order.sort_by_key(|&i| recv_blocks[i].start);
+        let mut carved: Vec<Option<&'a mut [u8]>> = (0..sources.len()).map(|_| None).collect();
+        let mut rest = recv;
+        let mut consumed = 0;
+        for &i in &order {
+            let block = &recv_blocks[i];
+            if block.start < consumed || block.end - consumed > rest.len() {
+                return Err(MPI_ERR_BUFFER);
+            }
+            let (_, tail) = std::mem::take(&mut rest).split_at_mut(block.start - consumed);
+            let (into, tail) = tail.split_at_mut(block.len());
+            rest = tail;
+            consumed = block.end;
+            carved[i] = Some(into);
+        }
+        for (source, into) in sources.iter().zip(carved) {
+            if let Some(source) = *source {
+                self.post_recv(source, into.unwrap_or_default());
+            }
+        }
+        for (dest, block) in destinations.iter().zip(send_blocks) {
+            if let Some(dest) = *dest {
+                self.post_send(dest, &send[block.clone()]);
+            }
+        }
+        Ok(Settle::new(self))
+    }
+
+    /// Driver side: the next transfer to start, if the round has one not yet taken.
+    pub fn take_transfer(&self) -> Option<Transfer> {
+        let mut round = self.round.borrow_mut();
+        let next = round.transfers.get(round.taken).copied()?;
+        round.taken += 1;
+        Some(next)
+    }
+
+    /// Driver side: a taken transfer has ended, with an MPI error class on failure.
+    pub fn finish_transfer(&self, outcome: Result<(), i32>) {
+        let mut round = self.round.borrow_mut();
+        debug_assert!(round.outstanding > 0, "more transfers finished than were posted");
+        round.outstanding -= 1;
+        if let Err(class) = outcome {
+            round.failure.get_or_insert(class);
+        }
+    }
+
+    /// Driver side: whether every transfer of the round has ended (the algorithm can go on).
+    pub fn is_settled(&self) -> bool {
+        self.round.borrow().outstanding == 0
+    }
+}
+
+/// Most ranks [`Port::exchange_all`] exchanges with in one round.
+pub const EXCHANGE_ALL_MAX: usize = 16;
+
+/// The end of a round: ready once every transfer posted so far has ended.
+#[must_use = "a round does nothing until it is awaited"]
+pub struct Settle<'a> {
+    port: &'a Port,
+    /// The buffers lent to the round stay borrowed until it ends.
+    _lent: PhantomData<&'a mut [u8]>,
+}
+
+impl<'a> Settle<'a> {
+    fn new(port: &'a Port) -> Settle<'a> {
+        Settle { port, _lent: PhantomData }
+    }
+}
+
+impl Future for Settle<'_> {
+    type Output = Result<(), i32>;
+
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut round = self.port.round.borrow_mut();
+        if round.outstanding > 0 {
+            return Poll::Pending;
+        }
+        round.transfers.clear();
+        round.taken = 0;
+        Poll::Ready(round.failure.take().map_or(Ok(()), Err))
+    }
+}
+
+/// Polls `future` once; the schedules here need no waker (their driver polls them after each
+/// progress step).
+pub fn poll_once<F: Future + ?Sized>(future: Pin<&mut F>) -> Poll<F::Output> {
+    future.poll(&mut Context::from_waker(std::task::Waker::noop()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_round_ends_when_every_transfer_has_ended() {
+        let port = Port::new(0, 3, CollTuning::default());
+        let data = [1u8, 2];
+        let mut buffer = [0u8; 2];
+        let mut round = Box::pin(port.sendrecv(1, &data, 2, &mut buffer));
+        assert!(poll_once(round.as_mut()).is_pending());
+        let first = port.take_transfer().unwrap();
+        assert!(matches!(first, Transfer::Recv { peer: 2, len: 2, .. }));
+        assert!(matches!(port.take_transfer(), Some(Transfer::Send { peer: 1, len: 2, .. })));
+        assert_eq!(port.take_transfer(), None);
+        port.finish_transfer(Ok(()));
+        assert!(!port.is_settled());
+        assert!(poll_once(round.as_mut()).is_pending());
+        port.finish_transfer(Err(14));
+        assert!(port.is_settled());
+        assert_eq!(poll_once(round.as_mut()), Poll::Ready(Err(14)));
+        // The next round starts clean.
+        let mut next = Box::pin(port.send(1, &data));
+        assert!(matches!(port.take_transfer(), Some(Transfer::Send { peer: 1, .. })));
+        port.finish_transfer(Ok(()));
+        assert_eq!(poll_once(next.as_mut()), Poll::Ready(Ok(())));
+    }
+
+    #[test]
+    fn exchange_all_posts_one_round_in_small_groups() {
+        let port = Port::new(1, 4, CollTuning::default());
+        let data = [7u8; 3];
+        let mut all = [0u8; 12];
+        let mut exchange = Box::pin(port.exchange_all(&data, &mut all));
+        assert!(poll_once(exchange.as_mut()).is_pending());
+        let mut receives = Vec::new();
+        let mut sends = Vec::new();
+        while let Some(transfer) = port.take_transfer() {
+            match transfer {
+                Transfer::Recv { peer, len, .. } => receives.push((peer, len)),
+                Transfer::Send { peer, len, .. } => sends.push((peer, len)),
+            }
+        }
+        assert_eq!(receives, [(0, 3), (2, 3), (3, 3)]);
+        assert_eq!(sends, [(2, 3), (3, 3), (0, 3)]);
+    }
+}

@@ -1,0 +1,328 @@
+//! Making communicators: MPI_Comm_dup(_with_info), MPI_Comm_split(_type), MPI_Comm_create and
+//! MPI_Comm_create_group. The future members agree on a context id over the parent (see the
+//! module above), then each installs the communicator; intercommunicator parents are handed to
+//! `intercomm`.
+
+// The safety contract of the MPI_* entry points is the MPI standard's rules for their arguments.
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+use std::ffi::c_int;
+use std::sync::Arc;
+
+use super::{hints_of, intercomm, Comm, Agreement, CommShared, Hints, TAG_UB};
+use crate::attr::{self, Object};
+use crate::coll::{algorithms, CollTuning};
+use crate::consts::*;
+use crate::error::{error, finish, MpiResult};
+use crate::group::{self, store};
+use crate::runtime;
+use crate::topo::Cartesian;
+
+/// What a new communicator starts from.
+pub(crate) struct Parent {
+    pub shared: Arc<CommShared>,
+    pub errhandler: MPI_Errhandler,
+    pub tuning: CollTuning,
+    /// This process's next free context id.
+    pub next: u32,
+    /// This process's job rank.
+    pub me: u32,
+}
+
+pub(crate) fn parent_of(comm: MPI_Comm) -> MpiResult<Parent> {
+    runtime::with(|rt| {
+        let parent = rt.comms.get(comm)?;
+        Ok(Parent { shared: parent.shared.clone(), errhandler: parent.errhandler, tuning: rt.tuning, next: rt.comms.next_context_id(), me: rt.comms.job_rank() })
+    })
+}
+
+pub(crate) fn to_bytes(words: &[u32]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+pub(crate) fn from_bytes(bytes: &[u8]) -> Vec<u32> {
+    bytes.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+}
+
+/// Allgathers one record of `words` per rank among the members of `agreement`; errors are reported
+/// on `comm`.
+pub(crate) fn allgather_words(comm: MPI_Comm, agreement: &Agreement, words: &[u32]) -> MpiResult<Vec<u32>> {
+    let mine = to_bytes(words);
+    let mut all = vec![0u8; mine.len() * agreement.size()];
+    let (mine_ref, all_ref) = (&mine, &mut all);
+    agreement.run(comm, |port| async move { algorithms::allgather(&port, mine_ref, all_ref).await })?;
+    Ok(from_bytes(&all))
+}
+
+/// The tag of the messages that agree on a communicator made with the program's `tag`
+/// (MPI_Comm_create_group, MPI_Intercomm_create): negative, so never a collective's, and apart
+/// for each program tag. They travel on a collective context, away from the program's messages.
+pub(crate) fn agreement_tag(tag: c_int) -> i32 {
+    -1 - tag
+}
+
+/// Checks the tag of MPI_Comm_create_group and MPI_Intercomm_create.
+pub(crate) fn check_agreement_tag(comm: MPI_Comm, tag: c_int) -> MpiResult<()> {
+    if (0..=TAG_UB).contains(&tag) {
+        Ok(())
+    } else {
+        Err(error(comm, MPI_ERR_TAG, format!("tag {tag} is outside 0..={TAG_UB}")))
+    }
+}
+
+/// Installs `made` (None: this process is not a member, MPI_COMM_NULL) once its members agreed on
+/// its context ids, all below `reserved`, which every participant then skips.
+pub(crate) fn install(made: Option<Comm>, reserved: u32) -> MpiResult<MPI_Comm> {
+    runtime::with(|rt| {
+        rt.comms.reserve_context_ids(reserved);
+        Ok(made.map_or(MPI_COMM_NULL, |comm| rt.comms.insert(comm)))
+    })
+}
+
+/// Collective over intracommunicator `comm`: a communicator of `members` (this rank's view: None
+/// when it is not a member), on a fresh context; MPI_COMM_NULL for non-members.
+pub(crate) fn create_from(comm: MPI_Comm, members: Option<Vec<u32>>, topology: Option<Cartesian>) -> MpiResult<MPI_Comm> {
+    let parent = parent_of(comm)?;
+    if parent.shared.is_inter() {
+        return Err(error(comm, MPI_ERR_COMM, "the communicator is an intercommunicator; this call needs an intracommunicator"));
+    }
+    let all = allgather_words(comm, &Agreement::new(parent.shared.clone(), parent.tuning), &[parent.next])?;
+    let context_id = all.iter().copied().max().unwrap_or(parent.next);
+    let made = members.map(|members| {
+        let mut entry = Comm::new(Arc::new(CommShared::new(Arc::from(members), parent.me, context_id)), parent.errhandler);
+        entry.topology = topology;
+        entry
+    });
+    install(made, context_id + 1)
+}
+
+/// Collective over `comm`: MPI_Comm_split.
+pub(crate) fn split(comm: MPI_Comm, color: c_int, key: c_int) -> MpiResult<MPI_Comm> {
+    if color < 0 && color != MPI_UNDEFINED {
+        return Err(error(comm, MPI_ERR_ARG, format!("color {color} is negative (only MPI_UNDEFINED may be)")));
+    }
+    let parent = parent_of(comm)?;
+    if parent.shared.is_inter() {
+        return intercomm::split(comm, &parent, color, key);
+    }
+    let all = allgather_words(comm, &Agreement::new(parent.shared.clone(), parent.tuning), &[color as u32, key as u32, parent.next])?;
+    let context_id = all.chunks_exact(3).map(|r| r[2]).max().unwrap_or(parent.next);
+    let records = split_records(&all, 3);
+    let made = (color != MPI_UNDEFINED).then(|| {
+        let members = split_members(&parent.shared.members, &records, color);
+        Comm::new(Arc::new(CommShared::new(Arc::from(members), parent.me, context_id)), parent.errhandler)
+    });
+    install(made, context_id + 1)
+}
+
+/// The (color, key) pairs at the start of each `stride`-word record.
+pub(crate) fn split_records(words: &[u32], stride: usize) -> Vec<(c_int, c_int)> {
+    words.chunks_exact(stride).map(|r| (r[0] as c_int, r[1] as c_int)).collect()
+}
+
+/// The job ranks of `group`'s members whose record has `color`, ordered by (key, rank in
+/// `group`); `records` holds one (color, key) per member.
+pub(crate) fn split_members(group: &[u32], records: &[(c_int, c_int)], color: c_int) -> Vec<u32> {
+    let mut chosen: Vec<(c_int, usize)> = records.iter().enumerate().filter(|(_, r)| r.0 == color).map(|(rank, r)| (r.1, rank)).collect();
+    chosen.sort_unstable();
+    chosen.into_iter().map(|(_, rank)| group[rank]).collect()
+}
+
+/// MPI_Comm_dup and MPI_Comm_dup_with_info (`hints` None: the parent's): a communicator with the
+/// same groups, topology and error handler, and the copies the attributes' callbacks make. If a
+/// copy callback fails, the new communicator is freed again and its error returned.
+fn duplicate(comm: MPI_Comm, hints: Option<Hints>) -> MpiResult<MPI_Comm> {
+    let (members, topology, parent_hints) = runtime::with(|rt| {
+        let parent = rt.comms.get(comm)?;
+        Ok((parent.shared.members.to_vec(), parent.topology.clone(), parent.hints.clone()))
+    })?;
+    let parent = parent_of(comm)?;
+    let created = if parent.shared.is_inter() { intercomm::duplicate(comm, &parent)? } else { create_from(comm, Some(members), topology)? };
+    runtime::with(|rt| {
+        rt.comms.get_mut(created)?.hints = hints.unwrap_or(parent_hints);
+        Ok(())
+    })?;
+    if let Err(failure) = attr::copy_all(Object::Comm(comm), Object::Comm(created)) {
+        // copy_all deleted the copies it had made: nothing refers to the communicator any more.
+        runtime::with(|rt| rt.comms.remove(created).map(drop))?;
+        return Err(failure);
+    }
+    Ok(created)
+}
+
+/// Shared body of MPI_Comm_dup and MPI_Comm_dup_with_info (`info` None: keep the hints).
+unsafe fn duplicate_into(comm: MPI_Comm, info: Option<MPI_Info>, newcomm: *mut MPI_Comm) -> MpiResult<()> {
+    if newcomm.is_null() {
+        return Err(error(comm, MPI_ERR_ARG, "newcomm must not be NULL"));
+    }
+    let hints = match info {
+        Some(info) => Some(runtime::with(|rt| {
+            rt.comms.get(comm)?;
+            hints_of(rt, comm, info)
+        })?),
+        None => None,
+    };
+    let outcome = duplicate(comm, hints);
+    // SAFETY: non-null; points to the caller's handle.
+    unsafe { *newcomm = *outcome.as_ref().unwrap_or(&MPI_COMM_NULL) };
+    outcome.map(drop)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
+    // SAFETY: `newcomm` is the caller's handle pointer.
+    finish("MPI_Comm_dup", unsafe { duplicate_into(comm, None, newcomm) })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_dup_with_info(comm: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm) -> c_int {
+    // SAFETY: `newcomm` is the caller's handle pointer.
+    finish("MPI_Comm_dup_with_info", unsafe { duplicate_into(comm, Some(info), newcomm) })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_split(comm: MPI_Comm, color: c_int, key: c_int, newcomm: *mut MPI_Comm) -> c_int {
+    let result = (|| {
+        if newcomm.is_null() {
+            return Err(error(comm, MPI_ERR_ARG, "newcomm must not be NULL"));
+        }
+        let created = split(comm, color, key)?;
+        // SAFETY: non-null; points to the caller's handle.
+        unsafe { *newcomm = created };
+        Ok(())
+    })();
+    finish("MPI_Comm_split", result)
+}
+
+/// MPI_Comm_split_type's color: MPI_COMM_TYPE_SHARED groups the ranks of one node (named by its
+/// lowest job rank); MPI_UNDEFINED gives MPI_COMM_NULL.
+fn split_type_color(comm: MPI_Comm, split_type: c_int, node_leader: u32) -> MpiResult<c_int> {
+    match split_type {
+        MPI_COMM_TYPE_SHARED => Ok(node_leader as c_int),
+        MPI_UNDEFINED => Ok(MPI_UNDEFINED),
+        other => Err(error(comm, MPI_ERR_ARG, format!("split type {other} is not MPI_COMM_TYPE_SHARED or MPI_UNDEFINED"))),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_split_type(comm: MPI_Comm, split_type: c_int, key: c_int, info: MPI_Info, newcomm: *mut MPI_Comm) -> c_int {
+    let result = (|| {
+        if newcomm.is_null() {
+            return Err(error(comm, MPI_ERR_ARG, "newcomm must not be NULL"));
+        }
+        let leader = runtime::with(|rt| {
+            rt.comms.get(comm)?;
+            // Braid takes no split hints, but the info object must be valid.
+            hints_of(rt, comm, info)?;
+            Ok(rt.engine.node_ranks().first().copied().unwrap_or(rt.comms.job_rank()))
+        })?;
+        let created = split(comm, split_type_color(comm, split_type, leader)?, key)?;
+        // SAFETY: non-null; points to the caller's handle.
+        unsafe { *newcomm = created };
+        Ok(())
+    })();
+    finish("MPI_Comm_split_type", result)
+}
+
+/// The job ranks of `group`, which must lie within the (local) group of `comm`.
+fn subgroup(comm: MPI_Comm, group: MPI_Group) -> MpiResult<Vec<u32>> {
+    runtime::with(|rt| {
+        let parent = rt.comms.get(comm)?;
+        let members = rt.groups.get(group).map_err(|e| error(comm, e.class, e.detail))?;
+        if let Some(stranger) = members.iter().find(|m| group::position(&parent.shared.members, **m).is_none()) {
+            return Err(error(comm, MPI_ERR_GROUP, format!("job rank {stranger} of the group is not in the communicator's group")));
+        }
+        Ok(members.to_vec())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_create(comm: MPI_Comm, group: MPI_Group, newcomm: *mut MPI_Comm) -> c_int {
+    let result = (|| {
+        if newcomm.is_null() {
+            return Err(error(comm, MPI_ERR_ARG, "newcomm must not be NULL"));
+        }
+        let members = subgroup(comm, group)?;
+        let parent = parent_of(comm)?;
+        let created = if parent.shared.is_inter() {
+            intercomm::create(comm, &parent, members)?
+        } else {
+            let mine = group::position(&members, parent.me).map(|_| members);
+            create_from(comm, mine, None)?
+        };
+        // SAFETY: non-null; points to the caller's handle.
+        unsafe { *newcomm = created };
+        Ok(())
+    })();
+    finish("MPI_Comm_create", result)
+}
+
+/// MPI_Comm_create_group: collective over `group`'s members only, which agree on a context id
+/// among themselves, on the parent's collective context under a tag made from `tag`.
+fn create_group(comm: MPI_Comm, group: MPI_Group, tag: c_int) -> MpiResult<MPI_Comm> {
+    runtime::with(|rt| rt.comms.get_intra(comm).map(drop))?;
+    check_agreement_tag(comm, tag)?;
+    let members = subgroup(comm, group)?;
+    let parent = parent_of(comm)?;
+    if group::position(&members, parent.me).is_none() {
+        return Ok(MPI_COMM_NULL);
+    }
+    let members: group::Members = Arc::from(members);
+    let view = Arc::new(CommShared::group_view(members.clone(), parent.me, parent.shared.coll_context));
+    let all = allgather_words(comm, &Agreement::with_tag(view, parent.tuning, agreement_tag(tag)), &[parent.next])?;
+    let context_id = all.iter().copied().max().unwrap_or(parent.next);
+    let made = Comm::new(Arc::new(CommShared::new(members, parent.me, context_id)), parent.errhandler);
+    install(Some(made), context_id + 1)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_create_group(comm: MPI_Comm, group: MPI_Group, tag: c_int, newcomm: *mut MPI_Comm) -> c_int {
+    let result = (|| {
+        if newcomm.is_null() {
+            return Err(error(comm, MPI_ERR_ARG, "newcomm must not be NULL"));
+        }
+        let created = create_group(comm, group, tag)?;
+        // SAFETY: non-null; points to the caller's handle.
+        unsafe { store(newcomm, created, "newcomm") }
+    })();
+    finish("MPI_Comm_create_group", result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_orders_by_key_then_parent_rank() {
+        let parent = [10, 11, 12, 13, 14];
+        let undefined = MPI_UNDEFINED as u32;
+        let words = [1, 5, 0, 0, 9, 0, 1, 2, 0, undefined, 0, 0, 1, 2, 0];
+        let records = split_records(&words, 3);
+        assert_eq!(split_members(&parent, &records, 1), vec![12, 14, 10]);
+        assert_eq!(split_members(&parent, &records, 0), vec![11]);
+        assert!(split_members(&parent, &records, 7).is_empty());
+        assert_eq!(split_records(&[3, 4, 5, 6], 2), vec![(3, 4), (5, 6)]);
+    }
+
+    #[test]
+    fn split_types_map_to_colors() {
+        assert_eq!(split_type_color(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 4).unwrap(), 4);
+        assert_eq!(split_type_color(MPI_COMM_WORLD, MPI_UNDEFINED, 4).unwrap(), MPI_UNDEFINED);
+        assert_eq!(split_type_color(MPI_COMM_WORLD, 7, 4).unwrap_err().class, MPI_ERR_ARG);
+    }
+
+    #[test]
+    fn agreement_tags_stay_clear_of_collectives_and_of_each_other() {
+        assert_eq!(agreement_tag(0), -1);
+        assert_eq!(agreement_tag(TAG_UB), i32::MIN);
+        assert_ne!(agreement_tag(5), agreement_tag(6));
+        assert_eq!(check_agreement_tag(MPI_COMM_WORLD, -1).unwrap_err().class, MPI_ERR_TAG);
+        assert!(check_agreement_tag(MPI_COMM_WORLD, TAG_UB).is_ok());
+    }
+
+    #[test]
+    fn words_survive_the_byte_round_trip() {
+        let words = [0, 1, u32::MAX, 0x0102_0304];
+        assert_eq!(from_bytes(&to_bytes(&words)), words);
+    }
+}

@@ -1,0 +1,514 @@
+//! Communicators: the table of MPI_Comm handles, context ids, and the calls that query or free a
+//! communicator. `construct` makes intracommunicators, `intercomm` intercommunicators, `channel`
+//! is the point-to-point channel the collectives run on.
+//!
+//! Each communicator has a context id `n`; its point-to-point traffic uses engine context `2n`, its
+//! collective traffic `2n + 1`, so the two never match each other. MPI_COMM_WORLD is id 0 and
+//! MPI_COMM_SELF id 1 on every rank. A new communicator takes the largest "next free id" of its
+//! future members (gathered over the parent), and every one of them then moves its next free id
+//! past it: the id is therefore unused by every communicator any member belongs to. An
+//! intercommunicator takes two ids: `n` for the traffic between its groups and `n + 1` for a
+//! communicator of its local group alone ([`CommShared::local`]). Ids are not reused (2^31 of them).
+
+// The safety contract of the MPI_* entry points is the MPI standard's rules for their arguments.
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+pub mod channel;
+pub mod construct;
+pub mod intercomm;
+
+use std::ffi::{c_char, c_int, CStr};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+pub(crate) use channel::Agreement;
+pub(crate) use construct::{create_from, split};
+
+use crate::attr::{self, Object};
+use crate::consts::*;
+use crate::error::{error, finish, MpiError, MpiResult};
+use crate::group::{self, store, Members};
+use crate::runtime;
+use crate::topo::Cartesian;
+
+/// The largest tag a program may use (the MPI_TAG_UB attribute).
+pub const TAG_UB: c_int = c_int::MAX;
+
+/// Info hints of a communicator (MPI_Comm_set_info), in the order their keys were first set.
+pub type Hints = Vec<(String, String)>;
+
+/// What a communicator's members share, immutable once created (requests and channels keep it
+/// alive after MPI_Comm_free).
+#[derive(Debug)]
+pub struct CommShared {
+    /// Job rank of each communicator rank: the local group of an intercommunicator.
+    pub members: Members,
+    /// This process's communicator rank (in the local group).
+    pub rank: u32,
+    /// Job rank of each rank that point-to-point calls name: `members` itself, or the remote group
+    /// of an intercommunicator.
+    pub peers: Members,
+    pub p2p_context: u32,
+    /// Collective traffic; on an intercommunicator, traffic between the two groups.
+    pub coll_context: u32,
+    /// An intercommunicator's local group as an intracommunicator of its own, on the next context
+    /// id: what the group agrees on among itself (and the local steps of collectives).
+    pub local: Option<Arc<CommShared>>,
+    /// `(job rank, peer rank)` sorted by job rank; empty when peers[i] == i.
+    by_job_rank: Vec<(u32, u32)>,
+    /// Collectives started on this communicator: the next one's tag on the collective context.
+    coll_sequence: AtomicU32,
+}
+
+/// Collective tags wrap within this mask (non-negative i32s below 2^30): only the collectives in
+/// flight at once on one communicator need different tags.
+const COLL_TAG_MASK: u32 = 0x3FFF_FFFF;
+
+impl CommShared {
+    /// An intracommunicator of `members` (which contain `me`) on context id `context_id`.
+    pub fn new(members: Members, me: u32, context_id: u32) -> CommShared {
+        CommShared::build(members.clone(), me, members, 2 * context_id, 2 * context_id + 1, None)
+    }
+
+    /// An intercommunicator between `local` (which contains `me`) and `remote`, on context ids
+    /// `context_id` and `context_id + 1`.
+    pub fn new_inter(local: Members, remote: Members, me: u32, context_id: u32) -> CommShared {
+        let local_comm = Arc::new(CommShared::new(local.clone(), me, context_id + 1));
+        CommShared::build(local, me, remote, 2 * context_id, 2 * context_id + 1, Some(local_comm))
+    }
+
+    /// `members` talking on `context` only: for an [`Agreement`] among some of a communicator's
+    /// members, on that communicator's collective context (with a tag of its own).
+    pub(crate) fn group_view(members: Members, me: u32, context: u32) -> CommShared {
+        CommShared::build(members.clone(), me, members, context, context, None)
+    }
+
+    fn build(members: Members, me: u32, peers: Members, p2p_context: u32, coll_context: u32, local: Option<Arc<CommShared>>) -> CommShared {
+        let rank = group::position(&members, me).expect("a communicator is built only on its members") as u32;
+        let identity = peers.iter().enumerate().all(|(i, &m)| m == i as u32);
+        let mut by_job_rank: Vec<(u32, u32)> = if identity { Vec::new() } else { peers.iter().enumerate().map(|(i, &m)| (m, i as u32)).collect() };
+        by_job_rank.sort_unstable();
+        CommShared { members, rank, peers, p2p_context, coll_context, local, by_job_rank, coll_sequence: AtomicU32::new(0) }
+    }
+
+    /// The size of the (local) group.
+    #[inline]
+    pub fn size(&self) -> usize {
+        self.members.len()
+    }
+
+    /// How many ranks point-to-point calls can name (the remote group's size on an
+    /// intercommunicator).
+    #[inline]
+    pub fn peer_count(&self) -> usize {
+        self.peers.len()
+    }
+
+    /// The job rank of point-to-point rank `rank`.
+    #[inline]
+    pub fn job_rank(&self, rank: u32) -> u32 {
+        self.peers[rank as usize]
+    }
+
+    /// Whether point-to-point rank i is job rank i for every peer.
+    #[inline]
+    pub fn ranks_are_job_ranks(&self) -> bool {
+        self.by_job_rank.is_empty()
+    }
+
+    /// The point-to-point rank of job rank `job`, if it is a peer.
+    #[inline]
+    pub fn rank_of_job(&self, job: u32) -> Option<u32> {
+        if self.by_job_rank.is_empty() {
+            return ((job as usize) < self.peers.len()).then_some(job);
+        }
+        self.by_job_rank.binary_search_by_key(&job, |&(j, _)| j).ok().map(|i| self.by_job_rank[i].1)
+    }
+
+    /// The tag of the next collective on this communicator (every member starts its collectives
+    /// in the same order, so the n-th has the same tag everywhere).
+    pub fn next_coll_tag(&self) -> i32 {
+        let sequence = self.coll_sequence.load(Ordering::Relaxed);
+        self.coll_sequence.store(sequence.wrapping_add(1), Ordering::Relaxed);
+        (sequence & COLL_TAG_MASK) as i32
+    }
+
+    pub fn is_inter(&self) -> bool {
+        self.local.is_some()
+    }
+
+    /// How many context ids the communicator takes (from `p2p_context / 2` on).
+    pub fn context_ids(&self) -> u32 {
+        if self.is_inter() {
+            2
+        } else {
+            1
+        }
+    }
+}
+
+/// One communicator handle.
+pub struct Comm {
+    pub shared: Arc<CommShared>,
+    pub errhandler: MPI_Errhandler,
+    pub name: String,
+    pub hints: Hints,
+    pub topology: Option<Cartesian>,
+}
+
+impl Comm {
+    pub fn new(shared: Arc<CommShared>, errhandler: MPI_Errhandler) -> Comm {
+        Comm { shared, errhandler, name: String::new(), hints: Hints::new(), topology: None }
+    }
+}
+
+/// All communicators of this process.
+pub struct CommTable {
+    slots: Vec<Option<Comm>>,
+    next_context_id: u32,
+    job_rank: u32,
+}
+
+impl CommTable {
+    /// MPI_COMM_WORLD and MPI_COMM_SELF of job rank `rank` in a job of `size`.
+    pub fn new(rank: u32, size: u32) -> CommTable {
+        attr::predefined::set_universe_size(size);
+        let mut world = Comm::new(Arc::new(CommShared::new((0..size).collect(), rank, 0)), MPI_ERRORS_ARE_FATAL);
+        world.name = "MPI_COMM_WORLD".to_string();
+        let mut own = Comm::new(Arc::new(CommShared::new(Arc::from(vec![rank]), rank, 1)), MPI_ERRORS_ARE_FATAL);
+        own.name = "MPI_COMM_SELF".to_string();
+        crate::error::set_world_errhandler(MPI_ERRORS_ARE_FATAL);
+        CommTable { slots: vec![None, Some(world), Some(own)], next_context_id: 2, job_rank: rank }
+    }
+
+    #[inline]
+    pub fn get(&self, comm: MPI_Comm) -> MpiResult<&Comm> {
+        match usize::try_from(comm).ok().and_then(|i| self.slots.get(i)) {
+            Some(Some(entry)) => Ok(entry),
+            _ => Err(invalid_comm(comm)),
+        }
+    }
+
+    pub fn get_mut(&mut self, comm: MPI_Comm) -> MpiResult<&mut Comm> {
+        match usize::try_from(comm).ok().and_then(|i| self.slots.get_mut(i)) {
+            Some(Some(entry)) => Ok(entry),
+            _ => Err(invalid_comm(comm)),
+        }
+    }
+
+    /// An intercommunicator's shared part (MPI_ERR_COMM for an intracommunicator).
+    pub fn get_inter(&self, comm: MPI_Comm) -> MpiResult<&Arc<CommShared>> {
+        let shared = &self.get(comm)?.shared;
+        if !shared.is_inter() {
+            return Err(error(comm, MPI_ERR_COMM, "the communicator is not an intercommunicator"));
+        }
+        Ok(shared)
+    }
+
+    /// An intracommunicator's shared part (MPI_ERR_COMM for an intercommunicator).
+    pub fn get_intra(&self, comm: MPI_Comm) -> MpiResult<&Arc<CommShared>> {
+        let shared = &self.get(comm)?.shared;
+        if shared.is_inter() {
+            return Err(error(comm, MPI_ERR_COMM, "the communicator is an intercommunicator; this call needs an intracommunicator"));
+        }
+        Ok(shared)
+    }
+
+    /// The error handler that applies to errors on `comm` (MPI_COMM_WORLD's if `comm` is invalid).
+    pub fn errhandler(&self, comm: MPI_Comm) -> MPI_Errhandler {
+        self.get(comm).or_else(|_| self.get(MPI_COMM_WORLD)).map_or(MPI_ERRORS_ARE_FATAL, |c| c.errhandler)
+    }
+
+    pub fn job_rank(&self) -> u32 {
+        self.job_rank
+    }
+
+    pub fn next_context_id(&self) -> u32 {
+        self.next_context_id
+    }
+
+    /// Records that ids below `next` are taken.
+    pub fn reserve_context_ids(&mut self, next: u32) {
+        self.next_context_id = self.next_context_id.max(next);
+    }
+
+    pub fn insert(&mut self, comm: Comm) -> MPI_Comm {
+        match self.slots.iter().skip(3).position(|s| s.is_none()) {
+            Some(free) => {
+                self.slots[free + 3] = Some(comm);
+                (free + 3) as MPI_Comm
+            }
+            None => {
+                self.slots.push(Some(comm));
+                (self.slots.len() - 1) as MPI_Comm
+            }
+        }
+    }
+
+    /// Checks that `comm` is a user communicator, which MPI_Comm_free may free.
+    pub fn check_freeable(&self, comm: MPI_Comm) -> MpiResult<()> {
+        if comm == MPI_COMM_WORLD || comm == MPI_COMM_SELF {
+            return Err(error(comm, MPI_ERR_COMM, "predefined communicators cannot be freed"));
+        }
+        self.get(comm).map(|_| ())
+    }
+
+    /// Removes a user communicator (its attributes must be deleted already).
+    pub fn remove(&mut self, comm: MPI_Comm) -> MpiResult<Comm> {
+        self.check_freeable(comm)?;
+        Ok(self.slots[comm as usize].take().expect("checked above"))
+    }
+}
+
+#[cold]
+fn invalid_comm(comm: MPI_Comm) -> MpiError {
+    let detail = if comm == MPI_COMM_NULL { "MPI_COMM_NULL is not a communicator".to_string() } else { format!("{comm} is not a valid communicator") };
+    error(MPI_COMM_WORLD, MPI_ERR_COMM, detail)
+}
+
+/// MPI_Comm_compare of two different handles.
+fn compare(first: &CommShared, second: &CommShared) -> c_int {
+    if first.is_inter() != second.is_inter() {
+        return MPI_UNEQUAL;
+    }
+    let local = group::compare(&first.members, &second.members);
+    let remote = if first.is_inter() { group::compare(&first.peers, &second.peers) } else { MPI_IDENT };
+    match local.max(remote) {
+        MPI_IDENT => MPI_CONGRUENT,
+        other => other,
+    }
+}
+
+/// Frees a communicator: deletes its attributes (their callbacks may still use it), then the
+/// handle. A failing delete callback leaves the communicator in place.
+pub(crate) fn free(comm: MPI_Comm) -> MpiResult<()> {
+    runtime::with(|rt| rt.comms.check_freeable(comm))?;
+    attr::delete_all(Object::Comm(comm))?;
+    runtime::with(|rt| rt.comms.remove(comm).map(drop))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
+    let result = runtime::with(|rt| {
+        let value = rt.comms.get(comm)?.shared.size() as c_int;
+        // SAFETY: `size` is the caller's out-pointer (NULL is rejected by store).
+        unsafe { store(size, value, "size") }
+    });
+    finish("MPI_Comm_size", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_rank(comm: MPI_Comm, rank: *mut c_int) -> c_int {
+    let result = runtime::with(|rt| {
+        let value = rt.comms.get(comm)?.shared.rank as c_int;
+        // SAFETY: `rank` is the caller's out-pointer (NULL is rejected by store).
+        unsafe { store(rank, value, "rank") }
+    });
+    finish("MPI_Comm_rank", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_compare(comm1: MPI_Comm, comm2: MPI_Comm, result: *mut c_int) -> c_int {
+    let outcome = runtime::with(|rt| {
+        let first = rt.comms.get(comm1)?;
+        let second = rt.comms.get(comm2)?;
+        let value = if comm1 == comm2 { MPI_IDENT } else { compare(&first.shared, &second.shared) };
+        // SAFETY: `result` is the caller's out-pointer (NULL is rejected by store).
+        unsafe { store(result, value, "result") }
+    });
+    finish("MPI_Comm_compare", outcome)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
+    let result = (|| {
+        if comm.is_null() {
+            return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "comm must not be NULL"));
+        }
+        // SAFETY: non-null; points to the caller's handle.
+        free(unsafe { *comm })?;
+        // SAFETY: as above.
+        unsafe { *comm = MPI_COMM_NULL };
+        Ok(())
+    })();
+    finish("MPI_Comm_free", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_int {
+    let result = runtime::with(|rt| {
+        let members = rt.comms.get(comm)?.shared.members.clone();
+        let handle = rt.groups.insert(members);
+        // SAFETY: `group` is the caller's out-pointer (NULL is rejected by store).
+        unsafe { store(group, handle, "group") }
+    });
+    finish("MPI_Comm_group", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -> c_int {
+    let result = runtime::with(|rt| {
+        let inter = rt.comms.get(comm)?.shared.is_inter();
+        // SAFETY: `flag` is the caller's out-pointer (NULL is rejected by store).
+        unsafe { store(flag, c_int::from(inter), "flag") }
+    });
+    finish("MPI_Comm_test_inter", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_set_name(comm: MPI_Comm, comm_name: *const c_char) -> c_int {
+    let result = runtime::with(|rt| {
+        let entry = rt.comms.get_mut(comm)?;
+        if comm_name.is_null() {
+            return Err(error(comm, MPI_ERR_ARG, "comm_name must not be NULL"));
+        }
+        // SAFETY: non-null; MPI requires a NUL-terminated string.
+        let name = unsafe { CStr::from_ptr(comm_name) }.to_string_lossy();
+        let mut end = name.len().min(MPI_MAX_OBJECT_NAME as usize - 1);
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        entry.name = name[..end].to_string();
+        Ok(())
+    });
+    finish("MPI_Comm_set_name", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_get_name(comm: MPI_Comm, comm_name: *mut c_char, resultlen: *mut c_int) -> c_int {
+    let result = runtime::with(|rt| {
+        let entry = rt.comms.get(comm)?;
+        if comm_name.is_null() || resultlen.is_null() {
+            return Err(error(comm, MPI_ERR_ARG, "comm_name and resultlen must not be NULL"));
+        }
+        // SAFETY: MPI requires `comm_name` to hold MPI_MAX_OBJECT_NAME characters; both non-null.
+        unsafe { *resultlen = crate::error::write_c_string(&entry.name, comm_name, MPI_MAX_OBJECT_NAME as usize) };
+        Ok(())
+    });
+    finish("MPI_Comm_get_name", result)
+}
+
+/// The hints of info object `info` (none for MPI_INFO_NULL), errors reported on `comm`.
+pub(crate) fn hints_of(rt: &runtime::Runtime, comm: MPI_Comm, info: MPI_Info) -> MpiResult<Hints> {
+    if info == MPI_INFO_NULL {
+        return Ok(Hints::new());
+    }
+    rt.infos.get(info).cloned().map_err(|e| error(comm, e.class, e.detail))
+}
+
+/// `hints` with `update`'s keys set to its values (a key keeps its place).
+fn merge_hints(mut hints: Hints, update: Hints) -> Hints {
+    for (key, value) in update {
+        match hints.iter_mut().find(|(k, _)| *k == key) {
+            Some(entry) => entry.1 = value,
+            None => hints.push((key, value)),
+        }
+    }
+    hints
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {
+    let result = runtime::with(|rt| {
+        rt.comms.get(comm)?;
+        let update = hints_of(rt, comm, info)?;
+        let entry = rt.comms.get_mut(comm)?;
+        entry.hints = merge_hints(std::mem::take(&mut entry.hints), update);
+        Ok(())
+    });
+    finish("MPI_Comm_set_info", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_get_info(comm: MPI_Comm, info_used: *mut MPI_Info) -> c_int {
+    let result = runtime::with(|rt| {
+        let hints = rt.comms.get(comm)?.hints.clone();
+        if info_used.is_null() {
+            return Err(error(comm, MPI_ERR_ARG, "info_used must not be NULL"));
+        }
+        let handle = rt.infos.insert(hints);
+        // SAFETY: checked non-null; the caller's handle.
+        unsafe { *info_used = handle };
+        Ok(())
+    });
+    finish("MPI_Comm_get_info", result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rank_translation_works_for_world_and_subsets() {
+        let world = CommShared::new((0..4).collect(), 2, 0);
+        assert_eq!(world.rank, 2);
+        assert_eq!(world.rank_of_job(3), Some(3));
+        assert_eq!(world.rank_of_job(4), None);
+        let subset = CommShared::new(Arc::from(vec![7, 3, 5]), 5, 4);
+        assert_eq!(subset.rank, 2);
+        assert_eq!((subset.p2p_context, subset.coll_context), (8, 9));
+        assert_eq!(subset.job_rank(1), 3);
+        assert_eq!(subset.rank_of_job(7), Some(0));
+        assert_eq!(subset.rank_of_job(5), Some(2));
+        assert_eq!(subset.rank_of_job(4), None);
+        assert!(!subset.is_inter());
+        assert_eq!(subset.context_ids(), 1);
+    }
+
+    #[test]
+    fn intercommunicator_ranks_name_the_remote_group() {
+        let inter = CommShared::new_inter(Arc::from(vec![4, 1]), Arc::from(vec![0, 5, 2]), 1, 6);
+        assert!(inter.is_inter());
+        assert_eq!((inter.rank, inter.size(), inter.peer_count()), (1, 2, 3));
+        assert_eq!((inter.p2p_context, inter.coll_context), (12, 13));
+        assert_eq!(inter.job_rank(2), 2);
+        assert_eq!(inter.rank_of_job(5), Some(1));
+        assert_eq!(inter.rank_of_job(4), None, "a local member is not a peer");
+        let local = inter.local.as_ref().unwrap();
+        assert_eq!((local.rank, local.peer_count(), local.coll_context), (1, 2, 15));
+        assert_eq!(inter.context_ids(), 2);
+        let remote_is_identity = CommShared::new_inter(Arc::from(vec![2, 3]), Arc::from(vec![0, 1]), 3, 6);
+        assert!(remote_is_identity.ranks_are_job_ranks());
+        assert_eq!(remote_is_identity.rank_of_job(1), Some(1));
+        assert_eq!(remote_is_identity.rank_of_job(2), None);
+    }
+
+    #[test]
+    fn comparison_of_intercommunicators_looks_at_both_groups() {
+        let inter = CommShared::new_inter(Arc::from(vec![0, 2]), Arc::from(vec![1, 3]), 0, 4);
+        let same = CommShared::new_inter(Arc::from(vec![0, 2]), Arc::from(vec![1, 3]), 0, 6);
+        let reordered = CommShared::new_inter(Arc::from(vec![2, 0]), Arc::from(vec![1, 3]), 0, 8);
+        let other_remote = CommShared::new_inter(Arc::from(vec![0, 2]), Arc::from(vec![1]), 0, 10);
+        let intra = CommShared::new(Arc::from(vec![0, 2]), 0, 12);
+        assert_eq!(compare(&inter, &same), MPI_CONGRUENT);
+        assert_eq!(compare(&inter, &reordered), MPI_SIMILAR);
+        assert_eq!(compare(&inter, &other_remote), MPI_UNEQUAL);
+        assert_eq!(compare(&inter, &intra), MPI_UNEQUAL);
+        assert_eq!(compare(&intra, &CommShared::new(Arc::from(vec![2, 0]), 0, 14)), MPI_SIMILAR);
+    }
+
+    #[test]
+    fn the_table_protects_predefined_communicators() {
+        let mut table = CommTable::new(0, 2);
+        assert_eq!(table.get(MPI_COMM_WORLD).unwrap().shared.size(), 2);
+        assert_eq!(table.get(MPI_COMM_SELF).unwrap().shared.size(), 1);
+        assert_eq!(table.get(MPI_COMM_NULL).err().unwrap().class, MPI_ERR_COMM);
+        assert_eq!(table.remove(MPI_COMM_WORLD).err().unwrap().class, MPI_ERR_COMM);
+        assert_eq!(table.get_inter(MPI_COMM_WORLD).err().unwrap().class, MPI_ERR_COMM);
+        assert!(table.get_intra(MPI_COMM_WORLD).is_ok());
+        let handle = table.insert(Comm::new(Arc::new(CommShared::new(Arc::from(vec![0]), 0, 2)), MPI_ERRORS_RETURN));
+        assert_eq!(handle, 3);
+        assert_eq!(table.errhandler(handle), MPI_ERRORS_RETURN);
+        assert!(table.remove(handle).is_ok());
+        assert_eq!(table.get(handle).err().unwrap().class, MPI_ERR_COMM);
+        assert_eq!(table.errhandler(handle), MPI_ERRORS_ARE_FATAL);
+    }
+
+    #[test]
+    fn hints_merge_by_key() {
+        let hints = vec![("a".to_string(), "1".to_string()), ("b".to_string(), "2".to_string())];
+        let update = vec![("b".to_string(), "3".to_string()), ("c".to_string(), "4".to_string())];
+        let merged = merge_hints(hints, update);
+        assert_eq!(merged, vec![("a".to_string(), "1".to_string()), ("b".to_string(), "3".to_string()), ("c".to_string(), "4".to_string())]);
+    }
+}
