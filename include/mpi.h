@@ -109,7 +109,36 @@ typedef struct MPI_Status {
 #define MPI_2INT ((MPI_Datatype)38)
 #define MPI_SHORT_INT ((MPI_Datatype)39)
 #define MPI_LONG_DOUBLE_INT ((MPI_Datatype)40)
-#define BRAID_PREDEFINED_DATATYPE_LAST 40
+/* Fortran datatypes usable from C */
+#define MPI_CHARACTER ((MPI_Datatype)41)
+#define MPI_LOGICAL ((MPI_Datatype)42)
+#define MPI_INTEGER ((MPI_Datatype)43)
+#define MPI_REAL ((MPI_Datatype)44)
+#define MPI_DOUBLE_PRECISION ((MPI_Datatype)45)
+#define MPI_COMPLEX ((MPI_Datatype)46)
+#define MPI_DOUBLE_COMPLEX ((MPI_Datatype)47)
+#define MPI_2INTEGER ((MPI_Datatype)48)
+#define MPI_2REAL ((MPI_Datatype)49)
+#define MPI_2DOUBLE_PRECISION ((MPI_Datatype)50)
+#define MPI_INTEGER1 ((MPI_Datatype)51)
+#define MPI_INTEGER2 ((MPI_Datatype)52)
+#define MPI_INTEGER4 ((MPI_Datatype)53)
+#define MPI_INTEGER8 ((MPI_Datatype)54)
+#define MPI_REAL4 ((MPI_Datatype)55)
+#define MPI_REAL8 ((MPI_Datatype)56)
+#define MPI_REAL16 ((MPI_Datatype)57)
+#define MPI_COMPLEX8 ((MPI_Datatype)58)
+#define MPI_COMPLEX16 ((MPI_Datatype)59)
+#define MPI_COMPLEX32 ((MPI_Datatype)60)
+/* C++ datatypes */
+#define MPI_CXX_BOOL ((MPI_Datatype)61)
+#define MPI_CXX_FLOAT_COMPLEX ((MPI_Datatype)62)
+#define MPI_CXX_DOUBLE_COMPLEX ((MPI_Datatype)63)
+#define MPI_CXX_LONG_DOUBLE_COMPLEX ((MPI_Datatype)64)
+/* MPI-1 bound markers (for MPI_Type_struct) */
+#define MPI_LB ((MPI_Datatype)65)
+#define MPI_UB ((MPI_Datatype)66)
+#define BRAID_PREDEFINED_DATATYPE_LAST 66
 #define BRAID_FIRST_DERIVED_DATATYPE 256
 
 /* Type constructor helpers */
@@ -128,6 +157,16 @@ typedef struct MPI_Status {
 #define MPI_COMBINER_SUBARRAY 11
 #define MPI_COMBINER_DARRAY 12
 #define MPI_COMBINER_RESIZED 13
+#define MPI_COMBINER_F90_REAL 14
+#define MPI_COMBINER_F90_COMPLEX 15
+#define MPI_COMBINER_F90_INTEGER 16
+#define MPI_DISTRIBUTE_BLOCK 121
+#define MPI_DISTRIBUTE_CYCLIC 122
+#define MPI_DISTRIBUTE_NONE 123
+#define MPI_DISTRIBUTE_DFLT_DARG (-49767)
+#define MPI_TYPECLASS_REAL 1
+#define MPI_TYPECLASS_INTEGER 2
+#define MPI_TYPECLASS_COMPLEX 3
 
 /* Predefined reduction operations */
 #define MPI_MAX ((MPI_Op)1)
@@ -502,6 +541,45 @@ int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf
 int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount,
                MPI_Datatype datatype, MPI_Comm comm);
 int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size);
+int MPI_Type_create_subarray(int ndims, const int array_of_sizes[], const int array_of_subsizes[],
+                             const int array_of_starts[], int order, MPI_Datatype oldtype,
+                             MPI_Datatype *newtype);
+int MPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[],
+                           const int array_of_distribs[], const int array_of_dargs[],
+                           const int array_of_psizes[], int order, MPI_Datatype oldtype,
+                           MPI_Datatype *newtype);
+int MPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses, int *num_datatypes,
+                          int *combiner);
+int MPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses, int max_datatypes,
+                          int array_of_integers[], MPI_Aint array_of_addresses[],
+                          MPI_Datatype array_of_datatypes[]);
+int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype);
+int MPI_Type_create_f90_integer(int r, MPI_Datatype *newtype);
+int MPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype);
+int MPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype);
+int MPI_Pack_external(const char datarep[], const void *inbuf, int incount, MPI_Datatype datatype,
+                      void *outbuf, MPI_Aint outsize, MPI_Aint *position);
+int MPI_Unpack_external(const char datarep[], const void *inbuf, MPI_Aint insize, MPI_Aint *position,
+                        void *outbuf, int outcount, MPI_Datatype datatype);
+int MPI_Pack_external_size(const char datarep[], int incount, MPI_Datatype datatype, MPI_Aint *size);
+int MPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn,
+                           MPI_Type_delete_attr_function *type_delete_attr_fn, int *type_keyval,
+                           void *extra_state);
+int MPI_Type_free_keyval(int *type_keyval);
+int MPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val);
+int MPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val, int *flag);
+int MPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval);
+MPI_Fint MPI_Type_c2f(MPI_Datatype datatype);
+MPI_Datatype MPI_Type_f2c(MPI_Fint datatype);
+/* MPI-1 datatype calls that MPI-3.0 removed, kept for the programs that still use them */
+int MPI_Type_struct(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[],
+                    const MPI_Datatype array_of_types[], MPI_Datatype *newtype);
+int MPI_Type_hindexed(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[],
+                      MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_extent(MPI_Datatype datatype, MPI_Aint *extent);
+int MPI_Type_lb(MPI_Datatype datatype, MPI_Aint *displacement);
+int MPI_Type_ub(MPI_Datatype datatype, MPI_Aint *displacement);
+int MPI_Address(const void *location, MPI_Aint *address);
 
 /* Reduction operations */
 int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op);
@@ -659,71 +737,6 @@ int MPI_Status_set_cancelled(MPI_Status *status, int flag);
 int MPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count);
 int MPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Count count);
 
-/* Datatypes: array constructors, decoding, external32, Fortran and C++ types, MPI-1 names */
-#define MPI_DISTRIBUTE_BLOCK 121
-#define MPI_DISTRIBUTE_CYCLIC 122
-#define MPI_DISTRIBUTE_NONE 123
-#define MPI_DISTRIBUTE_DFLT_DARG (-49767)
-#define MPI_TYPECLASS_REAL 1
-#define MPI_TYPECLASS_INTEGER 2
-#define MPI_TYPECLASS_COMPLEX 3
-#define MPI_COMBINER_F90_REAL 14
-#define MPI_COMBINER_F90_COMPLEX 15
-#define MPI_COMBINER_F90_INTEGER 16
-#define MPI_CHARACTER ((MPI_Datatype)41)
-#define MPI_LOGICAL ((MPI_Datatype)42)
-#define MPI_INTEGER ((MPI_Datatype)43)
-#define MPI_REAL ((MPI_Datatype)44)
-#define MPI_DOUBLE_PRECISION ((MPI_Datatype)45)
-#define MPI_COMPLEX ((MPI_Datatype)46)
-#define MPI_DOUBLE_COMPLEX ((MPI_Datatype)47)
-#define MPI_2INTEGER ((MPI_Datatype)48)
-#define MPI_2REAL ((MPI_Datatype)49)
-#define MPI_2DOUBLE_PRECISION ((MPI_Datatype)50)
-#define MPI_INTEGER1 ((MPI_Datatype)51)
-#define MPI_INTEGER2 ((MPI_Datatype)52)
-#define MPI_INTEGER4 ((MPI_Datatype)53)
-#define MPI_INTEGER8 ((MPI_Datatype)54)
-#define MPI_REAL4 ((MPI_Datatype)55)
-#define MPI_REAL8 ((MPI_Datatype)56)
-#define MPI_REAL16 ((MPI_Datatype)57)
-#define MPI_COMPLEX8 ((MPI_Datatype)58)
-#define MPI_COMPLEX16 ((MPI_Datatype)59)
-#define MPI_COMPLEX32 ((MPI_Datatype)60)
-#define MPI_CXX_BOOL ((MPI_Datatype)61)
-#define MPI_CXX_FLOAT_COMPLEX ((MPI_Datatype)62)
-#define MPI_CXX_DOUBLE_COMPLEX ((MPI_Datatype)63)
-#define MPI_CXX_LONG_DOUBLE_COMPLEX ((MPI_Datatype)64)
-int MPI_Type_create_subarray(int ndims, const int array_of_sizes[], const int array_of_subsizes[],
-                             const int array_of_starts[], int order, MPI_Datatype oldtype,
-                             MPI_Datatype *newtype);
-int MPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[],
-                           const int array_of_distribs[], const int array_of_dargs[],
-                           const int array_of_psizes[], int order, MPI_Datatype oldtype,
-                           MPI_Datatype *newtype);
-int MPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses, int *num_datatypes,
-                          int *combiner);
-int MPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses, int max_datatypes,
-                          int array_of_integers[], MPI_Aint array_of_addresses[],
-                          MPI_Datatype array_of_datatypes[]);
-int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype);
-int MPI_Type_create_f90_integer(int r, MPI_Datatype *newtype);
-int MPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype);
-int MPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype);
-int MPI_Pack_external(const char datarep[], const void *inbuf, int incount, MPI_Datatype datatype,
-                      void *outbuf, MPI_Aint outsize, MPI_Aint *position);
-int MPI_Unpack_external(const char datarep[], const void *inbuf, MPI_Aint insize, MPI_Aint *position,
-                        void *outbuf, int outcount, MPI_Datatype datatype);
-int MPI_Pack_external_size(const char datarep[], int incount, MPI_Datatype datatype, MPI_Aint *size);
-int MPI_Address(const void *location, MPI_Aint *address);
-int MPI_Type_extent(MPI_Datatype datatype, MPI_Aint *extent);
-int MPI_Type_lb(MPI_Datatype datatype, MPI_Aint *displacement);
-int MPI_Type_ub(MPI_Datatype datatype, MPI_Aint *displacement);
-int MPI_Type_hindexed(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[],
-                      MPI_Datatype oldtype, MPI_Datatype *newtype);
-int MPI_Type_struct(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[],
-                    const MPI_Datatype array_of_types[], MPI_Datatype *newtype);
-
 /* Communicators: non-blocking duplication */
 int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request);
 
@@ -795,8 +808,6 @@ int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[], const M
 #define MPI_F_STATUSES_IGNORE ((MPI_Fint *)1)
 MPI_Fint MPI_Comm_c2f(MPI_Comm comm);
 MPI_Comm MPI_Comm_f2c(MPI_Fint comm);
-MPI_Fint MPI_Type_c2f(MPI_Datatype datatype);
-MPI_Datatype MPI_Type_f2c(MPI_Fint datatype);
 MPI_Fint MPI_Group_c2f(MPI_Group group);
 MPI_Group MPI_Group_f2c(MPI_Fint group);
 MPI_Fint MPI_Request_c2f(MPI_Request request);
@@ -1222,6 +1233,25 @@ MPI_Aint PMPI_Aint_diff(MPI_Aint addr1, MPI_Aint addr2);
 int PMPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize, int *position, MPI_Comm comm);
 int PMPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount, MPI_Datatype datatype, MPI_Comm comm);
 int PMPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size);
+int PMPI_Type_create_subarray(int ndims, const int array_of_sizes[], const int array_of_subsizes[], const int array_of_starts[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype);
+int PMPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[], const int array_of_distribs[], const int array_of_dargs[], const int array_of_psizes[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype);
+int PMPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses, int *num_datatypes, int *combiner);
+int PMPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses, int max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[], MPI_Datatype array_of_datatypes[]);
+int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype);
+int PMPI_Type_create_f90_integer(int r, MPI_Datatype *newtype);
+int PMPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype);
+int PMPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype);
+int PMPI_Pack_external(const char datarep[], const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, MPI_Aint outsize, MPI_Aint *position);
+int PMPI_Unpack_external(const char datarep[], const void *inbuf, MPI_Aint insize, MPI_Aint *position, void *outbuf, int outcount, MPI_Datatype datatype);
+int PMPI_Pack_external_size(const char datarep[], int incount, MPI_Datatype datatype, MPI_Aint *size);
+MPI_Fint PMPI_Type_c2f(MPI_Datatype datatype);
+MPI_Datatype PMPI_Type_f2c(MPI_Fint datatype);
+int PMPI_Type_struct(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[], const MPI_Datatype array_of_types[], MPI_Datatype *newtype);
+int PMPI_Type_hindexed(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype);
+int PMPI_Type_extent(MPI_Datatype datatype, MPI_Aint *extent);
+int PMPI_Type_lb(MPI_Datatype datatype, MPI_Aint *displacement);
+int PMPI_Type_ub(MPI_Datatype datatype, MPI_Aint *displacement);
+int PMPI_Address(const void *location, MPI_Aint *address);
 int PMPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op);
 int PMPI_Op_free(MPI_Op *op);
 int PMPI_Op_commutative(MPI_Op op, int *commute);
@@ -1303,23 +1333,6 @@ int PMPI_Grequest_complete(MPI_Request request);
 int PMPI_Status_set_cancelled(MPI_Status *status, int flag);
 int PMPI_Status_set_elements(MPI_Status *status, MPI_Datatype datatype, int count);
 int PMPI_Status_set_elements_x(MPI_Status *status, MPI_Datatype datatype, MPI_Count count);
-int PMPI_Type_create_subarray(int ndims, const int array_of_sizes[], const int array_of_subsizes[], const int array_of_starts[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype);
-int PMPI_Type_create_darray(int size, int rank, int ndims, const int array_of_gsizes[], const int array_of_distribs[], const int array_of_dargs[], const int array_of_psizes[], int order, MPI_Datatype oldtype, MPI_Datatype *newtype);
-int PMPI_Type_get_envelope(MPI_Datatype datatype, int *num_integers, int *num_addresses, int *num_datatypes, int *combiner);
-int PMPI_Type_get_contents(MPI_Datatype datatype, int max_integers, int max_addresses, int max_datatypes, int array_of_integers[], MPI_Aint array_of_addresses[], MPI_Datatype array_of_datatypes[]);
-int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype);
-int PMPI_Type_create_f90_integer(int r, MPI_Datatype *newtype);
-int PMPI_Type_create_f90_real(int p, int r, MPI_Datatype *newtype);
-int PMPI_Type_create_f90_complex(int p, int r, MPI_Datatype *newtype);
-int PMPI_Pack_external(const char datarep[], const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, MPI_Aint outsize, MPI_Aint *position);
-int PMPI_Unpack_external(const char datarep[], const void *inbuf, MPI_Aint insize, MPI_Aint *position, void *outbuf, int outcount, MPI_Datatype datatype);
-int PMPI_Pack_external_size(const char datarep[], int incount, MPI_Datatype datatype, MPI_Aint *size);
-int PMPI_Address(const void *location, MPI_Aint *address);
-int PMPI_Type_extent(MPI_Datatype datatype, MPI_Aint *extent);
-int PMPI_Type_lb(MPI_Datatype datatype, MPI_Aint *displacement);
-int PMPI_Type_ub(MPI_Datatype datatype, MPI_Aint *displacement);
-int PMPI_Type_hindexed(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[], MPI_Datatype oldtype, MPI_Datatype *newtype);
-int PMPI_Type_struct(int count, const int array_of_blocklengths[], const MPI_Aint array_of_displacements[], const MPI_Datatype array_of_types[], MPI_Datatype *newtype);
 int PMPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request);
 int PMPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[], int *newrank);
 int PMPI_Graph_map(MPI_Comm comm, int nnodes, const int index[], const int edges[], int *newrank);
@@ -1353,8 +1366,6 @@ int PMPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[], const 
 int PMPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request);
 MPI_Fint PMPI_Comm_c2f(MPI_Comm comm);
 MPI_Comm PMPI_Comm_f2c(MPI_Fint comm);
-MPI_Fint PMPI_Type_c2f(MPI_Datatype datatype);
-MPI_Datatype PMPI_Type_f2c(MPI_Fint datatype);
 MPI_Fint PMPI_Group_c2f(MPI_Group group);
 MPI_Group PMPI_Group_f2c(MPI_Fint group);
 MPI_Fint PMPI_Request_c2f(MPI_Request request);

@@ -194,7 +194,7 @@ header_case "mpi.h -std=c99 -pedantic -Wall -Wextra -Werror" c99 "$CC" -std=c99
 header_case "mpi.h -std=c11 -pedantic -Wall -Wextra -Werror" c11 "$CC" -std=c11
 header_case "mpi.h C++ -pedantic -Wall -Wextra -Werror" cxx "$CXX" -x c++ "${CXXFLAGS[@]}"
 
-PROGRAMS=(p2p_matching p2p_modes collectives nbc datatypes comms comms_more intercomm attributes errors large ring fatal_error abort_code kill_rank unsupported conversions tool_interface pmpi_counts)
+PROGRAMS=(p2p_matching p2p_modes collectives nbc datatypes datatypes_more comms comms_more intercomm attributes errors large ring fatal_error abort_code kill_rank unsupported conversions tool_interface pmpi_counts)
 for program in "${PROGRAMS[@]}"; do
     if ! compile_c "$program"; then
         fail "build $program" "$(explain "$LOG_DIR/build-$program.log")"; keep_logs
@@ -211,6 +211,7 @@ if is_braid && built nbc; then
     expect_success "nbc n=4 BRAID_PROGRESS_THREAD=on" 4 BRAID_PROGRESS_THREAD=on -- "$BUILD/nbc"
 fi
 for ranks in 1 2 3 4; do built datatypes && expect_success "datatypes n=$ranks" "$ranks" -- "$BUILD/datatypes"; done
+for ranks in 1 2 3 4; do built datatypes_more && expect_success "datatypes_more n=$ranks" "$ranks" -- "$BUILD/datatypes_more"; done
 for ranks in 1 2 3 4; do built comms && expect_success "comms n=$ranks" "$ranks" -- "$BUILD/comms"; done
 for ranks in 1 2 3 4; do built comms_more && expect_success "comms_more n=$ranks" "$ranks" -- "$BUILD/comms_more"; done
 for ranks in 2 3 4; do built intercomm && expect_success "intercomm n=$ranks" "$ranks" -- "$BUILD/intercomm"; done

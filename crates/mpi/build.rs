@@ -1,5 +1,5 @@
-//! Compiles the C helpers (long double arithmetic, which Rust cannot express) and lists the MPI_
-//! entry points for the profiling interface (src/pmpi.rs).
+//! Compiles the C helpers (long double and binary128 arithmetic, which Rust cannot express) and
+//! lists the MPI_ entry points for the profiling interface (src/pmpi.rs).
 
 use std::path::{Path, PathBuf};
 
@@ -8,7 +8,8 @@ mod entry_points;
 
 fn main() {
     println!("cargo:rerun-if-changed=csrc/long_double.c");
-    cc::Build::new().file("csrc/long_double.c").flag_if_supported("-std=c11").compile("braid_long_double");
+    println!("cargo:rerun-if-changed=csrc/binary128.c");
+    cc::Build::new().file("csrc/long_double.c").file("csrc/binary128.c").flag_if_supported("-std=c11").compile("braid_long_double");
 
     let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let sources = manifest_dir.join("src");

@@ -118,7 +118,36 @@ pub const MPI_LONG_INT: MPI_Datatype = 37;
 pub const MPI_2INT: MPI_Datatype = 38;
 pub const MPI_SHORT_INT: MPI_Datatype = 39;
 pub const MPI_LONG_DOUBLE_INT: MPI_Datatype = 40;
-pub const BRAID_PREDEFINED_DATATYPE_LAST: c_int = 40;
+// Fortran datatypes usable from C
+pub const MPI_CHARACTER: MPI_Datatype = 41;
+pub const MPI_LOGICAL: MPI_Datatype = 42;
+pub const MPI_INTEGER: MPI_Datatype = 43;
+pub const MPI_REAL: MPI_Datatype = 44;
+pub const MPI_DOUBLE_PRECISION: MPI_Datatype = 45;
+pub const MPI_COMPLEX: MPI_Datatype = 46;
+pub const MPI_DOUBLE_COMPLEX: MPI_Datatype = 47;
+pub const MPI_2INTEGER: MPI_Datatype = 48;
+pub const MPI_2REAL: MPI_Datatype = 49;
+pub const MPI_2DOUBLE_PRECISION: MPI_Datatype = 50;
+pub const MPI_INTEGER1: MPI_Datatype = 51;
+pub const MPI_INTEGER2: MPI_Datatype = 52;
+pub const MPI_INTEGER4: MPI_Datatype = 53;
+pub const MPI_INTEGER8: MPI_Datatype = 54;
+pub const MPI_REAL4: MPI_Datatype = 55;
+pub const MPI_REAL8: MPI_Datatype = 56;
+pub const MPI_REAL16: MPI_Datatype = 57;
+pub const MPI_COMPLEX8: MPI_Datatype = 58;
+pub const MPI_COMPLEX16: MPI_Datatype = 59;
+pub const MPI_COMPLEX32: MPI_Datatype = 60;
+// C++ datatypes
+pub const MPI_CXX_BOOL: MPI_Datatype = 61;
+pub const MPI_CXX_FLOAT_COMPLEX: MPI_Datatype = 62;
+pub const MPI_CXX_DOUBLE_COMPLEX: MPI_Datatype = 63;
+pub const MPI_CXX_LONG_DOUBLE_COMPLEX: MPI_Datatype = 64;
+// MPI-1 bound markers (for MPI_Type_struct)
+pub const MPI_LB: MPI_Datatype = 65;
+pub const MPI_UB: MPI_Datatype = 66;
+pub const BRAID_PREDEFINED_DATATYPE_LAST: c_int = 66;
 pub const BRAID_FIRST_DERIVED_DATATYPE: c_int = 256;
 
 // Type constructor helpers
@@ -137,6 +166,16 @@ pub const MPI_COMBINER_STRUCT: c_int = 10;
 pub const MPI_COMBINER_SUBARRAY: c_int = 11;
 pub const MPI_COMBINER_DARRAY: c_int = 12;
 pub const MPI_COMBINER_RESIZED: c_int = 13;
+pub const MPI_COMBINER_F90_REAL: c_int = 14;
+pub const MPI_COMBINER_F90_COMPLEX: c_int = 15;
+pub const MPI_COMBINER_F90_INTEGER: c_int = 16;
+pub const MPI_DISTRIBUTE_BLOCK: c_int = 121;
+pub const MPI_DISTRIBUTE_CYCLIC: c_int = 122;
+pub const MPI_DISTRIBUTE_NONE: c_int = 123;
+pub const MPI_DISTRIBUTE_DFLT_DARG: c_int = -49767;
+pub const MPI_TYPECLASS_REAL: c_int = 1;
+pub const MPI_TYPECLASS_INTEGER: c_int = 2;
+pub const MPI_TYPECLASS_COMPLEX: c_int = 3;
 
 // Predefined reduction operations
 pub const MPI_MAX: MPI_Op = 1;
@@ -301,41 +340,6 @@ pub type MPI_Grequest_free_function = unsafe extern "C" fn(*mut c_void) -> c_int
 /// `int MPI_Grequest_cancel_function(void *extra_state, int complete)`.
 pub type MPI_Grequest_cancel_function = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
 
-// Datatypes: array constructors, decoding, external32, Fortran and C++ types, MPI-1 names
-pub const MPI_DISTRIBUTE_BLOCK: c_int = 121;
-pub const MPI_DISTRIBUTE_CYCLIC: c_int = 122;
-pub const MPI_DISTRIBUTE_NONE: c_int = 123;
-pub const MPI_DISTRIBUTE_DFLT_DARG: c_int = -49767;
-pub const MPI_TYPECLASS_REAL: c_int = 1;
-pub const MPI_TYPECLASS_INTEGER: c_int = 2;
-pub const MPI_TYPECLASS_COMPLEX: c_int = 3;
-pub const MPI_COMBINER_F90_REAL: c_int = 14;
-pub const MPI_COMBINER_F90_COMPLEX: c_int = 15;
-pub const MPI_COMBINER_F90_INTEGER: c_int = 16;
-pub const MPI_CHARACTER: MPI_Datatype = 41;
-pub const MPI_LOGICAL: MPI_Datatype = 42;
-pub const MPI_INTEGER: MPI_Datatype = 43;
-pub const MPI_REAL: MPI_Datatype = 44;
-pub const MPI_DOUBLE_PRECISION: MPI_Datatype = 45;
-pub const MPI_COMPLEX: MPI_Datatype = 46;
-pub const MPI_DOUBLE_COMPLEX: MPI_Datatype = 47;
-pub const MPI_2INTEGER: MPI_Datatype = 48;
-pub const MPI_2REAL: MPI_Datatype = 49;
-pub const MPI_2DOUBLE_PRECISION: MPI_Datatype = 50;
-pub const MPI_INTEGER1: MPI_Datatype = 51;
-pub const MPI_INTEGER2: MPI_Datatype = 52;
-pub const MPI_INTEGER4: MPI_Datatype = 53;
-pub const MPI_INTEGER8: MPI_Datatype = 54;
-pub const MPI_REAL4: MPI_Datatype = 55;
-pub const MPI_REAL8: MPI_Datatype = 56;
-pub const MPI_REAL16: MPI_Datatype = 57;
-pub const MPI_COMPLEX8: MPI_Datatype = 58;
-pub const MPI_COMPLEX16: MPI_Datatype = 59;
-pub const MPI_COMPLEX32: MPI_Datatype = 60;
-pub const MPI_CXX_BOOL: MPI_Datatype = 61;
-pub const MPI_CXX_FLOAT_COMPLEX: MPI_Datatype = 62;
-pub const MPI_CXX_DOUBLE_COMPLEX: MPI_Datatype = 63;
-pub const MPI_CXX_LONG_DOUBLE_COMPLEX: MPI_Datatype = 64;
 
 // Error handlers and user-defined error classes
 /// `void MPI_Comm_errhandler_function(MPI_Comm *comm, int *errorcode, ...)`.

@@ -207,11 +207,10 @@ impl Pending {
     fn release_staging(&mut self, count: usize, cancelled: bool) {
         if let Staging::Recv(unpack) = std::mem::replace(&mut self.staging, Staging::None) {
             if !cancelled {
-                let whole = count.checked_div(unpack.element_size).map_or(unpack.count, |w| w.min(unpack.count));
-                // SAFETY: `destination` is the user's receive buffer, valid for `count` elements of
-                // `datatype` until this request completes (MPI's rule); the staging holds `whole`
-                // packed elements.
-                unsafe { unpack.datatype.unpack(whole, &unpack.staging[..whole * unpack.element_size], unpack.destination) };
+                // SAFETY: `destination` is the user's receive buffer, valid for `unpack.count`
+                // elements of `datatype` until this request completes (MPI's rule); the staging
+                // holds their packed bytes, of which `count` arrived.
+                unsafe { unpack.datatype.unpack_received(count, &unpack.staging, unpack.destination) };
             }
         }
     }

@@ -9,11 +9,11 @@ use std::convert::identity;
 use std::slice;
 use std::sync::Arc;
 
-use super::{build_blocks, build_resized, build_struct, failure, lookup, lookup_committed, overflow, register, Blocks, DatatypeRef, TypeInfo};
+use super::{build_blocks, build_resized, build_struct, failure, lookup, lookup_committed, overflow, register, Blocks, DatatypeRef, Origin, TypeInfo};
 use crate::consts::*;
 use crate::error::{finish, MpiError, MpiResult};
 
-fn count_arg(count: c_int, what: &str) -> MpiResult<usize> {
+pub(super) fn count_arg(count: c_int, what: &str) -> MpiResult<usize> {
     usize::try_from(count).map_err(|_| failure(MPI_ERR_COUNT, format!("{what} is negative ({count})")))
 }
 
@@ -21,20 +21,20 @@ fn blocklength_arg(blocklength: c_int) -> MpiResult<usize> {
     usize::try_from(blocklength).map_err(|_| failure(MPI_ERR_ARG, format!("negative block length ({blocklength})")))
 }
 
-fn old_type(dt: MPI_Datatype) -> MpiResult<Arc<TypeInfo>> {
+pub(super) fn old_type(dt: MPI_Datatype) -> MpiResult<Arc<TypeInfo>> {
     lookup(dt).map(|info| info.shared()).map_err(|class| failure(class, format!("invalid datatype ({dt})")))
 }
 
 /// # Safety
 /// `pointer` is null or valid for writes.
-unsafe fn out<'a, T>(pointer: *mut T, what: &str) -> MpiResult<&'a mut T> {
+pub(super) unsafe fn out<'a, T>(pointer: *mut T, what: &str) -> MpiResult<&'a mut T> {
     // SAFETY: non-null pointers are valid for writes (caller's guarantee).
     unsafe { pointer.as_mut() }.ok_or_else(|| failure(MPI_ERR_ARG, format!("{what} is NULL")))
 }
 
 /// # Safety
 /// `pointer` is null or valid for reads of `len` elements.
-unsafe fn array<'a, T>(pointer: *const T, len: usize, what: &str) -> MpiResult<&'a [T]> {
+pub(super) unsafe fn array<'a, T>(pointer: *const T, len: usize, what: &str) -> MpiResult<&'a [T]> {
     if len == 0 {
         return Ok(&[]);
     }
@@ -45,6 +45,19 @@ unsafe fn array<'a, T>(pointer: *const T, len: usize, what: &str) -> MpiResult<&
     Ok(unsafe { slice::from_raw_parts(pointer, len) })
 }
 
+/// # Safety
+/// `pointer` is null or valid for writes of `len` elements.
+pub(super) unsafe fn array_mut<'a, T>(pointer: *mut T, len: usize, what: &str) -> MpiResult<&'a mut [T]> {
+    if len == 0 {
+        return Ok(&mut []);
+    }
+    if pointer.is_null() {
+        return Err(failure(MPI_ERR_ARG, format!("{what} is NULL")));
+    }
+    // SAFETY: non-null and, per the caller, valid for `len` writes.
+    Ok(unsafe { slice::from_raw_parts_mut(pointer, len) })
+}
+
 fn to_count(value: isize) -> MPI_Count {
     value as MPI_Count
 }
@@ -53,7 +66,7 @@ fn to_count(value: isize) -> MPI_Count {
 ///
 /// # Safety
 /// `newtype` is null or valid for writes.
-unsafe fn define(newtype: *mut MPI_Datatype, built: impl FnOnce() -> MpiResult<TypeInfo>) -> MpiResult<()> {
+pub(super) unsafe fn define(newtype: *mut MPI_Datatype, built: impl FnOnce() -> MpiResult<TypeInfo>) -> MpiResult<()> {
     // SAFETY: forwarded from this function's contract.
     let newtype = unsafe { out(newtype, "newtype") }?;
     *newtype = register(built()?)?;
@@ -72,8 +85,9 @@ macro_rules! constructor {
         }
     };
 }
+pub(super) use constructor;
 
-fn element_bytes(elements: c_int, extent: isize) -> MpiResult<isize> {
+pub(super) fn element_bytes(elements: c_int, extent: isize) -> MpiResult<isize> {
     (elements as isize).checked_mul(extent).ok_or_else(overflow)
 }
 
@@ -185,29 +199,37 @@ constructor!(MPI_Type_contiguous(count: c_int, oldtype: MPI_Datatype, newtype: *
 /// # Safety
 /// `newtype` is null or valid for writes.
 pub(super) unsafe fn contiguous(count: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> MpiResult<()> {
-    let count = count_arg(count, "count")?;
+    let copies = count_arg(count, "count")?;
     let child = old_type(oldtype)?;
+    let origin = Origin::constructed(MPI_COMBINER_CONTIGUOUS, vec![count], vec![], vec![(oldtype, child.clone())]);
     // SAFETY: forwarded from this function's contract.
-    unsafe { define(newtype, || build_blocks(&child, &Blocks::Regular { count: 1, blocklen: count, stride: 0 })) }
+    unsafe { define(newtype, || build_blocks(&child, &Blocks::Regular { count: 1, blocklen: copies, stride: 0 }, origin)) }
 }
 
-/// MPI_Type_vector and the h-variants; `stride` in bytes.
+/// The stride of a vector: in extents of the old type (MPI_Type_vector) or in bytes (the h-variants).
+#[derive(Clone, Copy)]
+pub(super) enum Stride {
+    Elements(c_int),
+    Bytes(MPI_Aint),
+}
+
+/// MPI_Type_vector and the h-variants.
 ///
 /// # Safety
 /// `newtype` is null or valid for writes.
-pub(super) unsafe fn vector(
-    count: c_int,
-    blocklength: c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-    stride: impl FnOnce(&TypeInfo) -> MpiResult<isize>,
-) -> MpiResult<()> {
-    let count = count_arg(count, "count")?;
+pub(super) unsafe fn vector(count: c_int, blocklength: c_int, stride: Stride, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> MpiResult<()> {
+    let blocks = count_arg(count, "count")?;
     let blocklen = blocklength_arg(blocklength)?;
     let child = old_type(oldtype)?;
-    let stride = stride(&child)?;
+    let types = vec![(oldtype, child.clone())];
+    let (stride_bytes, origin) = match stride {
+        Stride::Elements(elements) => {
+            (element_bytes(elements, child.extent)?, Origin::constructed(MPI_COMBINER_VECTOR, vec![count, blocklength, elements], vec![], types))
+        }
+        Stride::Bytes(bytes) => (bytes, Origin::constructed(MPI_COMBINER_HVECTOR, vec![count, blocklength], vec![bytes], types)),
+    };
     // SAFETY: forwarded from this function's contract.
-    unsafe { define(newtype, || build_blocks(&child, &Blocks::Regular { count, blocklen, stride })) }
+    unsafe { define(newtype, || build_blocks(&child, &Blocks::Regular { count: blocks, blocklen, stride: stride_bytes }, origin)) }
 }
 
 constructor!(
@@ -217,7 +239,7 @@ constructor!(
         stride: c_int,
         oldtype: MPI_Datatype,
         newtype: *mut MPI_Datatype,
-    ) => vector(count, blocklength, oldtype, newtype, |child| element_bytes(stride, child.extent))
+    ) => vector(count, blocklength, Stride::Elements(stride), oldtype, newtype)
 );
 
 constructor!(
@@ -227,7 +249,7 @@ constructor!(
         stride: MPI_Aint,
         oldtype: MPI_Datatype,
         newtype: *mut MPI_Datatype,
-    ) => vector(count, blocklength, oldtype, newtype, |_| Ok(stride))
+    ) => vector(count, blocklength, Stride::Bytes(stride), oldtype, newtype)
 );
 
 constructor!(
@@ -237,37 +259,71 @@ constructor!(
         stride: MPI_Aint,
         oldtype: MPI_Datatype,
         newtype: *mut MPI_Datatype,
-    ) => vector(count, blocklength, oldtype, newtype, |_| Ok(stride))
+    ) => vector(count, blocklength, Stride::Bytes(stride), oldtype, newtype)
 );
 
-/// The indexed family: `blocklengths` (None: all `blocklength`), displacements scaled to bytes.
+/// A displacement argument of the indexed family: in extents of the old type (int) or in bytes
+/// (MPI_Aint).
+pub(super) trait Displacement: Copy {
+    fn bytes(self, child: &TypeInfo) -> MpiResult<isize>;
+    /// Adds `values` to an envelope's integers or addresses, as MPI_Type_get_contents lists them.
+    fn record(values: &[Self], integers: &mut Vec<c_int>, addresses: &mut Vec<MPI_Aint>);
+}
+
+impl Displacement for c_int {
+    fn bytes(self, child: &TypeInfo) -> MpiResult<isize> {
+        element_bytes(self, child.extent)
+    }
+    fn record(values: &[Self], integers: &mut Vec<c_int>, _: &mut Vec<MPI_Aint>) {
+        integers.extend_from_slice(values);
+    }
+}
+
+impl Displacement for MPI_Aint {
+    fn bytes(self, _: &TypeInfo) -> MpiResult<isize> {
+        Ok(self)
+    }
+    fn record(values: &[Self], _: &mut Vec<c_int>, addresses: &mut Vec<MPI_Aint>) {
+        addresses.extend_from_slice(values);
+    }
+}
+
+/// The indexed family (`combiner` says which): `blocklengths`, or `Err(blocklength)` for all
+/// blocks alike.
 ///
 /// # Safety
 /// The arrays are null or valid for `count` reads; `newtype` null or valid for writes.
-pub(super) unsafe fn indexed<D: Copy>(
+pub(super) unsafe fn indexed<D: Displacement>(
+    combiner: c_int,
     count: c_int,
     blocklengths: Result<*const c_int, c_int>,
     displacements: *const D,
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
-    to_bytes: impl Fn(D, &TypeInfo) -> MpiResult<isize>,
 ) -> MpiResult<()> {
-    let count = count_arg(count, "count")?;
+    let blocks = count_arg(count, "count")?;
     let child = old_type(oldtype)?;
     // SAFETY: valid for `count` reads per the caller.
-    let displacements = unsafe { array(displacements, count, "array_of_displacements") }?;
-    let blocklengths = match blocklengths {
-        // SAFETY: valid for `count` reads per the caller.
-        Ok(pointer) => unsafe { array(pointer, count, "array_of_blocklengths") }?
-            .iter()
-            .map(|&len| blocklength_arg(len))
-            .collect::<MpiResult<Vec<_>>>()?,
-        Err(same) => vec![blocklength_arg(same)?; count],
+    let displacements = unsafe { array(displacements, blocks, "array_of_displacements") }?;
+    let mut integers = vec![count];
+    let lengths = match blocklengths {
+        Ok(pointer) => {
+            // SAFETY: valid for `count` reads per the caller.
+            let given = unsafe { array(pointer, blocks, "array_of_blocklengths") }?;
+            integers.extend_from_slice(given);
+            given.iter().map(|&len| blocklength_arg(len)).collect::<MpiResult<Vec<_>>>()?
+        }
+        Err(same) => {
+            integers.push(same);
+            vec![blocklength_arg(same)?; blocks]
+        }
     };
-    let blocks =
-        displacements.iter().zip(blocklengths).map(|(&disp, len)| Ok((to_bytes(disp, &child)?, len))).collect::<MpiResult<Vec<_>>>()?;
+    let list = displacements.iter().zip(lengths).map(|(&disp, len)| Ok((disp.bytes(&child)?, len))).collect::<MpiResult<Vec<_>>>()?;
+    let mut addresses = Vec::new();
+    D::record(displacements, &mut integers, &mut addresses);
+    let origin = Origin::constructed(combiner, integers, addresses, vec![(oldtype, child.clone())]);
     // SAFETY: forwarded from this function's contract.
-    unsafe { define(newtype, || build_blocks(&child, &Blocks::List(blocks))) }
+    unsafe { define(newtype, || build_blocks(&child, &Blocks::List(list), origin)) }
 }
 
 constructor!(
@@ -277,7 +333,7 @@ constructor!(
         array_of_displacements: *const c_int,
         oldtype: MPI_Datatype,
         newtype: *mut MPI_Datatype,
-    ) => indexed(count, Ok(array_of_blocklengths), array_of_displacements, oldtype, newtype, |disp, child| element_bytes(disp, child.extent))
+    ) => indexed(MPI_COMBINER_INDEXED, count, Ok(array_of_blocklengths), array_of_displacements, oldtype, newtype)
 );
 
 constructor!(
@@ -287,7 +343,7 @@ constructor!(
         array_of_displacements: *const MPI_Aint,
         oldtype: MPI_Datatype,
         newtype: *mut MPI_Datatype,
-    ) => indexed(count, Ok(array_of_blocklengths), array_of_displacements, oldtype, newtype, |disp, _| Ok(disp))
+    ) => indexed(MPI_COMBINER_HINDEXED, count, Ok(array_of_blocklengths), array_of_displacements, oldtype, newtype)
 );
 
 constructor!(
@@ -297,7 +353,7 @@ constructor!(
         array_of_displacements: *const c_int,
         oldtype: MPI_Datatype,
         newtype: *mut MPI_Datatype,
-    ) => indexed(count, Err(blocklength), array_of_displacements, oldtype, newtype, |disp, child| element_bytes(disp, child.extent))
+    ) => indexed(MPI_COMBINER_INDEXED_BLOCK, count, Err(blocklength), array_of_displacements, oldtype, newtype)
 );
 
 constructor!(
@@ -307,35 +363,48 @@ constructor!(
         array_of_displacements: *const MPI_Aint,
         oldtype: MPI_Datatype,
         newtype: *mut MPI_Datatype,
-    ) => indexed(count, Err(blocklength), array_of_displacements, oldtype, newtype, |disp, _| Ok(disp))
+    ) => indexed(MPI_COMBINER_HINDEXED_BLOCK, count, Err(blocklength), array_of_displacements, oldtype, newtype)
 );
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_struct(
+/// MPI_Type_create_struct (and MPI-1's MPI_Type_struct, where MPI_LB and MPI_UB set bounds).
+///
+/// # Safety
+/// The arrays are null or valid for `count` reads; `newtype` null or valid for writes.
+pub(super) unsafe fn structure(
     count: c_int,
     array_of_blocklengths: *const c_int,
     array_of_displacements: *const MPI_Aint,
     array_of_types: *const MPI_Datatype,
     newtype: *mut MPI_Datatype,
-) -> c_int {
-    let result = (|| {
-        let count = count_arg(count, "count")?;
-        // SAFETY: the arrays are null or valid for `count` reads (caller's guarantee).
-        let (blocklengths, displacements, types) = unsafe {
-            (
-                array(array_of_blocklengths, count, "array_of_blocklengths")?,
-                array(array_of_displacements, count, "array_of_displacements")?,
-                array(array_of_types, count, "array_of_types")?,
-            )
-        };
-        let blocks = (0..count)
-            .map(|index| Ok((old_type(types[index])?, displacements[index], blocklength_arg(blocklengths[index])?)))
-            .collect::<MpiResult<Vec<_>>>()?;
-        // SAFETY: `newtype` forwarded from the caller.
-        unsafe { define(newtype, || build_struct(&blocks)) }
-    })();
-    finish("MPI_Type_create_struct", result)
+) -> MpiResult<()> {
+    let blocks = count_arg(count, "count")?;
+    // SAFETY: the arrays are null or valid for `count` reads (caller's guarantee).
+    let (blocklengths, displacements, types) = unsafe {
+        (
+            array(array_of_blocklengths, blocks, "array_of_blocklengths")?,
+            array(array_of_displacements, blocks, "array_of_displacements")?,
+            array(array_of_types, blocks, "array_of_types")?,
+        )
+    };
+    let children = types.iter().map(|&dt| Ok((dt, old_type(dt)?))).collect::<MpiResult<Vec<_>>>()?;
+    let list = (0..blocks)
+        .map(|index| Ok((children[index].1.clone(), displacements[index], blocklength_arg(blocklengths[index])?)))
+        .collect::<MpiResult<Vec<_>>>()?;
+    let integers = [&[count][..], blocklengths].concat();
+    let origin = Origin::constructed(MPI_COMBINER_STRUCT, integers, displacements.to_vec(), children);
+    // SAFETY: `newtype` forwarded from the caller.
+    unsafe { define(newtype, || build_struct(&list, origin)) }
 }
+
+constructor!(
+    MPI_Type_create_struct(
+        count: c_int,
+        array_of_blocklengths: *const c_int,
+        array_of_displacements: *const MPI_Aint,
+        array_of_types: *const MPI_Datatype,
+        newtype: *mut MPI_Datatype,
+    ) => structure(count, array_of_blocklengths, array_of_displacements, array_of_types, newtype)
+);
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_create_resized(
@@ -346,8 +415,9 @@ pub unsafe extern "C" fn MPI_Type_create_resized(
 ) -> c_int {
     let result = (|| {
         let child = old_type(oldtype)?;
+        let origin = Origin::constructed(MPI_COMBINER_RESIZED, vec![], vec![lb, extent], vec![(oldtype, child.clone())]);
         // SAFETY: `newtype` forwarded from the caller.
-        unsafe { define(newtype, || Ok(build_resized(&child, lb, extent))) }
+        unsafe { define(newtype, || Ok(build_resized(&child, lb, extent, origin))) }
     })();
     finish("MPI_Type_create_resized", result)
 }
@@ -405,6 +475,17 @@ pub unsafe extern "C" fn MPI_Get_address(location: *const c_void, address: *mut 
             Ok(())
         })(),
     )
+}
+
+/// Datatype handles are the same in C and Fortran.
+#[no_mangle]
+pub extern "C" fn MPI_Type_c2f(datatype: MPI_Datatype) -> MPI_Fint {
+    datatype
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Type_f2c(datatype: MPI_Fint) -> MPI_Datatype {
+    datatype
 }
 
 #[no_mangle]

@@ -160,6 +160,46 @@ pub(crate) unsafe fn transfer<const PACK: bool>(pieces: &[Piece], extent: isize,
     }
 }
 
+/// Copies the first `bytes` packed bytes of ONE element (fewer than its packed size), in
+/// type-map order, between the element at `user` and `packed`. Returns the packed cursor after
+/// them and the bytes left over (nonzero only when the pieces hold fewer).
+///
+/// # Safety
+/// The element's runs that the bytes reach must be valid user memory, and `packed` valid for
+/// `bytes` bytes; no overlap.
+pub(crate) unsafe fn transfer_prefix<const PACK: bool>(pieces: &[Piece], user: *mut u8, mut packed: *mut u8, mut bytes: usize) -> (*mut u8, usize) {
+    for piece in pieces {
+        if bytes == 0 {
+            break;
+        }
+        match piece {
+            Piece::Runs { offset, len, count, stride } => {
+                let whole = (bytes / len).min(*count);
+                let start = user.wrapping_offset(*offset);
+                // SAFETY: the first `whole` runs of this piece are reached by the bytes.
+                unsafe { copy_runs::<PACK>(start, packed, *len, whole, *stride, *len) };
+                (packed, bytes) = (packed.wrapping_add(whole * len), bytes - whole * len);
+                if whole < *count && bytes > 0 {
+                    // SAFETY: the bytes end inside the next run, which they reach.
+                    unsafe { copy::<PACK>(start.wrapping_offset(whole as isize * stride), packed, bytes) };
+                    return (packed.wrapping_add(bytes), 0);
+                }
+            }
+            Piece::Nested { offset, count, stride, inner } => {
+                for index in 0..*count {
+                    if bytes == 0 {
+                        break;
+                    }
+                    let base = user.wrapping_offset(offset + index as isize * stride);
+                    // SAFETY: as above, for the nested copy.
+                    (packed, bytes) = unsafe { transfer_prefix::<PACK>(inner, base, packed, bytes) };
+                }
+            }
+        }
+    }
+    (packed, bytes)
+}
+
 /// Small records (a struct of a few fields) are copied field by field across a batch of
 /// elements rather than element by element: one tight strided loop per field.
 const INTERLEAVED_PIECES_MAX: usize = 8;
@@ -327,6 +367,20 @@ mod tests {
         layout.append_repeated(&unit, 0, 1000, 16);
         assert!(matches!(layout.pieces.as_slice(), [Piece::Nested { count: 1000, stride: 16, .. }]));
         assert_eq!(layout_bytes(&layout.pieces), 6000);
+    }
+
+    #[test]
+    fn a_prefix_of_an_element_fills_its_first_runs_only() {
+        let unit = [runs(0, 2, 1, 0), runs(4, 1, 1, 0)];
+        let mut layout = Layout::default();
+        layout.append_repeated(&unit, 0, 100, 8);
+        assert!(matches!(layout.pieces.as_slice(), [Piece::Nested { .. }]));
+        let mut packed: Vec<u8> = (1..=8).collect();
+        let mut user = [0u8; 24];
+        // SAFETY: 8 bytes reach the third record, well inside the 24-byte buffer.
+        let (_, left) = unsafe { transfer_prefix::<false>(&layout.pieces, user.as_mut_ptr(), packed.as_mut_ptr(), 8) };
+        assert_eq!(left, 0);
+        assert_eq!(user, [1, 2, 0, 0, 3, 0, 0, 0, 4, 5, 0, 0, 6, 0, 0, 0, 7, 8, 0, 0, 0, 0, 0, 0]);
     }
 
     #[test]

@@ -3,10 +3,18 @@
 //!
 //! A description ([`TypeInfo`]) is immutable once built and shared through `Arc`, so derived
 //! types built from it, and operations still using it, outlive `MPI_Type_free` of its handle.
-//! Predefined types live in a table that is read without locking.
+//! It keeps how it was made (the constructor's arguments and input types, for
+//! MPI_Type_get_contents) and whether its bounds are markers. Predefined types live in a table
+//! that is read without locking.
 
 mod abi;
+mod arrays;
+mod build;
+mod envelope;
+mod external32;
+mod f90;
 mod layout;
+mod legacy;
 mod predefined;
 #[cfg(test)]
 mod tests;
@@ -18,8 +26,14 @@ use std::sync::{Arc, OnceLock, RwLock};
 use crate::consts::*;
 use crate::error::{self, MpiError};
 pub use abi::*;
+pub use arrays::*;
+use build::{build_blocks, build_resized, build_struct, Blocks};
+pub use envelope::*;
+pub use external32::*;
+pub use f90::*;
 use layout::{Layout, Piece};
-pub use predefined::{Basic, LONG_DOUBLE_SIZE, PREDEFINED as PREDEFINED_DATATYPES};
+pub use legacy::*;
+pub use predefined::{Basic, BINARY128_SIZE, LONG_DOUBLE_SIZE, PREDEFINED as PREDEFINED_DATATYPES};
 
 /// Everything known about one datatype.
 #[derive(Clone, Debug)]
@@ -32,8 +46,10 @@ pub struct TypeInfo {
     pub true_extent: isize,
     /// Largest alignment of the basic types inside: a struct's extent is padded to it.
     align: usize,
-    /// Set by MPI_Type_create_resized (here or below): the bounds are the user's, never padded.
-    explicit_bounds: bool,
+    /// Whether `lb` is set by a marker (MPI_LB, MPI_Type_create_resized), here or below.
+    lb_marker: bool,
+    /// Whether the upper bound is set by a marker (MPI_UB, MPI_Type_create_resized): never padded.
+    ub_marker: bool,
     /// One element's runs of bytes, in type-map order.
     pieces: Arc<[Piece]>,
     signature: Signature,
@@ -41,6 +57,8 @@ pub struct TypeInfo {
     elements: usize,
     /// The one predefined type that all the basic elements share, if any.
     pub uniform: Uniform,
+    /// How the type was made (MPI_Type_get_envelope, MPI_Type_get_contents).
+    origin: Origin,
 }
 
 /// The sequence of basic types of one element, in type-map order.
@@ -82,25 +100,27 @@ fn overflow() -> MpiError {
 }
 
 impl TypeInfo {
-    fn predefined(basic: Basic) -> TypeInfo {
+    fn predefined(handle: MPI_Datatype, basic: Basic) -> TypeInfo {
         let shape = basic.shape();
         let mut layout = Layout::default();
         for &(offset, len) in shape.parts {
             layout.push(Piece::Runs { offset: offset as isize, len, count: 1, stride: 0 });
         }
-        let (last_offset, last_len) = shape.parts[shape.parts.len() - 1];
+        let true_extent = shape.parts.last().map_or(0, |(offset, len)| offset + len);
         TypeInfo {
             size: shape.parts.iter().map(|(_, len)| len).sum(),
             lb: 0,
             extent: shape.extent as isize,
             true_lb: 0,
-            true_extent: (last_offset + last_len) as isize,
+            true_extent: true_extent as isize,
             align: shape.align,
-            explicit_bounds: false,
+            lb_marker: basic == Basic::Lb,
+            ub_marker: basic == Basic::Ub,
             pieces: layout.pieces.into(),
             signature: Signature::Basic(basic),
             elements: shape.parts.len(),
-            uniform: Uniform::One(basic),
+            uniform: if shape.parts.is_empty() { Uniform::Empty } else { Uniform::One(basic) },
+            origin: Origin::Named(handle),
         }
     }
 
@@ -127,40 +147,47 @@ impl TypeInfo {
 
     /// Basic elements wholly contained in the first `bytes` packed bytes of a stream of elements.
     pub fn elements_in(&self, bytes: usize) -> usize {
-        if self.size == 0 {
-            return 0;
-        }
-        (bytes / self.size) * self.elements + self.prefix_elements(bytes % self.size)
+        self.stream_prefix(bytes).0
     }
 
-    /// Basic elements wholly contained in the first `bytes` (< size) packed bytes of one element.
-    fn prefix_elements(&self, bytes: usize) -> usize {
+    /// The basic elements wholly contained in the first `bytes` packed bytes of a stream of
+    /// elements: how many, and how many bytes they take.
+    fn stream_prefix(&self, bytes: usize) -> (usize, usize) {
+        if self.size == 0 {
+            return (0, 0);
+        }
+        let (whole, rest) = (bytes / self.size, bytes % self.size);
+        let (elements, covered) = if rest == 0 { (0, 0) } else { self.prefix(rest) };
+        (whole * self.elements + elements, whole * self.size + covered)
+    }
+
+    /// [`Self::stream_prefix`] within one element (`bytes` < size).
+    fn prefix(&self, bytes: usize) -> (usize, usize) {
         match &self.signature {
             Signature::Basic(basic) => {
-                let mut end = 0;
-                basic
-                    .shape()
-                    .parts
-                    .iter()
-                    .take_while(|(_, len)| {
-                        end += len;
-                        end <= bytes
-                    })
-                    .count()
+                let (mut count, mut end) = (0, 0);
+                for (_, len) in basic.shape().parts {
+                    if end + len > bytes {
+                        break;
+                    }
+                    (count, end) = (count + 1, end + len);
+                }
+                (count, end)
             }
-            Signature::Repeat(child) => child.elements_in(bytes),
+            Signature::Repeat(child) => child.stream_prefix(bytes),
             Signature::Sequence(children) => {
-                let mut remaining = bytes;
-                let mut counted = 0;
+                let (mut remaining, mut counted, mut covered) = (bytes, 0, 0);
                 for (child, count) in children {
                     let block = child.size * count;
                     if remaining < block {
-                        return counted + child.elements_in(remaining);
+                        let (elements, bytes) = child.stream_prefix(remaining);
+                        return (counted + elements, covered + bytes);
                     }
                     remaining -= block;
                     counted += child.elements * count;
+                    covered += block;
                 }
-                counted
+                (counted, covered)
             }
         }
     }
@@ -185,137 +212,30 @@ impl TypeInfo {
         // SAFETY: !PACK only reads from `packed` (large enough) and writes the caller's type map.
         unsafe { layout::transfer::<false>(&self.pieces, self.extent, count, dst, packed.as_ptr().cast_mut()) };
     }
-}
 
-/// The bounds of some copies of a child, accumulated over blocks.
-#[derive(Default)]
-struct Bounds {
-    any: bool,
-    lb: isize,
-    ub: isize,
-    any_data: bool,
-    true_lb: isize,
-    true_ub: isize,
-}
-
-impl Bounds {
-    /// Adds `count` consecutive copies of `child` starting at `disp`.
-    fn add(&mut self, child: &TypeInfo, disp: isize, count: usize) {
-        if count == 0 {
+    /// Unpacks a message of `bytes` packed bytes, which may end inside an element (a message
+    /// shorter than the receive buffer): the whole elements, then the basic elements of the last
+    /// one that arrived whole. Nothing else of the buffer is written.
+    ///
+    /// # Safety
+    /// The type map of the elements the bytes reach at `dst` must be writable and must not
+    /// overlap `packed`.
+    pub unsafe fn unpack_received(&self, bytes: usize, packed: &[u8], dst: *mut u8) {
+        if self.size == 0 {
             return;
         }
-        let span = (count as isize - 1).wrapping_mul(child.extent);
-        let (low, high) = (span.min(0), span.max(0));
-        let (lb, ub) = (disp + child.lb + low, disp + child.ub() + high);
-        if !self.any {
-            (self.lb, self.ub) = (lb, ub);
-        }
-        (self.any, self.lb, self.ub) = (true, self.lb.min(lb), self.ub.max(ub));
-        if child.size > 0 {
-            let (true_lb, true_ub) = (disp + child.true_lb + low, disp + child.true_lb + child.true_extent + high);
-            if !self.any_data {
-                (self.true_lb, self.true_ub) = (true_lb, true_ub);
-            }
-            (self.any_data, self.true_lb, self.true_ub) = (true, self.true_lb.min(true_lb), self.true_ub.max(true_ub));
+        let (_, covered) = self.stream_prefix(bytes.min(packed.len()));
+        let whole = covered / self.size;
+        let (whole_bytes, partial) = packed[..covered].split_at(whole * self.size);
+        // SAFETY: `whole` elements are within the caller's buffer and `whole_bytes` holds them.
+        unsafe { self.unpack(whole, whole_bytes, dst) };
+        if !partial.is_empty() {
+            let element = dst.wrapping_offset(whole as isize * self.extent);
+            // SAFETY: the partial bytes are a prefix of one element's packed bytes, and the
+            // element they reach is within the caller's buffer.
+            unsafe { layout::transfer_prefix::<false>(&self.pieces, element, partial.as_ptr().cast_mut(), partial.len()) };
         }
     }
-}
-
-/// How the copies of the old type are placed by a vector- or indexed-like constructor (bytes).
-pub(crate) enum Blocks {
-    /// `count` blocks of `blocklen` copies, block `i` at `i * stride`.
-    Regular { count: usize, blocklen: usize, stride: isize },
-    /// (displacement, copies) of each block.
-    List(Vec<(isize, usize)>),
-}
-
-/// A type made of blocks of copies of one child (contiguous, vector, indexed and their h- and
-/// block variants).
-pub(crate) fn build_blocks(child: &Arc<TypeInfo>, blocks: &Blocks) -> Result<TypeInfo, MpiError> {
-    let mut bounds = Bounds::default();
-    let mut layout = Layout::default();
-    let copies = match blocks {
-        Blocks::Regular { count, blocklen, stride } => {
-            if *count > 0 && *blocklen > 0 {
-                bounds.add(child, 0, *blocklen);
-                bounds.add(child, (*count as isize - 1).wrapping_mul(*stride), *blocklen);
-                let mut block = Layout::default();
-                block.append_repeated(&child.pieces, 0, *blocklen, child.extent);
-                layout.append_repeated(&block.pieces, 0, *count, *stride);
-            }
-            count.checked_mul(*blocklen).ok_or_else(overflow)?
-        }
-        Blocks::List(list) => {
-            let mut copies = 0usize;
-            for &(disp, blocklen) in list {
-                bounds.add(child, disp, blocklen);
-                layout.append_repeated(&child.pieces, disp, blocklen, child.extent);
-                copies = copies.checked_add(blocklen).ok_or_else(overflow)?;
-            }
-            copies
-        }
-    };
-    let size = child.size.checked_mul(copies).ok_or_else(overflow)?;
-    debug_assert_eq!(layout::layout_bytes(&layout.pieces), size);
-    Ok(TypeInfo {
-        size,
-        lb: bounds.lb,
-        extent: bounds.ub - bounds.lb,
-        true_lb: bounds.true_lb,
-        true_extent: bounds.true_ub - bounds.true_lb,
-        align: child.align,
-        explicit_bounds: child.explicit_bounds,
-        pieces: layout.pieces.into(),
-        signature: Signature::Repeat(child.clone()),
-        elements: child.elements * copies,
-        uniform: if copies == 0 { Uniform::Empty } else { child.uniform },
-    })
-}
-
-/// MPI_Type_create_struct: (child, displacement in bytes, copies) of each block.
-pub(crate) fn build_struct(blocks: &[(Arc<TypeInfo>, isize, usize)]) -> Result<TypeInfo, MpiError> {
-    let mut bounds = Bounds::default();
-    let mut layout = Layout::default();
-    let (mut size, mut elements, mut align) = (0usize, 0usize, 1usize);
-    let mut explicit_bounds = false;
-    let mut uniform = Uniform::Empty;
-    let mut sequence = Vec::with_capacity(blocks.len());
-    for (child, disp, blocklen) in blocks {
-        if *blocklen == 0 {
-            continue;
-        }
-        bounds.add(child, *disp, *blocklen);
-        layout.append_repeated(&child.pieces, *disp, *blocklen, child.extent);
-        size = child.size.checked_mul(*blocklen).and_then(|bytes| bytes.checked_add(size)).ok_or_else(overflow)?;
-        elements += child.elements * blocklen;
-        align = align.max(child.align);
-        explicit_bounds |= child.explicit_bounds;
-        uniform = uniform.combine(child.uniform);
-        sequence.push((child.clone(), *blocklen));
-    }
-    debug_assert_eq!(layout::layout_bytes(&layout.pieces), size);
-    let mut extent = bounds.ub - bounds.lb;
-    if !explicit_bounds {
-        extent = (extent + align as isize - 1) / align as isize * align as isize;
-    }
-    Ok(TypeInfo {
-        size,
-        lb: bounds.lb,
-        extent,
-        true_lb: bounds.true_lb,
-        true_extent: bounds.true_ub - bounds.true_lb,
-        align,
-        explicit_bounds,
-        pieces: layout.pieces.into(),
-        signature: Signature::Sequence(sequence),
-        elements,
-        uniform,
-    })
-}
-
-/// MPI_Type_create_resized.
-pub(crate) fn build_resized(child: &Arc<TypeInfo>, lb: isize, extent: isize) -> TypeInfo {
-    TypeInfo { lb, extent, explicit_bounds: true, signature: Signature::Repeat(child.clone()), ..(**child).clone() }
 }
 
 /// A datatype description, kept alive independently of its handle.
@@ -336,7 +256,7 @@ impl Deref for DatatypeRef {
 }
 
 impl DatatypeRef {
-    fn shared(&self) -> Arc<TypeInfo> {
+    pub(crate) fn shared(&self) -> Arc<TypeInfo> {
         match self {
             DatatypeRef::Predefined(info) => Arc::clone(info),
             DatatypeRef::Derived(info) => Arc::clone(info),
@@ -348,16 +268,31 @@ struct Entry {
     info: Arc<TypeInfo>,
     committed: bool,
     name: String,
+    /// Copies of the handle the program holds, each freed by its own MPI_Type_free:
+    /// MPI_Type_get_contents hands out the handle of a live input type again, as MPICH and
+    /// Open MPI do.
+    references: usize,
+    /// An MPI_Type_create_f90_* result: a predefined type, never freed.
+    permanent: bool,
 }
 
-/// Derived datatypes by handle (`BRAID_FIRST_DERIVED_DATATYPE + index`), and renamed predefined ones.
+impl Entry {
+    fn new(info: Arc<TypeInfo>, committed: bool) -> Entry {
+        Entry { info, committed, name: String::new(), references: 1, permanent: false }
+    }
+}
+
+/// Derived datatypes by handle (`BRAID_FIRST_DERIVED_DATATYPE + index`), renamed predefined
+/// ones, and the MPI_Type_create_f90_* results by (combiner, p, r).
 struct Registry {
     derived: Vec<Option<Entry>>,
     vacant: Vec<usize>,
     predefined_names: Vec<(MPI_Datatype, String)>,
+    parameterized: Vec<([c_int; 3], MPI_Datatype)>,
 }
 
-static REGISTRY: RwLock<Registry> = RwLock::new(Registry { derived: Vec::new(), vacant: Vec::new(), predefined_names: Vec::new() });
+static REGISTRY: RwLock<Registry> =
+    RwLock::new(Registry { derived: Vec::new(), vacant: Vec::new(), predefined_names: Vec::new(), parameterized: Vec::new() });
 
 fn registry() -> std::sync::RwLockReadGuard<'static, Registry> {
     REGISTRY.read().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -369,7 +304,7 @@ fn registry_mut() -> std::sync::RwLockWriteGuard<'static, Registry> {
 
 fn predefined_table() -> &'static [Arc<TypeInfo>] {
     static TABLE: OnceLock<Vec<Arc<TypeInfo>>> = OnceLock::new();
-    TABLE.get_or_init(|| predefined::PREDEFINED.iter().map(|(_, basic, _)| Arc::new(TypeInfo::predefined(*basic))).collect())
+    TABLE.get_or_init(|| predefined::PREDEFINED.iter().map(|(handle, basic, _)| Arc::new(TypeInfo::predefined(*handle, *basic))).collect())
 }
 
 fn derived_index(dt: MPI_Datatype) -> Option<usize> {
@@ -416,7 +351,50 @@ fn lookup_derived(dt: MPI_Datatype, need_commit: bool) -> Result<DatatypeRef, c_
 
 /// Registers a new derived datatype (uncommitted) and returns its handle.
 pub(crate) fn register(info: TypeInfo) -> Result<MPI_Datatype, MpiError> {
-    register_entry(Entry { info: Arc::new(info), committed: false, name: String::new() })
+    register_entry(Entry::new(Arc::new(info), false))
+}
+
+/// The handle MPI_Type_get_contents returns for an input type that had `handle` when the type
+/// was made: a predefined type's own handle; `handle` again, one reference more, while it still
+/// names the same description; otherwise a new (uncommitted) handle of it.
+pub(crate) fn handle_for_contents(handle: MPI_Datatype, info: &Arc<TypeInfo>) -> Result<MPI_Datatype, MpiError> {
+    if let Origin::Named(named) | Origin::Parameterized(named, _) = info.origin {
+        return Ok(named);
+    }
+    if let Some(index) = derived_index(handle) {
+        if let Some(Some(entry)) = registry_mut().derived.get_mut(index) {
+            if Arc::ptr_eq(&entry.info, info) {
+                entry.references += 1;
+                return Ok(handle);
+            }
+        }
+    }
+    register_entry(Entry::new(info.clone(), false))
+}
+
+/// The MPI_Type_create_f90_* type for `key` (combiner, p, r), made by `make` the first time:
+/// the same handle for the same arguments, committed, never freed.
+pub(crate) fn parameterized(key: [c_int; 3], make: impl FnOnce(MPI_Datatype) -> TypeInfo) -> Result<MPI_Datatype, MpiError> {
+    let mut registry = registry_mut();
+    if let Some((_, handle)) = registry.parameterized.iter().find(|(known, _)| *known == key) {
+        return Ok(*handle);
+    }
+    let index = registry.vacant.pop().unwrap_or_else(|| {
+        registry.derived.push(None);
+        registry.derived.len() - 1
+    });
+    let handle = handle_of_index(index)?;
+    let entry = Entry { permanent: true, ..Entry::new(Arc::new(make(handle)), true) };
+    registry.derived[index] = Some(entry);
+    registry.parameterized.push((key, handle));
+    Ok(handle)
+}
+
+fn handle_of_index(index: usize) -> Result<MPI_Datatype, MpiError> {
+    c_int::try_from(index)
+        .ok()
+        .and_then(|index| index.checked_add(BRAID_FIRST_DERIVED_DATATYPE))
+        .ok_or_else(|| failure(MPI_ERR_INTERN, "out of datatype handles"))
 }
 
 fn register_entry(entry: Entry) -> Result<MPI_Datatype, MpiError> {
@@ -431,10 +409,7 @@ fn register_entry(entry: Entry) -> Result<MPI_Datatype, MpiError> {
             registry.derived.len() - 1
         }
     };
-    c_int::try_from(index)
-        .ok()
-        .and_then(|index| index.checked_add(BRAID_FIRST_DERIVED_DATATYPE))
-        .ok_or_else(|| failure(MPI_ERR_INTERN, "out of datatype handles"))
+    handle_of_index(index)
 }
 
 /// MPI_Type_commit: predefined types are always committed.
@@ -452,28 +427,37 @@ pub(crate) fn commit(dt: MPI_Datatype) -> Result<(), c_int> {
     }
 }
 
-/// MPI_Type_free: only derived types can be freed.
-pub(crate) fn free(dt: MPI_Datatype) -> Result<(), MpiError> {
+/// MPI_Type_free: only derived types can be freed; a handle held several times (see
+/// [`handle_for_contents`]) stays until its last copy is freed. Whether the type is gone.
+pub(crate) fn free(dt: MPI_Datatype) -> Result<bool, MpiError> {
     if Basic::from_handle(dt).is_some() {
         return Err(failure(MPI_ERR_TYPE, "predefined datatypes cannot be freed"));
     }
-    let index = derived_index(dt).ok_or_else(|| failure(MPI_ERR_TYPE, "invalid datatype"))?;
+    let index = derived_index(dt).ok_or_else(|| failure(MPI_ERR_TYPE, format!("invalid datatype ({dt})")))?;
     let mut registry = registry_mut();
     match registry.derived.get_mut(index) {
+        Some(Some(entry)) if entry.permanent => {
+            Err(failure(MPI_ERR_TYPE, "the types of MPI_Type_create_f90_* are predefined and cannot be freed"))
+        }
+        Some(Some(entry)) if entry.references > 1 => {
+            entry.references -= 1;
+            Ok(false)
+        }
         Some(slot @ Some(_)) => {
             *slot = None;
             registry.vacant.push(index);
-            Ok(())
+            Ok(true)
         }
-        _ => Err(failure(MPI_ERR_TYPE, "invalid datatype")),
+        _ => Err(failure(MPI_ERR_TYPE, format!("invalid datatype ({dt})"))),
     }
 }
 
-/// MPI_Type_dup: same description and committed state, no name.
+/// MPI_Type_dup: same type map and committed state, no name; its envelope names `dt`.
 pub(crate) fn dup(dt: MPI_Datatype) -> Result<MPI_Datatype, MpiError> {
-    let info = lookup(dt).map_err(|class| failure(class, "invalid datatype"))?;
+    let info = lookup(dt).map_err(|class| failure(class, format!("invalid datatype ({dt})")))?.shared();
     let committed = lookup_committed(dt).is_ok();
-    register_entry(Entry { info: info.shared(), committed, name: String::new() })
+    let origin = Origin::constructed(MPI_COMBINER_DUP, vec![], vec![], vec![(dt, info.clone())]);
+    register_entry(Entry::new(Arc::new(TypeInfo { origin, ..(*info).clone() }), committed))
 }
 
 pub(crate) fn name(dt: MPI_Datatype) -> Result<String, c_int> {

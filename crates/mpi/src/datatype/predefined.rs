@@ -48,10 +48,37 @@ pub enum Basic {
     TwoInt,
     ShortInt,
     LongDoubleInt,
+    Character,
+    Logical,
+    Integer,
+    Real,
+    DoublePrecision,
+    Complex,
+    DoubleComplex,
+    TwoInteger,
+    TwoReal,
+    TwoDoublePrecision,
+    Integer1,
+    Integer2,
+    Integer4,
+    Integer8,
+    Real4,
+    Real8,
+    Real16,
+    Complex8,
+    Complex16,
+    Complex32,
+    CxxBool,
+    CxxFloatComplex,
+    CxxDoubleComplex,
+    CxxLongDoubleComplex,
+    /// The MPI-1 bound markers: no data, they set a struct's lower or upper bound.
+    Lb,
+    Ub,
 }
 
 /// Handle, kind and MPI name of every predefined datatype.
-pub const PREDEFINED: [(MPI_Datatype, Basic, &str); 40] = [
+pub const PREDEFINED: [(MPI_Datatype, Basic, &str); 66] = [
     (MPI_CHAR, Basic::Char, "MPI_CHAR"),
     (MPI_SIGNED_CHAR, Basic::SignedChar, "MPI_SIGNED_CHAR"),
     (MPI_UNSIGNED_CHAR, Basic::UnsignedChar, "MPI_UNSIGNED_CHAR"),
@@ -92,12 +119,42 @@ pub const PREDEFINED: [(MPI_Datatype, Basic, &str); 40] = [
     (MPI_2INT, Basic::TwoInt, "MPI_2INT"),
     (MPI_SHORT_INT, Basic::ShortInt, "MPI_SHORT_INT"),
     (MPI_LONG_DOUBLE_INT, Basic::LongDoubleInt, "MPI_LONG_DOUBLE_INT"),
+    (MPI_CHARACTER, Basic::Character, "MPI_CHARACTER"),
+    (MPI_LOGICAL, Basic::Logical, "MPI_LOGICAL"),
+    (MPI_INTEGER, Basic::Integer, "MPI_INTEGER"),
+    (MPI_REAL, Basic::Real, "MPI_REAL"),
+    (MPI_DOUBLE_PRECISION, Basic::DoublePrecision, "MPI_DOUBLE_PRECISION"),
+    (MPI_COMPLEX, Basic::Complex, "MPI_COMPLEX"),
+    (MPI_DOUBLE_COMPLEX, Basic::DoubleComplex, "MPI_DOUBLE_COMPLEX"),
+    (MPI_2INTEGER, Basic::TwoInteger, "MPI_2INTEGER"),
+    (MPI_2REAL, Basic::TwoReal, "MPI_2REAL"),
+    (MPI_2DOUBLE_PRECISION, Basic::TwoDoublePrecision, "MPI_2DOUBLE_PRECISION"),
+    (MPI_INTEGER1, Basic::Integer1, "MPI_INTEGER1"),
+    (MPI_INTEGER2, Basic::Integer2, "MPI_INTEGER2"),
+    (MPI_INTEGER4, Basic::Integer4, "MPI_INTEGER4"),
+    (MPI_INTEGER8, Basic::Integer8, "MPI_INTEGER8"),
+    (MPI_REAL4, Basic::Real4, "MPI_REAL4"),
+    (MPI_REAL8, Basic::Real8, "MPI_REAL8"),
+    (MPI_REAL16, Basic::Real16, "MPI_REAL16"),
+    (MPI_COMPLEX8, Basic::Complex8, "MPI_COMPLEX8"),
+    (MPI_COMPLEX16, Basic::Complex16, "MPI_COMPLEX16"),
+    (MPI_COMPLEX32, Basic::Complex32, "MPI_COMPLEX32"),
+    (MPI_CXX_BOOL, Basic::CxxBool, "MPI_CXX_BOOL"),
+    (MPI_CXX_FLOAT_COMPLEX, Basic::CxxFloatComplex, "MPI_CXX_FLOAT_COMPLEX"),
+    (MPI_CXX_DOUBLE_COMPLEX, Basic::CxxDoubleComplex, "MPI_CXX_DOUBLE_COMPLEX"),
+    (MPI_CXX_LONG_DOUBLE_COMPLEX, Basic::CxxLongDoubleComplex, "MPI_CXX_LONG_DOUBLE_COMPLEX"),
+    (MPI_LB, Basic::Lb, "MPI_LB"),
+    (MPI_UB, Basic::Ub, "MPI_UB"),
 ];
 
 /// `long double` on the Linux targets Braid supports (x86_64: 80-bit x87 in 16 bytes;
 /// aarch64: IEEE binary128). The C helper checks this at build time.
 pub const LONG_DOUBLE_SIZE: usize = 16;
 pub const LONG_DOUBLE_ALIGN: usize = 16;
+
+/// Fortran REAL*16 (MPI_REAL16, and each half of MPI_COMPLEX32): IEEE binary128, as gfortran's
+/// REAL(16) and C's `_Float128`.
+pub const BINARY128_SIZE: usize = 16;
 
 #[repr(C)]
 struct FloatIntPair {
@@ -153,26 +210,40 @@ macro_rules! pair {
 impl Basic {
     pub fn shape(self) -> Shape {
         match self {
-            Basic::Char | Basic::SignedChar | Basic::Int8 => scalar!(i8),
-            Basic::UnsignedChar | Basic::Byte | Basic::Uint8 | Basic::Packed | Basic::CBool => scalar!(u8),
+            Basic::Char | Basic::SignedChar | Basic::Int8 | Basic::Integer1 => scalar!(i8),
+            Basic::UnsignedChar | Basic::Byte | Basic::Uint8 | Basic::Packed | Basic::CBool | Basic::Character | Basic::CxxBool => {
+                scalar!(u8)
+            }
             Basic::WChar => scalar!(libc::wchar_t),
-            Basic::Short | Basic::Int16 => scalar!(c_short),
+            Basic::Short | Basic::Int16 | Basic::Integer2 => scalar!(c_short),
             Basic::UnsignedShort | Basic::Uint16 => scalar!(u16),
-            Basic::Int | Basic::Int32 => scalar!(c_int),
+            Basic::Int | Basic::Int32 | Basic::Integer | Basic::Integer4 | Basic::Logical => scalar!(c_int),
             Basic::Unsigned | Basic::Uint32 => scalar!(u32),
             Basic::Long | Basic::UnsignedLong => scalar!(c_long),
-            Basic::LongLongInt | Basic::LongLong | Basic::UnsignedLongLong | Basic::Int64 | Basic::Uint64 => scalar!(i64),
+            Basic::LongLongInt | Basic::LongLong | Basic::UnsignedLongLong | Basic::Int64 | Basic::Uint64 | Basic::Integer8 => {
+                scalar!(i64)
+            }
             Basic::Aint => scalar!(MPI_Aint),
             Basic::Offset => scalar!(MPI_Offset),
             Basic::Count => scalar!(MPI_Count),
-            Basic::Float => scalar!(f32),
-            Basic::Double => scalar!(f64),
-            Basic::CComplex | Basic::CFloatComplex => Shape { parts: &[(0, 8)], extent: 8, align: 4 },
-            Basic::CDoubleComplex => Shape { parts: &[(0, 16)], extent: 16, align: 8 },
+            Basic::Float | Basic::Real | Basic::Real4 => scalar!(f32),
+            Basic::Double | Basic::DoublePrecision | Basic::Real8 => scalar!(f64),
+            Basic::CComplex | Basic::CFloatComplex | Basic::Complex | Basic::Complex8 | Basic::CxxFloatComplex => {
+                Shape { parts: &[(0, 8)], extent: 8, align: 4 }
+            }
+            Basic::CDoubleComplex | Basic::DoubleComplex | Basic::Complex16 | Basic::CxxDoubleComplex => {
+                Shape { parts: &[(0, 16)], extent: 16, align: 8 }
+            }
             Basic::LongDouble => Shape { parts: &[(0, LONG_DOUBLE_SIZE)], extent: LONG_DOUBLE_SIZE, align: LONG_DOUBLE_ALIGN },
-            Basic::CLongDoubleComplex => {
+            Basic::CLongDoubleComplex | Basic::CxxLongDoubleComplex => {
                 Shape { parts: &[(0, 2 * LONG_DOUBLE_SIZE)], extent: 2 * LONG_DOUBLE_SIZE, align: LONG_DOUBLE_ALIGN }
             }
+            Basic::Real16 => Shape { parts: &[(0, BINARY128_SIZE)], extent: BINARY128_SIZE, align: BINARY128_SIZE },
+            Basic::Complex32 => Shape { parts: &[(0, 2 * BINARY128_SIZE)], extent: 2 * BINARY128_SIZE, align: BINARY128_SIZE },
+            Basic::TwoInteger => Shape { parts: &[(0, 4), (4, 4)], extent: 8, align: 4 },
+            Basic::TwoReal => Shape { parts: &[(0, 4), (4, 4)], extent: 8, align: 4 },
+            Basic::TwoDoublePrecision => Shape { parts: &[(0, 8), (8, 8)], extent: 16, align: 8 },
+            Basic::Lb | Basic::Ub => Shape { parts: &[], extent: 0, align: 1 },
             Basic::FloatInt => pair!(FloatIntPair, size_of::<f32>()),
             Basic::DoubleInt => pair!(DoubleIntPair, size_of::<f64>()),
             Basic::LongInt => pair!(LongIntPair, size_of::<c_long>()),
@@ -197,14 +268,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn handles_are_one_to_forty_in_table_order() {
+    fn handles_are_consecutive_from_one_in_table_order() {
         for (index, (handle, basic, _)) in PREDEFINED.iter().enumerate() {
             assert_eq!(*handle, index as c_int + 1);
             assert_eq!(Basic::from_handle(*handle), Some(*basic));
         }
         assert_eq!(PREDEFINED.len() as c_int, BRAID_PREDEFINED_DATATYPE_LAST);
         assert_eq!(Basic::from_handle(0), None);
-        assert_eq!(Basic::from_handle(41), None);
+        assert_eq!(Basic::from_handle(BRAID_PREDEFINED_DATATYPE_LAST + 1), None);
     }
 
     #[test]
@@ -215,5 +286,30 @@ mod tests {
         assert_eq!((short_int.parts, short_int.extent), (&[(0, 2), (4, 4)][..], 8));
         let long_double_int = Basic::LongDoubleInt.shape();
         assert_eq!((long_double_int.parts, long_double_int.extent), (&[(0, 16), (16, 4)][..], 32));
+        let two_double_precision = Basic::TwoDoublePrecision.shape();
+        assert_eq!((two_double_precision.parts, two_double_precision.extent), (&[(0, 8), (8, 8)][..], 16));
+    }
+
+    #[test]
+    fn fortran_types_have_the_sizes_of_their_c_counterparts() {
+        let size = |basic: Basic| basic.shape().parts.iter().map(|(_, len)| len).sum::<usize>();
+        for (basic, expected) in [
+            (Basic::Character, 1),
+            (Basic::Logical, 4),
+            (Basic::Integer, 4),
+            (Basic::Real, 4),
+            (Basic::DoublePrecision, 8),
+            (Basic::Complex, 8),
+            (Basic::DoubleComplex, 16),
+            (Basic::Integer1, 1),
+            (Basic::Integer8, 8),
+            (Basic::Real16, 16),
+            (Basic::Complex32, 32),
+            (Basic::CxxBool, 1),
+            (Basic::CxxLongDoubleComplex, 32),
+            (Basic::Lb, 0),
+        ] {
+            assert_eq!(size(basic), expected, "{basic:?}");
+        }
     }
 }

@@ -112,7 +112,7 @@ fn predefined_sizes_and_extents_match_the_c_types() {
 
 #[test]
 fn invalid_handles_are_type_errors() {
-    for dt in [MPI_DATATYPE_NULL, -3, 41, 255, 1_000_000] {
+    for dt in [MPI_DATATYPE_NULL, -3, BRAID_PREDEFINED_DATATYPE_LAST + 1, 255, 1_000_000] {
         assert_eq!(is_valid_committed(dt), Err(MPI_ERR_TYPE));
         assert_eq!(type_size(dt), Err(MPI_ERR_TYPE));
     }
@@ -272,14 +272,14 @@ fn uncommitted_and_freed_types_are_refused_for_communication() {
 fn invalid_constructor_arguments_are_reported() {
     let mut dt = MPI_DATATYPE_NULL;
     let class = |result: MpiResult<()>| result.map_err(|error| error.class);
-    let element_stride = |child: &TypeInfo| Ok(child.extent);
+    let element_stride = abi::Stride::Elements(1);
     // SAFETY: `dt` is a live local; the NULL arrays are refused before use.
     unsafe {
         assert_eq!(class(abi::contiguous(-1, MPI_INT, &mut dt)), Err(MPI_ERR_COUNT));
-        assert_eq!(class(abi::vector(2, -1, MPI_INT, &mut dt, element_stride)), Err(MPI_ERR_ARG));
-        assert_eq!(class(abi::vector(2, 1, MPI_DATATYPE_NULL, &mut dt, element_stride)), Err(MPI_ERR_TYPE));
+        assert_eq!(class(abi::vector(2, -1, element_stride, MPI_INT, &mut dt)), Err(MPI_ERR_ARG));
+        assert_eq!(class(abi::vector(2, 1, element_stride, MPI_DATATYPE_NULL, &mut dt)), Err(MPI_ERR_TYPE));
         let no_displacements: *const c_int = std::ptr::null();
-        assert_eq!(class(abi::indexed(2, Ok(std::ptr::null()), no_displacements, MPI_INT, &mut dt, |_, _| Ok(0))), Err(MPI_ERR_ARG));
+        assert_eq!(class(abi::indexed(MPI_COMBINER_INDEXED, 2, Ok(std::ptr::null()), no_displacements, MPI_INT, &mut dt)), Err(MPI_ERR_ARG));
         assert_eq!(class(abi::contiguous(1, MPI_INT, std::ptr::null_mut())), Err(MPI_ERR_ARG));
     }
     assert_eq!(dt, MPI_DATATYPE_NULL);
@@ -395,4 +395,153 @@ fn many_small_records_round_trip_across_batches() {
         let covered = matches!(index % 16, 0..=1 | 8..=15);
         assert_eq!(*byte, if covered { source[index] } else { 0 }, "byte {index}");
     }
+}
+
+#[test]
+fn bound_markers_stick_and_override_the_data_bounds() {
+    // As MPI-3.1 4.1.6 (and Open MPI): a marked lower bound wins over data below it.
+    let marked = resized(MPI_INT, 4, 4);
+    let both = structure(&[(1, 0, marked), (1, 0, MPI_INT)]);
+    assert_eq!(bounds(both), (8, 4, 4, 0, 4));
+    // MPI_LB alone: the natural extent is padded, then the bound moves.
+    let low = structure(&[(1, 4, MPI_INT), (1, 8, MPI_DOUBLE), (1, 2, MPI_LB)]);
+    assert_eq!(bounds(low), (12, 2, 18, 4, 12));
+    // MPI_UB: no padding, even below the data.
+    let high = structure(&[(1, 4, MPI_INT), (1, 8, MPI_DOUBLE), (1, 13, MPI_UB)]);
+    assert_eq!(bounds(high), (12, 4, 9, 4, 12));
+    // A marker alone sets no natural bound.
+    let upper_only = structure(&[(1, 16, MPI_UB), (1, 4, MPI_INT)]);
+    assert_eq!(bounds(upper_only), (4, 4, 12, 4, 4));
+    assert_eq!(bounds(contiguous(2, upper_only)), (8, 4, 24, 4, 16));
+    assert_eq!(bounds(MPI_LB), (0, 0, 0, 0, 0));
+    assert_eq!(elements(upper_only, 4), Ok(1));
+}
+
+fn envelope(dt: MPI_Datatype) -> (c_int, c_int, c_int, c_int) {
+    let (mut ni, mut na, mut nd, mut combiner) = (0, 0, 0, 0);
+    // SAFETY: all outputs are live locals.
+    assert_eq!(unsafe { MPI_Type_get_envelope(dt, &mut ni, &mut na, &mut nd, &mut combiner) }, MPI_SUCCESS);
+    (combiner, ni, na, nd)
+}
+
+/// MPI_Type_get_contents with exactly the room the envelope asks for.
+fn contents(dt: MPI_Datatype) -> (Vec<c_int>, Vec<MPI_Aint>, Vec<MPI_Datatype>) {
+    let (_, ni, na, nd) = envelope(dt);
+    let (mut integers, mut addresses, mut types) = (vec![0; ni as usize], vec![0; na as usize], vec![0; nd as usize]);
+    // SAFETY: the arrays hold exactly the counts passed.
+    let rc = unsafe { MPI_Type_get_contents(dt, ni, na, nd, integers.as_mut_ptr(), addresses.as_mut_ptr(), types.as_mut_ptr()) };
+    assert_eq!(rc, MPI_SUCCESS);
+    (integers, addresses, types)
+}
+
+#[test]
+fn contents_return_live_input_types_by_handle_and_freed_ones_anew() {
+    let row = contiguous(3, MPI_SHORT);
+    let strided = hvector(2, 1, 40, row);
+    assert_eq!(envelope(strided), (MPI_COMBINER_HVECTOR, 2, 1, 1));
+    let (integers, addresses, types) = contents(strided);
+    assert_eq!((integers, addresses), (vec![2, 1], vec![40]));
+    // The same handle, one reference more: two frees, and the type stays until the second.
+    assert_eq!(types, vec![row]);
+    free(types[0]);
+    assert_eq!(type_size(row), Ok(6));
+    free(row);
+    assert_eq!(type_size(row), Err(MPI_ERR_TYPE));
+    // A freed input type comes back as a new handle (which may reuse the number).
+    let (_, _, types) = contents(strided);
+    assert_eq!(type_size(types[0]), Ok(6));
+    assert_eq!(envelope(types[0]), (MPI_COMBINER_CONTIGUOUS, 1, 0, 1));
+    assert_eq!(contents(types[0]).2, vec![MPI_SHORT]);
+    free(types[0]);
+    free(strided);
+    assert_eq!(envelope(MPI_INT), (MPI_COMBINER_NAMED, 0, 0, 0));
+    let (mut integer, mut address, mut datatype) = (0, 0, 0);
+    // SAFETY: one-element outputs.
+    let named = unsafe { MPI_Type_get_contents(MPI_INT, 1, 1, 1, &mut integer, &mut address, &mut datatype) };
+    assert_eq!(named, MPI_ERR_TYPE);
+}
+
+#[test]
+fn every_constructor_records_its_arguments() {
+    let indexed_type = indexed(&[2, 1], &[4, -1], MPI_INT);
+    assert_eq!(envelope(indexed_type), (MPI_COMBINER_INDEXED, 5, 0, 1));
+    assert_eq!(contents(indexed_type).0, vec![2, 2, 1, 4, -1]);
+    let record = structure(&[(2, 8, MPI_CHAR), (1, 16, indexed_type)]);
+    assert_eq!(envelope(record), (MPI_COMBINER_STRUCT, 3, 2, 2));
+    let (integers, addresses, types) = contents(record);
+    assert_eq!((integers, addresses, types[0]), (vec![2, 2, 1], vec![8, 16], MPI_CHAR));
+    assert_eq!(types[1], indexed_type);
+    free(types[1]);
+    let window = resized(record, -8, 64);
+    assert_eq!(envelope(window), (MPI_COMBINER_RESIZED, 0, 2, 1));
+    assert_eq!(contents(window).1, vec![-8, 64]);
+    let mut duplicate = MPI_DATATYPE_NULL;
+    // SAFETY: `duplicate` is a live local.
+    assert_eq!(unsafe { MPI_Type_dup(window, &mut duplicate) }, MPI_SUCCESS);
+    assert_eq!(envelope(duplicate), (MPI_COMBINER_DUP, 0, 0, 1));
+    assert_eq!(bounds(duplicate), bounds(window));
+    let (_, _, types) = contents(duplicate);
+    assert_eq!(types, vec![window]);
+    free(types[0]);
+    let strided = vector(3, 2, -5, MPI_DOUBLE);
+    assert_eq!(contents(strided).0, vec![3, 2, -5]);
+}
+
+#[test]
+fn short_messages_unpack_the_basic_elements_that_arrived() {
+    // struct { int; double; } x 2 receiving int, double, int: the second double stays.
+    let pair = structure(&[(1, 0, MPI_INT), (1, 8, MPI_DOUBLE)]);
+    let info = lookup(pair).unwrap();
+    let mut packed = Vec::new();
+    packed.extend(7i32.to_ne_bytes());
+    packed.extend(2.5f64.to_ne_bytes());
+    packed.extend(9i32.to_ne_bytes());
+    packed.resize(24, 0xee);
+    let mut buffer = [0x55u8; 32];
+    // SAFETY: two elements span the 32 bytes.
+    unsafe { info.unpack_received(16, &packed, buffer.as_mut_ptr()) };
+    assert_eq!(&buffer[..4], &7i32.to_ne_bytes());
+    assert_eq!(&buffer[8..16], &2.5f64.to_ne_bytes());
+    assert_eq!(&buffer[16..20], &9i32.to_ne_bytes());
+    assert_eq!(&buffer[20..], &[0x55; 12], "nothing past the last whole basic element");
+    // A vector of 3 ints receiving 2 ints, then 2 ints and half of a third: whole ints only.
+    let every_other = vector(3, 1, 2, MPI_INT);
+    let info = lookup(every_other).unwrap();
+    let ints_in: Vec<u8> = [1i32, 2, 3].iter().flat_map(|v| v.to_ne_bytes()).collect();
+    for arrived in [8, 10] {
+        let mut spread = [-1i32; 6];
+        // SAFETY: one element spans 5 ints of the 6.
+        unsafe { info.unpack_received(arrived, &ints_in, spread.as_mut_ptr().cast()) };
+        assert_eq!(spread, [1, -1, 2, -1, -1, -1], "{arrived} bytes");
+    }
+    assert_eq!(elements(every_other, 10), Ok(2));
+}
+
+#[test]
+fn subarrays_and_darrays_through_the_c_interface() {
+    let (sizes, subsizes, starts) = ([6, 4], [2, 3], [3, 1]);
+    let mut fortran = MPI_DATATYPE_NULL;
+    // SAFETY: the arrays hold `ndims` entries; `fortran` is a live local.
+    let rc = unsafe { MPI_Type_create_subarray(2, sizes.as_ptr(), subsizes.as_ptr(), starts.as_ptr(), MPI_ORDER_FORTRAN, MPI_INT, &mut fortran) };
+    assert_eq!(rc, MPI_SUCCESS);
+    let fortran = commit(fortran);
+    // Column-major 6x4: elements (3..5, 1..4) at i + 6 j.
+    assert_eq!(bounds(fortran), (24, 0, 96, 36, 56));
+    let source: Vec<i32> = (0..24).collect();
+    assert_eq!(ints(&pack_from(fortran, 1, &source, 0)), [9, 10, 15, 16, 21, 22]);
+    assert_eq!(envelope(fortran), (MPI_COMBINER_SUBARRAY, 8, 0, 1));
+
+    // 2 processes over a cyclic(2) dimension of 7 and a block dimension of 2 (C order).
+    let (gsizes, distribs, dargs, psizes) = ([7, 2], [MPI_DISTRIBUTE_CYCLIC, MPI_DISTRIBUTE_BLOCK], [2, MPI_DISTRIBUTE_DFLT_DARG], [2, 1]);
+    let mut second = MPI_DATATYPE_NULL;
+    // SAFETY: as above.
+    let rc = unsafe {
+        MPI_Type_create_darray(2, 1, 2, gsizes.as_ptr(), distribs.as_ptr(), dargs.as_ptr(), psizes.as_ptr(), MPI_ORDER_C, MPI_INT, &mut second)
+    };
+    assert_eq!(rc, MPI_SUCCESS);
+    let second = commit(second);
+    // Rows 2, 3 and 6 of a 7x2 array.
+    assert_eq!(ints(&pack_from(second, 1, &source, 0)), [4, 5, 6, 7, 12, 13]);
+    assert_eq!(bounds(second).1..bounds(second).2, 0..56);
+    assert_eq!(envelope(second), (MPI_COMBINER_DARRAY, 12, 0, 1));
 }

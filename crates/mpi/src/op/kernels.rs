@@ -174,16 +174,17 @@ fn bxor<T: Integer>(input: &[u8], inout: &mut [u8]) {
     zip::<T>(input, inout, T::xor);
 }
 
-/// MAXLOC/MINLOC on packed (value, int index) pairs; ties keep the lower index.
-fn location<V: Scalar + PartialOrd, const WANT_MAX: bool>(input: &[u8], inout: &mut [u8]) {
-    let step = V::SIZE + std::mem::size_of::<c_int>();
+/// MAXLOC/MINLOC on packed (value, index) pairs; ties keep the lower index. The index is a C
+/// int, or of the value's type for Fortran's MPI_2INTEGER, MPI_2REAL and MPI_2DOUBLE_PRECISION.
+fn location<V: Scalar + PartialOrd, I: Scalar + PartialOrd, const WANT_MAX: bool>(input: &[u8], inout: &mut [u8]) {
+    let step = V::SIZE + I::SIZE;
     for (a, b) in input.chunks_exact(step).zip(inout.chunks_exact_mut(step)) {
         let (a_value, b_value) = (V::load(&a[..V::SIZE]), V::load(&b[..V::SIZE]));
         let input_wins = if WANT_MAX { a_value > b_value } else { a_value < b_value };
         if input_wins {
             b.copy_from_slice(a);
         } else if a_value == b_value {
-            let (a_index, b_index) = (c_int::load(&a[V::SIZE..]), c_int::load(&b[V::SIZE..]));
+            let (a_index, b_index) = (I::load(&a[V::SIZE..]), I::load(&b[V::SIZE..]));
             if a_index < b_index {
                 a_index.store(&mut b[V::SIZE..]);
             }
@@ -197,7 +198,7 @@ fn replace(input: &[u8], inout: &mut [u8]) {
 
 fn no_op(_: &[u8], _: &mut [u8]) {}
 
-/// Operation codes of csrc/long_double.c.
+/// Operation codes of csrc/long_double.c and csrc/binary128.c.
 #[repr(i32)]
 #[derive(Clone, Copy)]
 enum LongDoubleOp {
@@ -211,9 +212,24 @@ extern "C" {
     fn braid_long_double_reduce(op: c_int, input: *const u8, inout: *mut u8, count: usize);
     fn braid_long_double_complex_reduce(op: c_int, input: *const u8, inout: *mut u8, count: usize);
     fn braid_long_double_int_loc(want_max: c_int, input: *const u8, inout: *mut u8, count: usize);
+    fn braid_binary128_reduce(op: c_int, input: *const u8, inout: *mut u8, count: usize);
+    fn braid_binary128_complex_reduce(op: c_int, input: *const u8, inout: *mut u8, count: usize);
 }
 
 const LONG_DOUBLE: usize = crate::datatype::LONG_DOUBLE_SIZE;
+const BINARY128: usize = crate::datatype::BINARY128_SIZE;
+
+fn binary128<const OP: i32>(input: &[u8], inout: &mut [u8]) {
+    let count = inout.len().min(input.len()) / BINARY128;
+    // SAFETY: both buffers hold `count` packed binary128 values; the C side uses memcpy for each.
+    unsafe { braid_binary128_reduce(OP, input.as_ptr(), inout.as_mut_ptr(), count) };
+}
+
+fn binary128_complex<const OP: i32>(input: &[u8], inout: &mut [u8]) {
+    let count = inout.len().min(input.len()) / (2 * BINARY128);
+    // SAFETY: both buffers hold `count` packed binary128 complex values (memcpy'd in C).
+    unsafe { braid_binary128_complex_reduce(OP, input.as_ptr(), inout.as_mut_ptr(), count) };
+}
 
 fn long_double<const OP: i32>(input: &[u8], inout: &mut [u8]) {
     let count = inout.len().min(input.len()) / LONG_DOUBLE;
@@ -250,7 +266,8 @@ fn integer_kernel<T: Integer>(op: Builtin) -> Option<Kernel> {
     })
 }
 
-/// MPI_AINT, MPI_OFFSET, MPI_COUNT ("multi-language types"): no logical operations.
+/// MPI_AINT, MPI_OFFSET, MPI_COUNT ("multi-language types") and the Fortran integers: no
+/// logical operations.
 fn address_kernel<T: Integer>(op: Builtin) -> Option<Kernel> {
     match op {
         Builtin::Land | Builtin::Lor | Builtin::Lxor => None,
@@ -276,16 +293,38 @@ fn complex_kernel<T: Arithmetic>(op: Builtin) -> Option<Kernel> {
     })
 }
 
-fn location_kernel<V: Scalar + PartialOrd>(op: Builtin) -> Option<Kernel> {
+fn location_kernel<V: Scalar + PartialOrd, I: Scalar + PartialOrd>(op: Builtin) -> Option<Kernel> {
     Some(match op {
-        Builtin::Maxloc => location::<V, true>,
-        Builtin::Minloc => location::<V, false>,
+        Builtin::Maxloc => location::<V, I, true>,
+        Builtin::Minloc => location::<V, I, false>,
+        _ => return None,
+    })
+}
+
+/// Logical operations only: C _Bool, C++ bool (one byte) and Fortran LOGICAL (an int).
+fn logical_kernel<T: Integer>(op: Builtin) -> Option<Kernel> {
+    Some(match op {
+        Builtin::Land => land::<T>,
+        Builtin::Lor => lor::<T>,
+        Builtin::Lxor => lxor::<T>,
+        _ => return None,
+    })
+}
+
+/// MAX, MIN, SUM and PROD from the kernels of a type the C helper computes on.
+fn floating_kernel(op: Builtin, [max, min, sum, prod]: [Kernel; 4]) -> Option<Kernel> {
+    Some(match op {
+        Builtin::Max => max,
+        Builtin::Min => min,
+        Builtin::Sum => sum,
+        Builtin::Prod => prod,
         _ => return None,
     })
 }
 
 /// The kernel of `op` on `basic`, or None when MPI does not define that pair (MPI-3.1 §5.9.2;
-/// MPI_CHAR is also accepted as a C integer, as MPICH does).
+/// MPI_CHAR is also accepted as a C integer, as MPICH does). The Fortran integers are the
+/// "Fortran integer" group: no logical operations.
 pub fn kernel(op: Builtin, basic: Basic) -> Option<Kernel> {
     match op {
         Builtin::Replace => return Some(replace),
@@ -303,6 +342,10 @@ pub fn kernel(op: Builtin, basic: Basic) -> Option<Kernel> {
         Basic::UnsignedLong => integer_kernel::<std::ffi::c_ulong>(op),
         Basic::LongLongInt | Basic::LongLong | Basic::Int64 => integer_kernel::<i64>(op),
         Basic::UnsignedLongLong | Basic::Uint64 => integer_kernel::<u64>(op),
+        Basic::Integer1 => address_kernel::<i8>(op),
+        Basic::Integer2 => address_kernel::<i16>(op),
+        Basic::Integer | Basic::Integer4 => address_kernel::<i32>(op),
+        Basic::Integer8 => address_kernel::<i64>(op),
         Basic::Aint => address_kernel::<crate::consts::MPI_Aint>(op),
         Basic::Offset | Basic::Count => address_kernel::<crate::consts::MPI_Count>(op),
         Basic::Byte => match op {
@@ -311,38 +354,54 @@ pub fn kernel(op: Builtin, basic: Basic) -> Option<Kernel> {
             Builtin::Bxor => Some(bxor::<u8>),
             _ => None,
         },
-        Basic::CBool => match op {
-            Builtin::Land => Some(land::<u8>),
-            Builtin::Lor => Some(lor::<u8>),
-            Builtin::Lxor => Some(lxor::<u8>),
-            _ => None,
-        },
-        Basic::Float => float_kernel::<f32>(op),
-        Basic::Double => float_kernel::<f64>(op),
-        Basic::LongDouble => match op {
-            Builtin::Max => Some(long_double::<{ LongDoubleOp::Max as i32 }>),
-            Builtin::Min => Some(long_double::<{ LongDoubleOp::Min as i32 }>),
-            Builtin::Sum => Some(long_double::<{ LongDoubleOp::Sum as i32 }>),
-            Builtin::Prod => Some(long_double::<{ LongDoubleOp::Prod as i32 }>),
-            _ => None,
-        },
-        Basic::CComplex | Basic::CFloatComplex => complex_kernel::<Complex<f32>>(op),
-        Basic::CDoubleComplex => complex_kernel::<Complex<f64>>(op),
-        Basic::CLongDoubleComplex => match op {
+        Basic::CBool | Basic::CxxBool => logical_kernel::<u8>(op),
+        Basic::Logical => logical_kernel::<c_int>(op),
+        Basic::Float | Basic::Real | Basic::Real4 => float_kernel::<f32>(op),
+        Basic::Double | Basic::DoublePrecision | Basic::Real8 => float_kernel::<f64>(op),
+        Basic::LongDouble => floating_kernel(
+            op,
+            [
+                long_double::<{ LongDoubleOp::Max as i32 }>,
+                long_double::<{ LongDoubleOp::Min as i32 }>,
+                long_double::<{ LongDoubleOp::Sum as i32 }>,
+                long_double::<{ LongDoubleOp::Prod as i32 }>,
+            ],
+        ),
+        Basic::Real16 => floating_kernel(
+            op,
+            [
+                binary128::<{ LongDoubleOp::Max as i32 }>,
+                binary128::<{ LongDoubleOp::Min as i32 }>,
+                binary128::<{ LongDoubleOp::Sum as i32 }>,
+                binary128::<{ LongDoubleOp::Prod as i32 }>,
+            ],
+        ),
+        Basic::CComplex | Basic::CFloatComplex | Basic::Complex | Basic::Complex8 | Basic::CxxFloatComplex => {
+            complex_kernel::<Complex<f32>>(op)
+        }
+        Basic::CDoubleComplex | Basic::DoubleComplex | Basic::Complex16 | Basic::CxxDoubleComplex => complex_kernel::<Complex<f64>>(op),
+        Basic::CLongDoubleComplex | Basic::CxxLongDoubleComplex => match op {
             Builtin::Sum => Some(long_double_complex::<{ LongDoubleOp::Sum as i32 }>),
             Builtin::Prod => Some(long_double_complex::<{ LongDoubleOp::Prod as i32 }>),
             _ => None,
         },
-        Basic::FloatInt => location_kernel::<f32>(op),
-        Basic::DoubleInt => location_kernel::<f64>(op),
-        Basic::LongInt => location_kernel::<c_long>(op),
-        Basic::TwoInt => location_kernel::<c_int>(op),
-        Basic::ShortInt => location_kernel::<c_short>(op),
+        Basic::Complex32 => match op {
+            Builtin::Sum => Some(binary128_complex::<{ LongDoubleOp::Sum as i32 }>),
+            Builtin::Prod => Some(binary128_complex::<{ LongDoubleOp::Prod as i32 }>),
+            _ => None,
+        },
+        Basic::FloatInt => location_kernel::<f32, c_int>(op),
+        Basic::DoubleInt => location_kernel::<f64, c_int>(op),
+        Basic::LongInt => location_kernel::<c_long, c_int>(op),
+        Basic::TwoInt | Basic::TwoInteger => location_kernel::<c_int, c_int>(op),
+        Basic::ShortInt => location_kernel::<c_short, c_int>(op),
+        Basic::TwoReal => location_kernel::<f32, f32>(op),
+        Basic::TwoDoublePrecision => location_kernel::<f64, f64>(op),
         Basic::LongDoubleInt => match op {
             Builtin::Maxloc => Some(long_double_location::<true>),
             Builtin::Minloc => Some(long_double_location::<false>),
             _ => None,
         },
-        Basic::WChar | Basic::Packed => None,
+        Basic::WChar | Basic::Packed | Basic::Character | Basic::Lb | Basic::Ub => None,
     }
 }

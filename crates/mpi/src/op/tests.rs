@@ -84,6 +84,31 @@ fn integer_operations_match_references() {
 }
 
 #[test]
+fn fortran_integers_have_arithmetic_and_bitwise_operations() {
+    for (dt, width) in [(MPI_INTEGER, 4), (MPI_INTEGER1, 1), (MPI_INTEGER2, 2), (MPI_INTEGER4, 4), (MPI_INTEGER8, 8)] {
+        let encode = |values: &[i64]| -> Vec<u8> { values.iter().flat_map(|value| value.to_le_bytes()[..width].to_vec()).collect() };
+        let (a, b) = (encode(&[3, -2, 12]), encode(&[5, 7, 10]));
+        assert_eq!(reduce(MPI_SUM, dt, &a, &b), encode(&[8, 5, 22]), "type {dt}");
+        assert_eq!(reduce(MPI_PROD, dt, &a, &b), encode(&[15, -14, 120]), "type {dt}");
+        assert_eq!(reduce(MPI_MAX, dt, &a, &b), encode(&[5, 7, 12]), "type {dt}");
+        assert_eq!(reduce(MPI_MIN, dt, &a, &b), encode(&[3, -2, 10]), "type {dt}");
+        assert_eq!(reduce(MPI_BAND, dt, &a, &b), encode(&[1, 6, 8]), "type {dt}");
+        assert_eq!(reduce(MPI_BXOR, dt, &a, &b), encode(&[6, -7, 6]), "type {dt}");
+        assert_eq!(reduction(MPI_LAND, dt).map(|_| ()), Err(MPI_ERR_OP));
+    }
+}
+
+#[test]
+fn logical_types_have_logical_operations() {
+    let (p, q) = (bytes_of(&[1 as c_int, 1, 0, 0]), bytes_of(&[7 as c_int, 0, -1, 0]));
+    assert_eq!(values_of::<c_int>(&reduce(MPI_LAND, MPI_LOGICAL, &p, &q)), [1, 0, 0, 0]);
+    assert_eq!(values_of::<c_int>(&reduce(MPI_LOR, MPI_LOGICAL, &p, &q)), [1, 1, 1, 0]);
+    assert_eq!(values_of::<c_int>(&reduce(MPI_LXOR, MPI_LOGICAL, &p, &q)), [0, 1, 1, 0]);
+    assert_eq!(reduce(MPI_LOR, MPI_CXX_BOOL, &[1, 0, 0], &[0, 0, 1]), [1, 0, 1]);
+    assert_eq!(reduction(MPI_SUM, MPI_LOGICAL).map(|_| ()), Err(MPI_ERR_OP));
+}
+
+#[test]
 fn byte_and_bool_operations_match_references() {
     let (a, b) = ([0b1100u8, 0, 1, 2], [0b1010u8, 3, 0, 2]);
     assert_eq!(reduce(MPI_BAND, MPI_BYTE, &a, &b), [0b1000, 0, 0, 2]);
@@ -113,6 +138,10 @@ macro_rules! check_float_type {
 fn floating_operations_match_references() {
     check_float_type!(MPI_FLOAT, f32);
     check_float_type!(MPI_DOUBLE, f64);
+    check_float_type!(MPI_REAL, f32);
+    check_float_type!(MPI_REAL4, f32);
+    check_float_type!(MPI_DOUBLE_PRECISION, f64);
+    check_float_type!(MPI_REAL8, f64);
 }
 
 #[test]
@@ -126,10 +155,41 @@ fn complex_sum_and_product() {
     assert_eq!(product, [6.75, 3.5, -1.0, 0.0]);
     let a32: Vec<f32> = a.iter().map(|&v| v as f32).collect();
     let b32: Vec<f32> = b.iter().map(|&v| v as f32).collect();
-    for dt in [MPI_C_FLOAT_COMPLEX, MPI_C_COMPLEX] {
+    for dt in [MPI_C_FLOAT_COMPLEX, MPI_C_COMPLEX, MPI_COMPLEX, MPI_COMPLEX8, MPI_CXX_FLOAT_COMPLEX] {
         let product = values_of::<f32>(&reduce(MPI_PROD, dt, &bytes_of(&a32), &bytes_of(&b32)));
         assert_eq!(product, [6.75, 3.5, -1.0, 0.0]);
     }
+    for dt in [MPI_DOUBLE_COMPLEX, MPI_COMPLEX16, MPI_CXX_DOUBLE_COMPLEX] {
+        assert_eq!(values_of::<f64>(&reduce(MPI_PROD, dt, &bytes_of(&a), &bytes_of(&b))), [6.75, 3.5, -1.0, 0.0]);
+    }
+}
+
+/// IEEE binary128 encoding of a normal (or zero) f64, in native byte order.
+fn quad(value: f64) -> [u8; 16] {
+    let bits = value.to_bits() as u128;
+    let sign = (bits >> 63) << 127;
+    if value == 0.0 {
+        return sign.to_ne_bytes();
+    }
+    let exponent = ((bits >> 52) & 0x7ff) + (16383 - 1023);
+    let fraction = (bits & ((1 << 52) - 1)) << (112 - 52);
+    (sign | (exponent << 112) | fraction).to_ne_bytes()
+}
+
+fn quads(values: &[f64]) -> Vec<u8> {
+    values.iter().flat_map(|&value| quad(value)).collect()
+}
+
+#[test]
+fn binary128_operations_go_through_the_c_helper() {
+    let (a, b) = (quads(&[1.5, -2.0, 0.25]), quads(&[2.25, 3.0, -8.0]));
+    assert_eq!(reduce(MPI_SUM, MPI_REAL16, &a, &b), quads(&[3.75, 1.0, -7.75]));
+    assert_eq!(reduce(MPI_PROD, MPI_REAL16, &a, &b), quads(&[3.375, -6.0, -2.0]));
+    assert_eq!(reduce(MPI_MAX, MPI_REAL16, &a, &b), quads(&[2.25, 3.0, 0.25]));
+    assert_eq!(reduce(MPI_MIN, MPI_REAL16, &a, &b), quads(&[1.5, -2.0, -8.0]));
+    // (1.5 - 2i)(0.5 + 3i) = 6.75 + 3.5i.
+    assert_eq!(reduce(MPI_PROD, MPI_COMPLEX32, &quads(&[1.5, -2.0]), &quads(&[0.5, 3.0])), quads(&[6.75, 3.5]));
+    assert_eq!(reduce(MPI_SUM, MPI_COMPLEX32, &quads(&[1.5, -2.0]), &quads(&[0.5, 3.0])), quads(&[2.0, 1.0]));
 }
 
 /// Packed (value, index) pairs.
@@ -154,6 +214,20 @@ fn maxloc_and_minloc_keep_the_lower_index_on_ties() {
     check_location_type!(MPI_LONG_INT, c_long);
     check_location_type!(MPI_2INT, c_int);
     check_location_type!(MPI_SHORT_INT, c_short);
+    check_location_type!(MPI_2INTEGER, c_int);
+}
+
+#[test]
+fn fortran_pairs_carry_the_index_in_the_value_type() {
+    let real_pairs = |values: &[(f32, f32)]| -> Vec<u8> { values.iter().flat_map(|&(value, index)| bytes_of(&[value, index])).collect() };
+    let input = real_pairs(&[(3.0, 5.0), (2.0, 1.0), (4.0, 7.0)]);
+    let inout = real_pairs(&[(3.0, 2.0), (5.0, 0.0), (1.0, 9.0)]);
+    assert_eq!(reduce(MPI_MAXLOC, MPI_2REAL, &input, &inout), real_pairs(&[(3.0, 2.0), (5.0, 0.0), (4.0, 7.0)]));
+    assert_eq!(reduce(MPI_MINLOC, MPI_2REAL, &input, &inout), real_pairs(&[(3.0, 2.0), (2.0, 1.0), (1.0, 9.0)]));
+    let double_pairs = |values: &[(f64, f64)]| -> Vec<u8> { values.iter().flat_map(|&(value, index)| bytes_of(&[value, index])).collect() };
+    let input = double_pairs(&[(1.0, 4.0), (6.0, 3.0)]);
+    let inout = double_pairs(&[(1.0, 2.0), (6.5, 8.0)]);
+    assert_eq!(reduce(MPI_MINLOC, MPI_2DOUBLE_PRECISION, &input, &inout), double_pairs(&[(1.0, 2.0), (6.0, 3.0)]));
 }
 
 /// Which (op, type) pairs MPI-3.1 §5.9.2 defines, by type group (MPI_CHAR counted as a C integer).
@@ -181,19 +255,38 @@ fn defined(op: MPI_Op, basic: Basic) -> bool {
             | Uint32
             | Uint64
     );
-    let floating = matches!(basic, Float | Double | LongDouble);
-    let complex = matches!(basic, CComplex | CFloatComplex | CDoubleComplex | CLongDoubleComplex);
+    let fortran_integer = matches!(basic, Integer | Integer1 | Integer2 | Integer4 | Integer8);
+    let floating = matches!(basic, Float | Double | LongDouble | Real | DoublePrecision | Real4 | Real8 | Real16);
+    let complex = matches!(
+        basic,
+        CComplex
+            | CFloatComplex
+            | CDoubleComplex
+            | CLongDoubleComplex
+            | Complex
+            | DoubleComplex
+            | Complex8
+            | Complex16
+            | Complex32
+            | CxxFloatComplex
+            | CxxDoubleComplex
+            | CxxLongDoubleComplex
+    );
+    let logical = matches!(basic, CBool | CxxBool | Logical);
     let multi_language = matches!(basic, Aint | Offset | Count);
-    let pair = matches!(basic, FloatInt | DoubleInt | LongInt | TwoInt | ShortInt | LongDoubleInt);
-    match op {
-        MPI_MAX | MPI_MIN => c_integer || floating || multi_language,
-        MPI_SUM | MPI_PROD => c_integer || floating || complex || multi_language,
-        MPI_LAND | MPI_LOR | MPI_LXOR => c_integer || basic == CBool,
-        MPI_BAND | MPI_BOR | MPI_BXOR => c_integer || basic == Byte || multi_language,
-        MPI_MAXLOC | MPI_MINLOC => pair,
-        MPI_REPLACE | MPI_NO_OP => true,
-        _ => false,
-    }
+    let pair = matches!(basic, FloatInt | DoubleInt | LongInt | TwoInt | ShortInt | LongDoubleInt | TwoInteger | TwoReal | TwoDoublePrecision);
+    // The bound markers hold no data: every operation does nothing on them.
+    let no_data = matches!(basic, Lb | Ub);
+    no_data
+        || match op {
+            MPI_MAX | MPI_MIN => c_integer || fortran_integer || floating || multi_language,
+            MPI_SUM | MPI_PROD => c_integer || fortran_integer || floating || complex || multi_language,
+            MPI_LAND | MPI_LOR | MPI_LXOR => c_integer || logical,
+            MPI_BAND | MPI_BOR | MPI_BXOR => c_integer || fortran_integer || basic == Byte || multi_language,
+            MPI_MAXLOC | MPI_MINLOC => pair,
+            MPI_REPLACE | MPI_NO_OP => true,
+            _ => false,
+        }
 }
 
 #[test]
