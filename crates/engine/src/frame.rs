@@ -26,6 +26,8 @@ pub(crate) const SAMPLE: u8 = 11;
 const NET_BATCH: u8 = 12;
 const PUT: u8 = 13;
 const PUT_DONE: u8 = 14;
+const CANCEL: u8 = 15;
+const CANCELLED: u8 = 16;
 
 /// Header length of a plain EAGER frame.
 const EAGER_HEADER: usize = 9;
@@ -64,6 +66,41 @@ pub(crate) enum Frame {
     Put { sender: u32, receiver: u32, offset: u64, end: u64, pid: i32, address: u64, token: u64 },
     /// The sender has written `len` bytes of its share (the rest, if any, comes as DATA).
     PutDone { sender: u32, receiver: u32, len: u64 },
+    /// The sender asks to withdraw its message (an RTS or EAGER_SYNC naming send `sender`, in
+    /// `context`) if the receiver has not matched it yet.
+    Cancel { context: u32, sender: u32 },
+    /// The answer to CANCEL: whether the message was withdrawn, and which kind it was.
+    Cancelled { sender: u32, outcome: CancelOutcome },
+}
+
+/// What the receiver of a CANCEL found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CancelOutcome {
+    /// The message had matched already (or was never one that can be withdrawn).
+    Matched,
+    /// An eager message was taken out of the unexpected queue.
+    WithdrawnEager,
+    /// A rendezvous announcement was taken out of the unexpected queue.
+    WithdrawnRendezvous,
+}
+
+impl CancelOutcome {
+    fn code(self) -> u8 {
+        match self {
+            CancelOutcome::Matched => 0,
+            CancelOutcome::WithdrawnEager => 1,
+            CancelOutcome::WithdrawnRendezvous => 2,
+        }
+    }
+
+    fn from_code(code: u8) -> Option<CancelOutcome> {
+        match code {
+            0 => Some(CancelOutcome::Matched),
+            1 => Some(CancelOutcome::WithdrawnEager),
+            2 => Some(CancelOutcome::WithdrawnRendezvous),
+            _ => None,
+        }
+    }
 }
 
 /// An encoded header, kept by value so queued frames need no allocation.
@@ -208,6 +245,9 @@ impl Reader<'_> {
     fn u64(&mut self) -> Option<u64> {
         self.take().map(u64::from_le_bytes)
     }
+    fn outcome(&mut self) -> Option<CancelOutcome> {
+        self.take::<1>().and_then(|[code]| CancelOutcome::from_code(code))
+    }
 }
 
 impl Frame {
@@ -246,6 +286,8 @@ impl Frame {
             Frame::PutDone { sender, receiver, len } => {
                 Writer::new(PUT_DONE).put(&sender.to_le_bytes()).put(&receiver.to_le_bytes()).put(&len.to_le_bytes())
             }
+            Frame::Cancel { context, sender } => Writer::new(CANCEL).put(&context.to_le_bytes()).put(&sender.to_le_bytes()),
+            Frame::Cancelled { sender, outcome } => Writer::new(CANCELLED).put(&sender.to_le_bytes()).put(&[outcome.code()]),
         };
         writer.header
     }
@@ -274,6 +316,8 @@ impl Frame {
             ACK => Frame::Ack { sender: r.u32()? },
             PUT => Frame::Put { sender: r.u32()?, receiver: r.u32()?, offset: r.u64()?, end: r.u64()?, pid: r.i32()?, address: r.u64()?, token: r.u64()? },
             PUT_DONE => Frame::PutDone { sender: r.u32()?, receiver: r.u32()?, len: r.u64()? },
+            CANCEL => Frame::Cancel { context: r.u32()?, sender: r.u32()? },
+            CANCELLED => Frame::Cancelled { sender: r.u32()?, outcome: r.outcome()? },
             _ => return None,
         };
         r.rest.is_empty().then_some(frame)
@@ -296,6 +340,10 @@ mod tests {
             Frame::Ack { sender: 11 },
             Frame::Put { sender: 3, receiver: 4, offset: 1 << 19, end: 1 << 20, pid: 77, address: 0x7f00_dead_0000, token: 12 },
             Frame::PutDone { sender: 3, receiver: 4, len: 1 << 19 },
+            Frame::Cancel { context: 9, sender: 12 },
+            Frame::Cancelled { sender: 12, outcome: CancelOutcome::Matched },
+            Frame::Cancelled { sender: 13, outcome: CancelOutcome::WithdrawnEager },
+            Frame::Cancelled { sender: 14, outcome: CancelOutcome::WithdrawnRendezvous },
         ];
         for frame in frames {
             let header = frame.encode();
@@ -342,6 +390,9 @@ mod tests {
         let mut long = header.as_bytes().to_vec();
         long.push(0);
         assert_eq!(Frame::decode(&long), None);
+        let mut unknown_outcome = Frame::Cancelled { sender: 1, outcome: CancelOutcome::Matched }.encode().as_bytes().to_vec();
+        *unknown_outcome.last_mut().unwrap() = 3;
+        assert_eq!(Frame::decode(&unknown_outcome), None);
     }
 
     #[test]

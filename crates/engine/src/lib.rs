@@ -53,14 +53,19 @@ use braid_transport::shm::ShmTransport;
 use braid_transport::{Capabilities, Incoming, Payload, PeerId, RemoteRegion, SendOutcome, Transport, TransportError};
 
 pub use agents::ProgressAgent;
-use frame::{batch_entries, Frame, Header, NetFrame, DATA_HEADER, EAGER_HEADER_MAX};
-use matching::{Body, Matching, Posted, Unexpected};
+use frame::{batch_entries, CancelOutcome, Frame, Header, NetFrame, DATA_HEADER, EAGER_HEADER_MAX};
+use matching::{Body, Matching, Posted, Probed, Unexpected};
 use network::{Arrival, Network};
 use requests::{Operation, Requests};
 
 /// A request handle: an index into the engine's request table (never 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RequestId(pub u32);
+
+/// A message matched by [`Engine::improbe`], out of every receive's and probe's reach until
+/// [`Engine::imrecv`] receives it (never 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MessageId(pub u32);
 
 /// Which sender a receive accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,6 +90,9 @@ pub enum SendMode {
     Synchronous,
     /// MPI_Rsend: the receive is known to be posted (sent as Standard).
     Ready,
+    /// MPI_Bsend: the MPI layer has copied the message into the attached buffer (sent as
+    /// Standard).
+    Buffered,
 }
 
 /// What a completed request reports. `source` is a job (world) rank.
@@ -135,6 +143,18 @@ struct Outgoing {
     payload: &'static [u8],
     /// The send request this frame completes once handed over (0: none).
     completes: u32,
+}
+
+impl Outgoing {
+    /// Whether this is the message of our send request `request` (eager, synchronous eager or
+    /// rendezvous announcement); other frames name requests of the peer.
+    fn carries_send(&self, request: u32) -> bool {
+        match Frame::decode(self.header.as_bytes()) {
+            Some(Frame::Eager { .. }) => self.completes == request,
+            Some(Frame::EagerSync { sender, .. } | Frame::Rts { sender, .. }) => sender == request,
+            _ => false,
+        }
+    }
 }
 
 /// A two-copy rendezvous being streamed by the sender.
@@ -259,6 +279,8 @@ struct Core {
     share_open: Vec<bool>,
     /// Buffers of received unexpected messages, kept for the next ones.
     spare_payloads: Vec<Vec<u8>>,
+    /// Messages taken out of matching by a matched probe, waiting for their receives.
+    probed: Probed,
     /// Peers routed over the network rails.
     net: Network,
     /// The first failure met inside a poll callback, reported when the poll returns.
@@ -422,7 +444,64 @@ impl Core {
             Frame::Ack { sender } => self.complete_send(peer, sender),
             Frame::Put { sender, receiver, offset, end, pid, address, token } => self.start_put(peer, sender, receiver, (offset, end), (pid, address), token),
             Frame::PutDone { receiver, len, .. } => self.add_received(peer, receiver, usize::try_from(len).unwrap_or(usize::MAX)),
+            Frame::Cancel { context, sender } => {
+                self.answer_cancel(peer, context, sender);
+                Ok(())
+            }
+            Frame::Cancelled { sender, outcome } => self.settle_cancel(peer, sender, outcome),
         }
+    }
+
+    /// A CANCEL from `peer`: withdraws its message if no receive or probe has matched it yet,
+    /// and answers either way (in order behind any ACK, CTS or FIN of that message).
+    #[cold]
+    fn answer_cancel(&mut self, peer: PeerId, context: u32, sender: u32) {
+        let outcome = match self.matching.withdraw(context, peer, sender) {
+            None => CancelOutcome::Matched,
+            Some(Unexpected { body: Body::Eager { payload, .. }, .. }) => {
+                if self.spare_payloads.len() < SPARE_PAYLOADS {
+                    self.spare_payloads.push(payload);
+                }
+                CancelOutcome::WithdrawnEager
+            }
+            Some(Unexpected { body: Body::Rendezvous { .. }, .. }) => CancelOutcome::WithdrawnRendezvous,
+        };
+        self.queue(peer, Frame::Cancelled { sender, outcome }, &[], 0);
+    }
+
+    /// The receiver's answer to our CANCEL of send `request`. A withdrawn message completes the
+    /// send as cancelled (nothing else will ever refer to it); otherwise it completes as usual.
+    #[cold]
+    fn settle_cancel(&mut self, peer: PeerId, request: u32, outcome: CancelOutcome) -> Result<(), EngineError> {
+        if outcome == CancelOutcome::Matched {
+            // The send may have completed and its number been reused since: nothing to do.
+            return Ok(());
+        }
+        let status = match self.requests.get(request) {
+            Some(slot) if matches!(slot.operation, Operation::Send { dest, .. } if dest == peer) && !slot.done => slot.status,
+            _ => return Err(protocol_error(peer, "cancellation of an unknown send")),
+        };
+        if outcome == CancelOutcome::WithdrawnRendezvous && self.router.route(peer) != Route::Rails {
+            let out = &mut self.rendezvous_out[peer as usize];
+            *out = out.saturating_sub(1);
+        }
+        self.requests.complete(request, Status { count: 0, cancelled: true, ..status });
+        Ok(())
+    }
+
+    /// Takes send `request`'s frame back out of `peer`'s backlog, if it is still there (and so
+    /// has not left this rank); true if it was.
+    #[cold]
+    fn unqueue_send(&mut self, peer: PeerId, request: u32) -> bool {
+        let backlog = &mut self.backlog[peer as usize];
+        let Some(index) = backlog.iter().position(|outgoing| outgoing.carries_send(request)) else { return false };
+        let outgoing = backlog.remove(index).expect("position is in range");
+        self.backlog_len -= 1;
+        if matches!(Frame::decode(outgoing.header.as_bytes()), Some(Frame::Rts { .. })) {
+            let out = &mut self.rendezvous_out[peer as usize];
+            *out = out.saturating_sub(1);
+        }
+        true
     }
 
     #[inline(always)]
@@ -563,7 +642,7 @@ impl Core {
     fn send_data(&self, peer: PeerId, request: u32) -> Result<&'static [u8], EngineError> {
         match self.requests.get(request) {
             Some(slot) if !slot.done => match slot.operation {
-                Operation::Send { data } => Ok(data),
+                Operation::Send { data, .. } => Ok(data),
                 _ => Err(protocol_error(peer, "CTS for a receive request")),
             },
             _ => Err(protocol_error(peer, "CTS for an unknown send")),
@@ -775,6 +854,7 @@ impl Engine {
             rendezvous_out: vec![0; size as usize],
             writes: Vec::new(),
             spare_payloads: Vec::new(),
+            probed: Probed::default(),
             net,
             failure: None,
             debug: config.debug,
@@ -802,13 +882,15 @@ impl Engine {
             return self.isend_network(data, dest, tag, context, mode);
         };
         let status = Status { source: self.core.rank, tag, count: data.len(), cancelled: false, truncated: false };
-        let request = self.core.requests.allocate(Operation::Send { data }, status);
+        let request = self.core.requests.allocate(Operation::Send { data, dest, context }, status);
         let protocol = self.core.policy.choose(data.len(), &self.core.caps[transport], EAGER_HEADER_MAX);
         let result = match (protocol, mode) {
             (Protocol::Eager, SendMode::Synchronous) => {
                 self.send_or_queue(transport, dest, Frame::EagerSync { context, tag, sender: request }, data, 0)
             }
-            (Protocol::Eager, SendMode::Standard | SendMode::Ready) => self.send_or_queue(transport, dest, Frame::Eager { context, tag }, data, request),
+            (Protocol::Eager, SendMode::Standard | SendMode::Ready | SendMode::Buffered) => {
+                self.send_or_queue(transport, dest, Frame::Eager { context, tag }, data, request)
+            }
             (Protocol::Rendezvous, _) => {
                 let region = self.transports[transport].expose(data);
                 let sent = self.send_or_queue(transport, dest, Frame::rts(context, tag, request, region), &[], 0);
@@ -831,7 +913,7 @@ impl Engine {
     /// complete at once); larger messages announce themselves with RTS and complete on FIN.
     fn isend_network(&mut self, data: &'static [u8], dest: u32, tag: i32, context: u32, mode: SendMode) -> Result<RequestId, EngineError> {
         let status = Status { source: self.core.rank, tag, count: data.len(), cancelled: false, truncated: false };
-        let request = self.core.requests.allocate(Operation::Send { data }, status);
+        let request = self.core.requests.allocate(Operation::Send { data, dest, context }, status);
         let net = &mut self.core.net;
         if data.len() <= net.eager_limit {
             if mode == SendMode::Synchronous {
@@ -1345,20 +1427,63 @@ impl Engine {
         }))
     }
 
-    /// Cancels a receive that has not matched yet; true if it was cancelled.
+    /// MPI_Improbe: the first matching message not yet received, taken out of matching (no
+    /// receive or probe can match it any more) and kept for [`Engine::imrecv`].
+    pub fn improbe(&mut self, source: Source, tag: TagSelector, context: u32) -> Result<Option<(MessageId, Status)>, EngineError> {
+        self.progress()?;
+        let Some(message) = self.core.matching.take_unexpected(context, source, tag) else { return Ok(None) };
+        let status = Status { source: message.source, tag: message.tag, count: message.len(), cancelled: false, truncated: false };
+        Ok(Some((MessageId(self.core.probed.insert(context, message)), status)))
+    }
+
+    /// MPI_Imrecv: receives the message matched by [`Engine::improbe`] into `buffer`, by
+    /// whichever protocol it came (an eager payload is copied at once; a rendezvous proceeds).
+    pub fn imrecv(&mut self, message: MessageId, buffer: &'static mut [u8]) -> Result<RequestId, EngineError> {
+        let (context, message) = self.core.probed.take(message.0).ok_or(EngineError::BadRequest)?;
+        let status = Status { source: 0, tag: 0, count: 0, cancelled: false, truncated: false };
+        let request = self.core.requests.allocate(Operation::Recv { buffer, context, expected: 0, received: 0, fin_to: None }, status);
+        self.receive_unexpected(request, message)?;
+        Ok(RequestId(request))
+    }
+
+    /// MPI_Cancel. A receive that has not matched is cancelled at once (true). A send whose
+    /// message has not left this rank is taken back at once (true). For a synchronous or
+    /// rendezvous send the receiver is asked (CANCEL) to withdraw the message if nothing has
+    /// matched it; its answer arrives in a later progress step and the send then completes,
+    /// cancelled or not. A standard eager send that has left is complete and stays so, as are
+    /// requests that are complete already (false).
     pub fn cancel(&mut self, request: RequestId) -> bool {
-        let context = match self.core.requests.get(request.0) {
+        let (context, dest) = match self.core.requests.get(request.0) {
             Some(slot) if !slot.done => match slot.operation {
-                Operation::Recv { context, .. } => context,
-                _ => return false,
+                Operation::Recv { context, .. } => (context, None),
+                Operation::Send { dest, context, .. } => (context, Some(dest)),
+                Operation::Free => return false,
             },
             _ => return false,
         };
+        if let Some(dest) = dest {
+            return self.cancel_send(request.0, dest, context);
+        }
         if !self.core.matching.remove_posted(context, request.0) {
             return false;
         }
         self.core.requests.complete(request.0, Status { source: 0, tag: 0, count: 0, cancelled: true, truncated: false });
         true
+    }
+
+    #[cold]
+    fn cancel_send(&mut self, request: u32, dest: u32, context: u32) -> bool {
+        // A network peer's frames carry sequence numbers from the moment they are queued, so
+        // only a direct route's backlog can give one back.
+        if self.core.router.route(dest) != Route::Rails && self.core.unqueue_send(dest, request) {
+            let status = self.core.requests.get(request).map(|slot| slot.status);
+            if let Some(status) = status {
+                self.core.requests.complete(request, Status { count: 0, cancelled: true, ..status });
+            }
+            return true;
+        }
+        self.core.queue(dest, Frame::Cancel { context, sender: request }, &[], 0);
+        false
     }
 
     /// MPI_Request_free: the request completes on its own and is then released.

@@ -40,6 +40,17 @@ impl Unexpected {
             Body::Rendezvous { region, .. } => region.len as usize,
         }
     }
+
+    /// Whether this is the message of `source`'s send request `sender` that the sender can still
+    /// withdraw: an RTS or EAGER_SYNC, whose send stays incomplete (so its request number is not
+    /// reused) until the message matches.
+    fn is_withdrawable(&self, source: u32, sender: u32) -> bool {
+        self.source == source
+            && match self.body {
+                Body::Eager { ack_to, .. } => ack_to == Some(sender),
+                Body::Rendezvous { sender: announced, .. } => announced == sender,
+            }
+    }
 }
 
 /// The earliest posted receive after the first that accepts the message, taken out.
@@ -170,6 +181,22 @@ impl Matching {
         }
     }
 
+    /// The earliest arrived message that a receive of `source` and `tag` would accept, taken out
+    /// (MPI_Improbe: no other receive or probe sees it afterwards).
+    pub(crate) fn take_unexpected(&mut self, context: u32, source: Source, tag: TagSelector) -> Option<Unexpected> {
+        let unexpected = &mut self.existing_mut(context)?.unexpected;
+        let index = unexpected.iter().position(|u| accepts(source, tag, u.source, u.tag))?;
+        unexpected.remove(index)
+    }
+
+    /// Takes out the unmatched message of `source`'s send request `sender` (a CANCEL), if any.
+    #[cold]
+    pub(crate) fn withdraw(&mut self, context: u32, source: u32, sender: u32) -> Option<Unexpected> {
+        let unexpected = &mut self.existing_mut(context)?.unexpected;
+        let index = unexpected.iter().position(|u| u.is_withdrawable(source, sender))?;
+        unexpected.remove(index)
+    }
+
     /// The earliest arrived message that the receive would accept, left in place.
     pub(crate) fn peek_unexpected(&self, context: u32, source: Source, tag: TagSelector) -> Option<&Unexpected> {
         self.existing(context)?.unexpected.iter().find(|u| accepts(source, tag, u.source, u.tag))
@@ -178,6 +205,38 @@ impl Matching {
     #[cold]
     pub(crate) fn add_unexpected(&mut self, context: u32, message: Unexpected) {
         self.queues(context).unexpected.push_back(message);
+    }
+}
+
+/// Messages taken out of matching by a matched probe, each waiting for its receive. A message
+/// is numbered by its slot + 1 (never 0); slots are reused.
+#[derive(Default)]
+pub(crate) struct Probed {
+    slots: Vec<Option<(u32, Unexpected)>>,
+    free: Vec<u32>,
+}
+
+impl Probed {
+    /// Keeps `message` of `context`; returns its number.
+    pub(crate) fn insert(&mut self, context: u32, message: Unexpected) -> u32 {
+        match self.free.pop() {
+            Some(index) => {
+                self.slots[index as usize] = Some((context, message));
+                index + 1
+            }
+            None => {
+                self.slots.push(Some((context, message)));
+                self.slots.len() as u32
+            }
+        }
+    }
+
+    /// Takes message `number` out, with its context.
+    pub(crate) fn take(&mut self, number: u32) -> Option<(u32, Unexpected)> {
+        let index = number.checked_sub(1)?;
+        let taken = self.slots.get_mut(index as usize)?.take()?;
+        self.free.push(index);
+        Some(taken)
     }
 }
 
@@ -225,6 +284,46 @@ mod tests {
         assert_eq!(matching.take_posted(far, 4, 4), Some(9));
         assert_eq!(matching.take_posted(far, 4, 4), None);
         assert_eq!(matching.take_unexpected_or_post(3, receive).map(first_byte), Some(b'n'));
+    }
+
+    #[test]
+    fn a_probed_message_leaves_matching_until_taken_by_its_number() {
+        let mut matching = Matching::default();
+        matching.add_unexpected(0, eager(2, 5, b'a'));
+        matching.add_unexpected(0, eager(1, 6, b'b'));
+        assert!(matching.take_unexpected(0, Source::Rank(3), TagSelector::Any).is_none());
+        assert!(matching.take_unexpected(9, Source::Any, TagSelector::Any).is_none());
+        let message = matching.take_unexpected(0, Source::Any, TagSelector::Tag(6)).unwrap();
+        assert_eq!((message.source, message.tag), (1, 6));
+        assert!(matching.peek_unexpected(0, Source::Any, TagSelector::Tag(6)).is_none());
+        let mut probed = Probed::default();
+        let first = probed.insert(0, message);
+        let second = probed.insert(4, eager(3, 1, b'c'));
+        assert_eq!((first, second), (1, 2));
+        assert!(probed.take(0).is_none());
+        assert_eq!(probed.take(first).map(|(context, m)| (context, first_byte(m))), Some((0, b'b')));
+        assert!(probed.take(first).is_none());
+        assert_eq!(probed.insert(0, eager(3, 1, b'd')), first);
+        assert_eq!(probed.take(second).map(|(context, m)| (context, first_byte(m))), Some((4, b'c')));
+    }
+
+    #[test]
+    fn only_the_named_synchronous_or_rendezvous_message_is_withdrawn() {
+        let mut matching = Matching::default();
+        let region = RemoteRegion { pid: 1, address: 0x1000, len: 100 };
+        matching.add_unexpected(0, Unexpected { source: 2, tag: 1, body: Body::Eager { payload: vec![b'p'], ack_to: None } });
+        matching.add_unexpected(0, Unexpected { source: 1, tag: 1, body: Body::Eager { payload: vec![b's'], ack_to: Some(7) } });
+        matching.add_unexpected(0, Unexpected { source: 2, tag: 1, body: Body::Eager { payload: vec![b'q'], ack_to: Some(7) } });
+        matching.add_unexpected(0, Unexpected { source: 2, tag: 1, body: Body::Rendezvous { sender: 8, region } });
+        assert!(matching.withdraw(0, 2, 9).is_none());
+        assert!(matching.withdraw(1, 2, 7).is_none());
+        assert_eq!(matching.withdraw(0, 2, 7).map(first_byte), Some(b'q'));
+        assert!(matching.withdraw(0, 2, 7).is_none());
+        assert!(matches!(matching.withdraw(0, 2, 8).map(|m| m.body), Some(Body::Rendezvous { sender: 8, .. })));
+        let left = |m: &mut Matching| m.take_unexpected(0, Source::Any, TagSelector::Any).map(first_byte);
+        assert_eq!(left(&mut matching), Some(b'p'));
+        assert_eq!(left(&mut matching), Some(b's'));
+        assert_eq!(left(&mut matching), None);
     }
 
     #[test]

@@ -7,6 +7,9 @@ pub(crate) enum Operation {
     Free,
     Send {
         data: &'static [u8],
+        /// Where the message goes and its context: what a cancellation names.
+        dest: u32,
+        context: u32,
     },
     Recv {
         buffer: &'static mut [u8],
@@ -116,20 +119,20 @@ mod tests {
     #[test]
     fn ids_start_at_one_and_freed_slots_are_reused() {
         let mut requests = Requests::default();
-        let a = requests.allocate(Operation::Send { data: b"a" }, status());
-        let b = requests.allocate(Operation::Send { data: b"b" }, status());
+        let a = requests.allocate(Operation::Send { data: b"a", dest: 0, context: 0 }, status());
+        let b = requests.allocate(Operation::Send { data: b"b", dest: 0, context: 0 }, status());
         assert_eq!((a, b), (1, 2));
         assert!(requests.get(0).is_none());
         requests.free(a);
         assert!(requests.get(a).is_none());
-        assert_eq!(requests.allocate(Operation::Send { data: b"c" }, status()), a);
+        assert_eq!(requests.allocate(Operation::Send { data: b"c", dest: 0, context: 0 }, status()), a);
         assert_eq!(requests.slots.len(), 2);
     }
 
     #[test]
     fn a_released_request_is_freed_when_it_completes() {
         let mut requests = Requests::default();
-        let id = requests.allocate(Operation::Send { data: b"x" }, status());
+        let id = requests.allocate(Operation::Send { data: b"x", dest: 0, context: 0 }, status());
         requests.get_mut(id).unwrap().released = true;
         assert!(requests.released_pending());
         requests.complete(id, status());

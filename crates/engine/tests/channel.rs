@@ -85,6 +85,62 @@ fn probe_reports_the_earliest_matching_message_without_receiving_it() {
 }
 
 #[test]
+fn a_matched_probe_takes_the_message_out_of_matching_until_received() {
+    run_channel_job(2, config(), ChannelOptions::default(), scenarios::matched_probe);
+    run_channel_job(2, Config { cma: CmaMode::Off, ..config() }, ChannelOptions::default(), scenarios::matched_probe);
+}
+
+#[test]
+fn unmatched_sends_are_cancelled_and_matched_ones_complete() {
+    run_channel_job(2, config(), ChannelOptions::default(), scenarios::cancel_sends);
+    run_channel_job(2, Config { cma: CmaMode::Off, ..config() }, ChannelOptions::default(), scenarios::cancel_sends);
+}
+
+#[test]
+fn sends_to_self_are_cancelled_until_received() {
+    run_channel_job(1, config(), ChannelOptions::default(), |engine| {
+        for (len, mode) in [(16, SendMode::Synchronous), (1 << 20, SendMode::Standard)] {
+            let request = engine.isend(leak(pattern(1, len)), 0, 1, CONTEXT, mode).unwrap();
+            engine.cancel(request);
+            assert!(engine.wait(request).unwrap().cancelled, "a {len}-byte send to self was not cancelled");
+        }
+        assert_eq!(engine.iprobe(Source::Any, TagSelector::Any, CONTEXT).unwrap(), None);
+        let request = engine.isend(leak(pattern(2, 1 << 20)), 0, 2, CONTEXT, SendMode::Standard).unwrap();
+        let (message, _) = scenarios::mprobe(engine, Source::Rank(0), TagSelector::Tag(2));
+        engine.cancel(request);
+        let received = engine.imrecv(message, leak_zeroed(1 << 20)).unwrap();
+        assert!(*engine.wait_receive(received).unwrap().1 == pattern(2, 1 << 20)[..]);
+        assert!(!engine.wait(request).unwrap().cancelled, "a send matched by a probe was cancelled");
+    });
+}
+
+#[test]
+fn a_send_still_queued_here_is_cancelled_at_once() {
+    let barrier = Arc::new(Barrier::new(2));
+    let options = ChannelOptions { capacity: 1, ..ChannelOptions::default() };
+    run_channel_job(2, config(), options, move |engine| {
+        if engine.rank() == 0 {
+            let first = send(engine, pattern(1, 8), 1, 1);
+            let eager = send(engine, pattern(2, 8), 1, 2);
+            let rendezvous = send(engine, pattern(3, 1 << 20), 1, 3);
+            assert!(engine.is_complete(first) && !engine.is_complete(eager), "the channel took more than one frame");
+            assert!(engine.cancel(eager) && engine.cancel(rendezvous));
+            assert!(engine.wait(eager).unwrap().cancelled && engine.wait(rendezvous).unwrap().cancelled);
+            let last = send(engine, pattern(4, 8), 1, 4);
+            barrier.wait();
+            engine.wait(last).unwrap();
+            return;
+        }
+        barrier.wait();
+        for tag in [1, 4] {
+            let (status, data) = receive(engine, 8, Source::Any, TagSelector::Any);
+            assert_eq!((status.tag, &*data), (tag, &pattern(tag as u64, 8)[..]));
+        }
+        assert_eq!(engine.iprobe(Source::Any, TagSelector::Any, CONTEXT).unwrap(), None);
+    });
+}
+
+#[test]
 fn only_unmatched_receives_can_be_cancelled() {
     run_channel_job(1, config(), ChannelOptions::default(), |engine| {
         let waiting = post(engine, 8, Source::Any, TagSelector::Any);

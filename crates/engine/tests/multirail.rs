@@ -68,6 +68,17 @@ fn mixed_sizes_arrive_in_order_and_intact() {
     });
 }
 
+#[test]
+fn a_matched_probe_takes_the_message_out_of_matching_across_nodes() {
+    run_rail_job(vec![0, 1], two_rails(), config(), |engine, _| scenarios::matched_probe(engine));
+}
+
+#[test]
+fn unmatched_sends_are_cancelled_across_nodes() {
+    run_rail_job(vec![0, 1], two_rails(), config(), |engine, _| scenarios::cancel_sends(engine));
+    run_rail_job(vec![0, 1], two_rails(), hedging(), |engine, _| scenarios::cancel_sends(engine));
+}
+
 fn exchange_split(config: Config, len: usize) -> (u64, u64) {
     let (_, net) = run_rail_job(vec![0, 1], two_rails(), config, move |engine, _| {
         let peer = 1 - engine.rank();

@@ -41,6 +41,18 @@ fn payloads_handed_over_while_written_arrive_intact_posted_or_not() {
 }
 
 #[test]
+fn a_matched_probe_takes_the_message_out_of_matching_until_received() {
+    run_job(2, config(), scenarios::matched_probe);
+    run_job(2, Config { cma: CmaMode::Off, ..config() }, scenarios::matched_probe);
+}
+
+#[test]
+fn unmatched_sends_are_cancelled_and_matched_ones_complete() {
+    run_job(2, config(), scenarios::cancel_sends);
+    run_job(2, Config { cma: CmaMode::Off, ..config() }, scenarios::cancel_sends);
+}
+
+#[test]
 fn self_sends_of_every_size_arrive_posted_or_not() {
     run_job(1, config(), scenarios::self_sends);
 }

@@ -17,6 +17,7 @@ pub type MPI_Errhandler = c_int;
 pub type MPI_Info = c_int;
 pub type MPI_Win = c_int;
 pub type MPI_File = c_int;
+pub type MPI_Message = c_int;
 pub type MPI_Aint = isize;
 pub type MPI_Offset = c_longlong;
 pub type MPI_Count = c_longlong;
@@ -54,6 +55,11 @@ pub type MPI_Win_delete_attr_function = unsafe extern "C" fn(MPI_Win, c_int, *mu
 pub type MPI_Copy_function = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
 /// MPI-1 attribute delete callback (MPI_Keyval_create).
 pub type MPI_Delete_function = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void) -> c_int;
+/// Generalized request callbacks (MPI_Grequest_start): `query_fn(extra_state, status)`,
+/// `free_fn(extra_state)` and `cancel_fn(extra_state, complete)`.
+pub type MPI_Grequest_query_function = unsafe extern "C" fn(*mut c_void, *mut MPI_Status) -> c_int;
+pub type MPI_Grequest_free_function = unsafe extern "C" fn(*mut c_void) -> c_int;
+pub type MPI_Grequest_cancel_function = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
 pub const MPI_VERSION: c_int = 3;
 pub const MPI_SUBVERSION: c_int = 1;
 pub const BRAID: c_int = 1;
@@ -68,6 +74,7 @@ pub const MPI_ERRHANDLER_NULL: MPI_Errhandler = 0;
 pub const MPI_INFO_NULL: MPI_Info = 0;
 pub const MPI_WIN_NULL: MPI_Win = 0;
 pub const MPI_FILE_NULL: MPI_File = 0;
+pub const MPI_MESSAGE_NULL: MPI_Message = 0;
 
 // Predefined communicators, groups, error handlers, infos
 pub const MPI_COMM_WORLD: MPI_Comm = 1;
@@ -76,6 +83,8 @@ pub const MPI_GROUP_EMPTY: MPI_Group = 1;
 pub const MPI_ERRORS_ARE_FATAL: MPI_Errhandler = 1;
 pub const MPI_ERRORS_RETURN: MPI_Errhandler = 2;
 pub const MPI_INFO_ENV: MPI_Info = 1;
+/// The message a matched probe of MPI_PROC_NULL returns.
+pub const MPI_MESSAGE_NO_PROC: MPI_Message = 1;
 
 // Predefined datatypes
 pub const MPI_CHAR: MPI_Datatype = 1;
@@ -213,6 +222,8 @@ pub const MPI_MAX_OBJECT_NAME: c_int = 128;
 pub const MPI_MAX_LIBRARY_VERSION_STRING: c_int = 8192;
 pub const MPI_MAX_INFO_KEY: c_int = 255;
 pub const MPI_MAX_INFO_VAL: c_int = 1024;
+/// Bytes of the attached buffer that each buffered send takes beyond its packed data.
+pub const MPI_BSEND_OVERHEAD: c_int = 96;
 
 // Results of MPI_Comm_compare / MPI_Group_compare
 pub const MPI_IDENT: c_int = 0;
@@ -327,19 +338,6 @@ pub const MPI_ERR_RMA_SHARED: c_int = 56;
 pub const MPI_ERR_RMA_FLAVOR: c_int = 57;
 /// The MPI_T_ERR_ codes (tool interface section) end here.
 pub const MPI_ERR_LASTCODE: c_int = 73;
-
-// Point-to-point: buffered mode, matched probe, generalized requests, statuses
-pub type MPI_Message = c_int;
-pub const MPI_MESSAGE_NULL: MPI_Message = 0;
-pub const MPI_MESSAGE_NO_PROC: MPI_Message = 1;
-pub const MPI_BSEND_OVERHEAD: c_int = 96;
-/// `int MPI_Grequest_query_function(void *extra_state, MPI_Status *status)`.
-pub type MPI_Grequest_query_function = unsafe extern "C" fn(*mut c_void, *mut MPI_Status) -> c_int;
-/// `int MPI_Grequest_free_function(void *extra_state)`.
-pub type MPI_Grequest_free_function = unsafe extern "C" fn(*mut c_void) -> c_int;
-/// `int MPI_Grequest_cancel_function(void *extra_state, int complete)`.
-pub type MPI_Grequest_cancel_function = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
-
 
 // Error handlers and user-defined error classes
 /// `void MPI_Comm_errhandler_function(MPI_Comm *comm, int *errorcode, ...)`.

@@ -4,6 +4,7 @@
 //! that dereferences a user pointer lives here, each `unsafe` block with its `// SAFETY:` reason.
 
 pub mod attr;
+pub mod bsend;
 pub mod coll;
 pub mod comm;
 pub mod consts;
@@ -11,8 +12,10 @@ pub mod datatype;
 pub mod dynamic;
 pub mod error;
 pub mod fortran;
+pub mod grequest;
 pub mod group;
 pub mod info;
+pub mod message;
 pub mod misc;
 pub mod op;
 pub mod p2p;
@@ -20,6 +23,7 @@ pub mod pmpi;
 pub mod progress_thread;
 pub mod request;
 pub mod runtime;
+pub mod status;
 pub mod tool;
 pub mod topo;
 pub mod unsupported;

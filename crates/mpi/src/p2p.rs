@@ -1,7 +1,8 @@
-//! Point-to-point: sends, receives, probes, persistent requests, MPI_Get_count/elements.
+//! Point-to-point: sends and receives in every mode, probes, persistent requests.
 //!
 //! Contiguous data goes to the engine in place (zero copy); other datatypes are packed into a
-//! temporary for sends, or received into one and unpacked when the request completes.
+//! temporary for sends, or received into one and unpacked when the request completes. Buffered
+//! sends pack into the attached buffer instead ([`crate::bsend`]).
 
 // The safety contract of the MPI_* entry points is the MPI standard's rules for their arguments.
 #![allow(non_snake_case, clippy::missing_safety_doc)]
@@ -14,10 +15,9 @@ use braid_engine::{SendMode, Source, TagSelector};
 
 use crate::comm::{CommShared, TAG_UB};
 use crate::consts::*;
-use crate::datatype;
+use crate::datatype::{self, DatatypeRef};
 use crate::error::{error, finish, raise, MpiResult};
-use crate::group::store;
-use crate::request::{completion_error, is_real_status, status_count, write_status, Completion, Operation, Pending, Staging, Unpack, COMPLETED_SEND};
+use crate::request::{completion_error, write_status, Completion, Operation, Pending, Persistent, Staging, Unpack, COMPLETED_SEND};
 use crate::runtime::{self, engine_error, Runtime};
 
 /// The count argument: non-negative.
@@ -48,27 +48,31 @@ pub fn check_peer(comm: MPI_Comm, peer: c_int, size: usize, receiving: bool) -> 
 }
 
 /// A user buffer may be NULL only when there is no data or the datatype carries absolute addresses.
-fn check_buffer(comm: MPI_Comm, buffer: *const u8, count: usize, datatype: MPI_Datatype) -> MpiResult<()> {
+pub(crate) fn check_buffer(comm: MPI_Comm, buffer: *const u8, count: usize, datatype: MPI_Datatype) -> MpiResult<()> {
     if buffer.is_null() && count > 0 && (1..=BRAID_PREDEFINED_DATATYPE_LAST).contains(&datatype) {
         return Err(error(comm, MPI_ERR_BUFFER, "the buffer is NULL"));
     }
     Ok(())
 }
 
-fn check_datatype(comm: MPI_Comm, datatype: MPI_Datatype) -> MpiResult<()> {
-    datatype::is_valid_committed(datatype).map_err(|class| error(comm, class, format!("datatype {datatype} is not a valid committed datatype")))
+/// The description of a committed datatype, held by the operation that uses it.
+pub(crate) fn describe_datatype(comm: MPI_Comm, datatype: MPI_Datatype) -> MpiResult<DatatypeRef> {
+    datatype::lookup_committed(datatype).map_err(|class| error(comm, class, format!("datatype {datatype} is not a valid committed datatype")))
 }
 
-/// Every argument check of a send or receive; returns the engine peer (None: MPI_PROC_NULL),
-/// the tag selector and the element count.
-fn check_operation(shared: &CommShared, op: &Operation) -> MpiResult<(Option<Source>, TagSelector, usize)> {
+/// The argument checks of a send or receive after its count and datatype; returns the engine
+/// peer (None: MPI_PROC_NULL) and the tag selector.
+fn check_envelope(shared: &CommShared, op: &Operation, count: usize) -> MpiResult<(Option<Source>, TagSelector)> {
     let receiving = op.send_mode.is_none();
-    let count = check_count(op.comm, op.count)?;
-    check_datatype(op.comm, op.datatype)?;
     let tag = check_tag(op.comm, op.tag, receiving)?;
     let peer = check_peer(op.comm, op.peer, shared.peer_count(), receiving)?;
     check_buffer(op.comm, op.buffer, count, op.datatype)?;
-    Ok((peer, tag, count))
+    Ok((peer, tag))
+}
+
+/// `count` elements of `datatype` once packed, in bytes.
+pub(crate) fn packed_bytes(comm: MPI_Comm, datatype: &DatatypeRef, count: usize) -> MpiResult<usize> {
+    datatype.size.checked_mul(count).ok_or_else(|| error(comm, MPI_ERR_COUNT, format!("{count} elements are more bytes than memory holds")))
 }
 
 /// The bytes at `buffer + offset`, lent to the engine.
@@ -97,61 +101,84 @@ unsafe fn staging_bytes(staging: &mut [u8]) -> &'static mut [u8] {
 
 /// Starts `op` in the engine.
 pub(crate) fn start(rt: &mut Runtime, op: &Operation) -> MpiResult<Pending> {
+    rt.comms.get(op.comm)?;
+    check_count(op.comm, op.count)?;
+    let datatype = describe_datatype(op.comm, op.datatype)?;
+    start_described(rt, op, &datatype)
+}
+
+/// Starts `op` with the description of its datatype at hand: a persistent request holds it,
+/// since MPI lets the handle be freed while the request lives.
+pub(crate) fn start_described(rt: &mut Runtime, op: &Operation, datatype: &DatatypeRef) -> MpiResult<Pending> {
     let comm = rt.comms.get(op.comm)?;
-    let (peer, tag, count) = check_operation(&comm.shared, op)?;
+    let count = check_count(op.comm, op.count)?;
+    let (peer, tag) = check_envelope(&comm.shared, op, count)?;
     let Some(peer) = peer else {
         return Ok(Pending::completed(op.comm, Completion::PROC_NULL));
     };
     let shared = &comm.shared;
     let context = shared.p2p_context;
-    let datatype_error = |class| error(op.comm, class, format!("datatype {} cannot be used here", op.datatype));
-    let layout = datatype::contiguous_bytes(op.datatype, count).map_err(datatype_error)?;
     match op.send_mode {
         Some(mode) => {
             let Source::Rank(dest) = peer else { unreachable!("sends have a destination") };
             let job = shared.job_rank(dest);
-            let (data, staging): (&'static [u8], Staging) = match layout {
+            let tag = match tag {
+                TagSelector::Tag(t) => t,
+                TagSelector::Any => 0,
+            };
+            if mode == SendMode::Buffered {
+                rt.bsend.send(&mut rt.engine, op, datatype, count, (job, tag, context))?;
+                return Ok(Pending::completed(op.comm, Completion::SENT));
+            }
+            let (data, staging): (&'static [u8], Staging) = match datatype.contiguous_run(count) {
                 // SAFETY: MPI requires the send buffer to stay valid and unmodified until completion.
                 Some((offset, length)) => (unsafe { user_bytes(op.comm, op.buffer, offset, length)? }, Staging::None),
                 None => {
-                    let mut packed = vec![0u8; datatype::packed_size(op.datatype, count).map_err(datatype_error)?];
+                    let mut packed = vec![0u8; packed_bytes(op.comm, datatype, count)?];
                     // SAFETY: the user buffer holds `count` elements of the datatype.
-                    unsafe { datatype::pack(op.datatype, count, op.buffer, &mut packed) };
+                    unsafe { datatype.pack(count, op.buffer, &mut packed) };
                     // SAFETY: the Vec moves into the request's staging and lives until completion.
                     (unsafe { staging_bytes(&mut packed) }, Staging::Send(packed))
                 }
             };
-            let id = rt.engine.isend(data, job, match tag { TagSelector::Tag(t) => t, TagSelector::Any => 0 }, context, mode).map_err(|e| engine_error(op.comm, e))?;
-            Ok(Pending { comm: op.comm, shared: None, engine: Some(id), staging, done: None, persistent: None })
+            let id = rt.engine.isend(data, job, tag, context, mode).map_err(|e| engine_error(op.comm, e))?;
+            Ok(Pending { comm: op.comm, shared: None, engine: Some(id), staging, done: None, persistent: None, generalized: None })
         }
         None => {
             let source = match peer {
                 Source::Rank(rank) => Source::Rank(shared.job_rank(rank)),
                 Source::Any => Source::Any,
             };
-            let (buffer, staging): (&'static mut [u8], Staging) = match layout {
-                // SAFETY: MPI requires the receive buffer to stay valid and untouched until completion.
-                Some((offset, length)) => (unsafe { user_bytes(op.comm, op.buffer, offset, length)? }, Staging::None),
-                None => {
-                    let element_size = datatype::packed_size(op.datatype, 1).map_err(datatype_error)?;
-                    let mut packed = vec![0u8; element_size * count];
-                    // SAFETY: the Vec moves into the request's staging and lives until completion.
-                    let lent = unsafe { staging_bytes(&mut packed) };
-                    let datatype = datatype::lookup_committed(op.datatype).map_err(datatype_error)?;
-                    (lent, Staging::Recv(Box::new(Unpack { staging: packed, datatype, count, element_size, destination: op.buffer })))
-                }
-            };
+            // SAFETY: MPI requires the receive buffer to stay valid and untouched until completion.
+            let (buffer, staging) = unsafe { receive_target(op, datatype, count)? };
             let id = rt.engine.irecv(buffer, source, tag, context).map_err(|e| engine_error(op.comm, e))?;
-            Ok(Pending { comm: op.comm, shared: source_translation(shared), engine: Some(id), staging, done: None, persistent: None })
+            Ok(Pending { comm: op.comm, shared: source_translation(shared), engine: Some(id), staging, done: None, persistent: None, generalized: None })
         }
     }
+}
+
+/// Where a receive of `count` elements of `datatype` into `op.buffer` lands: the user's buffer
+/// itself when the elements form one contiguous run, else a temporary unpacked on completion.
+///
+/// # Safety
+/// `op.buffer` must have room for `count` elements of `datatype` until the receive completes.
+pub(crate) unsafe fn receive_target(op: &Operation, datatype: &DatatypeRef, count: usize) -> MpiResult<(&'static mut [u8], Staging)> {
+    if let Some((offset, length)) = datatype.contiguous_run(count) {
+        // SAFETY: per the caller.
+        return Ok((unsafe { user_bytes(op.comm, op.buffer, offset, length)? }, Staging::None));
+    }
+    let mut packed = vec![0u8; packed_bytes(op.comm, datatype, count)?];
+    // SAFETY: the Vec moves into the request's staging and lives until completion.
+    let lent = unsafe { staging_bytes(&mut packed) };
+    let unpack = Unpack { staging: packed, datatype: datatype.clone(), count, element_size: datatype.size, destination: op.buffer };
+    Ok((lent, Staging::Recv(Box::new(unpack))))
 }
 
 /// What a receive keeps to turn the job rank of its message's source into a communicator rank:
 /// nothing when the two are the same (MPI_COMM_WORLD and its duplicates), which also saves two
 /// atomic reference-count updates per receive.
 #[inline]
-fn source_translation(shared: &Arc<CommShared>) -> Option<Arc<CommShared>> {
+pub(crate) fn source_translation(shared: &Arc<CommShared>) -> Option<Arc<CommShared>> {
     (!shared.ranks_are_job_ranks()).then(|| Arc::clone(shared))
 }
 
@@ -259,7 +286,7 @@ unsafe fn irecv_now(op: &Operation, request: *mut MPI_Request) -> MpiResult<bool
         let shared = &comm.shared;
         let Some((source, tag)) = dense_receive(shared, op) else { return Ok(false) };
         let id = engine.irecv(buffer, source, tag, shared.p2p_context).map_err(|e| engine_error(op.comm, e))?;
-        let pending = Pending { comm: op.comm, shared: source_translation(shared), engine: Some(id), staging: Staging::None, done: None, persistent: None };
+        let pending = Pending { comm: op.comm, shared: source_translation(shared), engine: Some(id), staging: Staging::None, done: None, persistent: None, generalized: None };
         // SAFETY: checked non-null; the caller's handle.
         unsafe { *request = requests.insert(pending) };
         Ok(true)
@@ -391,6 +418,23 @@ pub unsafe extern "C" fn MPI_Irsend(buf: *const c_void, count: c_int, datatype: 
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn MPI_Bsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+    blocking_send("MPI_Bsend", send_operation(buf, count, datatype, dest, tag, comm, SendMode::Buffered))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ibsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: `request` is the caller's handle pointer.
+    unsafe { nonblocking("MPI_Ibsend", send_operation(buf, count, datatype, dest, tag, comm, SendMode::Buffered), request) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Bsend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: `request` is the caller's handle pointer.
+    unsafe { persistent("MPI_Bsend_init", send_operation(buf, count, datatype, dest, tag, comm, SendMode::Buffered), request) }
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn MPI_Irecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     let op = recv_operation(buf, count, datatype, source, tag, comm);
     // SAFETY: MPI's rules for MPI_Irecv: `buf` has room for `count` elements of `datatype` until
@@ -472,12 +516,11 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
 ) -> c_int {
     let copy = (|| -> MpiResult<Vec<u8>> {
         let elements = check_count(comm, count)?;
-        check_datatype(comm, datatype)?;
+        let described = describe_datatype(comm, datatype)?;
         check_buffer(comm, buf.cast(), elements, datatype)?;
-        let size = datatype::packed_size(datatype, elements).map_err(|class| error(comm, class, "cannot size the datatype"))?;
-        let mut outgoing = vec![0u8; size];
+        let mut outgoing = vec![0u8; packed_bytes(comm, &described, elements)?];
         // SAFETY: the user buffer holds `count` elements of the datatype.
-        unsafe { datatype::pack(datatype, elements, buf.cast(), &mut outgoing) };
+        unsafe { described.pack(elements, buf.cast(), &mut outgoing) };
         Ok(outgoing)
     })();
     let outgoing = match copy {
@@ -493,7 +536,7 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
 }
 
 /// Checks a probe's arguments; None for MPI_PROC_NULL.
-fn probe_target(rt: &Runtime, source: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult<Option<(Source, TagSelector, u32)>> {
+pub(crate) fn probe_target(rt: &Runtime, source: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult<Option<(Source, TagSelector, u32)>> {
     let shared = &rt.comms.get(comm)?.shared;
     let tag = check_tag(comm, tag, true)?;
     let Some(source) = check_peer(comm, source, shared.peer_count(), true)? else { return Ok(None) };
@@ -504,7 +547,7 @@ fn probe_target(rt: &Runtime, source: c_int, tag: c_int, comm: MPI_Comm) -> MpiR
     Ok(Some((source, tag, shared.p2p_context)))
 }
 
-fn probe_completion(rt: &Runtime, comm: MPI_Comm, status: braid_engine::Status) -> Completion {
+pub(crate) fn probe_completion(rt: &Runtime, comm: MPI_Comm, status: braid_engine::Status) -> Completion {
     let source = rt.comms.get(comm).ok().and_then(|c| c.shared.rank_of_job(status.source)).map_or(MPI_UNDEFINED, |r| r as c_int);
     Completion { source, tag: status.tag, count: status.count, cancelled: false, error: MPI_SUCCESS }
 }
@@ -569,79 +612,19 @@ pub unsafe extern "C" fn MPI_Probe(source: c_int, tag: c_int, comm: MPI_Comm, st
     }
 }
 
-/// Elements of `element_size` bytes in `bytes`: MPI_UNDEFINED when not a whole number or too many.
-pub fn count_of(bytes: usize, element_size: usize) -> c_int {
-    if element_size == 0 {
-        return 0;
-    }
-    if !bytes.is_multiple_of(element_size) {
-        return MPI_UNDEFINED;
-    }
-    c_int::try_from(bytes / element_size).unwrap_or(MPI_UNDEFINED)
-}
-
-/// The status behind a `const MPI_Status *` argument.
-///
-/// # Safety
-/// `status` must be NULL, MPI_STATUS_IGNORE or point to a status.
-unsafe fn read_status<'a>(status: *const MPI_Status) -> MpiResult<&'a MPI_Status> {
-    if !is_real_status(status) {
-        return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "status must be a real status, not NULL or MPI_STATUS_IGNORE"));
-    }
-    // SAFETY: a real status pointer, per the caller.
-    Ok(unsafe { &*status })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Get_count(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) -> c_int {
-    let result = (|| {
-        // SAFETY: the caller's status.
-        let status = unsafe { read_status(status)? };
-        let size = datatype::type_size(datatype).map_err(|class| error(MPI_COMM_WORLD, class, format!("datatype {datatype} is not valid")))?;
-        // SAFETY: the caller's out-pointer (NULL is rejected by store).
-        unsafe { store(count, count_of(status_count(status), size), "count") }
-    })();
-    finish("MPI_Get_count", result)
-}
-
-/// Basic elements in a status, for MPI_Get_elements(_x).
-unsafe fn elements_of(status: *const MPI_Status, datatype: MPI_Datatype) -> MpiResult<usize> {
-    // SAFETY: the caller's status.
-    let status = unsafe { read_status(status)? };
-    datatype::elements(datatype, status_count(status)).map_err(|class| error(MPI_COMM_WORLD, class, format!("datatype {datatype} is not valid")))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Get_elements(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) -> c_int {
-    let result = (|| {
-        // SAFETY: the caller's status.
-        let elements = unsafe { elements_of(status, datatype)? };
-        let value = c_int::try_from(elements).unwrap_or(MPI_UNDEFINED);
-        // SAFETY: the caller's out-pointer (NULL is rejected by store).
-        unsafe { store(count, value, "count") }
-    })();
-    finish("MPI_Get_elements", result)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Get_elements_x(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) -> c_int {
-    let result = (|| {
-        // SAFETY: the caller's status.
-        let elements = unsafe { elements_of(status, datatype)? };
-        // SAFETY: the caller's out-pointer (NULL is rejected by store).
-        unsafe { store(count, elements as MPI_Count, "count") }
-    })();
-    finish("MPI_Get_elements_x", result)
-}
-
-/// Creates an inactive persistent request after checking its arguments.
+/// Creates an inactive persistent request after checking its arguments; it keeps its
+/// datatype's description.
 unsafe fn persistent(function: &str, op: Operation, request: *mut MPI_Request) -> c_int {
     let result = runtime::with(|rt| {
         if request.is_null() {
             return Err(error(op.comm, MPI_ERR_ARG, "request must not be NULL"));
         }
-        check_operation(&rt.comms.get(op.comm)?.shared, &op)?;
-        let pending = Pending { comm: op.comm, shared: None, engine: None, staging: Staging::None, done: None, persistent: Some(Box::new(op)) };
+        let shared = &rt.comms.get(op.comm)?.shared;
+        let count = check_count(op.comm, op.count)?;
+        let datatype = describe_datatype(op.comm, op.datatype)?;
+        check_envelope(shared, &op, count)?;
+        let persistent = Some(Box::new(Persistent { op, datatype }));
+        let pending = Pending { comm: op.comm, shared: None, engine: None, staging: Staging::None, done: None, persistent, generalized: None };
         let handle = rt.requests.insert(pending);
         // SAFETY: checked non-null; the caller's handle.
         unsafe { *request = handle };
@@ -663,6 +646,12 @@ pub unsafe extern "C" fn MPI_Ssend_init(buf: *const c_void, count: c_int, dataty
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn MPI_Rsend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: `request` is the caller's handle pointer.
+    unsafe { persistent("MPI_Rsend_init", send_operation(buf, count, datatype, dest, tag, comm, SendMode::Ready), request) }
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn MPI_Recv_init(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: `request` is the caller's handle pointer.
     unsafe { persistent("MPI_Recv_init", recv_operation(buf, count, datatype, source, tag, comm), request) }
@@ -671,15 +660,22 @@ pub unsafe extern "C" fn MPI_Recv_init(buf: *mut c_void, count: c_int, datatype:
 /// Activates one persistent request.
 fn start_persistent(rt: &mut Runtime, request: MPI_Request) -> MpiResult<()> {
     let pending = rt.requests.get_mut(request)?;
-    let Some(op) = pending.persistent.as_deref().copied() else {
+    if pending.persistent.is_none() {
         return Err(error(pending.comm, MPI_ERR_REQUEST, format!("request {request} is not persistent")));
-    };
-    if pending.engine.is_some() || pending.done.is_some() {
-        return Err(error(op.comm, MPI_ERR_REQUEST, format!("request {request} is already active")));
     }
-    let mut started = start(rt, &op)?;
-    started.persistent = Some(Box::new(op));
-    *rt.requests.get_mut(request)? = started;
+    if pending.engine.is_some() || pending.done.is_some() {
+        return Err(error(pending.comm, MPI_ERR_REQUEST, format!("request {request} is already active")));
+    }
+    let persistent = pending.persistent.take().expect("checked above");
+    let started = start_described(rt, &persistent.op, &persistent.datatype);
+    let pending = rt.requests.get_mut(request)?;
+    match started {
+        Ok(started) => *pending = Pending { persistent: Some(persistent), ..started },
+        Err(failure) => {
+            pending.persistent = Some(persistent);
+            return Err(failure);
+        }
+    }
     Ok(())
 }
 
@@ -741,13 +737,5 @@ mod tests {
         assert_eq!(check_buffer(MPI_COMM_WORLD, std::ptr::null(), 1, MPI_INT).unwrap_err().class, MPI_ERR_BUFFER);
         assert!(check_buffer(MPI_COMM_WORLD, std::ptr::null(), 0, MPI_INT).is_ok());
         assert!(check_buffer(MPI_COMM_WORLD, std::ptr::null(), 1, BRAID_FIRST_DERIVED_DATATYPE).is_ok());
-    }
-
-    #[test]
-    fn counts_from_bytes() {
-        assert_eq!(count_of(12, 4), 3);
-        assert_eq!(count_of(13, 4), MPI_UNDEFINED);
-        assert_eq!(count_of(0, 0), 0);
-        assert_eq!(count_of(1 << 40, 1), MPI_UNDEFINED);
     }
 }

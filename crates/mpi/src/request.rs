@@ -1,6 +1,7 @@
 //! Requests: MPI_Request handles over engine requests, with what must happen on completion
 //! (unpacking a staged receive, translating the source to a communicator rank), and the
-//! MPI_Wait/MPI_Test families.
+//! MPI_Wait/MPI_Test families. A generalized request ([`crate::grequest`]) has no engine request:
+//! the application completes it.
 
 // The safety contract of the MPI_* entry points is the MPI standard's rules for their arguments.
 #![allow(non_snake_case, clippy::missing_safety_doc)]
@@ -16,6 +17,7 @@ use crate::comm::CommShared;
 use crate::consts::*;
 use crate::datatype;
 use crate::error::{error, finish, raise, MpiError, MpiResult};
+use crate::grequest::{self, Generalized, Query};
 use crate::group::store;
 use crate::runtime::{self, engine_error, Runtime};
 
@@ -104,7 +106,7 @@ pub enum Staging {
     Collective(Rc<Outcome>),
 }
 
-/// A persistent request's arguments (MPI_Send_init / MPI_Recv_init).
+/// A send's or receive's arguments.
 #[derive(Debug, Clone, Copy)]
 pub struct Operation {
     /// None for receives.
@@ -116,6 +118,13 @@ pub struct Operation {
     pub peer: c_int,
     pub tag: c_int,
     pub comm: MPI_Comm,
+}
+
+/// A persistent request's operation (MPI_Send_init, MPI_Recv_init, ...) with its datatype's
+/// description, held because MPI lets the datatype handle be freed while the request lives.
+pub struct Persistent {
+    pub op: Operation,
+    pub datatype: datatype::DatatypeRef,
 }
 
 /// One started operation.
@@ -130,23 +139,25 @@ pub struct Pending {
     /// Set once the operation is complete and its completion work is done.
     pub done: Option<Completion>,
     /// Boxed: rare, and it would double the size of every request.
-    pub persistent: Option<Box<Operation>>,
+    pub persistent: Option<Box<Persistent>>,
+    /// A generalized request's callbacks (boxed: rare).
+    pub generalized: Option<Box<Generalized>>,
 }
 
 impl Pending {
     /// An operation that completed at once (MPI_PROC_NULL peers).
     pub fn completed(comm: MPI_Comm, completion: Completion) -> Pending {
-        Pending { comm, shared: None, engine: None, staging: Staging::None, done: Some(completion), persistent: None }
+        Pending { comm, shared: None, engine: None, staging: Staging::None, done: Some(completion), persistent: None, generalized: None }
     }
 
     /// A non-blocking collective in flight.
     pub fn collective(comm: MPI_Comm, outcome: Rc<Outcome>) -> Pending {
-        Pending { comm, shared: None, engine: None, staging: Staging::Collective(outcome), done: None, persistent: None }
+        Pending { comm, shared: None, engine: None, staging: Staging::Collective(outcome), done: None, persistent: None, generalized: None }
     }
 
     /// Whether the operation is still in flight (a persistent request between starts is not).
     fn is_active(&self) -> bool {
-        self.engine.is_some() || self.done.is_some() || matches!(self.staging, Staging::Collective(_))
+        self.engine.is_some() || self.done.is_some() || self.generalized.is_some() || matches!(self.staging, Staging::Collective(_))
     }
 
     /// A collective's end, once its schedule has finished.
@@ -176,6 +187,12 @@ impl Pending {
             self.finish_collective(result);
         }
         Ok(())
+    }
+
+    /// A generalized request not completed with MPI_Grequest_complete: nothing can complete it
+    /// while a call waits for it (MPI_THREAD_SERIALIZED), so a wait would never end.
+    fn waits_forever(&self) -> bool {
+        self.done.is_none() && self.generalized.as_ref().is_some_and(|generalized| !generalized.complete)
     }
 
     /// Turns the engine's status into the MPI completion, unpacking a staged receive.
@@ -220,6 +237,10 @@ impl Pending {
         if self.done.is_some() {
             return Ok(true);
         }
+        if self.generalized.is_some() {
+            // Complete once its query function has answered (see `grequest`).
+            return Ok(false);
+        }
         let Some(id) = self.engine else { return self.poll_collective(engine) };
         match engine.test(id)? {
             Some(status) => {
@@ -251,6 +272,9 @@ impl Pending {
 
     /// Whether the operation is complete, without making progress.
     fn is_complete(&self, engine: &Engine) -> bool {
+        if self.generalized.is_some() {
+            return self.done.is_some();
+        }
         match self.engine {
             Some(id) => engine.is_complete(id),
             None => !matches!(self.staging, Staging::Collective(_)) || self.collective_end().is_some(),
@@ -280,13 +304,21 @@ pub struct RequestTable {
     free: Vec<u32>,
     /// Requests freed by MPI_Request_free whose staging must outlive them.
     detached: Vec<Pending>,
+    /// Generalized requests gone from the table whose free functions are still to run.
+    freed_generalized: Vec<Generalized>,
     /// What [`COMPLETED_SEND`] refers to, renewed on each lookup.
     completed_send: Pending,
 }
 
 impl Default for RequestTable {
     fn default() -> RequestTable {
-        RequestTable { slots: Vec::new(), free: Vec::new(), detached: Vec::new(), completed_send: Pending::completed(MPI_COMM_WORLD, Completion::SENT) }
+        RequestTable {
+            slots: Vec::new(),
+            free: Vec::new(),
+            detached: Vec::new(),
+            freed_generalized: Vec::new(),
+            completed_send: Pending::completed(MPI_COMM_WORLD, Completion::SENT),
+        }
     }
 }
 
@@ -347,8 +379,41 @@ impl RequestTable {
                 return (completion, request);
             }
         }
-        self.remove(request);
+        self.retire_released(request);
         (completion, MPI_REQUEST_NULL)
+    }
+
+    /// Frees `request`; a generalized request's free function is then due (see
+    /// [`RequestTable::take_freed_generalized`]).
+    pub(crate) fn retire_released(&mut self, request: MPI_Request) {
+        if let Some(Pending { generalized: Some(generalized), .. }) = self.remove(request) {
+            self.freed_generalized.push(*generalized);
+        }
+    }
+
+    /// The query functions to call before a completion call on `handles`: those of the complete
+    /// generalized requests among them.
+    pub(crate) fn queries_due(&mut self, handles: &[MPI_Request]) -> Vec<(MPI_Request, Query)> {
+        let mut due = Vec::new();
+        for &handle in handles {
+            let Some(pending) = self.slot_mut(handle) else { continue };
+            if let Some(generalized) = pending.generalized.as_deref().filter(|generalized| generalized.complete && !generalized.released) {
+                due.push((handle, generalized.query()));
+            }
+        }
+        due
+    }
+
+    /// A generalized request's query function answered: that is its completion.
+    pub(crate) fn answer(&mut self, handle: MPI_Request, completion: Completion) {
+        if let Some(pending) = self.slot_mut(handle).filter(|pending| pending.generalized.is_some()) {
+            pending.done = Some(completion);
+        }
+    }
+
+    /// The generalized requests freed since the last call, whose free functions are due.
+    pub(crate) fn take_freed_generalized(&mut self) -> Vec<Generalized> {
+        std::mem::take(&mut self.freed_generalized)
     }
 
     /// Keeps a freed request's staging until the engine is done with it.
@@ -427,10 +492,19 @@ fn is_active(rt: &mut Runtime, request: MPI_Request) -> MpiResult<bool> {
     Ok(rt.requests.get_mut(request)?.is_active())
 }
 
+#[cold]
+fn never_completes(request: MPI_Request) -> MpiError {
+    let detail = format!("generalized request {request} is not complete, and no MPI_Grequest_complete can run while this call waits (MPI_THREAD_SERIALIZED)");
+    error(MPI_COMM_WORLD, MPI_ERR_REQUEST, detail)
+}
+
 /// Waits for one active request; frees it (persistent: deactivates it).
 fn wait_one(rt: &mut Runtime, request: MPI_Request) -> MpiResult<(Completion, MPI_Request, MPI_Comm)> {
     let Runtime { engine, requests, .. } = rt;
     let pending = requests.get_mut(request)?;
+    if pending.waits_forever() {
+        return Err(never_completes(request));
+    }
     let comm = pending.comm;
     let completion = pending.wait(engine).map_err(|e| engine_error(comm, e))?;
     let (completion, handle) = requests.retire(request, completion);
@@ -470,6 +544,15 @@ fn failed_completion(function: &str, completion: &Completion, comm: MPI_Comm) ->
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
+    // SAFETY: `request` is NULL or the caller's handle.
+    unsafe { grequest::around("MPI_Wait", request, 1, || wait(request, status)) }
+}
+
+/// MPI_Wait.
+///
+/// # Safety
+/// MPI_Wait's arguments.
+unsafe fn wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
     let outcome = runtime::with(|rt| {
         // SAFETY: `request` is the caller's handle pointer.
         let handle = unsafe { read_handle(request, "request")? };
@@ -498,6 +581,15 @@ pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_St
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Test(request: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+    // SAFETY: `request` is NULL or the caller's handle.
+    unsafe { grequest::around("MPI_Test", request, 1, || test(request, flag, status)) }
+}
+
+/// MPI_Test.
+///
+/// # Safety
+/// MPI_Test's arguments.
+unsafe fn test(request: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
     let outcome = runtime::with(|rt| {
         // SAFETY: `request` is the caller's handle pointer.
         let handle = unsafe { read_handle(request, "request")? };
@@ -543,6 +635,12 @@ fn report_many(function: &str, results: &[(usize, Completion, MPI_Comm)]) -> c_i
 /// # Safety
 /// `array_of_statuses` is MPI_STATUSES_IGNORE or holds a status per request.
 unsafe fn complete_all(rt: &mut Runtime, requests: &mut [MPI_Request], array_of_statuses: *mut MPI_Status) -> MpiResult<Vec<(usize, Completion, MPI_Comm)>> {
+    // Nothing is completed when one of them never can be.
+    for &handle in requests.iter() {
+        if is_active(rt, handle)? && rt.requests.get_mut(handle)?.waits_forever() {
+            return Err(never_completes(handle));
+        }
+    }
     let mut results = Vec::new();
     for (index, handle) in requests.iter_mut().enumerate() {
         let completion = if *handle == COMPLETED_SEND {
@@ -566,6 +664,15 @@ unsafe fn complete_all(rt: &mut Runtime, requests: &mut [MPI_Request], array_of_
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Waitall(count: c_int, array_of_requests: *mut MPI_Request, array_of_statuses: *mut MPI_Status) -> c_int {
+    // SAFETY: `array_of_requests` holds `count` handles.
+    unsafe { grequest::around("MPI_Waitall", array_of_requests, count, || wait_all(count, array_of_requests, array_of_statuses)) }
+}
+
+/// MPI_Waitall.
+///
+/// # Safety
+/// MPI_Waitall's arguments.
+unsafe fn wait_all(count: c_int, array_of_requests: *mut MPI_Request, array_of_statuses: *mut MPI_Status) -> c_int {
     let outcome = runtime::with(|rt| {
         // SAFETY: MPI requires `count` handles.
         let requests = unsafe { request_array(count, array_of_requests)? };
@@ -580,6 +687,15 @@ pub unsafe extern "C" fn MPI_Waitall(count: c_int, array_of_requests: *mut MPI_R
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Testall(count: c_int, array_of_requests: *mut MPI_Request, flag: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
+    // SAFETY: `array_of_requests` holds `count` handles.
+    unsafe { grequest::around("MPI_Testall", array_of_requests, count, || test_all(count, array_of_requests, flag, array_of_statuses)) }
+}
+
+/// MPI_Testall.
+///
+/// # Safety
+/// MPI_Testall's arguments.
+unsafe fn test_all(count: c_int, array_of_requests: *mut MPI_Request, flag: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
     let outcome = runtime::with(|rt| {
         // SAFETY: MPI requires `count` handles.
         let requests = unsafe { request_array(count, array_of_requests)? };
@@ -633,6 +749,14 @@ fn first_complete(rt: &mut Runtime, requests: &[MPI_Request]) -> MpiResult<Optio
 
 /// Blocks until one of the active requests has completed in the engine.
 fn block_until_any(rt: &mut Runtime, requests: &[MPI_Request]) -> MpiResult<()> {
+    let mut can_complete = false;
+    for &handle in requests {
+        can_complete |= is_active(rt, handle)? && !rt.requests.get_mut(handle)?.waits_forever();
+    }
+    if !can_complete {
+        let first = requests.iter().copied().find(|&handle| handle != MPI_REQUEST_NULL).unwrap_or(MPI_REQUEST_NULL);
+        return Err(never_completes(first));
+    }
     let Runtime { engine, requests: table, .. } = rt;
     let table = &*table;
     engine
@@ -647,7 +771,8 @@ fn block_until_any(rt: &mut Runtime, requests: &[MPI_Request]) -> MpiResult<()> 
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Waitany(count: c_int, array_of_requests: *mut MPI_Request, index: *mut c_int, status: *mut MPI_Status) -> c_int {
-    any_completion("MPI_Waitany", count, array_of_requests, index, std::ptr::null_mut(), status, true)
+    // SAFETY: `array_of_requests` holds `count` handles.
+    unsafe { grequest::around("MPI_Waitany", array_of_requests, count, || any_completion("MPI_Waitany", count, array_of_requests, index, std::ptr::null_mut(), status, true)) }
 }
 
 #[no_mangle]
@@ -655,7 +780,8 @@ pub unsafe extern "C" fn MPI_Testany(count: c_int, array_of_requests: *mut MPI_R
     if flag.is_null() {
         return raise(MPI_COMM_WORLD, "MPI_Testany", MPI_ERR_ARG, "flag must not be NULL");
     }
-    any_completion("MPI_Testany", count, array_of_requests, index, flag, status, false)
+    // SAFETY: `array_of_requests` holds `count` handles.
+    unsafe { grequest::around("MPI_Testany", array_of_requests, count, || any_completion("MPI_Testany", count, array_of_requests, index, flag, status, false)) }
 }
 
 /// MPI_Waitany (blocking) and MPI_Testany.
@@ -713,12 +839,16 @@ unsafe fn any_completion(
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Waitsome(incount: c_int, array_of_requests: *mut MPI_Request, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
-    some_completion("MPI_Waitsome", incount, array_of_requests, outcount, array_of_indices, array_of_statuses, true)
+    let some = || some_completion("MPI_Waitsome", incount, array_of_requests, outcount, array_of_indices, array_of_statuses, true);
+    // SAFETY: `array_of_requests` holds `incount` handles.
+    unsafe { grequest::around("MPI_Waitsome", array_of_requests, incount, some) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Testsome(incount: c_int, array_of_requests: *mut MPI_Request, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
-    some_completion("MPI_Testsome", incount, array_of_requests, outcount, array_of_indices, array_of_statuses, false)
+    let some = || some_completion("MPI_Testsome", incount, array_of_requests, outcount, array_of_indices, array_of_statuses, false);
+    // SAFETY: `array_of_requests` holds `incount` handles.
+    unsafe { grequest::around("MPI_Testsome", array_of_requests, incount, some) }
 }
 
 /// MPI_Waitsome (blocking) and MPI_Testsome.
@@ -781,7 +911,17 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
     let result = runtime::with(|rt| {
         // SAFETY: `request` is the caller's handle pointer.
         let handle = unsafe { read_handle(request, "request")? };
-        rt.requests.get_mut(handle)?;
+        if let Some(generalized) = rt.requests.get_mut(handle)?.generalized.as_mut() {
+            // Its free function runs once it is both freed and complete.
+            if generalized.complete {
+                rt.requests.retire_released(handle);
+            } else {
+                generalized.released = true;
+            }
+            // SAFETY: checked non-null by read_handle.
+            unsafe { *request = MPI_REQUEST_NULL };
+            return Ok(());
+        }
         let pending = rt.requests.remove(handle).expect("checked above");
         let comm = pending.comm;
         match (pending.engine, &pending.staging) {
@@ -793,23 +933,33 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
         unsafe { *request = MPI_REQUEST_NULL };
         Ok(())
     });
-    finish("MPI_Request_free", result)
+    grequest::run_frees("MPI_Request_free", finish("MPI_Request_free", result))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
-    let result = runtime::with(|rt| {
+    let outcome = runtime::with(|rt| {
         // SAFETY: `request` is the caller's handle pointer.
         let handle = unsafe { read_handle(request, "request")? };
         let pending = rt.requests.get_mut(handle)?;
-        // Sends are never cancelled (MPI lets cancellation fail; the engine cancels only
-        // receives); a receive is if still unmatched.
+        if let Some(generalized) = &pending.generalized {
+            return Ok(Some(generalized.cancellation()));
+        }
+        // The engine cancels what has not matched (a send may take the receiver's answer, which
+        // a later progress step brings); the request then completes, cancelled or not.
         if let Some(id) = pending.engine {
             rt.engine.cancel(id);
         }
-        Ok(())
+        Ok(None)
     });
-    finish("MPI_Cancel", result)
+    match outcome {
+        Ok(None) => MPI_SUCCESS,
+        Ok(Some(cancellation)) => match cancellation.call() {
+            MPI_SUCCESS => MPI_SUCCESS,
+            failed => raise(MPI_COMM_WORLD, "MPI_Cancel", failed, "the cancel function of the generalized request failed"),
+        },
+        Err(e) => raise(e.comm, "MPI_Cancel", e.class, &e.detail),
+    }
 }
 
 #[no_mangle]
@@ -824,6 +974,15 @@ pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MPI_Status, flag: *mu
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Request_get_status(request: MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+    // SAFETY: one handle, on the stack.
+    unsafe { grequest::around("MPI_Request_get_status", &request, 1, || request_status(request, flag, status)) }
+}
+
+/// MPI_Request_get_status.
+///
+/// # Safety
+/// MPI_Request_get_status's arguments.
+unsafe fn request_status(request: MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
     let outcome = runtime::with(|rt| {
         if flag.is_null() {
             return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "flag must not be NULL"));
@@ -913,18 +1072,51 @@ mod tests {
     }
 
     #[test]
+    fn generalized_requests_are_queried_once_complete_and_freed_when_retired() {
+        let mut table = RequestTable::new();
+        let generalized = || Pending {
+            comm: MPI_COMM_WORLD,
+            shared: None,
+            engine: None,
+            staging: Staging::None,
+            done: None,
+            persistent: None,
+            generalized: Some(Box::new(Generalized::new(None, None, None, std::ptr::null_mut()))),
+        };
+        let (first, second) = (table.insert(generalized()), table.insert(generalized()));
+        let plain = table.insert(Pending::completed(MPI_COMM_WORLD, Completion::PROC_NULL));
+        for handle in [first, second] {
+            let pending = table.get_mut(handle).unwrap();
+            assert!(pending.is_active() && pending.waits_forever());
+        }
+        assert!(table.queries_due(&[first, second, plain, MPI_REQUEST_NULL]).is_empty());
+        table.get_mut(second).unwrap().generalized.as_mut().unwrap().complete = true;
+        let due: Vec<MPI_Request> = table.queries_due(&[first, second, plain]).into_iter().map(|(handle, _)| handle).collect();
+        assert_eq!(due, [second]);
+        let answered = Completion { tag: 4, ..Completion::EMPTY };
+        table.answer(second, answered);
+        table.answer(plain, answered);
+        assert_eq!(table.get_mut(plain).unwrap().done, Some(Completion::PROC_NULL));
+        let pending = table.get_mut(second).unwrap();
+        assert!(!pending.waits_forever() && pending.done == Some(answered));
+        assert_eq!(table.retire(second, answered), (answered, MPI_REQUEST_NULL));
+        assert!(table.get_mut(second).is_err());
+        assert_eq!(table.take_freed_generalized().len(), 1);
+        assert!(table.take_freed_generalized().is_empty());
+        // Freed by the application before completion: the slot stays until it is complete.
+        table.get_mut(first).unwrap().generalized.as_mut().unwrap().released = true;
+        table.get_mut(first).unwrap().generalized.as_mut().unwrap().complete = true;
+        assert!(table.queries_due(&[first]).is_empty());
+        table.retire_released(first);
+        assert_eq!(table.take_freed_generalized().len(), 1);
+    }
+
+    #[test]
     fn persistent_requests_stay_after_retiring() {
         let mut table = RequestTable::new();
         let mut pending = Pending::completed(MPI_COMM_WORLD, Completion::PROC_NULL);
-        pending.persistent = Some(Box::new(Operation {
-            send_mode: None,
-            buffer: std::ptr::null_mut(),
-            count: 0,
-            datatype: MPI_INT,
-            peer: MPI_PROC_NULL,
-            tag: 0,
-            comm: MPI_COMM_WORLD,
-        }));
+        let op = Operation { send_mode: None, buffer: std::ptr::null_mut(), count: 0, datatype: MPI_INT, peer: MPI_PROC_NULL, tag: 0, comm: MPI_COMM_WORLD };
+        pending.persistent = Some(Box::new(Persistent { op, datatype: datatype::lookup(MPI_INT).unwrap() }));
         let handle = table.insert(pending);
         let (completion, after) = table.retire(handle, Completion::PROC_NULL);
         assert_eq!((completion.source, after), (MPI_PROC_NULL, handle));

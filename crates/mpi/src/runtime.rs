@@ -19,6 +19,7 @@ use braid_pmi::client::{PmiClient, Singleton};
 use braid_pmi::Bootstrap;
 
 use crate::attr::AttributeStore;
+use crate::bsend::BsendBuffer;
 use crate::coll::CollTuning;
 use crate::comm::CommTable;
 use crate::consts::*;
@@ -26,6 +27,7 @@ use crate::error::{error, raise, MpiError, MpiResult};
 use crate::group::GroupTable;
 use crate::info::InfoTable;
 use crate::progress_thread::ProgressThread;
+use crate::message::MessageTable;
 use crate::request::RequestTable;
 
 /// Everything an initialised process holds.
@@ -34,6 +36,10 @@ pub struct Runtime {
     pub comms: CommTable,
     pub groups: GroupTable,
     pub requests: RequestTable,
+    /// Messages matched by MPI_Mprobe/MPI_Improbe, not received yet.
+    pub messages: MessageTable,
+    /// The buffer attached for buffered sends.
+    pub bsend: BsendBuffer,
     pub infos: InfoTable,
     pub attributes: AttributeStore,
     pub tuning: CollTuning,
@@ -221,6 +227,8 @@ fn initialize(required: c_int) -> MpiResult<c_int> {
         comms,
         groups: GroupTable::new(),
         requests: RequestTable::new(),
+        messages: MessageTable::new(),
+        bsend: BsendBuffer::new(),
         infos: InfoTable::new(),
         attributes: AttributeStore::new(),
         tuning: CollTuning::from_config(&config),
@@ -292,8 +300,10 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
         return raise(e.comm, "MPI_Finalize", e.class, &e.detail);
     }
     let drained = with(|rt| {
-        let Runtime { engine, requests, .. } = rt;
-        requests.drain_detached(engine).map_err(|e| crate::runtime::engine_error(MPI_COMM_WORLD, e))
+        let Runtime { engine, requests, bsend, .. } = rt;
+        requests.drain_detached(engine).map_err(|e| crate::runtime::engine_error(MPI_COMM_WORLD, e))?;
+        // Buffered messages still in flight leave before the engine goes.
+        bsend.drain(engine).map_err(|e| crate::runtime::engine_error(MPI_COMM_WORLD, e))
     });
     if let Err(e) = drained {
         return raise(e.comm, "MPI_Finalize", e.class, &e.detail);

@@ -86,6 +86,7 @@ fn constant_program() -> (String, Vec<(&'static str, i64)>) {
         MPI_APPNUM, MPI_LASTUSEDCODE, MPI_WIN_BASE, MPI_WIN_MODEL, MPI_WIN_FLAVOR_SHARED, MPI_WIN_UNIFIED,
         MPI_SUCCESS, MPI_ERR_BUFFER, MPI_ERR_RANK, MPI_ERR_TRUNCATE, MPI_ERR_OTHER, MPI_ERR_IN_STATUS,
         MPI_ERR_REQUEST, MPI_ERR_UNSUPPORTED_OPERATION, MPI_ERR_KEYVAL, MPI_ERR_LASTCODE,
+        MPI_MESSAGE_NULL, MPI_MESSAGE_NO_PROC, MPI_BSEND_OVERHEAD,
     );
     let source = format!(
         "#include <mpi.h>\n#include <stdio.h>\n\nint main(void) {{\n{prints}    printf(\"sizeof_status %lld\\n\", (long long)sizeof(MPI_Status));\n    printf(\"sizeof_aint %lld\\n\", (long long)sizeof(MPI_Aint));\n    printf(\"in_place %lld\\n\", (long long)(intptr_t)MPI_IN_PLACE);\n    printf(\"status_ignore %lld\\n\", (long long)(intptr_t)MPI_STATUS_IGNORE);\n    return 0;\n}}\n"

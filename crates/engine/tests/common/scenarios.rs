@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use braid_engine::{Engine, RequestId, SendMode, Source, Status, TagSelector};
+use braid_engine::{Engine, EngineError, MessageId, RequestId, SendMode, Source, Status, TagSelector};
 
 use super::{leak, leak_zeroed, pattern};
 
@@ -118,4 +118,106 @@ pub fn late_message(engine: &mut Engine) -> Duration {
     let (status, data) = receive(engine, 64, Source::Rank(0), TagSelector::Tag(3));
     assert_eq!((status.count, &*data), (64, &[9u8; 64][..]));
     start.elapsed()
+}
+
+/// Waits until a matched probe of (`source`, `tag`) finds a message; returns it and its status.
+pub fn mprobe(engine: &mut Engine, source: Source, tag: TagSelector) -> (MessageId, Status) {
+    let mut found = None;
+    engine
+        .wait_until(|engine| {
+            found = engine.improbe(source, tag, CONTEXT).unwrap();
+            found.is_some()
+        })
+        .unwrap();
+    found.unwrap()
+}
+
+/// Rank 0 sends rank 1 a small, a large (rendezvous) and a small synchronous message. Rank 1
+/// matches the large one with a matched probe, then shows that neither wildcard receives nor
+/// probes see it any more, and receives it (and the synchronous one, also matched by probe)
+/// later by its message number.
+pub fn matched_probe(engine: &mut Engine) {
+    const LARGE: usize = 1 << 20;
+    if engine.rank() == 0 {
+        let small = send(engine, pattern(1, 100), 1, 1);
+        let large = send(engine, pattern(2, LARGE), 1, 2);
+        let synchronous = engine.isend(leak(pattern(3, 50)), 1, 3, CONTEXT, SendMode::Synchronous).unwrap();
+        for request in [small, large, synchronous] {
+            engine.wait(request).unwrap();
+        }
+        return;
+    }
+    if engine.rank() != 1 {
+        return;
+    }
+    let (large, status) = mprobe(engine, Source::Rank(0), TagSelector::Tag(2));
+    assert_eq!((status.source, status.tag, status.count), (0, 2, LARGE));
+    let (status, data) = receive(engine, LARGE, Source::Any, TagSelector::Any);
+    assert_eq!((status.tag, status.count), (1, 100));
+    assert!(data[..100] == pattern(1, 100)[..], "the small message was corrupted");
+    let (synchronous, status) = mprobe(engine, Source::Any, TagSelector::Any);
+    assert_eq!((status.tag, status.count), (3, 50));
+    assert_eq!(engine.iprobe(Source::Any, TagSelector::Any, CONTEXT).unwrap(), None);
+    assert_eq!(engine.improbe(Source::Any, TagSelector::Any, CONTEXT).unwrap(), None);
+    let wildcard = post(engine, LARGE, Source::Any, TagSelector::Any);
+
+    let request = engine.imrecv(large, leak_zeroed(LARGE)).unwrap();
+    let (status, data) = engine.wait_receive(request).unwrap();
+    assert_eq!((status.source, status.tag, status.count, status.truncated), (0, 2, LARGE, false));
+    assert!(*data == pattern(2, LARGE)[..], "the probed rendezvous message was corrupted");
+    assert_eq!(engine.imrecv(large, leak_zeroed(1)), Err(EngineError::BadRequest));
+    let request = engine.imrecv(synchronous, leak_zeroed(20)).unwrap();
+    let (status, data) = engine.wait_receive(request).unwrap();
+    assert_eq!((status.tag, status.count, status.truncated), (3, 20, true));
+    assert!(*data == pattern(3, 50)[..20], "the probed synchronous message was corrupted");
+
+    assert!(engine.cancel(wildcard), "the wildcard receive matched a probed message");
+    assert!(engine.wait(wildcard).unwrap().cancelled);
+}
+
+/// Rank 0 cancels sends that rank 1 has not matched (a rendezvous one, a synchronous one), one
+/// that it has matched (a rendezvous send to a posted receive), and a standard eager one (complete
+/// once it left: never cancelled). Rank 1 checks that only what was not cancelled arrives.
+pub fn cancel_sends(engine: &mut Engine) {
+    const LARGE: usize = 1 << 20;
+    if engine.rank() == 1 {
+        let matched = post(engine, LARGE, Source::Rank(0), TagSelector::Tag(13));
+        let go = send(engine, Vec::new(), 0, 20);
+        engine.wait(go).unwrap();
+        let (status, _) = receive(engine, 0, Source::Rank(0), TagSelector::Tag(21));
+        assert_eq!(status.count, 0);
+        for withdrawn in [10, 11] {
+            assert_eq!(engine.iprobe(Source::Any, TagSelector::Tag(withdrawn), CONTEXT).unwrap(), None, "cancelled message {withdrawn} arrived");
+        }
+        let (status, data) = engine.wait_receive(matched).unwrap();
+        assert!(!status.cancelled && status.count == LARGE && *data == pattern(13, LARGE)[..]);
+        let (status, data) = receive(engine, 8, Source::Rank(0), TagSelector::Tag(12));
+        assert_eq!((status.count, &*data), (8, &pattern(12, 8)[..]));
+        assert_eq!(engine.iprobe(Source::Any, TagSelector::Any, CONTEXT).unwrap(), None);
+        return;
+    }
+    if engine.rank() != 0 {
+        return;
+    }
+    let unmatched_rendezvous = send(engine, pattern(10, LARGE), 1, 10);
+    assert!(!engine.cancel(unmatched_rendezvous), "the receiver's answer cannot be known yet");
+    let status = engine.wait(unmatched_rendezvous).unwrap();
+    assert!(status.cancelled && status.count == 0, "an unmatched rendezvous send was not cancelled: {status:?}");
+
+    let unmatched_synchronous = engine.isend(leak(pattern(11, 16)), 1, 11, CONTEXT, SendMode::Synchronous).unwrap();
+    engine.cancel(unmatched_synchronous);
+    assert!(engine.wait(unmatched_synchronous).unwrap().cancelled, "an unmatched synchronous send was not cancelled");
+
+    let eager = send(engine, pattern(12, 8), 1, 12);
+    assert!(!engine.cancel(eager));
+    assert!(!engine.wait(eager).unwrap().cancelled);
+
+    let (status, _) = receive(engine, 0, Source::Rank(1), TagSelector::Tag(20));
+    assert_eq!(status.count, 0);
+    let matched = send(engine, pattern(13, LARGE), 1, 13);
+    engine.cancel(matched);
+    let status = engine.wait(matched).unwrap();
+    assert!(!status.cancelled && status.count == LARGE, "a matched send was cancelled: {status:?}");
+    let done = send(engine, Vec::new(), 1, 21);
+    engine.wait(done).unwrap();
 }
