@@ -60,6 +60,14 @@ pub type MPI_Delete_function = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void
 pub type MPI_Grequest_query_function = unsafe extern "C" fn(*mut c_void, *mut MPI_Status) -> c_int;
 pub type MPI_Grequest_free_function = unsafe extern "C" fn(*mut c_void) -> c_int;
 pub type MPI_Grequest_cancel_function = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
+/// `void MPI_Comm_errhandler_function(MPI_Comm *, int *, ...)`.
+pub type MPI_Comm_errhandler_function = unsafe extern "C" fn(*mut MPI_Comm, *mut c_int, ...);
+/// `void MPI_Win_errhandler_function(MPI_Win *, int *, ...)`.
+pub type MPI_Win_errhandler_function = unsafe extern "C" fn(*mut MPI_Win, *mut c_int, ...);
+/// `void MPI_File_errhandler_function(MPI_File *, int *, ...)`.
+pub type MPI_File_errhandler_function = unsafe extern "C" fn(*mut MPI_File, *mut c_int, ...);
+/// MPI-1's name for MPI_Comm_errhandler_function (MPI_Errhandler_create).
+pub type MPI_Handler_function = unsafe extern "C" fn(*mut MPI_Comm, *mut c_int, ...);
 pub const MPI_VERSION: c_int = 3;
 pub const MPI_SUBVERSION: c_int = 1;
 pub const BRAID: c_int = 1;
@@ -340,14 +348,6 @@ pub const MPI_ERR_RMA_FLAVOR: c_int = 57;
 pub const MPI_ERR_LASTCODE: c_int = 73;
 
 // Error handlers and user-defined error classes
-/// `void MPI_Comm_errhandler_function(MPI_Comm *comm, int *errorcode, ...)`.
-pub type MPI_Comm_errhandler_function = unsafe extern "C" fn(*mut MPI_Comm, *mut c_int, ...);
-/// `void MPI_Win_errhandler_function(MPI_Win *win, int *errorcode, ...)`.
-pub type MPI_Win_errhandler_function = unsafe extern "C" fn(*mut MPI_Win, *mut c_int, ...);
-/// `void MPI_File_errhandler_function(MPI_File *file, int *errorcode, ...)`.
-pub type MPI_File_errhandler_function = unsafe extern "C" fn(*mut MPI_File, *mut c_int, ...);
-/// The MPI-1 name of a communicator error handler function (MPI_Errhandler_create).
-pub type MPI_Handler_function = MPI_Comm_errhandler_function;
 pub type MPI_Comm_errhandler_fn = MPI_Comm_errhandler_function;
 pub type MPI_Win_errhandler_fn = MPI_Win_errhandler_function;
 pub type MPI_File_errhandler_fn = MPI_File_errhandler_function;

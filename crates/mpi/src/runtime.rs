@@ -23,6 +23,8 @@ use crate::bsend::BsendBuffer;
 use crate::coll::CollTuning;
 use crate::comm::CommTable;
 use crate::consts::*;
+use crate::error::codes::ErrorCodes;
+use crate::error::handlers::ErrhandlerTable;
 use crate::error::{error, raise, MpiError, MpiResult};
 use crate::group::GroupTable;
 use crate::info::InfoTable;
@@ -42,6 +44,8 @@ pub struct Runtime {
     pub bsend: BsendBuffer,
     pub infos: InfoTable,
     pub attributes: AttributeStore,
+    pub errhandlers: ErrhandlerTable,
+    pub error_codes: ErrorCodes,
     pub tuning: CollTuning,
     /// What blocking collectives reuse between calls.
     pub coll_spare: crate::coll::drive::Spare,
@@ -231,6 +235,8 @@ fn initialize(required: c_int) -> MpiResult<c_int> {
         bsend: BsendBuffer::new(),
         infos: InfoTable::new(),
         attributes: AttributeStore::new(),
+        errhandlers: ErrhandlerTable::new(),
+        error_codes: ErrorCodes::new(),
         tuning: CollTuning::from_config(&config),
         coll_spare: Default::default(),
         thread_level: provided,

@@ -82,20 +82,23 @@ fn constant_program() -> (String, Vec<(&'static str, i64)>) {
         BRAID_FIRST_DERIVED_DATATYPE, MPI_MAX, MPI_SUM, MPI_MAXLOC, MPI_NO_OP, BRAID_FIRST_USER_OP,
         MPI_ANY_SOURCE, MPI_PROC_NULL, MPI_ROOT, MPI_ANY_TAG, MPI_UNDEFINED, MPI_MAX_PROCESSOR_NAME,
         MPI_MAX_ERROR_STRING, MPI_MAX_OBJECT_NAME, MPI_MAX_LIBRARY_VERSION_STRING, MPI_IDENT, MPI_UNEQUAL,
-        MPI_THREAD_SERIALIZED, MPI_THREAD_MULTIPLE, MPI_CART, MPI_COMM_TYPE_SHARED, MPI_KEYVAL_INVALID, MPI_TAG_UB,
-        MPI_APPNUM, MPI_LASTUSEDCODE, MPI_WIN_BASE, MPI_WIN_MODEL, MPI_WIN_FLAVOR_SHARED, MPI_WIN_UNIFIED,
+        MPI_THREAD_SERIALIZED, MPI_THREAD_MULTIPLE, MPI_CART, MPI_GRAPH, MPI_DIST_GRAPH, MPI_COMM_TYPE_SHARED,
+        MPI_KEYVAL_INVALID, MPI_TAG_UB, MPI_APPNUM, MPI_LASTUSEDCODE, MPI_WIN_BASE, MPI_WIN_MODEL, MPI_WIN_FLAVOR_SHARED,
+        MPI_WIN_UNIFIED, MPI_ERRHANDLER_NULL, MPI_FILE_NULL, MPI_WIN_NULL, MPI_ERR_TOPOLOGY, MPI_ERR_DIMS, MPI_ERR_FILE, MPI_ERR_WIN,
         MPI_SUCCESS, MPI_ERR_BUFFER, MPI_ERR_RANK, MPI_ERR_TRUNCATE, MPI_ERR_OTHER, MPI_ERR_IN_STATUS,
         MPI_ERR_REQUEST, MPI_ERR_UNSUPPORTED_OPERATION, MPI_ERR_KEYVAL, MPI_ERR_LASTCODE,
         MPI_MESSAGE_NULL, MPI_MESSAGE_NO_PROC, MPI_BSEND_OVERHEAD,
     );
     let source = format!(
-        "#include <mpi.h>\n#include <stdio.h>\n\nint main(void) {{\n{prints}    printf(\"sizeof_status %lld\\n\", (long long)sizeof(MPI_Status));\n    printf(\"sizeof_aint %lld\\n\", (long long)sizeof(MPI_Aint));\n    printf(\"in_place %lld\\n\", (long long)(intptr_t)MPI_IN_PLACE);\n    printf(\"status_ignore %lld\\n\", (long long)(intptr_t)MPI_STATUS_IGNORE);\n    return 0;\n}}\n"
+        "#include <mpi.h>\n#include <stdio.h>\n\nint main(void) {{\n{prints}    printf(\"sizeof_status %lld\\n\", (long long)sizeof(MPI_Status));\n    printf(\"sizeof_aint %lld\\n\", (long long)sizeof(MPI_Aint));\n    printf(\"in_place %lld\\n\", (long long)(intptr_t)MPI_IN_PLACE);\n    printf(\"status_ignore %lld\\n\", (long long)(intptr_t)MPI_STATUS_IGNORE);\n    printf(\"unweighted %lld\\n\", (long long)(intptr_t)MPI_UNWEIGHTED);\n    printf(\"weights_empty %lld\\n\", (long long)(intptr_t)MPI_WEIGHTS_EMPTY);\n    return 0;\n}}\n"
     );
     let mut expected = expected;
     expected.push(("sizeof_status", std::mem::size_of::<MPI_Status>() as i64));
     expected.push(("sizeof_aint", std::mem::size_of::<MPI_Aint>() as i64));
     expected.push(("in_place", MPI_IN_PLACE as isize as i64));
     expected.push(("status_ignore", MPI_STATUS_IGNORE as isize as i64));
+    expected.push(("unweighted", MPI_UNWEIGHTED as isize as i64));
+    expected.push(("weights_empty", MPI_WEIGHTS_EMPTY as isize as i64));
     (source, expected)
 }
 
@@ -140,6 +143,30 @@ int exchange(int *data, int n) {
     MPI_Reduce(data, &total, 1, MPI_INT, MPI_MAX, 0, MPI_COMM_WORLD);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     return total + count + flag;
+}
+
+static void handler(MPI_Comm *comm, int *code, ...) {
+    (void)comm;
+    (void)code;
+}
+
+int topology(int rank, int size) {
+    MPI_Comm graph;
+    MPI_Errhandler errhandler;
+    int left = (rank + size - 1) % size, right = (rank + 1) % size, indegree, outdegree, weighted;
+    MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 1, &left, MPI_UNWEIGHTED, 1, &right, MPI_UNWEIGHTED,
+                                   MPI_INFO_NULL, 0, &graph);
+    MPI_Dist_graph_neighbors(graph, 1, &left, MPI_UNWEIGHTED, 1, &right, MPI_UNWEIGHTED);
+    MPI_Comm_free(&graph);
+    MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 0, NULL, MPI_WEIGHTS_EMPTY, 0, NULL, MPI_WEIGHTS_EMPTY,
+                                   MPI_INFO_NULL, 0, &graph);
+    MPI_Dist_graph_create(MPI_COMM_WORLD, 0, NULL, NULL, NULL, MPI_WEIGHTS_EMPTY, MPI_INFO_NULL, 0, &graph);
+    MPI_Dist_graph_create(MPI_COMM_WORLD, 1, &rank, &size, &right, MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &graph);
+    MPI_Dist_graph_neighbors_count(graph, &indegree, &outdegree, &weighted);
+    MPI_Comm_create_errhandler(handler, &errhandler);
+    MPI_Comm_set_errhandler(graph, errhandler);
+    MPI_Errhandler_free(&errhandler);
+    return indegree + outdegree + weighted;
 }
 "#;
 

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 
 use crate::consts::*;
-use crate::error::{error, is_valid_class, MpiError, MpiResult};
+use crate::error::{codes, error, MpiError, MpiResult};
 use crate::runtime::{self, Runtime};
 
 /// Keyvals made by the program start here (below are the predefined ones).
@@ -222,10 +222,10 @@ impl AttributeStore {
     }
 }
 
-/// The error a callback's non-success return becomes: its own code when that is an error class,
+/// The error a callback's non-success return becomes: its own code when that is an error code,
 /// MPI_ERR_OTHER otherwise.
 fn callback_failure(object: Object, code: c_int, what: &str, keyval: c_int) -> MpiError {
-    let class = if is_valid_class(code) { code } else { MPI_ERR_OTHER };
+    let class = if codes::class_of(code).is_some() { code } else { MPI_ERR_OTHER };
     error(object.error_comm(), class, format!("the {what} callback of keyval {keyval} returned {code}"))
 }
 

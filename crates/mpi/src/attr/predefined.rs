@@ -21,17 +21,10 @@ static WTIME_IS_GLOBAL_VALUE: c_int = 0;
 /// Every job is one application.
 static APPNUM_VALUE: c_int = 0;
 static UNIVERSE_SIZE_VALUE: AtomicI32 = AtomicI32::new(1);
-static LASTUSEDCODE_VALUE: AtomicI32 = AtomicI32::new(MPI_ERR_LASTCODE);
 
 /// Records the job size, the value of MPI_UNIVERSE_SIZE.
 pub fn set_universe_size(size: u32) {
     UNIVERSE_SIZE_VALUE.store(size as c_int, Ordering::Relaxed);
-}
-
-/// Records the largest error code in use, the value of MPI_LASTUSEDCODE (for error codes added
-/// at run time).
-pub fn set_last_used_code(code: c_int) {
-    LASTUSEDCODE_VALUE.store(code, Ordering::Relaxed);
 }
 
 /// The kind of object a predefined keyval belongs to; None for any other keyval.
@@ -55,7 +48,7 @@ pub fn value(object: Object, keyval: c_int) -> Option<*mut c_void> {
         MPI_IO => &IO_VALUE,
         MPI_WTIME_IS_GLOBAL => &WTIME_IS_GLOBAL_VALUE,
         MPI_UNIVERSE_SIZE => UNIVERSE_SIZE_VALUE.as_ptr(),
-        MPI_LASTUSEDCODE => LASTUSEDCODE_VALUE.as_ptr(),
+        MPI_LASTUSEDCODE => crate::error::codes::LAST_USED_CODE.as_ptr(),
         MPI_APPNUM => &APPNUM_VALUE,
         _ => return None,
     };

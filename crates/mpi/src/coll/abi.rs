@@ -31,6 +31,7 @@ use crate::error::{error, finish, MpiError, MpiResult};
 use crate::op::{reduction, Reduction};
 use crate::request::Pending;
 use crate::runtime::{self, engine_error, Runtime};
+use crate::topo::Neighbors;
 
 /// What a collective's schedule returns: an MPI error class on failure.
 type Outcome = Result<(), i32>;
@@ -39,19 +40,22 @@ type Outcome = Result<(), i32>;
 /// arguments, then the communicator, and the request last) over the builder `$builder`.
 macro_rules! collective {
     ($(#[$attr:meta])* $blocking:ident / $nonblocking:ident($($arg:ident: $ty:ty),* $(,)?) => $builder:ident) => {
+        collective!($(#[$attr])* $blocking / $nonblocking($($arg: $ty),*) => $builder, Start::new);
+    };
+    ($(#[$attr:meta])* $blocking:ident / $nonblocking:ident($($arg:ident: $ty:ty),* $(,)?) => $builder:ident, $begin:expr) => {
         #[no_mangle]
         $(#[$attr])*
         pub unsafe extern "C" fn $blocking($($arg: $ty,)* comm: MPI_Comm) -> c_int {
             // SAFETY: the module's contract: the caller passes the buffers, counts and arrays
             // that MPI describes for this call.
-            finish(stringify!($blocking), unsafe { run(comm, |start| $builder(start, $($arg),*)) })
+            finish(stringify!($blocking), unsafe { run(comm, $begin, |start| $builder(start, $($arg),*)) })
         }
 
         #[no_mangle]
         $(#[$attr])*
         pub unsafe extern "C" fn $nonblocking($($arg: $ty,)* comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
             // SAFETY: as above, with the buffers kept until the request completes.
-            finish(stringify!($nonblocking), unsafe { launch(comm, request, |start| $builder(start, $($arg),*)) })
+            finish(stringify!($nonblocking), unsafe { launch(comm, request, $begin, |start| $builder(start, $($arg),*)) })
         }
     };
 }
@@ -61,7 +65,12 @@ pub(crate) struct Start {
     comm: MPI_Comm,
     shared: Arc<CommShared>,
     port: Rc<Port>,
+    /// The communicator's neighbours, for neighbourhood collectives.
+    neighbors: Option<Neighbors>,
 }
+
+/// How a collective starts: [`Start::new`], or [`Start::with_neighbors`].
+type Begin = fn(&mut Runtime, MPI_Comm) -> MpiResult<Start>;
 
 impl Start {
     fn new(rt: &mut Runtime, comm: MPI_Comm) -> MpiResult<Start> {
@@ -70,7 +79,15 @@ impl Start {
             return Err(intercomm_unsupported(comm));
         }
         let port = rt.coll_spare.port(shared.rank as usize, shared.size(), rt.tuning);
-        Ok(Start { comm, shared, port })
+        Ok(Start { comm, shared, port, neighbors: None })
+    }
+
+    /// A neighbourhood collective: with the neighbours of the communicator's topology.
+    fn with_neighbors(rt: &mut Runtime, comm: MPI_Comm) -> MpiResult<Start> {
+        let neighbors = crate::topo::neighbors(rt, comm)?;
+        let mut start = Start::new(rt, comm)?;
+        start.neighbors = Some(neighbors);
+        Ok(start)
     }
 
     fn rank(&self) -> usize {
@@ -94,12 +111,12 @@ impl Start {
 }
 
 /// Runs a collective to its end.
-fn run<F: Future<Output = Outcome>>(comm: MPI_Comm, build: impl FnOnce(&Start) -> MpiResult<F>) -> MpiResult<()> {
+fn run<F: Future<Output = Outcome>>(comm: MPI_Comm, begin: Begin, build: impl FnOnce(&Start) -> MpiResult<F>) -> MpiResult<()> {
     if runtime::is_locking() {
-        return run_unlocked(comm, build);
+        return run_unlocked(comm, begin, build);
     }
     runtime::with(|rt| {
-        let start = Start::new(rt, comm)?;
+        let start = begin(rt, comm)?;
         let schedule = pin!(build(&start)?);
         let (port, route) = start.into_route();
         let outcome = drive::run_blocking(&mut rt.engine, &mut rt.coll_spare, port, route, schedule).map_err(|e| engine_error(comm, e))?;
@@ -110,9 +127,9 @@ fn run<F: Future<Output = Outcome>>(comm: MPI_Comm, build: impl FnOnce(&Start) -
 /// [`run`] when several threads may call MPI: the schedule advances in short steps, each holding
 /// the state, so that the other threads' calls go on meanwhile.
 #[cold]
-fn run_unlocked<F: Future<Output = Outcome>>(comm: MPI_Comm, build: impl FnOnce(&Start) -> MpiResult<F>) -> MpiResult<()> {
+fn run_unlocked<F: Future<Output = Outcome>>(comm: MPI_Comm, begin: Begin, build: impl FnOnce(&Start) -> MpiResult<F>) -> MpiResult<()> {
     let (schedule, port, route) = runtime::with(|rt| {
-        let start = Start::new(rt, comm)?;
+        let start = begin(rt, comm)?;
         let schedule = build(&start)?;
         let (port, route) = start.into_route();
         Ok((schedule, port, route))
@@ -136,12 +153,12 @@ fn run_unlocked<F: Future<Output = Outcome>>(comm: MPI_Comm, build: impl FnOnce(
 ///
 /// # Safety
 /// `request` must be NULL (an error) or point to a request handle.
-unsafe fn launch<F: Future<Output = Outcome> + 'static>(comm: MPI_Comm, request: *mut MPI_Request, build: impl FnOnce(&Start) -> MpiResult<F>) -> MpiResult<()> {
+unsafe fn launch<F: Future<Output = Outcome> + 'static>(comm: MPI_Comm, request: *mut MPI_Request, begin: Begin, build: impl FnOnce(&Start) -> MpiResult<F>) -> MpiResult<()> {
     if request.is_null() {
         return Err(error(comm, MPI_ERR_ARG, "request must not be NULL"));
     }
     let handle = runtime::with(|rt| {
-        let start = Start::new(rt, comm)?;
+        let start = begin(rt, comm)?;
         let schedule = build(&start)?;
         let (port, route) = start.into_route();
         let outcome = drive::launch(&mut rt.engine, port, route, schedule).map_err(|e| engine_error(comm, e))?;
@@ -477,13 +494,13 @@ fn barrier(start: &Start) -> MpiResult<impl Future<Output = Outcome> + 'static> 
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
-    finish("MPI_Barrier", run(comm, barrier))
+    finish("MPI_Barrier", run(comm, Start::new, barrier))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: the caller passes a request pointer, as MPI requires.
-    finish("MPI_Ibarrier", unsafe { launch(comm, request, barrier) })
+    finish("MPI_Ibarrier", unsafe { launch(comm, request, Start::new, barrier) })
 }
 
 unsafe fn bcast(start: &Start, buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int) -> MpiResult<impl Future<Output = Outcome> + 'static> {
@@ -1048,4 +1065,155 @@ unsafe fn alltoallw(start: &Start, sendbuf: *const c_void, sendcounts: *const c_
         unsafe { recv.store(&incoming) };
         Ok(())
     })
+}
+
+/// A neighbour list as the port takes it: MPI_PROC_NULL moves nothing.
+fn neighbor_ranks(ranks: &[c_int]) -> Vec<Option<usize>> {
+    ranks.iter().map(|&rank| usize::try_from(rank).ok()).collect()
+}
+
+/// Packed data going to the neighbours, each block's bytes in it.
+struct Outgoing {
+    bytes: Cow<'static, [u8]>,
+    ranges: Vec<Range<usize>>,
+}
+
+/// Where the neighbours' blocks land, and how they reach the user's memory afterwards.
+enum Incoming {
+    Spread(Spread),
+    Mixed(Mixed),
+}
+
+/// The neighbourhood collectives: one round in which block i arrives from `sources[i]` and block j
+/// leaves for `destinations[j]`.
+fn neighbor_exchange(start: &Start, outgoing: Outgoing, incoming: Incoming) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    let neighbors = start.neighbors.as_ref().expect("a neighbourhood collective starts with its neighbours");
+    let (sources, destinations) = (neighbor_ranks(&neighbors.sources), neighbor_ranks(&neighbors.destinations));
+    let port = start.port();
+    Ok(async move {
+        let (mut landing, ranges) = match &incoming {
+            // SAFETY: the caller's receive buffer holds the blocks; only this collective uses it.
+            Incoming::Spread(recv) => (unsafe { recv.landing(None) }, recv.ranges.clone()),
+            Incoming::Mixed(recv) => (Landing::Staged(vec![0u8; recv.ranges.last().map_or(0, |range| range.end)]), recv.ranges.clone()),
+        };
+        port.exchange_with(&sources, landing.bytes(), &ranges, &destinations, &outgoing.bytes, &outgoing.ranges)?.await?;
+        match &incoming {
+            // SAFETY: as above.
+            Incoming::Spread(recv) => unsafe { recv.store(&landing, None) },
+            // SAFETY: as above.
+            Incoming::Mixed(recv) => unsafe { recv.store(landing.bytes()) },
+        }
+        Ok(())
+    })
+}
+
+/// Equal blocks of `count` elements, one per neighbour, one after the other.
+fn equal_blocks(count: c_int, neighbors: usize) -> (Vec<c_int>, Vec<c_int>) {
+    (vec![count; neighbors], (0..neighbors).map(|index| (index as c_int).saturating_mul(count)).collect())
+}
+
+fn neighbor_counts(start: &Start) -> (usize, usize) {
+    let neighbors = start.neighbors.as_ref().expect("a neighbourhood collective starts with its neighbours");
+    (neighbors.sources.len(), neighbors.destinations.len())
+}
+
+collective!(
+    #[allow(clippy::too_many_arguments)]
+    MPI_Neighbor_allgather / MPI_Ineighbor_allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) => neighbor_allgather, Start::with_neighbors
+);
+
+unsafe fn neighbor_allgather(start: &Start, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    let comm = start.comm;
+    let (indegree, outdegree) = neighbor_counts(start);
+    let send = typed(comm, sendbuf, sendcount, sendtype)?;
+    // SAFETY: the caller's send buffer holds the elements.
+    let bytes = unsafe { send.read() };
+    let outgoing = Outgoing { ranges: vec![0..bytes.len(); outdegree], bytes };
+    let (counts, displs) = equal_blocks(recvcount, indegree);
+    // SAFETY: the arrays hold one entry per source.
+    let recv = unsafe { spread(comm, recvbuf, counts.as_ptr(), displs.as_ptr(), recvtype, indegree)? };
+    neighbor_exchange(start, outgoing, Incoming::Spread(recv))
+}
+
+collective!(
+    #[allow(clippy::too_many_arguments)]
+    MPI_Neighbor_allgatherv / MPI_Ineighbor_allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype) => neighbor_allgatherv, Start::with_neighbors
+);
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn neighbor_allgatherv(start: &Start, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    let comm = start.comm;
+    let (indegree, outdegree) = neighbor_counts(start);
+    let send = typed(comm, sendbuf, sendcount, sendtype)?;
+    // SAFETY: the caller's send buffer holds the elements.
+    let bytes = unsafe { send.read() };
+    let outgoing = Outgoing { ranges: vec![0..bytes.len(); outdegree], bytes };
+    // SAFETY: the caller passes one count and one displacement per source.
+    let recv = unsafe { spread(comm, recvbuf, recvcounts, displs, recvtype, indegree)? };
+    neighbor_exchange(start, outgoing, Incoming::Spread(recv))
+}
+
+collective!(
+    #[allow(clippy::too_many_arguments)]
+    MPI_Neighbor_alltoall / MPI_Ineighbor_alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) => neighbor_alltoall, Start::with_neighbors
+);
+
+unsafe fn neighbor_alltoall(start: &Start, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    let comm = start.comm;
+    let (indegree, outdegree) = neighbor_counts(start);
+    let (send_counts, send_displs) = equal_blocks(sendcount, outdegree);
+    // SAFETY: the arrays hold one entry per destination; the caller's buffer holds the blocks.
+    let send = unsafe { spread(comm, sendbuf, send_counts.as_ptr(), send_displs.as_ptr(), sendtype, outdegree)? };
+    // SAFETY: as above.
+    let outgoing = Outgoing { bytes: unsafe { send.read() }, ranges: send.ranges };
+    let (counts, displs) = equal_blocks(recvcount, indegree);
+    // SAFETY: the arrays hold one entry per source.
+    let recv = unsafe { spread(comm, recvbuf, counts.as_ptr(), displs.as_ptr(), recvtype, indegree)? };
+    neighbor_exchange(start, outgoing, Incoming::Spread(recv))
+}
+
+collective!(
+    #[allow(clippy::too_many_arguments)]
+    MPI_Neighbor_alltoallv / MPI_Ineighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype) => neighbor_alltoallv, Start::with_neighbors
+);
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn neighbor_alltoallv(start: &Start, sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    let comm = start.comm;
+    let (indegree, outdegree) = neighbor_counts(start);
+    // SAFETY: the caller passes one count and displacement per destination and per source.
+    let send = unsafe { spread(comm, sendbuf, sendcounts, sdispls, sendtype, outdegree)? };
+    // SAFETY: the caller's send buffer holds the blocks.
+    let outgoing = Outgoing { bytes: unsafe { send.read() }, ranges: send.ranges };
+    // SAFETY: as above.
+    let recv = unsafe { spread(comm, recvbuf, recvcounts, rdispls, recvtype, indegree)? };
+    neighbor_exchange(start, outgoing, Incoming::Spread(recv))
+}
+
+collective!(
+    #[allow(clippy::too_many_arguments)]
+    MPI_Neighbor_alltoallw / MPI_Ineighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype) => neighbor_alltoallw, Start::with_neighbors
+);
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn neighbor_alltoallw(start: &Start, sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    let comm = start.comm;
+    let (indegree, outdegree) = neighbor_counts(start);
+    // MPI_Neighbor_alltoallw's displacements are MPI_Aint bytes; MPI_Alltoallw's are int bytes.
+    let narrow = |displs: *const MPI_Aint, len: usize| -> MpiResult<Vec<c_int>> {
+        if displs.is_null() {
+            return Err(error(comm, MPI_ERR_ARG, "a displacements array is NULL"));
+        }
+        // SAFETY: the caller passes one displacement per neighbour.
+        let displs = unsafe { std::slice::from_raw_parts(displs, len) };
+        displs.iter().map(|&d| c_int::try_from(d).map_err(|_| error(comm, MPI_ERR_ARG, format!("displacement {d} is too large")))).collect()
+    };
+    let (sdispls, rdispls) = (narrow(sdispls, outdegree)?, narrow(rdispls, indegree)?);
+    // SAFETY: the caller passes one count and type per destination and per source.
+    let send = unsafe { mixed(comm, sendbuf, sendcounts, sdispls.as_ptr(), sendtypes, outdegree)? };
+    // SAFETY: the caller's send buffer holds the blocks.
+    let outgoing = Outgoing { bytes: Cow::Owned(unsafe { send.packed() }), ranges: send.ranges };
+    // SAFETY: as above.
+    let recv = unsafe { mixed(comm, recvbuf, recvcounts, rdispls.as_ptr(), recvtypes, indegree)? };
+    neighbor_exchange(start, outgoing, Incoming::Mixed(recv))
 }

@@ -16,7 +16,7 @@ use crate::consts::*;
 use crate::error::{error, finish, MpiResult};
 use crate::group::{self, store};
 use crate::runtime;
-use crate::topo::Cartesian;
+use crate::topo::Topology;
 
 /// What a new communicator starts from.
 pub(crate) struct Parent {
@@ -81,7 +81,7 @@ pub(crate) fn install(made: Option<Comm>, reserved: u32) -> MpiResult<MPI_Comm> 
 
 /// Collective over intracommunicator `comm`: a communicator of `members` (this rank's view: None
 /// when it is not a member), on a fresh context; MPI_COMM_NULL for non-members.
-pub(crate) fn create_from(comm: MPI_Comm, members: Option<Vec<u32>>, topology: Option<Cartesian>) -> MpiResult<MPI_Comm> {
+pub(crate) fn create_from(comm: MPI_Comm, members: Option<Vec<u32>>, topology: Option<Topology>) -> MpiResult<MPI_Comm> {
     let parent = parent_of(comm)?;
     if parent.shared.is_inter() {
         return Err(error(comm, MPI_ERR_COMM, "the communicator is an intercommunicator; this call needs an intracommunicator"));

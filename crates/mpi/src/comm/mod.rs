@@ -29,7 +29,7 @@ use crate::consts::*;
 use crate::error::{error, finish, MpiError, MpiResult};
 use crate::group::{self, store, Members};
 use crate::runtime;
-use crate::topo::Cartesian;
+use crate::topo::Topology;
 
 /// The largest tag a program may use (the MPI_TAG_UB attribute).
 pub const TAG_UB: c_int = c_int::MAX;
@@ -153,7 +153,7 @@ pub struct Comm {
     pub errhandler: MPI_Errhandler,
     pub name: String,
     pub hints: Hints,
-    pub topology: Option<Cartesian>,
+    pub topology: Option<Topology>,
 }
 
 impl Comm {
@@ -217,6 +217,11 @@ impl CommTable {
     /// The error handler that applies to errors on `comm` (MPI_COMM_WORLD's if `comm` is invalid).
     pub fn errhandler(&self, comm: MPI_Comm) -> MPI_Errhandler {
         self.get(comm).or_else(|_| self.get(MPI_COMM_WORLD)).map_or(MPI_ERRORS_ARE_FATAL, |c| c.errhandler)
+    }
+
+    /// Whether a communicator has `errhandler` attached (a user handler lives while it is).
+    pub fn uses_errhandler(&self, errhandler: MPI_Errhandler) -> bool {
+        self.slots.iter().flatten().any(|c| c.errhandler == errhandler)
     }
 
     pub fn job_rank(&self) -> u32 {

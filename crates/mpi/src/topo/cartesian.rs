@@ -1,11 +1,12 @@
-//! Cartesian topologies and MPI_Dims_create. Ranks are laid out in row-major order (the last
-//! dimension varies fastest); `reorder` is accepted and ignored (ranks keep their order).
+//! Cartesian topologies. Ranks are laid out in row-major order (the last dimension varies
+//! fastest).
 
 // The safety contract of the MPI_* entry points is the MPI standard's rules for their arguments.
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 use std::ffi::c_int;
 
+use super::{int_array, length, no_topology, with_topology, write_ints, Topology};
 use crate::comm;
 use crate::consts::*;
 use crate::error::{error, finish, MpiResult};
@@ -22,7 +23,7 @@ pub struct Cartesian {
 impl Cartesian {
     /// Number of processes in the grid.
     pub fn size(&self) -> usize {
-        self.dims.iter().map(|&d| d as usize).product()
+        self.dims.iter().fold(1usize, |product, &d| product.saturating_mul(d as usize))
     }
 
     /// The coordinates of `rank`.
@@ -63,113 +64,17 @@ impl Cartesian {
     }
 }
 
-fn factorize(mut n: usize) -> Vec<usize> {
-    let mut factors = Vec::new();
-    let mut divisor = 2;
-    while divisor * divisor <= n {
-        while n.is_multiple_of(divisor) {
-            factors.push(divisor);
-            n /= divisor;
-        }
-        divisor += 1;
-    }
-    if n > 1 {
-        factors.push(n);
-    }
-    factors
-}
-
-/// MPI_Dims_create: fills the zero entries of `dims` so that the product is `nodes`, as balanced
-/// as possible and in non-increasing order. Errors are (class, detail).
-pub fn dims_create(nodes: c_int, dims: &mut [c_int]) -> Result<(), (c_int, String)> {
-    if nodes <= 0 {
-        return Err((MPI_ERR_ARG, format!("nnodes {nodes} must be positive")));
-    }
-    if let Some(bad) = dims.iter().find(|&&d| d < 0) {
-        return Err((MPI_ERR_DIMS, format!("dimension {bad} is negative")));
-    }
-    let fixed: usize = dims.iter().filter(|&&d| d > 0).map(|&d| d as usize).product();
-    if !(nodes as usize).is_multiple_of(fixed) {
-        return Err((MPI_ERR_DIMS, format!("{nodes} processes cannot fill the fixed dimensions (product {fixed})")));
-    }
-    let free: Vec<usize> = dims.iter().enumerate().filter(|(_, &d)| d == 0).map(|(i, _)| i).collect();
-    let remaining = nodes as usize / fixed;
-    if free.is_empty() {
-        return if remaining == 1 { Ok(()) } else { Err((MPI_ERR_DIMS, format!("the dimensions multiply to {fixed}, not {nodes}"))) };
-    }
-    let mut sizes = vec![1usize; free.len()];
-    let mut factors = factorize(remaining);
-    factors.sort_unstable_by(|a, b| b.cmp(a));
-    for factor in factors {
-        let smallest = (0..sizes.len()).min_by_key(|&i| sizes[i]).expect("at least one free dimension");
-        sizes[smallest] *= factor;
-    }
-    sizes.sort_unstable_by(|a, b| b.cmp(a));
-    for (index, size) in free.into_iter().zip(sizes) {
-        dims[index] = size as c_int;
-    }
-    Ok(())
-}
-
 /// The Cartesian layout of `comm` and this process's rank in it.
 fn cartesian_of(comm: MPI_Comm) -> MpiResult<(Cartesian, usize)> {
-    runtime::with(|rt| {
-        let entry = rt.comms.get(comm)?;
-        let layout = entry.topology.clone().ok_or_else(|| error(comm, MPI_ERR_TOPOLOGY, "the communicator has no Cartesian topology"))?;
-        Ok((layout, entry.shared.rank as usize))
+    with_topology(comm, |topology, rank| match topology {
+        Topology::Cartesian(layout) => Ok((layout.clone(), rank)),
+        _ => Err(no_topology(comm, "a Cartesian topology")),
     })
 }
 
-/// A C array of `n` ints (empty when `n` is 0).
-///
-/// # Safety
-/// `values` must point to `n` ints when `n > 0`.
-unsafe fn int_array<'a>(comm: MPI_Comm, values: *const c_int, n: usize, what: &str) -> MpiResult<&'a [c_int]> {
-    if n == 0 {
-        return Ok(&[]);
-    }
-    if values.is_null() {
-        return Err(error(comm, MPI_ERR_ARG, format!("{what} must not be NULL")));
-    }
-    // SAFETY: non-null; the caller guarantees `n` ints.
-    Ok(unsafe { std::slice::from_raw_parts(values, n) })
-}
-
-/// Copies `values` into a C array of at least `values.len()` ints.
-///
-/// # Safety
-/// `out` must be valid for `values.len()` ints when non-empty.
-unsafe fn write_ints(comm: MPI_Comm, out: *mut c_int, values: &[c_int], what: &str) -> MpiResult<()> {
-    if values.is_empty() {
-        return Ok(());
-    }
-    if out.is_null() {
-        return Err(error(comm, MPI_ERR_ARG, format!("{what} must not be NULL")));
-    }
-    // SAFETY: non-null; the caller guarantees room for `values.len()` ints.
-    unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), out, values.len()) };
-    Ok(())
-}
-
-fn check_ndims(comm: MPI_Comm, ndims: c_int) -> MpiResult<usize> {
+/// ndims of MPI_Cart_create: MPI_ERR_DIMS when negative.
+pub(super) fn check_ndims(comm: MPI_Comm, ndims: c_int) -> MpiResult<usize> {
     usize::try_from(ndims).map_err(|_| error(comm, MPI_ERR_DIMS, format!("ndims {ndims} is negative")))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) -> c_int {
-    let result = (|| {
-        let count = check_ndims(MPI_COMM_WORLD, ndims)?;
-        if count == 0 {
-            return Ok(());
-        }
-        if dims.is_null() {
-            return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "dims must not be NULL"));
-        }
-        // SAFETY: non-null; MPI requires `ndims` ints.
-        let dims = unsafe { std::slice::from_raw_parts_mut(dims, count) };
-        dims_create(nnodes, dims).map_err(|(class, detail)| error(MPI_COMM_WORLD, class, detail))
-    })();
-    finish("MPI_Dims_create", result)
 }
 
 #[no_mangle]
@@ -194,12 +99,43 @@ pub unsafe extern "C" fn MPI_Cart_create(comm_old: MPI_Comm, ndims: c_int, dims:
             return Err(error(comm_old, MPI_ERR_DIMS, format!("the grid needs {} processes, the communicator has {}", layout.size(), members.len())));
         }
         let mine = (rank < layout.size()).then(|| members[..layout.size()].to_vec());
-        let created = comm::create_from(comm_old, mine, Some(layout))?;
+        let created = comm::create_from(comm_old, mine, Some(Topology::Cartesian(layout)))?;
         // SAFETY: checked non-null; the caller's handle.
         unsafe { *comm_cart = created };
         Ok(())
     })();
     finish("MPI_Cart_create", result)
+}
+
+/// MPI_Cart_map's answer for `rank`: its own rank when the grid of `dims` has room for it (ranks are
+/// kept), MPI_UNDEFINED otherwise. MPI_ERR_DIMS when the grid has more than `size` processes.
+fn cart_map(comm: MPI_Comm, dims: &[c_int], size: usize, rank: usize) -> MpiResult<c_int> {
+    if let Some(bad) = dims.iter().find(|&&d| d <= 0) {
+        return Err(error(comm, MPI_ERR_DIMS, format!("dimension {bad} must be positive")));
+    }
+    let grid = Cartesian { dims: dims.to_vec(), periods: vec![false; dims.len()] };
+    if grid.size() > size {
+        return Err(error(comm, MPI_ERR_DIMS, format!("the grid needs {} processes, the communicator has {size}", grid.size())));
+    }
+    Ok(if rank < grid.size() { rank as c_int } else { MPI_UNDEFINED })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Cart_map(comm: MPI_Comm, ndims: c_int, dims: *const c_int, periods: *const c_int, newrank: *mut c_int) -> c_int {
+    let _ = periods;
+    let result = (|| {
+        let count = length(comm, ndims, "ndims")?;
+        // SAFETY: MPI requires `ndims` ints.
+        let dims = unsafe { int_array(comm, dims, count, "dims")? };
+        let (size, rank) = runtime::with(|rt| {
+            let shared = &rt.comms.get(comm)?.shared;
+            Ok((shared.size(), shared.rank as usize))
+        })?;
+        let mapped = cart_map(comm, dims, size, rank)?;
+        // SAFETY: the caller's out-pointer (NULL is rejected by store).
+        unsafe { store(newrank, mapped, "newrank") }
+    })();
+    finish("MPI_Cart_map", result)
 }
 
 #[no_mangle]
@@ -276,16 +212,6 @@ pub unsafe extern "C" fn MPI_Cartdim_get(comm: MPI_Comm, ndims: *mut c_int) -> c
     finish("MPI_Cartdim_get", result)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Topo_test(comm: MPI_Comm, status: *mut c_int) -> c_int {
-    let result = runtime::with(|rt| {
-        let kind = if rt.comms.get(comm)?.topology.is_some() { MPI_CART } else { MPI_UNDEFINED };
-        // SAFETY: the caller's out-pointer (NULL is rejected by store).
-        unsafe { store(status, kind, "status") }
-    });
-    finish("MPI_Topo_test", result)
-}
-
 /// MPI_Cart_sub's split: (color, key, sub-grid) for this process.
 fn sub_grid(layout: &Cartesian, rank: usize, remain: &[bool]) -> (c_int, c_int, Cartesian) {
     let coords = layout.coords(rank);
@@ -316,7 +242,7 @@ pub unsafe extern "C" fn MPI_Cart_sub(comm: MPI_Comm, remain_dims: *const c_int,
         let (color, key, kept) = sub_grid(&layout, rank, &remain);
         let created = comm::split(comm, color, key)?;
         runtime::with(|rt| {
-            rt.comms.get_mut(created)?.topology = Some(kept);
+            rt.comms.get_mut(created)?.topology = Some(Topology::Cartesian(kept));
             Ok(())
         })?;
         // SAFETY: checked non-null; the caller's handle.
@@ -329,29 +255,6 @@ pub unsafe extern "C" fn MPI_Cart_sub(comm: MPI_Comm, remain_dims: *const c_int,
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn dims_of(nodes: c_int, mut dims: Vec<c_int>) -> Result<Vec<c_int>, c_int> {
-        dims_create(nodes, &mut dims).map(|_| dims).map_err(|(class, _)| class)
-    }
-
-    #[test]
-    fn dims_are_balanced_and_non_increasing() {
-        assert_eq!(dims_of(12, vec![0, 0]).unwrap(), vec![4, 3]);
-        assert_eq!(dims_of(16, vec![0, 0, 0]).unwrap(), vec![4, 2, 2]);
-        assert_eq!(dims_of(36, vec![0, 0]).unwrap(), vec![6, 6]);
-        assert_eq!(dims_of(7, vec![0, 0]).unwrap(), vec![7, 1]);
-        assert_eq!(dims_of(1, vec![0, 0, 0]).unwrap(), vec![1, 1, 1]);
-    }
-
-    #[test]
-    fn fixed_dims_are_kept() {
-        assert_eq!(dims_of(12, vec![0, 3, 0]).unwrap(), vec![2, 3, 2]);
-        assert_eq!(dims_of(6, vec![2, 3]).unwrap(), vec![2, 3]);
-        assert_eq!(dims_of(7, vec![0, 3]).unwrap_err(), MPI_ERR_DIMS);
-        assert_eq!(dims_of(6, vec![2, 2]).unwrap_err(), MPI_ERR_DIMS);
-        assert_eq!(dims_of(6, vec![-1, 0]).unwrap_err(), MPI_ERR_DIMS);
-        assert_eq!(dims_of(0, vec![0]).unwrap_err(), MPI_ERR_ARG);
-    }
 
     #[test]
     fn coordinates_are_row_major_and_round_trip() {
@@ -370,6 +273,17 @@ mod tests {
         assert_eq!(grid.shift(0, 1, 1), (2, 1));
         assert_eq!(grid.shift(0, 0, 1), (MPI_PROC_NULL, 3));
         assert_eq!(grid.shift(3, 0, 1), (0, MPI_PROC_NULL));
+    }
+
+    #[test]
+    fn cart_map_keeps_ranks_that_fit() {
+        assert_eq!(cart_map(MPI_COMM_WORLD, &[2, 2], 5, 3).unwrap(), 3);
+        assert_eq!(cart_map(MPI_COMM_WORLD, &[2, 2], 5, 4).unwrap(), MPI_UNDEFINED);
+        assert_eq!(cart_map(MPI_COMM_WORLD, &[], 3, 0).unwrap(), 0);
+        assert_eq!(cart_map(MPI_COMM_WORLD, &[], 3, 1).unwrap(), MPI_UNDEFINED);
+        assert_eq!(cart_map(MPI_COMM_WORLD, &[3, 2], 5, 0).unwrap_err().class, MPI_ERR_DIMS);
+        assert_eq!(cart_map(MPI_COMM_WORLD, &[2, 0], 5, 0).unwrap_err().class, MPI_ERR_DIMS);
+        assert_eq!(cart_map(MPI_COMM_WORLD, &[1 << 30, 1 << 30, 1 << 30], 5, 0).unwrap_err().class, MPI_ERR_DIMS);
     }
 
     #[test]

@@ -1,0 +1,386 @@
+//! Distributed graph topologies: each process holds only its own in- and out-edges.
+//!
+//! MPI_Dist_graph_create_adjacent takes them as given. MPI_Dist_graph_create lets any process
+//! name any edge, so the edges are routed to their endpoints: an all-to-all of record counts, then
+//! an all-to-allv of the records, on the old communicator. A process's in-edges come in the order
+//! of the processes that named them (then in their argument order), and so do its out-edges.
+
+// The safety contract of the MPI_* entry points is the MPI standard's rules for their arguments.
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+use std::ffi::c_int;
+use std::ops::Range;
+
+use super::{int_array, length, no_topology, with_topology, write_ints, Topology};
+use crate::coll::algorithms;
+use crate::comm::Agreement;
+use crate::comm;
+use crate::consts::*;
+use crate::error::{error, finish, MpiResult};
+use crate::group::store;
+use crate::runtime;
+
+/// One process's view of a distributed graph. Weights are None when the graph is unweighted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DistGraph {
+    pub sources: Vec<c_int>,
+    pub source_weights: Option<Vec<c_int>>,
+    pub destinations: Vec<c_int>,
+    pub destination_weights: Option<Vec<c_int>>,
+}
+
+impl DistGraph {
+    pub fn weighted(&self) -> bool {
+        self.source_weights.is_some()
+    }
+}
+
+/// A weights argument: None for MPI_UNWEIGHTED, else `count` non-negative weights (for a count of
+/// 0, MPI_WEIGHTS_EMPTY or any pointer).
+///
+/// # Safety
+/// `weights` must be MPI_UNWEIGHTED, MPI_WEIGHTS_EMPTY or point to `count` ints.
+unsafe fn weights_argument<'a>(comm: MPI_Comm, weights: *const c_int, count: usize, what: &str) -> MpiResult<Option<&'a [c_int]>> {
+    if weights == MPI_UNWEIGHTED.cast_const() {
+        return Ok(None);
+    }
+    if count == 0 {
+        return Ok(Some(&[]));
+    }
+    if weights == MPI_WEIGHTS_EMPTY.cast_const() {
+        return Err(error(comm, MPI_ERR_ARG, format!("{what} is MPI_WEIGHTS_EMPTY but {count} weights are needed")));
+    }
+    // SAFETY: neither special value; the caller guarantees `count` ints.
+    let values = unsafe { int_array(comm, weights, count, what)? };
+    if let Some(bad) = values.iter().find(|&&w| w < 0) {
+        return Err(error(comm, MPI_ERR_ARG, format!("{what} holds the negative weight {bad}")));
+    }
+    Ok(Some(values))
+}
+
+/// Checks that every entry of `ranks` is a rank of a communicator of `size` (or MPI_PROC_NULL when
+/// `proc_null_allowed`).
+fn check_ranks(comm: MPI_Comm, ranks: &[c_int], size: usize, proc_null_allowed: bool, what: &str) -> MpiResult<()> {
+    match ranks.iter().find(|&&r| !((0..size as c_int).contains(&r) || (proc_null_allowed && r == MPI_PROC_NULL))) {
+        Some(bad) => Err(error(comm, MPI_ERR_RANK, format!("{what} holds {bad}, not a rank of a communicator of {size}"))),
+        None => Ok(()),
+    }
+}
+
+/// The record kinds an edge is routed as: to its destination (`peer` is the source) and to its
+/// source (`peer` is the destination).
+const IN_EDGE: c_int = 0;
+const OUT_EDGE: c_int = 1;
+/// Ints per routed record: kind, peer, weight.
+const RECORD: usize = 3;
+
+/// The records each rank of a communicator of `size` must receive for the edges this process
+/// names: `sources[i]` has an edge to each of the next `degrees[i]` entries of `destinations`.
+/// Ranks must already be checked.
+fn route_edges(size: usize, sources: &[c_int], degrees: &[c_int], destinations: &[c_int], weights: Option<&[c_int]>) -> Vec<Vec<c_int>> {
+    let mut outgoing = vec![Vec::new(); size];
+    let mut position = 0;
+    for (&source, &degree) in sources.iter().zip(degrees) {
+        for edge in position..position + degree as usize {
+            let (destination, weight) = (destinations[edge], weights.map_or(1, |w| w[edge]));
+            outgoing[source as usize].extend([OUT_EDGE, destination, weight]);
+            outgoing[destination as usize].extend([IN_EDGE, source, weight]);
+        }
+        position += degree as usize;
+    }
+    outgoing
+}
+
+/// This process's graph from the records it received.
+fn collect_edges(records: &[c_int], weighted: bool) -> DistGraph {
+    let mut graph = DistGraph { sources: Vec::new(), source_weights: None, destinations: Vec::new(), destination_weights: None };
+    let (mut source_weights, mut destination_weights) = (Vec::new(), Vec::new());
+    for record in records.chunks_exact(RECORD) {
+        if record[0] == IN_EDGE {
+            graph.sources.push(record[1]);
+            source_weights.push(record[2]);
+        } else {
+            graph.destinations.push(record[1]);
+            destination_weights.push(record[2]);
+        }
+    }
+    if weighted {
+        graph.source_weights = Some(source_weights);
+        graph.destination_weights = Some(destination_weights);
+    }
+    graph
+}
+
+/// Consecutive byte ranges of `counts` records each.
+fn record_blocks(counts: impl Iterator<Item = usize>) -> Vec<Range<usize>> {
+    let mut start = 0;
+    counts
+        .map(|records| {
+            let block = start..start + records * RECORD * 4;
+            start = block.end;
+            block
+        })
+        .collect()
+}
+
+/// Collective: sends `outgoing[r]` to every rank r and returns what every rank sent here, in
+/// rank order.
+fn exchange_records(comm: MPI_Comm, outgoing: &[Vec<c_int>]) -> MpiResult<Vec<c_int>> {
+    let agreement = runtime::with(|rt| Ok(Agreement::new(rt.comms.get(comm)?.shared.clone(), rt.tuning)))?;
+    let counts: Vec<u8> = outgoing.iter().flat_map(|records| ((records.len() / RECORD) as u32).to_le_bytes()).collect();
+    let mut incoming_counts = vec![0u8; counts.len()];
+    let (counts_ref, incoming_ref) = (&counts, &mut incoming_counts);
+    agreement.run(comm, |port| async move { algorithms::alltoall(&port, counts_ref, incoming_ref).await })?;
+    let send: Vec<u8> = outgoing.iter().flatten().flat_map(|value| value.to_le_bytes()).collect();
+    let send_blocks = record_blocks(outgoing.iter().map(|records| records.len() / RECORD));
+    let recv_blocks = record_blocks(incoming_counts.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize));
+    let mut received = vec![0u8; recv_blocks.last().map_or(0, |block| block.end)];
+    let (send_ref, send_blocks_ref, received_ref, recv_blocks_ref) = (&send, &send_blocks, &mut received, &recv_blocks);
+    agreement.run(comm, |port| async move { algorithms::alltoallv(&port, send_ref, send_blocks_ref, received_ref, recv_blocks_ref).await })?;
+    Ok(received.chunks_exact(4).map(|b| c_int::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+}
+
+/// The members of `comm` (job ranks).
+fn members_of(comm: MPI_Comm) -> MpiResult<Vec<u32>> {
+    runtime::with(|rt| Ok(rt.comms.get(comm)?.shared.members.to_vec()))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
+    comm_old: MPI_Comm,
+    indegree: c_int,
+    sources: *const c_int,
+    sourceweights: *const c_int,
+    outdegree: c_int,
+    destinations: *const c_int,
+    destweights: *const c_int,
+    info: MPI_Info,
+    reorder: c_int,
+    comm_dist_graph: *mut MPI_Comm,
+) -> c_int {
+    let _ = (info, reorder);
+    let result = (|| {
+        let members = members_of(comm_old)?;
+        let (indegree, outdegree) = (length(comm_old, indegree, "indegree")?, length(comm_old, outdegree, "outdegree")?);
+        // SAFETY: MPI requires `indegree` and `outdegree` ints (weights: or the special values).
+        let (sources, destinations, source_weights, destination_weights) = unsafe {
+            (
+                int_array(comm_old, sources, indegree, "sources")?,
+                int_array(comm_old, destinations, outdegree, "destinations")?,
+                weights_argument(comm_old, sourceweights, indegree, "sourceweights")?,
+                weights_argument(comm_old, destweights, outdegree, "destweights")?,
+            )
+        };
+        if source_weights.is_some() != destination_weights.is_some() {
+            return Err(error(comm_old, MPI_ERR_ARG, "sourceweights and destweights must both be MPI_UNWEIGHTED or neither"));
+        }
+        check_ranks(comm_old, sources, members.len(), true, "sources")?;
+        check_ranks(comm_old, destinations, members.len(), true, "destinations")?;
+        if comm_dist_graph.is_null() {
+            return Err(error(comm_old, MPI_ERR_ARG, "comm_dist_graph must not be NULL"));
+        }
+        let graph = DistGraph {
+            sources: sources.to_vec(),
+            source_weights: source_weights.map(<[c_int]>::to_vec),
+            destinations: destinations.to_vec(),
+            destination_weights: destination_weights.map(<[c_int]>::to_vec),
+        };
+        let created = comm::create_from(comm_old, Some(members), Some(Topology::DistGraph(graph)))?;
+        // SAFETY: checked non-null; the caller's handle.
+        unsafe { *comm_dist_graph = created };
+        Ok(())
+    })();
+    finish("MPI_Dist_graph_create_adjacent", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Dist_graph_create(
+    comm_old: MPI_Comm,
+    n: c_int,
+    sources: *const c_int,
+    degrees: *const c_int,
+    destinations: *const c_int,
+    weights: *const c_int,
+    info: MPI_Info,
+    reorder: c_int,
+    comm_dist_graph: *mut MPI_Comm,
+) -> c_int {
+    let _ = (info, reorder);
+    let result = (|| {
+        let members = members_of(comm_old)?;
+        let n = length(comm_old, n, "n")?;
+        // SAFETY: MPI requires `n` ints in sources and degrees.
+        let (sources, degrees) = unsafe { (int_array(comm_old, sources, n, "sources")?, int_array(comm_old, degrees, n, "degrees")?) };
+        let mut total = 0usize;
+        for &degree in degrees {
+            total += length(comm_old, degree, "a degree")?;
+        }
+        // SAFETY: MPI requires one destination (and weight, unless MPI_UNWEIGHTED) per edge.
+        let (destinations, weights) = unsafe { (int_array(comm_old, destinations, total, "destinations")?, weights_argument(comm_old, weights, total, "weights")?) };
+        check_ranks(comm_old, sources, members.len(), false, "sources")?;
+        check_ranks(comm_old, destinations, members.len(), false, "destinations")?;
+        if comm_dist_graph.is_null() {
+            return Err(error(comm_old, MPI_ERR_ARG, "comm_dist_graph must not be NULL"));
+        }
+        let outgoing = route_edges(members.len(), sources, degrees, destinations, weights);
+        let received = exchange_records(comm_old, &outgoing).map_err(|e| error(comm_old, e.class, format!("routing the edges to their endpoints failed: {}", e.detail)))?;
+        let graph = collect_edges(&received, weights.is_some());
+        let created = comm::create_from(comm_old, Some(members), Some(Topology::DistGraph(graph)))?;
+        // SAFETY: checked non-null; the caller's handle.
+        unsafe { *comm_dist_graph = created };
+        Ok(())
+    })();
+    finish("MPI_Dist_graph_create", result)
+}
+
+/// Runs `f` on the distributed graph topology of `comm`.
+fn with_dist_graph<R>(comm: MPI_Comm, f: impl FnOnce(&DistGraph) -> MpiResult<R>) -> MpiResult<R> {
+    with_topology(comm, |topology, _| match topology {
+        Topology::DistGraph(graph) => f(graph),
+        _ => Err(no_topology(comm, "a distributed graph topology")),
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Dist_graph_neighbors_count(comm: MPI_Comm, indegree: *mut c_int, outdegree: *mut c_int, weighted: *mut c_int) -> c_int {
+    let result = with_dist_graph(comm, |graph| {
+        // SAFETY: the caller's out-pointers (NULL is rejected by store).
+        unsafe {
+            store(indegree, graph.sources.len() as c_int, "indegree")?;
+            store(outdegree, graph.destinations.len() as c_int, "outdegree")?;
+            store(weighted, c_int::from(graph.weighted()), "weighted")
+        }
+    });
+    finish("MPI_Dist_graph_neighbors_count", result)
+}
+
+/// Copies the first `room` entries of `values` (and of `weights` when the graph is weighted and
+/// the caller asks for them) to the caller's arrays.
+///
+/// # Safety
+/// `out` must have room for `room` ints; so must `weights_out` unless it is MPI_UNWEIGHTED or
+/// MPI_WEIGHTS_EMPTY or the graph is unweighted.
+unsafe fn write_edges(comm: MPI_Comm, room: usize, values: &[c_int], out: *mut c_int, weights: Option<&Vec<c_int>>, weights_out: *mut c_int, what: &str) -> MpiResult<()> {
+    let count = room.min(values.len());
+    // SAFETY: the caller guarantees room for `room` ints.
+    unsafe { write_ints(comm, out, &values[..count], what)? };
+    match weights {
+        Some(weights) if weights_out != MPI_UNWEIGHTED && weights_out != MPI_WEIGHTS_EMPTY => {
+            // SAFETY: as above, for the weights array.
+            unsafe { write_ints(comm, weights_out, &weights[..count], "weights") }
+        }
+        _ => Ok(()),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Dist_graph_neighbors(
+    comm: MPI_Comm,
+    maxindegree: c_int,
+    sources: *mut c_int,
+    sourceweights: *mut c_int,
+    maxoutdegree: c_int,
+    destinations: *mut c_int,
+    destweights: *mut c_int,
+) -> c_int {
+    let result = with_dist_graph(comm, |graph| {
+        let (inward, outward) = (length(comm, maxindegree, "maxindegree")?, length(comm, maxoutdegree, "maxoutdegree")?);
+        // SAFETY: MPI requires room for `maxindegree` and `maxoutdegree` ints in the arrays.
+        unsafe {
+            write_edges(comm, inward, &graph.sources, sources, graph.source_weights.as_ref(), sourceweights, "sources")?;
+            write_edges(comm, outward, &graph.destinations, destinations, graph.destination_weights.as_ref(), destweights, "destinations")
+        }
+    });
+    finish("MPI_Dist_graph_neighbors", result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The edges one rank names: MPI_Dist_graph_create's arguments.
+    #[derive(Clone)]
+    struct Named {
+        sources: Vec<c_int>,
+        degrees: Vec<c_int>,
+        destinations: Vec<c_int>,
+        weights: Option<Vec<c_int>>,
+    }
+
+    fn named(sources: &[c_int], degrees: &[c_int], destinations: &[c_int], weights: Option<&[c_int]>) -> Named {
+        Named { sources: sources.to_vec(), degrees: degrees.to_vec(), destinations: destinations.to_vec(), weights: weights.map(<[c_int]>::to_vec) }
+    }
+
+    /// What every rank ends with when rank r names the edges of `named[r]`.
+    fn route_all(size: usize, named: &[Named]) -> Vec<DistGraph> {
+        let outgoing: Vec<Vec<Vec<c_int>>> = named.iter().map(|n| route_edges(size, &n.sources, &n.degrees, &n.destinations, n.weights.as_deref())).collect();
+        (0..size)
+            .map(|me| {
+                let records: Vec<c_int> = outgoing.iter().flat_map(|from| from[me].iter().copied()).collect();
+                collect_edges(&records, named[me].weights.is_some())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_ring_named_by_its_sources_reaches_both_ends() {
+        let size = 3;
+        let named: Vec<Named> = (0..size as c_int).map(|r| named(&[r], &[1], &[(r + 1) % 3], Some(&[10 + r]))).collect();
+        let graphs = route_all(size, &named);
+        assert_eq!(graphs[0].sources, vec![2]);
+        assert_eq!(graphs[0].source_weights, Some(vec![12]));
+        assert_eq!(graphs[0].destinations, vec![1]);
+        assert_eq!(graphs[0].destination_weights, Some(vec![10]));
+        assert!(graphs.iter().all(DistGraph::weighted));
+    }
+
+    #[test]
+    fn one_rank_may_name_every_edge() {
+        let size = 3;
+        let mut everyone = vec![named(&[], &[], &[], None); size];
+        // Rank 0 names 1->0, 1->2, 2->2 and 0->1.
+        everyone[0] = named(&[1, 2, 0], &[2, 1, 1], &[0, 2, 2, 1], None);
+        let graphs = route_all(size, &everyone);
+        assert_eq!((graphs[0].sources.clone(), graphs[0].destinations.clone()), (vec![1], vec![1]));
+        assert_eq!((graphs[1].sources.clone(), graphs[1].destinations.clone()), (vec![0], vec![0, 2]));
+        assert_eq!((graphs[2].sources.clone(), graphs[2].destinations.clone()), (vec![1, 2], vec![2]));
+        assert!(!graphs[2].weighted());
+    }
+
+    #[test]
+    fn in_edges_come_in_rank_order_of_their_namers() {
+        let size = 3;
+        let everyone = vec![named(&[0], &[1], &[2], None), named(&[1, 1], &[1, 1], &[2, 2], None), named(&[2], &[1], &[2], None)];
+        let graphs = route_all(size, &everyone);
+        assert_eq!(graphs[2].sources, vec![0, 1, 1, 2]);
+        assert_eq!(graphs[2].destinations, vec![2]);
+        assert_eq!(graphs[1].destinations, vec![2, 2]);
+    }
+
+    #[test]
+    fn record_blocks_are_consecutive() {
+        assert_eq!(record_blocks([2, 0, 1].into_iter()), vec![0..24, 24..24, 24..36]);
+    }
+
+    #[test]
+    fn ranks_are_checked() {
+        assert!(check_ranks(MPI_COMM_WORLD, &[0, 2, MPI_PROC_NULL], 3, true, "sources").is_ok());
+        assert_eq!(check_ranks(MPI_COMM_WORLD, &[0, MPI_PROC_NULL], 3, false, "sources").unwrap_err().class, MPI_ERR_RANK);
+        assert_eq!(check_ranks(MPI_COMM_WORLD, &[3], 3, true, "sources").unwrap_err().class, MPI_ERR_RANK);
+    }
+
+    #[test]
+    fn weights_arguments_follow_the_special_values() {
+        let weights = [4, 5];
+        // SAFETY: two ints, or special values that are never read.
+        unsafe {
+            assert_eq!(weights_argument(MPI_COMM_WORLD, MPI_UNWEIGHTED, 2, "w").unwrap(), None);
+            assert_eq!(weights_argument(MPI_COMM_WORLD, MPI_WEIGHTS_EMPTY, 0, "w").unwrap(), Some(&[][..]));
+            assert_eq!(weights_argument(MPI_COMM_WORLD, std::ptr::null(), 0, "w").unwrap(), Some(&[][..]));
+            assert_eq!(weights_argument(MPI_COMM_WORLD, MPI_WEIGHTS_EMPTY, 1, "w").unwrap_err().class, MPI_ERR_ARG);
+            assert_eq!(weights_argument(MPI_COMM_WORLD, std::ptr::null(), 1, "w").unwrap_err().class, MPI_ERR_ARG);
+            assert_eq!(weights_argument(MPI_COMM_WORLD, weights.as_ptr(), 2, "w").unwrap(), Some(&weights[..]));
+            assert_eq!(weights_argument(MPI_COMM_WORLD, [1, -1].as_ptr(), 2, "w").unwrap_err().class, MPI_ERR_ARG);
+        }
+    }
+}

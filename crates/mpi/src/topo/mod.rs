@@ -1,0 +1,180 @@
+//! Process topologies (MPI 3.1 chapter 7): the [`Topology`] a communicator carries, MPI_Topo_test,
+//! and [`neighbors`], the neighbour lists of the neighbourhood collectives. Each kind of topology
+//! has its own file; `reorder` is accepted and ignored everywhere (ranks keep their order).
+
+// The safety contract of the MPI_* entry points is the MPI standard's rules for their arguments.
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+pub mod cartesian;
+pub mod dims;
+pub mod dist_graph;
+pub mod graph;
+
+use std::ffi::c_int;
+
+use crate::consts::*;
+use crate::error::{error, finish, MpiResult};
+use crate::group::store;
+use crate::runtime::{self, Runtime};
+
+pub use cartesian::Cartesian;
+pub use dist_graph::DistGraph;
+pub use graph::Graph;
+
+/// The virtual topology of a communicator; a duplicate keeps it, MPI_Comm_free drops it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Topology {
+    Cartesian(Cartesian),
+    Graph(Graph),
+    DistGraph(DistGraph),
+}
+
+/// The ranks a process exchanges with in a neighbourhood collective, in the order of MPI 3.1
+/// §7.6: `sources` are received from, `destinations` sent to (MPI_PROC_NULL entries included).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Neighbors {
+    pub sources: Vec<c_int>,
+    pub destinations: Vec<c_int>,
+}
+
+impl Topology {
+    /// The MPI_Topo_test value of this kind.
+    pub fn kind(&self) -> c_int {
+        match self {
+            Topology::Cartesian(_) => MPI_CART,
+            Topology::Graph(_) => MPI_GRAPH,
+            Topology::DistGraph(_) => MPI_DIST_GRAPH,
+        }
+    }
+
+    /// The neighbours of communicator rank `rank`: for a Cartesian grid, per dimension the
+    /// process at -1 then at +1 (both lists); for a graph, the node's neighbours (both lists); for a
+    /// distributed graph, the in-edges and the out-edges as given at creation.
+    pub fn neighbors(&self, rank: usize) -> Neighbors {
+        match self {
+            Topology::Cartesian(grid) => {
+                let both: Vec<c_int> = (0..grid.dims.len())
+                    .flat_map(|direction| {
+                        let (below, above) = grid.shift(rank, direction, 1);
+                        [below, above]
+                    })
+                    .collect();
+                Neighbors { sources: both.clone(), destinations: both }
+            }
+            Topology::Graph(graph) => {
+                let both = graph.neighbors(rank).to_vec();
+                Neighbors { sources: both.clone(), destinations: both }
+            }
+            Topology::DistGraph(graph) => Neighbors { sources: graph.sources.clone(), destinations: graph.destinations.clone() },
+        }
+    }
+}
+
+/// The neighbour lists of this process in `comm` (for the neighbourhood collectives);
+/// MPI_ERR_TOPOLOGY when `comm` has no topology.
+pub fn neighbors(rt: &Runtime, comm: MPI_Comm) -> MpiResult<Neighbors> {
+    let entry = rt.comms.get(comm)?;
+    let topology = entry.topology.as_ref().ok_or_else(|| no_topology(comm, "a topology"))?;
+    Ok(topology.neighbors(entry.shared.rank as usize))
+}
+
+#[cold]
+fn no_topology(comm: MPI_Comm, wanted: &str) -> crate::error::MpiError {
+    error(comm, MPI_ERR_TOPOLOGY, format!("the communicator does not have {wanted}"))
+}
+
+/// Runs `f` on the topology of `comm` and this process's rank in it.
+fn with_topology<R>(comm: MPI_Comm, f: impl FnOnce(&Topology, usize) -> MpiResult<R>) -> MpiResult<R> {
+    runtime::with(|rt| {
+        let entry = rt.comms.get(comm)?;
+        let topology = entry.topology.as_ref().ok_or_else(|| no_topology(comm, "a topology"))?;
+        f(topology, entry.shared.rank as usize)
+    })
+}
+
+/// A C array of `n` ints (empty when `n` is 0).
+///
+/// # Safety
+/// `values` must point to `n` ints when `n > 0`.
+unsafe fn int_array<'a>(comm: MPI_Comm, values: *const c_int, n: usize, what: &str) -> MpiResult<&'a [c_int]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if values.is_null() {
+        return Err(error(comm, MPI_ERR_ARG, format!("{what} must not be NULL")));
+    }
+    // SAFETY: non-null; the caller guarantees `n` ints.
+    Ok(unsafe { std::slice::from_raw_parts(values, n) })
+}
+
+/// Copies `values` into a C array of at least `values.len()` ints.
+///
+/// # Safety
+/// `out` must be valid for `values.len()` ints when non-empty.
+unsafe fn write_ints(comm: MPI_Comm, out: *mut c_int, values: &[c_int], what: &str) -> MpiResult<()> {
+    if values.is_empty() {
+        return Ok(());
+    }
+    if out.is_null() {
+        return Err(error(comm, MPI_ERR_ARG, format!("{what} must not be NULL")));
+    }
+    // SAFETY: non-null; the caller guarantees room for `values.len()` ints.
+    unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), out, values.len()) };
+    Ok(())
+}
+
+/// A count argument (ndims, nnodes, a degree...) as a length; MPI_ERR_ARG when negative.
+fn length(comm: MPI_Comm, value: c_int, what: &str) -> MpiResult<usize> {
+    usize::try_from(value).map_err(|_| error(comm, MPI_ERR_ARG, format!("{what} {value} is negative")))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Topo_test(comm: MPI_Comm, status: *mut c_int) -> c_int {
+    let result = runtime::with(|rt| {
+        let kind = rt.comms.get(comm)?.topology.as_ref().map_or(MPI_UNDEFINED, Topology::kind);
+        // SAFETY: the caller's out-pointer (NULL is rejected by store).
+        unsafe { store(status, kind, "status") }
+    });
+    finish("MPI_Topo_test", result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cartesian_neighbors_go_down_then_up_per_dimension() {
+        let grid = Topology::Cartesian(Cartesian { dims: vec![2, 3], periods: vec![false, true] });
+        let expected = vec![MPI_PROC_NULL, 3, 2, 1];
+        assert_eq!(grid.neighbors(0), Neighbors { sources: expected.clone(), destinations: expected });
+        let corner = grid.neighbors(5);
+        assert_eq!(corner.sources, vec![2, MPI_PROC_NULL, 4, 3]);
+        assert_eq!(corner.destinations, corner.sources);
+        let point = Topology::Cartesian(Cartesian { dims: vec![], periods: vec![] });
+        assert!(point.neighbors(0).sources.is_empty());
+    }
+
+    #[test]
+    fn periodic_rings_of_one_and_two_list_duplicates() {
+        let one = Topology::Cartesian(Cartesian { dims: vec![1], periods: vec![true] });
+        assert_eq!(one.neighbors(0).sources, vec![0, 0]);
+        let two = Topology::Cartesian(Cartesian { dims: vec![2], periods: vec![true] });
+        assert_eq!(two.neighbors(1).destinations, vec![0, 0]);
+    }
+
+    #[test]
+    fn graph_neighbors_are_both_lists() {
+        let graph = Topology::Graph(Graph::new(MPI_COMM_WORLD, &[2, 3, 4], &[1, 2, 0, 0]).unwrap());
+        assert_eq!(graph.neighbors(0), Neighbors { sources: vec![1, 2], destinations: vec![1, 2] });
+        assert_eq!(graph.neighbors(2), Neighbors { sources: vec![0], destinations: vec![0] });
+        assert_eq!(graph.kind(), MPI_GRAPH);
+    }
+
+    #[test]
+    fn dist_graph_neighbors_keep_the_given_order() {
+        let graph = DistGraph { sources: vec![3, 1, MPI_PROC_NULL], source_weights: None, destinations: vec![2], destination_weights: None };
+        let topology = Topology::DistGraph(graph);
+        assert_eq!(topology.neighbors(0), Neighbors { sources: vec![3, 1, MPI_PROC_NULL], destinations: vec![2] });
+        assert_eq!(topology.kind(), MPI_DIST_GRAPH);
+    }
+}

@@ -1,0 +1,129 @@
+/* Neighbourhood collectives, blocking and non-blocking: on a non-periodic 1-D Cartesian grid
+ * (MPI_PROC_NULL at the ends), a periodic one (3 ranks or more, where every neighbour is
+ * distinct) and a distributed-graph ring with one extra edge. */
+#include <string.h>
+
+#include "check.h"
+
+static int rank, size;
+
+static void check_cartesian(int periodic, int nonblocking)
+{
+    MPI_Comm cart;
+    int dims[1], periods[1], left, right, i;
+    int mine[2], got[4], sendv[4], counts[2] = {2, 2}, displs[2] = {0, 2};
+    MPI_Request req;
+    dims[0] = size;
+    periods[0] = periodic;
+    MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &cart);
+    MPI_Cart_shift(cart, 0, 1, &left, &right);
+
+    mine[0] = rank * 10;
+    mine[1] = rank * 10 + 1;
+    for (i = 0; i < 4; i++) got[i] = -7;
+    if (nonblocking) {
+        MPI_Ineighbor_allgather(mine, 2, MPI_INT, got, 2, MPI_INT, cart, &req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+    } else {
+        MPI_Neighbor_allgather(mine, 2, MPI_INT, got, 2, MPI_INT, cart);
+    }
+    /* Block 0 comes from the -1 neighbour, block 1 from the +1 neighbour. */
+    CHECK(left == MPI_PROC_NULL ? got[0] == -7 : got[0] == left * 10 && got[1] == left * 10 + 1, "allgather from left %d: %d %d", left, got[0], got[1]);
+    CHECK(right == MPI_PROC_NULL ? got[2] == -7 : got[2] == right * 10 && got[3] == right * 10 + 1, "allgather from right %d: %d %d", right, got[2], got[3]);
+
+    for (i = 0; i < 4; i++) got[i] = -7;
+    if (nonblocking) {
+        MPI_Ineighbor_allgatherv(mine, 2, MPI_INT, got, counts, displs, MPI_INT, cart, &req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+    } else {
+        MPI_Neighbor_allgatherv(mine, 2, MPI_INT, got, counts, displs, MPI_INT, cart);
+    }
+    CHECK(right == MPI_PROC_NULL || got[2] == right * 10, "allgatherv from right: %d", got[2]);
+
+    /* Alltoall: block 0 goes to the -1 neighbour, block 1 to the +1 neighbour; the -1 neighbour's
+     * block for me is its block 1 (I am its +1 neighbour). */
+    sendv[0] = rank * 100 + 0;
+    sendv[1] = rank * 100 + 1;
+    for (i = 0; i < 4; i++) got[i] = -7;
+    if (nonblocking) {
+        MPI_Ineighbor_alltoall(sendv, 1, MPI_INT, got, 1, MPI_INT, cart, &req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+    } else {
+        MPI_Neighbor_alltoall(sendv, 1, MPI_INT, got, 1, MPI_INT, cart);
+    }
+    CHECK(left == MPI_PROC_NULL ? got[0] == -7 : got[0] == left * 100 + 1, "alltoall from left: %d", got[0]);
+    CHECK(right == MPI_PROC_NULL ? got[1] == -7 : got[1] == right * 100 + 0, "alltoall from right: %d", got[1]);
+
+    {
+        int scounts[2] = {1, 1}, sdispls[2] = {1, 0}, rcounts[2] = {1, 1}, rdispls[2] = {1, 0};
+        MPI_Aint sbytes[2] = {sizeof(int), 0}, rbytes[2] = {sizeof(int), 0};
+        MPI_Datatype types[2] = {MPI_INT, MPI_INT};
+        for (i = 0; i < 4; i++) got[i] = -7;
+        /* Reversed layout: block for the -1 neighbour at index 1, and so on. */
+        if (nonblocking) {
+            MPI_Ineighbor_alltoallv(sendv, scounts, sdispls, MPI_INT, got, rcounts, rdispls, MPI_INT, cart, &req);
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Neighbor_alltoallv(sendv, scounts, sdispls, MPI_INT, got, rcounts, rdispls, MPI_INT, cart);
+        }
+        CHECK(left == MPI_PROC_NULL || got[1] == left * 100 + 0, "alltoallv from left: %d", got[1]);
+        CHECK(right == MPI_PROC_NULL || got[0] == right * 100 + 1, "alltoallv from right: %d", got[0]);
+        for (i = 0; i < 4; i++) got[i] = -7;
+        if (nonblocking) {
+            MPI_Ineighbor_alltoallw(sendv, scounts, sbytes, types, got, rcounts, rbytes, types, cart, &req);
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Neighbor_alltoallw(sendv, scounts, sbytes, types, got, rcounts, rbytes, types, cart);
+        }
+        CHECK(left == MPI_PROC_NULL || got[1] == left * 100 + 0, "alltoallw from left: %d", got[1]);
+        CHECK(right == MPI_PROC_NULL || got[0] == right * 100 + 1, "alltoallw from right: %d", got[0]);
+    }
+    MPI_Comm_free(&cart);
+}
+
+static void check_dist_graph(void)
+{
+    MPI_Comm graph;
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    int sources[2], destinations[2], indegree = 1, outdegree = 1, got[2] = {-7, -7}, mine = rank + 1000;
+    sources[0] = prev;
+    destinations[0] = next;
+    /* Rank 0 also sends to the last rank. */
+    if (rank == 0 && size > 2) destinations[outdegree++] = size - 1;
+    if (rank == size - 1 && size > 2) sources[indegree++] = 0;
+    MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, indegree, sources, MPI_UNWEIGHTED, outdegree, destinations, MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &graph);
+    MPI_Neighbor_allgather(&mine, 1, MPI_INT, got, 1, MPI_INT, graph);
+    CHECK(got[0] == prev + 1000, "graph allgather from %d: %d", prev, got[0]);
+    if (indegree == 2) CHECK(got[1] == 1000, "graph allgather extra edge: %d", got[1]);
+    MPI_Comm_free(&graph);
+}
+
+int main(int argc, char **argv)
+{
+    int x = 0, y = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    check_cartesian(0, 0);
+    check_cartesian(0, 1);
+    if (size >= 3) {
+        check_cartesian(1, 0);
+        check_cartesian(1, 1);
+    }
+    check_dist_graph();
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    /* Open MPI 4.1 answers this with an unrelated class (MPI_ERR_IN_STATUS). */
+#ifdef TEST_BRAID_ONLY
+    {
+        int code = MPI_Neighbor_allgather(&x, 1, MPI_INT, &y, 1, MPI_INT, MPI_COMM_WORLD), class = code;
+        MPI_Error_class(code, &class);
+        CHECK(class == MPI_ERR_TOPOLOGY, "neighbour collective without a topology: class %d", class);
+    }
+#else
+    (void)x;
+    (void)y;
+#endif
+    report_ok("neighbors");
+    MPI_Finalize();
+    return 0;
+}
