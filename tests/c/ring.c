@@ -39,7 +39,7 @@ int main(int argc, char **argv)
             if (library[i] == '\n')
                 library[i] = ' ';
         printf("ring: %d ranks, %ld laps, token %ld, %.3f s, %.2f us per hop\n", size, laps, token, elapsed, elapsed * 1e6 / ((double)laps * size));
-        printf("ring: library %.60s\n", library);
+        printf("ring: library %s\n", library);
     }
     MPI_Finalize();
     return 0;

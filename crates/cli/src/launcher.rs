@@ -19,11 +19,16 @@ use braid_sys::{affinity, fd};
 
 use crate::output::{LineForwarder, Target};
 use crate::placement::{self, BindTo, MapBy};
+use crate::preflight::{TIMED_OUT_STATUS, TIMEOUT_VARIABLE};
 
 /// How long ranks get between SIGTERM and SIGKILL once the job is being ended.
 const GRACE_BEFORE_KILL: Duration = Duration::from_secs(1);
 /// After the last rank exited, how long output still held open by its children is waited for.
 const OUTPUT_DRAIN_QUIET: Duration = Duration::from_millis(100);
+/// After a rank failed past MPI_Finalize, how long the ranks not yet known to have finalized get
+/// to do so before they are stopped. MPI_Finalize's fence has completed by then, so every rank is
+/// inside MPI_Finalize: its PMI finalize follows within moments unless it never comes.
+const FINALIZE_WAIT: Duration = Duration::from_secs(1);
 
 /// Signals passed on to the ranks; the first three also mean "end the job".
 const FORWARDED_SIGNALS: [i32; 5] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGUSR1, libc::SIGUSR2];
@@ -40,6 +45,8 @@ pub struct JobRequest {
     pub nodes: Option<NodeLayout>,
     /// Set when the ranks run on other hosts, started through a launch agent (ssh).
     pub hosts: Option<HostLayout>,
+    /// The job's time limit (MPIEXEC_TIMEOUT): past it every rank is stopped.
+    pub timeout: Option<Duration>,
 }
 
 /// Where the ranks run when the job spans hosts reached through a launch agent.
@@ -85,6 +92,7 @@ enum Failure {
     LeftEarly { rank: u32, pid: u32 },
     Protocol { rank: u32, pid: u32, detail: String },
     Launch { code: i32, detail: String },
+    TimedOut { limit: Duration },
 }
 
 impl Failure {
@@ -95,6 +103,7 @@ impl Failure {
             Failure::Aborted { code, .. } => code.rem_euclid(256),
             Failure::LeftEarly { .. } | Failure::Protocol { .. } => 1,
             Failure::Launch { code, .. } => *code,
+            Failure::TimedOut { .. } => TIMED_OUT_STATUS,
         }
     }
 
@@ -112,8 +121,20 @@ impl Failure {
             ),
             Failure::Protocol { rank, pid, detail } => format!("rank {rank} (pid {pid}): {detail}"),
             Failure::Launch { detail, .. } => detail.clone(),
+            Failure::TimedOut { limit } => format!("the job timed out after {0} s ({TIMEOUT_VARIABLE}={0}): every rank is being stopped", limit.as_secs()),
         }
     }
+}
+
+/// Which ranks ending the job stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stopping {
+    /// The ranks that have not called MPI_Finalize: one that has no longer waits on any other
+    /// rank and ends on its own, and stopping it could lose its last output (still in its stdio
+    /// buffer until it exits).
+    Unfinalized,
+    /// Every rank: the job timed out, or the user asked for its end again.
+    Everyone,
 }
 
 /// One stream of a rank's output, while it is open.
@@ -196,6 +217,9 @@ pub fn run(request: JobRequest) -> i32 {
         failure: None,
         ending: None,
         killed: false,
+        stopping: Stopping::Unfinalized,
+        deadline: request.timeout.map(|limit| Instant::now() + limit),
+        finalize_wait: None,
     };
     job.launch(&placements);
     job.supervise(&signals);
@@ -352,6 +376,13 @@ struct Job<'a> {
     /// When the job started being ended (SIGTERM sent).
     ending: Option<Instant>,
     killed: bool,
+    /// Which ranks the ending stops.
+    stopping: Stopping,
+    /// When the job's time limit runs out.
+    deadline: Option<Instant>,
+    /// Set when a rank failed after MPI_Finalize: when the ranks that have not finalized by then
+    /// are stopped.
+    finalize_wait: Option<Instant>,
 }
 
 impl Job<'_> {
@@ -496,11 +527,7 @@ impl Job<'_> {
             if all_exited && !outputs_open {
                 return;
             }
-            let timeout = if all_exited {
-                Some(OUTPUT_DRAIN_QUIET)
-            } else {
-                self.ending.filter(|_| !self.killed).map(|start| (start + GRACE_BEFORE_KILL).saturating_duration_since(Instant::now()))
-            };
+            let timeout = if all_exited { Some(OUTPUT_DRAIN_QUIET) } else { self.next_deadline().map(|at| at.saturating_duration_since(Instant::now())) };
             let (sources, ready) = match self.wait(signals, timeout) {
                 Ok(result) => result,
                 Err(error) => {
@@ -530,11 +557,38 @@ impl Job<'_> {
                 }
             }
             self.reap();
-            if let Some(start) = self.ending {
-                if !self.killed && start.elapsed() >= GRACE_BEFORE_KILL {
-                    self.kill_all(libc::SIGKILL);
-                    self.killed = true;
-                }
+            self.act_on_deadlines();
+        }
+    }
+
+    /// The earliest moment the event loop must wake up for, whatever the ranks do.
+    fn next_deadline(&self) -> Option<Instant> {
+        let kill_at = self.ending.filter(|_| !self.killed).map(|start| start + GRACE_BEFORE_KILL);
+        [kill_at, self.deadline, self.finalize_wait].into_iter().flatten().min()
+    }
+
+    /// Kills what outlived the grace period, ends a job past its time limit, and stops the ranks
+    /// that did not finalize in time after a rank failed past MPI_Finalize.
+    fn act_on_deadlines(&mut self) {
+        let now = Instant::now();
+        if self.deadline.is_some_and(|deadline| now >= deadline) {
+            self.deadline = None;
+            let limit = self.request.timeout.unwrap_or_default();
+            if self.failure.is_none() {
+                self.record(Failure::TimedOut { limit }, "");
+            } else {
+                eprintln!("braid run: {}", Failure::TimedOut { limit }.describe());
+            }
+            self.stop(Stopping::Everyone);
+        }
+        if self.finalize_wait.is_some_and(|wait_end| now >= wait_end) {
+            self.finalize_wait = None;
+            self.stop(Stopping::Unfinalized);
+        }
+        if let Some(start) = self.ending {
+            if !self.killed && start.elapsed() >= GRACE_BEFORE_KILL {
+                self.kill_all(libc::SIGKILL);
+                self.killed = true;
             }
         }
     }
@@ -572,6 +626,7 @@ impl Job<'_> {
             let ends_job = matches!(received, libc::SIGINT | libc::SIGTERM | libc::SIGHUP);
             if ends_job && self.ending.is_some() {
                 // Asked again while the job is already ending: do not wait for the grace period.
+                self.stopping = Stopping::Everyone;
                 self.kill_all(libc::SIGKILL);
                 self.killed = true;
             } else {
@@ -623,8 +678,10 @@ impl Job<'_> {
                 (None, Some(0)) => None,
                 (None, code) => Some(Failure::Exited { rank, pid, code: code.unwrap_or(1) }),
             };
-            if let Some(failure) = failure {
-                self.fail(failure);
+            match failure {
+                Some(failure) if self.server.finalized(rank) => self.fail_after_finalize(failure),
+                Some(failure) => self.fail(failure),
+                None => {}
             }
         }
     }
@@ -637,25 +694,79 @@ impl Job<'_> {
         }
     }
 
-    /// Records the first failure, reports it, and starts ending the job.
+    /// Records the first failure, reports it, and starts ending the job (for the ranks that have
+    /// not finalized).
     fn fail(&mut self, failure: Failure) {
+        self.record(failure, "");
+        self.stop(Stopping::Unfinalized);
+    }
+
+    /// A rank that had called MPI_Finalize failed: the job's status is its failure, but the
+    /// other ranks are all in MPI_Finalize or past it, and none waits on this one. Those that
+    /// finalize end on their own; the others are stopped after [`FINALIZE_WAIT`].
+    fn fail_after_finalize(&mut self, failure: Failure) {
+        if self.record(failure, " after MPI_Finalize") && self.ending.is_none() {
+            self.finalize_wait = Some(Instant::now() + FINALIZE_WAIT);
+        }
+    }
+
+    /// Records and reports `failure` (with `context` after its description) if it is the first;
+    /// returns whether it was.
+    fn record(&mut self, failure: Failure, context: &str) -> bool {
         if self.failure.is_some() {
+            return false;
+        }
+        eprintln!("braid run: {}{context}", failure.describe());
+        self.failure = Some(failure);
+        true
+    }
+
+    /// Starts ending the job (SIGTERM now, SIGKILL after the grace period) for `whom`; a job
+    /// being ended for the unfinalized ranks can still be widened to every rank.
+    fn stop(&mut self, whom: Stopping) {
+        let widened = whom == Stopping::Everyone && self.stopping != Stopping::Everyone;
+        if self.ending.is_some() && !widened {
             return;
         }
-        eprintln!("braid run: {}", failure.describe());
-        self.failure = Some(failure);
+        // With every rank stopped, the grace period starts again.
+        self.stopping = if widened { Stopping::Everyone } else { self.stopping };
+        self.killed = false;
+        self.finalize_wait = None;
         self.ending = Some(Instant::now());
+        if self.stopping == Stopping::Unfinalized {
+            // A finalize that arrived but was not read yet spares its rank.
+            self.service_every_rank();
+        }
         self.kill_all(libc::SIGTERM);
     }
 
+    /// Reads and answers whatever the ranks sent over PMI.
+    fn service_every_rank(&mut self) {
+        for rank in 0..self.request.ranks {
+            let events = self.server.service(rank);
+            self.handle_pmi(events);
+        }
+    }
+
     /// Sends a signal to the ranks' process group, and to each live rank that left the group
-    /// (only for the signals that end the job: a forwarded signal must arrive once).
+    /// (only for the signals that end the job: a forwarded signal must arrive once). While the
+    /// job is being ended for its unfinalized ranks only and some rank has finalized, the
+    /// unfinalized ranks are signalled one by one instead: the group would reach all.
     fn kill_all(&mut self, signal_number: i32) {
         if self.running() == 0 {
             return;
         }
-        let group_reached = self.group.is_some_and(|group| signal::send_to_group(group, signal_number).is_ok());
         let ending = matches!(signal_number, libc::SIGTERM | libc::SIGKILL) && self.ending.is_some();
+        if ending && self.stopping == Stopping::Unfinalized {
+            let running = || self.ranks.iter().enumerate().filter(|(_, rank)| rank.status.is_none());
+            if running().any(|(index, _)| self.server.finalized(index as u32)) {
+                for (_, rank) in running().filter(|(index, _)| !self.server.finalized(*index as u32)) {
+                    let _ = signal::send(rank.pid, signal_number);
+                }
+                return;
+            }
+        }
+        let group_reached = self.group.is_some_and(|group| signal::send_to_group(group, signal_number).is_ok());
         for rank in self.ranks.iter().filter(|rank| rank.status.is_none()) {
             if !group_reached || (ending && !in_group(rank.pid, self.group)) {
                 let _ = signal::send(rank.pid, signal_number);

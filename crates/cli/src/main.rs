@@ -4,6 +4,7 @@ mod cluster;
 mod launcher;
 mod output;
 mod placement;
+mod preflight;
 mod probe;
 mod sample;
 
@@ -34,7 +35,14 @@ enum Commands {
 BRAID_LOCAL_RANK / BRAID_LOCAL_SIZE.\n\
 Ranks are bound to a core each when there are enough usable cores, and unbound otherwise.\n\
 If a rank fails (non-zero exit, a signal, MPI_Abort), the others are stopped (SIGTERM, then SIGKILL \
-after 1 s) and braid run exits with that rank's code (128 + signal for a signal).\n\
+after 1 s) and braid run exits with that rank's code (128 + signal for a signal). A rank that fails \
+after MPI_Finalize stops no rank that has called MPI_Finalize too: those end on their own, their \
+output complete; the others get 1 s to reach it.\n\
+The BRAID_* settings are checked before any rank starts: a bad value ends braid run with status 2.\n\
+MPIEXEC_TIMEOUT=S limits the job to S seconds (0 or unset: no limit), as with MPICH and Open MPI: \
+past it every rank is stopped and braid run exits with status 255, as MPICH's mpiexec does.\n\
+Options come before PROGRAM: the first argument that is not an option (or the one after --) is \
+PROGRAM, and everything after it is PROGRAM's.\n\
 SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 are passed on to every rank.\n\n\
 With --cluster, ranks run inside the cluster's nodes (network namespaces), --ppn per node, in \
 blocks (--map-by node: round-robin), with BRAID_RAILS set to the cluster's rails unless BRAID_RAILS \
@@ -85,7 +93,8 @@ braid run --hosts node1,node2 --ppn 2 -n 4 --launch-agent \"ssh -tt\" ./app"
 #[derive(clap::Args)]
 struct RunArgs {
     /// Number of ranks to start.
-    #[arg(short = 'n', long = "np", value_name = "N")]
+    // Hyphen values reach the parser, which names a misplaced option instead of a missing N.
+    #[arg(short = 'n', long = "np", value_name = "N", allow_hyphen_values = true, value_parser = parse_rank_count)]
     ranks: u32,
 
     /// How consecutive ranks are spread over the cores.
@@ -117,9 +126,21 @@ struct RunArgs {
     #[arg(long, value_name = "CMD")]
     launch_agent: Option<String>,
 
-    /// The program to start, then its arguments.
-    #[arg(value_name = "PROGRAM", required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    /// The program to start, then its arguments: options end at the first argument that is not
+    /// one (or at `--`); what follows is the program's.
+    #[arg(value_name = "PROGRAM", required = true, trailing_var_arg = true)]
     command: Vec<OsString>,
+}
+
+/// The value of `-n`: a whole number of ranks, at least 1. An option in its place (`-n --tag-output 2`)
+/// is named as such.
+fn parse_rank_count(text: &str) -> Result<u32, String> {
+    match text.parse::<i64>() {
+        Ok(count) if count >= 1 => u32::try_from(count).map_err(|_| format!("at most {} ranks can be started", u32::MAX)),
+        Ok(_) => Err("the number of ranks must be at least 1".to_string()),
+        Err(_) if text.starts_with('-') => Err(format!("{text} is an option, but -n must be followed by the number of ranks (e.g. -n 4 {text} ...)")),
+        Err(_) => Err("expected the number of ranks, a whole number of at least 1".to_string()),
+    }
 }
 
 #[derive(Subcommand)]
@@ -167,7 +188,14 @@ enum ProbeCommand {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) if error.kind() == clap::error::ErrorKind::UnknownArgument => {
+            eprint!("{}", unknown_option_message(&error));
+            return ExitCode::from(2);
+        }
+        Err(error) => error.exit(),
+    };
     match cli.command {
         Commands::Run(args) => run_job(args),
         Commands::Cluster(command) => manage_cluster(command),
@@ -189,6 +217,21 @@ fn main() -> ExitCode {
     }
 }
 
+/// Says that an option is unknown, with the usage: clap's "unexpected argument" does not tell the
+/// user that options end where the program starts.
+fn unknown_option_message(error: &clap::Error) -> String {
+    use clap::error::ContextKind;
+    let option = error.get(ContextKind::InvalidArg).map(ToString::to_string).unwrap_or_default();
+    let usage = error.get(ContextKind::Usage).map(|usage| usage.to_string()).unwrap_or_default();
+    // Only `braid run` takes a program, the subcommand whose usage names PROGRAM.
+    let where_options_end = if usage.contains("<PROGRAM>") {
+        format!("Options come before the program, which starts at the first argument that is not an option or after '--' (to run a program named '{option}': -- {option}).\n\n")
+    } else {
+        String::new()
+    };
+    format!("error: unknown option '{option}'\n\n{where_options_end}{usage}\n\nFor more information, try '--help'.\n")
+}
+
 fn finish(what: &str, outcome: Result<(), String>) -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -203,6 +246,16 @@ fn run_job(args: RunArgs) -> ExitCode {
     let usage_error = |message: String| {
         eprintln!("braid run: {message}");
         ExitCode::from(2)
+    };
+    // Every rank would fail in MPI_Init on a bad setting: say so once, before starting any.
+    let names: Vec<String> = std::env::vars_os().filter_map(|(name, _)| name.into_string().ok()).collect();
+    match preflight::check_settings(|name| std::env::var(name).ok(), names.iter().map(String::as_str)) {
+        Ok(warnings) => warnings.iter().for_each(|warning| eprintln!("braid run: warning: {warning}")),
+        Err(message) => return usage_error(format!("{message}; no rank was started")),
+    }
+    let timeout = match preflight::job_timeout(std::env::var(preflight::TIMEOUT_VARIABLE).ok().as_deref()) {
+        Ok(timeout) => timeout,
+        Err(message) => return usage_error(format!("{message}; no rank was started")),
     };
     if args.cluster.is_some() && args.hosts.is_some() {
         return usage_error("--cluster and --hosts cannot be used together".to_string());
@@ -229,7 +282,7 @@ fn run_job(args: RunArgs) -> ExitCode {
     };
     let mut command = args.command.into_iter();
     let program = command.next().unwrap_or_default();
-    let request = JobRequest { ranks: args.ranks, map_by: args.map_by, bind_to: args.bind_to, tag_output: args.tag_output, program, args: command.collect(), nodes, hosts };
+    let request = JobRequest { ranks: args.ranks, map_by: args.map_by, bind_to: args.bind_to, tag_output: args.tag_output, program, args: command.collect(), nodes, hosts, timeout };
     ExitCode::from(launcher::run(request).clamp(0, 255) as u8)
 }
 
@@ -398,6 +451,10 @@ fn print_config() -> ExitCode {
     println!("{:<width$}  {:<default_width$}  MEANING", "VARIABLE", "DEFAULT");
     for setting in braid_config::SETTINGS {
         println!("{:<width$}  {:<default_width$}  {}", setting.variable, setting.default, setting.meaning);
+    }
+    let names: Vec<String> = std::env::vars_os().filter_map(|(name, _)| name.into_string().ok()).collect();
+    for unknown in braid_config::unknown_variables(names.iter().map(String::as_str)) {
+        eprintln!("braid config: warning: {unknown}");
     }
     match braid_config::Config::from_env() {
         Ok(_) => {

@@ -161,6 +161,24 @@ fn leaving_without_finalize_while_others_run_is_an_error() {
 }
 
 #[test]
+fn a_failure_after_finalize_spares_finalized_ranks_and_stops_the_others_after_a_second() {
+    // Rank 1 fails after its finalize; rank 2 has finalized and still prints for a while; rank 0
+    // never finalizes and is stopped once the wait for its finalize is over.
+    let script = format!(
+        r#"{PMI_IN_BASH} case $PMI_RANK in
+            0) exec sleep 10 ;;
+            1) pmi "cmd=finalize"; exit 3 ;;
+            2) pmi "cmd=finalize"; sleep 0.5; echo "rank 2 after finalize"; exit 0 ;;
+        esac"#
+    );
+    let outcome = run_script(3, "bash", &script);
+    assert_eq!(outcome.status.code(), Some(3), "{}", outcome.stderr);
+    assert!(outcome.stderr.contains("exited with code 3 after MPI_Finalize"), "{}", outcome.stderr);
+    assert_eq!(outcome.stdout, "rank 2 after finalize\n", "{}", outcome.stderr);
+    assert!(outcome.elapsed >= Duration::from_millis(900) && outcome.elapsed < Duration::from_secs(4), "took {:?}", outcome.elapsed);
+}
+
+#[test]
 fn shared_memory_files_of_the_job_are_removed_after_any_ending() {
     // Each rank creates a file the way the shm transport names its segments, prints the job name, and
     // then either finalizes normally (first job) or rank 1 is killed (second job).

@@ -204,7 +204,8 @@ pub fn settings_markdown() -> String {
 pub struct ConfigError {
     pub variable: &'static str,
     pub value: String,
-    pub expected: &'static str,
+    /// The values the setting accepts, as a phrase: "one of auto, poll, block", "an integer >= 8 ...".
+    pub expected: String,
 }
 
 impl fmt::Display for ConfigError {
@@ -226,13 +227,10 @@ impl Config {
         let mut config = Config::default();
         let mut reader = Reader { lookup: &lookup };
         config.wait = reader.choice("BRAID_WAIT", config.wait, &[("auto", WaitMode::Auto), ("poll", WaitMode::Poll), ("block", WaitMode::Block)])?;
-        config.spin_count = reader.number("BRAID_SPIN_COUNT", config.spin_count as usize, 0)? as u32;
-        config.yield_us = reader.number("BRAID_YIELD_US", config.yield_us as usize, 0)? as u32;
-        config.block_timeout_ms = reader.number("BRAID_BLOCK_TIMEOUT_MS", config.block_timeout_ms as usize, 1)? as u32;
-        config.shm_ring_cells = reader.number("BRAID_SHM_RING_CELLS", config.shm_ring_cells, 8)?;
-        if !config.shm_ring_cells.is_power_of_two() {
-            return Err(ConfigError { variable: "BRAID_SHM_RING_CELLS", value: config.shm_ring_cells.to_string(), expected: "a power of two >= 8" });
-        }
+        config.spin_count = reader.number_u32("BRAID_SPIN_COUNT", config.spin_count, 0)?;
+        config.yield_us = reader.number_u32("BRAID_YIELD_US", config.yield_us, 0)?;
+        config.block_timeout_ms = reader.number_u32("BRAID_BLOCK_TIMEOUT_MS", config.block_timeout_ms, 1)?;
+        config.shm_ring_cells = reader.power_of_two("BRAID_SHM_RING_CELLS", config.shm_ring_cells, 8)?;
         config.shm_inline_max = reader.number("BRAID_SHM_INLINE_MAX", config.shm_inline_max, 64)?;
         config.shm_pool_buffers = reader.number("BRAID_SHM_POOL_BUFFERS", config.shm_pool_buffers, 2)?;
         config.shm_pool_buffer_size = reader.number("BRAID_SHM_POOL_BUFFER_SIZE", config.shm_pool_buffer_size, 4096)?;
@@ -255,7 +253,7 @@ impl Config {
             &[("single", StrategyKind::Single), ("greedy", StrategyKind::Greedy), ("iso", StrategyKind::Iso), ("weighted", StrategyKind::Weighted), ("hetero", StrategyKind::Hetero)],
         )?;
         config.profile_dir = reader.text("BRAID_PROFILE_DIR", config.profile_dir)?;
-        config.sample_ms = reader.number("BRAID_SAMPLE_MS", config.sample_ms as usize, 1)? as u32;
+        config.sample_ms = reader.number_u32("BRAID_SAMPLE_MS", config.sample_ms, 1)?;
         config.split_min = reader.number("BRAID_SPLIT_MIN", config.split_min, 1)?;
         config.rail_timeout_ms = reader.number("BRAID_RAIL_TIMEOUT_MS", config.rail_timeout_ms, 1)?;
         config.rate_smoothing = reader.fraction("BRAID_RATE_SMOOTHING", config.rate_smoothing)?;
@@ -272,31 +270,61 @@ struct Reader<'a, F: Fn(&str) -> Option<String>> {
     lookup: &'a F,
 }
 
+/// How the size settings may be written, appended to their accepted range.
+const SIZE_SYNTAX: &str = "(a plain number, or with a k, m or g suffix for KiB, MiB, GiB)";
+
 impl<F: Fn(&str) -> Option<String>> Reader<'_, F> {
     fn number(&mut self, variable: &'static str, default: usize, minimum: usize) -> Result<usize, ConfigError> {
+        self.bounded(variable, default, minimum, usize::MAX)
+    }
+
+    fn number_u32(&mut self, variable: &'static str, default: u32, minimum: u32) -> Result<u32, ConfigError> {
+        Ok(self.bounded(variable, default as usize, minimum as usize, u32::MAX as usize)? as u32)
+    }
+
+    fn power_of_two(&mut self, variable: &'static str, default: usize, minimum: usize) -> Result<usize, ConfigError> {
         let Some(text) = (self.lookup)(variable) else { return Ok(default) };
-        let parsed = parse_size(text.trim());
-        match parsed {
-            Some(value) if value >= minimum => Ok(value),
-            _ => Err(ConfigError { variable, value: text, expected: "a non-negative integer (k, m, g suffixes allowed) at or above the minimum" }),
+        match parse_size(text.trim()) {
+            Some(value) if value >= minimum && value.is_power_of_two() => Ok(value),
+            _ => Err(ConfigError { variable, value: text, expected: format!("a power of two >= {minimum} {SIZE_SYNTAX}") }),
+        }
+    }
+
+    /// A size in `minimum..=maximum`; the error states that range.
+    fn bounded(&mut self, variable: &'static str, default: usize, minimum: usize, maximum: usize) -> Result<usize, ConfigError> {
+        let Some(text) = (self.lookup)(variable) else { return Ok(default) };
+        match parse_size(text.trim()) {
+            Some(value) if (minimum..=maximum).contains(&value) => Ok(value),
+            _ => Err(ConfigError { variable, value: text, expected: range_phrase(minimum, maximum) }),
         }
     }
 
     fn choice<T: Copy>(&mut self, variable: &'static str, default: T, choices: &[(&str, T)]) -> Result<T, ConfigError> {
         let Some(text) = (self.lookup)(variable) else { return Ok(default) };
         let wanted = text.trim().to_ascii_lowercase();
-        choices
-            .iter()
-            .find(|(name, _)| *name == wanted)
-            .map(|(_, value)| *value)
-            .ok_or(ConfigError { variable, value: text, expected: "one of the documented choices" })
+        match choices.iter().find(|(name, _)| *name == wanted) {
+            Some((_, value)) => Ok(*value),
+            None => {
+                let names: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
+                Err(ConfigError { variable, value: text, expected: format!("one of {}", names.join(", ")) })
+            }
+        }
+    }
+}
+
+/// The accepted range of a size setting, in words.
+fn range_phrase(minimum: usize, maximum: usize) -> String {
+    if maximum == usize::MAX {
+        format!("an integer >= {minimum} {SIZE_SYNTAX}")
+    } else {
+        format!("an integer from {minimum} to {maximum} {SIZE_SYNTAX}")
     }
 }
 
 impl<F: Fn(&str) -> Option<String>> Reader<'_, F> {
     fn text(&mut self, variable: &'static str, default: String) -> Result<String, ConfigError> {
         match (self.lookup)(variable) {
-            Some(text) if text.trim().is_empty() => Err(ConfigError { variable, value: text, expected: "a non-empty path" }),
+            Some(text) if text.trim().is_empty() => Err(ConfigError { variable, value: text, expected: "a non-empty path".to_string() }),
             Some(text) => Ok(text.trim().to_string()),
             None => Ok(default),
         }
@@ -306,7 +334,7 @@ impl<F: Fn(&str) -> Option<String>> Reader<'_, F> {
         let Some(text) = (self.lookup)(variable) else { return Ok(default) };
         match text.trim().parse::<f64>() {
             Ok(value) if value > 0.0 && value <= 1.0 => Ok(value),
-            _ => Err(ConfigError { variable, value: text, expected: "a number in (0, 1]" }),
+            _ => Err(ConfigError { variable, value: text, expected: "a number greater than 0 and at most 1".to_string() }),
         }
     }
 
@@ -314,7 +342,7 @@ impl<F: Fn(&str) -> Option<String>> Reader<'_, F> {
         let Some(text) = (self.lookup)(variable) else { return Ok(default) };
         match text.trim().parse::<f64>() {
             Ok(micros) if micros >= 0.0 && micros.is_finite() => Ok(Some((micros * 1000.0) as u64)),
-            _ => Err(ConfigError { variable, value: text, expected: "microseconds (a non-negative number)" }),
+            _ => Err(ConfigError { variable, value: text, expected: "microseconds, a number >= 0 (fractions allowed)".to_string() }),
         }
     }
 
@@ -330,7 +358,8 @@ impl<F: Fn(&str) -> Option<String>> Reader<'_, F> {
                 if names.iter().all(valid) {
                     Ok(Rails::Named(names))
                 } else {
-                    Err(ConfigError { variable, value: text, expected: "auto, none, or a comma-separated list of interface names" })
+                    let expected = "auto, none, or a comma-separated list of interface names (1 to 15 letters, digits, '-', '_', '.' or '@' each)";
+                    Err(ConfigError { variable, value: text, expected: expected.to_string() })
                 }
             }
         }
@@ -347,6 +376,58 @@ pub fn parse_size(text: &str) -> Option<usize> {
         _ => (&lower[..], 1),
     };
     digits.parse::<usize>().ok()?.checked_mul(multiplier)
+}
+
+/// BRAID_* variables that are not settings of the library: the compiler wrappers' and the ones
+/// the launcher gives each rank.
+pub const OTHER_VARIABLES: &[&str] = &["BRAID_CC", "BRAID_CXX", "BRAID_LIBDIR", "BRAID_LOCAL_RANK", "BRAID_LOCAL_SIZE"];
+
+/// A BRAID_* variable that Braid does not read (most likely a misspelt setting).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownVariable {
+    pub name: String,
+    /// The setting whose name is closest, when it is close enough to be the one meant.
+    pub suggestion: Option<&'static str>,
+}
+
+impl fmt::Display for UnknownVariable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.suggestion {
+            Some(setting) => write!(f, "{} is not a Braid setting (did you mean {setting}?)", self.name),
+            None => write!(f, "{} is not a Braid setting (`braid config` lists them)", self.name),
+        }
+    }
+}
+
+/// The names among `names` that start with BRAID_ but are neither a setting nor one of
+/// [`OTHER_VARIABLES`], in the order given.
+pub fn unknown_variables<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<UnknownVariable> {
+    let known = |name: &str| SETTINGS.iter().any(|setting| setting.variable == name) || OTHER_VARIABLES.contains(&name);
+    names
+        .into_iter()
+        .filter(|name| name.starts_with("BRAID_") && !known(name))
+        .map(|name| {
+            let closest = SETTINGS.iter().map(|setting| (edit_distance(name, setting.variable), setting.variable)).min();
+            // A third of the name may differ: catches typos and dropped words, not unrelated names.
+            let suggestion = closest.filter(|(distance, variable)| *distance <= variable.len() / 3).map(|(_, variable)| variable);
+            UnknownVariable { name: name.to_string(), suggestion }
+        })
+        .collect()
+}
+
+/// Levenshtein distance between two ASCII names.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b = b.as_bytes();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, &byte_a) in a.as_bytes().iter().enumerate() {
+        let mut current = vec![i + 1; b.len() + 1];
+        for (j, &byte_b) in b.iter().enumerate() {
+            let substitution = previous[j] + usize::from(byte_a != byte_b);
+            current[j + 1] = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
+        }
+        previous = current;
+    }
+    previous[b.len()]
 }
 
 #[cfg(test)]
@@ -395,6 +476,38 @@ mod tests {
         assert_eq!(error.variable, "BRAID_WAIT");
         assert!(config_of(&[("BRAID_SHM_RING_CELLS", "100")]).is_err());
         assert!(config_of(&[("BRAID_SHM_POOL_BUFFERS", "x")]).is_err());
+    }
+
+    #[test]
+    fn errors_state_the_accepted_values_or_range() {
+        let message = |pairs: &[(&str, &str)]| config_of(pairs).unwrap_err().to_string();
+        assert_eq!(message(&[("BRAID_WAIT", "sometimes")]), "BRAID_WAIT=\"sometimes\" is not valid: expected one of auto, poll, block");
+        assert!(message(&[("BRAID_SHM_POOL_BUFFERS", "1")]).ends_with("expected an integer >= 2 (a plain number, or with a k, m or g suffix for KiB, MiB, GiB)"));
+        assert!(message(&[("BRAID_SHM_RING_CELLS", "100")]).contains("expected a power of two >= 8"));
+        assert!(message(&[("BRAID_SHM_RING_CELLS", "4")]).contains("expected a power of two >= 8"));
+        assert!(message(&[("BRAID_SPIN_COUNT", "5000000000")]).contains("expected an integer from 0 to 4294967295"));
+        assert!(message(&[("BRAID_RATE_SMOOTHING", "0")]).contains("greater than 0 and at most 1"));
+        assert!(message(&[("BRAID_RAILS", "eth0,,eth1")]).contains("auto, none, or a comma-separated list"));
+        assert!(message(&[("BRAID_OFFLOAD_COST_US", "-1")]).contains("a number >= 0"));
+        assert_eq!(config_of(&[("BRAID_SPIN_COUNT", "4294967295")]).unwrap().spin_count, u32::MAX);
+        assert_eq!(config_of(&[("BRAID_SHM_RING_CELLS", "1k")]).unwrap().shm_ring_cells, 1024);
+    }
+
+    #[test]
+    fn unknown_braid_variables_are_found_with_the_setting_meant() {
+        let names = ["BRAID_WAIT", "BRAID_WIAT", "BRAID_LOCAL_RANK", "BRAID_CC", "PATH", "BRAID_EAGER", "BRAID_SOMETHING_ELSE"];
+        let unknown = unknown_variables(names);
+        assert_eq!(
+            unknown,
+            vec![
+                UnknownVariable { name: "BRAID_WIAT".into(), suggestion: Some("BRAID_WAIT") },
+                UnknownVariable { name: "BRAID_EAGER".into(), suggestion: Some("BRAID_EAGER_MAX") },
+                UnknownVariable { name: "BRAID_SOMETHING_ELSE".into(), suggestion: None },
+            ]
+        );
+        assert_eq!(unknown[0].to_string(), "BRAID_WIAT is not a Braid setting (did you mean BRAID_WAIT?)");
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub mod progress_thread;
 pub mod request;
 pub mod runtime;
 pub mod status;
+pub mod threaded;
 pub mod tool;
 pub mod topo;
 pub mod unsupported;

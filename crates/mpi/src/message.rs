@@ -132,6 +132,10 @@ pub unsafe extern "C" fn MPI_Improbe(source: c_int, tag: c_int, comm: MPI_Comm, 
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Mprobe(source: c_int, tag: c_int, comm: MPI_Comm, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+    if crate::threaded::active() {
+        // SAFETY: MPI_Mprobe's arguments, passed on.
+        return unsafe { crate::threaded::mprobe(source, tag, comm, message, status) };
+    }
     let outcome = runtime::with(|rt| {
         if message.is_null() {
             return Err(error(comm, MPI_ERR_ARG, "message must not be NULL"));
@@ -206,6 +210,10 @@ unsafe fn start_matched(rt: &mut Runtime, buf: *mut c_void, count: c_int, dataty
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Mrecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+    if crate::threaded::active() {
+        // SAFETY: MPI_Mrecv's arguments, passed on.
+        return unsafe { crate::threaded::mrecv(buf, count, datatype, message, status) };
+    }
     let outcome = runtime::with(|rt| {
         // SAFETY: MPI_Mrecv's arguments, passed on.
         let mut pending = unsafe { start_matched(rt, buf, count, datatype, message)? };

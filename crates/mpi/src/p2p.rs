@@ -359,6 +359,10 @@ unsafe fn nonblocking(function: &str, op: Operation, request: *mut MPI_Request) 
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Send(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+    if crate::threaded::active() {
+        // SAFETY: MPI_Send's arguments, passed on.
+        return unsafe { crate::threaded::send(MPI_Isend, buf, count, datatype, dest, tag, comm) };
+    }
     // SAFETY: MPI's rule for MPI_Send: `buf` holds `count` elements of `datatype`.
     if unsafe { send_now(buf, count, datatype, dest, tag, comm) } {
         return MPI_SUCCESS;
@@ -368,16 +372,28 @@ pub unsafe extern "C" fn MPI_Send(buf: *const c_void, count: c_int, datatype: MP
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Ssend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+    if crate::threaded::active() {
+        // SAFETY: MPI_Ssend's arguments, passed on.
+        return unsafe { crate::threaded::send(MPI_Issend, buf, count, datatype, dest, tag, comm) };
+    }
     blocking_send("MPI_Ssend", send_operation(buf, count, datatype, dest, tag, comm, SendMode::Synchronous))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Rsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+    if crate::threaded::active() {
+        // SAFETY: MPI_Rsend's arguments, passed on.
+        return unsafe { crate::threaded::send(MPI_Irsend, buf, count, datatype, dest, tag, comm) };
+    }
     blocking_send("MPI_Rsend", send_operation(buf, count, datatype, dest, tag, comm, SendMode::Ready))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Recv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+    if crate::threaded::active() {
+        // SAFETY: MPI_Recv's arguments, passed on.
+        return unsafe { crate::threaded::recv(buf, count, datatype, source, tag, comm, status) };
+    }
     let op = recv_operation(buf, count, datatype, source, tag, comm);
     // SAFETY: MPI's rule for MPI_Recv: `buf` has room for `count` elements of `datatype`.
     let received = match unsafe { dense_bytes(&op) } {
@@ -419,6 +435,10 @@ pub unsafe extern "C" fn MPI_Irsend(buf: *const c_void, count: c_int, datatype: 
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Bsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+    if crate::threaded::active() {
+        // SAFETY: MPI_Bsend's arguments, passed on.
+        return unsafe { crate::threaded::send(MPI_Ibsend, buf, count, datatype, dest, tag, comm) };
+    }
     blocking_send("MPI_Bsend", send_operation(buf, count, datatype, dest, tag, comm, SendMode::Buffered))
 }
 
@@ -497,6 +517,10 @@ pub unsafe extern "C" fn MPI_Sendrecv(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
+    if crate::threaded::active() {
+        // SAFETY: MPI_Sendrecv's arguments, passed on.
+        return unsafe { crate::threaded::sendrecv(MPI_Isend, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status) };
+    }
     let send = send_operation(sendbuf, sendcount, sendtype, dest, sendtag, comm, SendMode::Standard);
     let receive = recv_operation(recvbuf, recvcount, recvtype, source, recvtag, comm);
     finish_exchange("MPI_Sendrecv", comm, exchange(&send, &receive), status)
@@ -530,6 +554,10 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
     let Ok(byte_count) = c_int::try_from(outgoing.len()) else {
         return raise(comm, "MPI_Sendrecv_replace", MPI_ERR_COUNT, "the message is larger than 2 GiB");
     };
+    if crate::threaded::active() {
+        // SAFETY: the packed copy is sent while `buf` receives, as MPI_Sendrecv_replace does.
+        return unsafe { crate::threaded::sendrecv(MPI_Isend, outgoing.as_ptr().cast(), byte_count, MPI_BYTE, dest, sendtag, buf, count, datatype, source, recvtag, comm, status) };
+    }
     let send = send_operation(outgoing.as_ptr().cast(), byte_count, MPI_BYTE, dest, sendtag, comm, SendMode::Standard);
     let receive = recv_operation(buf, count, datatype, source, recvtag, comm);
     finish_exchange("MPI_Sendrecv_replace", comm, exchange(&send, &receive), status)
@@ -579,6 +607,10 @@ pub unsafe extern "C" fn MPI_Iprobe(source: c_int, tag: c_int, comm: MPI_Comm, f
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Probe(source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+    if crate::threaded::active() {
+        // SAFETY: MPI_Probe's arguments, passed on.
+        return unsafe { crate::threaded::probe(source, tag, comm, status) };
+    }
     let outcome = runtime::with(|rt| {
         let Some((source, tag, context)) = probe_target(rt, source, tag, comm)? else { return Ok(Completion::PROC_NULL) };
         let mut found = None;

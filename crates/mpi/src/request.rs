@@ -544,6 +544,10 @@ fn failed_completion(function: &str, completion: &Completion, comm: MPI_Comm) ->
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
+    if crate::threaded::active() {
+        // SAFETY: MPI_Wait's arguments, passed on.
+        return unsafe { crate::threaded::wait(request, status) };
+    }
     // SAFETY: `request` is NULL or the caller's handle.
     unsafe { grequest::around("MPI_Wait", request, 1, || wait(request, status)) }
 }
@@ -664,6 +668,10 @@ unsafe fn complete_all(rt: &mut Runtime, requests: &mut [MPI_Request], array_of_
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Waitall(count: c_int, array_of_requests: *mut MPI_Request, array_of_statuses: *mut MPI_Status) -> c_int {
+    if crate::threaded::active() {
+        // SAFETY: MPI_Waitall's arguments, passed on.
+        return unsafe { crate::threaded::waitall(count, array_of_requests, array_of_statuses) };
+    }
     // SAFETY: `array_of_requests` holds `count` handles.
     unsafe { grequest::around("MPI_Waitall", array_of_requests, count, || wait_all(count, array_of_requests, array_of_statuses)) }
 }
@@ -771,6 +779,10 @@ fn block_until_any(rt: &mut Runtime, requests: &[MPI_Request]) -> MpiResult<()> 
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Waitany(count: c_int, array_of_requests: *mut MPI_Request, index: *mut c_int, status: *mut MPI_Status) -> c_int {
+    if crate::threaded::active() {
+        // SAFETY: MPI_Waitany's arguments, passed on.
+        return unsafe { crate::threaded::waitany(count, array_of_requests, index, status) };
+    }
     // SAFETY: `array_of_requests` holds `count` handles.
     unsafe { grequest::around("MPI_Waitany", array_of_requests, count, || any_completion("MPI_Waitany", count, array_of_requests, index, std::ptr::null_mut(), status, true)) }
 }
@@ -839,6 +851,10 @@ unsafe fn any_completion(
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Waitsome(incount: c_int, array_of_requests: *mut MPI_Request, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
+    if crate::threaded::active() {
+        // SAFETY: MPI_Waitsome's arguments, passed on.
+        return unsafe { crate::threaded::waitsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses) };
+    }
     let some = || some_completion("MPI_Waitsome", incount, array_of_requests, outcount, array_of_indices, array_of_statuses, true);
     // SAFETY: `array_of_requests` holds `incount` handles.
     unsafe { grequest::around("MPI_Waitsome", array_of_requests, incount, some) }

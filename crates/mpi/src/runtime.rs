@@ -148,13 +148,25 @@ fn replace_state(runtime: Option<Runtime>) -> Option<Runtime> {
 /// other threads' calls (which the wait may depend on) go on. For MPI_THREAD_MULTIPLE.
 #[cold]
 pub fn wait_unlocked<R>(mut step: impl FnMut(&mut Runtime) -> MpiResult<Option<R>>) -> MpiResult<R> {
-    let mut idle_steps: u32 = 0;
+    let mut backoff = Backoff::default();
     loop {
         if let Some(result) = with(&mut step)? {
             return Ok(result);
         }
-        idle_steps = idle_steps.saturating_add(1);
-        if idle_steps > UNLOCKED_SPIN_STEPS {
+        backoff.pause();
+    }
+}
+
+/// The pause between two steps of an unlocked wait: none at first, then the core is yielded.
+#[derive(Default)]
+pub struct Backoff {
+    idle_steps: u32,
+}
+
+impl Backoff {
+    pub fn pause(&mut self) {
+        self.idle_steps = self.idle_steps.saturating_add(1);
+        if self.idle_steps > UNLOCKED_SPIN_STEPS {
             std::thread::yield_now();
         }
     }
@@ -225,7 +237,7 @@ fn initialize(required: c_int) -> MpiResult<c_int> {
     let bootstrap = bootstrap().map_err(|e| error(MPI_COMM_WORLD, MPI_ERR_OTHER, format!("cannot reach the launcher: {e}")))?;
     let engine = Engine::new(&config, bootstrap).map_err(|e| error(MPI_COMM_WORLD, MPI_ERR_OTHER, e.to_string()))?;
     let comms = CommTable::new(engine.rank(), engine.size());
-    let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_SERIALIZED);
+    let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE);
     let runtime = Runtime {
         engine,
         comms,
@@ -242,6 +254,9 @@ fn initialize(required: c_int) -> MpiResult<c_int> {
         thread_level: provided,
         main_thread: std::thread::current().id(),
     };
+    if provided == MPI_THREAD_MULTIPLE {
+        LOCKING.store(true, Ordering::Relaxed);
+    }
     replace_state(Some(runtime));
     if config.progress_thread {
         LOCKING.store(true, Ordering::Relaxed);
@@ -252,23 +267,38 @@ fn initialize(required: c_int) -> MpiResult<c_int> {
     Ok(provided)
 }
 
+/// Reports a failed MPI_Init or MPI_Init_thread. The first initialisation fails under
+/// MPI_ERRORS_ARE_FATAL (nothing can change MPI_COMM_WORLD's handler before it), and with no job
+/// to abort yet the process ends here, with the error class as exit code: the program must not
+/// go on as if MPI were running.
+#[cold]
+fn init_failed(function: &str, first_init: bool, e: MpiError) -> c_int {
+    let class = raise(e.comm, function, e.class, &e.detail);
+    if first_init {
+        std::process::exit(class);
+    }
+    class
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
     let _ = (argc, argv);
+    let first_init = PHASE.load(Ordering::Acquire) == NOT_INITIALIZED;
     match initialize(MPI_THREAD_SINGLE) {
         Ok(_) => MPI_SUCCESS,
-        Err(e) => raise(e.comm, "MPI_Init", e.class, &e.detail),
+        Err(e) => init_failed("MPI_Init", first_init, e),
     }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Init_thread(argc: *mut c_int, argv: *mut *mut *mut c_char, required: c_int, provided: *mut c_int) -> c_int {
     let _ = (argc, argv);
+    let first_init = PHASE.load(Ordering::Acquire) == NOT_INITIALIZED;
     if provided.is_null() {
-        return raise(MPI_COMM_WORLD, "MPI_Init_thread", MPI_ERR_ARG, "provided must not be NULL");
+        return init_failed("MPI_Init_thread", first_init, error(MPI_COMM_WORLD, MPI_ERR_ARG, "provided must not be NULL"));
     }
     if !(MPI_THREAD_SINGLE..=MPI_THREAD_MULTIPLE).contains(&required) {
-        return raise(MPI_COMM_WORLD, "MPI_Init_thread", MPI_ERR_ARG, &format!("{required} is not a thread level"));
+        return init_failed("MPI_Init_thread", first_init, error(MPI_COMM_WORLD, MPI_ERR_ARG, format!("{required} is not a thread level")));
     }
     match initialize(required) {
         Ok(level) => {
@@ -276,7 +306,7 @@ pub unsafe extern "C" fn MPI_Init_thread(argc: *mut c_int, argv: *mut *mut *mut 
             unsafe { *provided = level };
             MPI_SUCCESS
         }
-        Err(e) => raise(e.comm, "MPI_Init_thread", e.class, &e.detail),
+        Err(e) => init_failed("MPI_Init_thread", first_init, e),
     }
 }
 

@@ -1,5 +1,6 @@
 //! File descriptors passed between processes: inherited descriptors (PMI_FD), close-on-exec
-//! control for descriptors handed to children, and `poll` for event loops.
+//! control for descriptors handed to children, and `poll` for event loops and for writers of
+//! non-blocking descriptors.
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
@@ -89,6 +90,27 @@ pub fn poll_readable(fds: &[BorrowedFd<'_>], timeout: Option<Duration>) -> io::R
         .collect())
 }
 
+/// Waits until `fd` accepts a write without blocking (or reports an error or hang-up, which the
+/// write then returns), or `timeout` passes (`None`: no limit). Returns whether it became ready;
+/// an interrupted wait returns `false`.
+pub fn wait_writable(fd: BorrowedFd<'_>, timeout: Option<Duration>) -> io::Result<bool> {
+    let mut entry = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLOUT, revents: 0 };
+    let timeout_ms = match timeout {
+        None => -1,
+        Some(duration) => duration.as_millis().min(i32::MAX as u128) as libc::c_int,
+    };
+    // SAFETY: `entry` is one live pollfd that poll may write to; the borrow keeps `fd` open.
+    let rc = unsafe { libc::poll(&mut entry, 1, timeout_ms) };
+    if rc < 0 {
+        let error = io::Error::last_os_error();
+        if error.kind() == io::ErrorKind::Interrupted {
+            return Ok(false);
+        }
+        return Err(error);
+    }
+    Ok(entry.revents != 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,6 +133,19 @@ mod tests {
         (&ours).read_exact(&mut byte).unwrap();
         assert_eq!(&byte, b"x");
         assert!(duplicate_inherited(-1).is_err());
+    }
+
+    #[test]
+    fn a_full_stream_is_not_writable_until_read() {
+        let (mut reader, writer) = UnixStream::pair().unwrap();
+        writer.set_nonblocking(true).unwrap();
+        assert!(wait_writable(writer.as_fd(), Some(Duration::from_millis(10))).unwrap());
+        let chunk = [0u8; 4096];
+        while (&writer).write(&chunk).is_ok() {}
+        assert!(!wait_writable(writer.as_fd(), Some(Duration::from_millis(10))).unwrap());
+        let mut drained = vec![0u8; 1 << 20];
+        let _ = reader.read(&mut drained).unwrap();
+        assert!(wait_writable(writer.as_fd(), Some(Duration::from_millis(1000))).unwrap());
     }
 
     #[test]

@@ -30,6 +30,7 @@ pub fn finish(mut child: Child, what: &str) -> Output {
     child.wait_with_output().unwrap()
 }
 
+#[allow(dead_code)] // Not every test crate runs braid with its output in a pipe it leaves unread.
 pub fn run(args: &[&str]) -> Output {
     finish(braid().args(args).spawn().unwrap(), &format!("braid {}", args.join(" ")))
 }
@@ -98,11 +99,31 @@ pub fn can_run_cluster_jobs(prefix: &str) -> bool {
 /// Compiles tests/c/`program`.c with bin/braidcc against this build's library, into `dir`.
 #[allow(dead_code)] // Only the test crates that compile MPI programs use it.
 pub fn compile_test_program(program: &str, dir: &Path) -> PathBuf {
-    let binary = dir.join(program);
-    let source = repository().join("tests/c").join(format!("{program}.c"));
+    compile_c(&repository().join("tests/c").join(format!("{program}.c")), dir)
+}
+
+/// Whether MPI programs can be built against this build's library; says why not otherwise.
+#[allow(dead_code)] // Only the test crates that compile MPI programs use it.
+pub fn can_build_mpi_programs() -> bool {
+    if find_in_path("cc").is_none() {
+        eprintln!("skipped: `cc` is not installed (scripts/setup installs it)");
+        return false;
+    }
+    if !library_dir().join("libbraid.so").is_file() {
+        eprintln!("skipped: {} has no libbraid.so (build the workspace, e.g. `cargo build -p braid-mpi`)", library_dir().display());
+        return false;
+    }
+    true
+}
+
+/// Compiles the C program `source` with bin/braidcc against this build's library, into `dir`
+/// (named after the source).
+#[allow(dead_code)] // Only the test crates that compile MPI programs use it.
+pub fn compile_c(source: &Path, dir: &Path) -> PathBuf {
+    let binary = dir.join(source.file_stem().unwrap());
     let output = Command::new(repository().join("bin/braidcc"))
         .args(["-std=c99", "-O2", "-DTEST_BRAID_ONLY"])
-        .arg(&source)
+        .arg(source)
         .arg("-o")
         .arg(&binary)
         .env("BRAID_LIBDIR", library_dir())
@@ -120,5 +141,30 @@ pub fn remove_cluster(name: &str) {
     let prefix = format!("braid-{name}-");
     for namespace in netns::list().unwrap_or_default().into_iter().filter(|namespace| namespace.starts_with(&prefix)) {
         let _ = Command::new("ip").args(["netns", "delete", &namespace]).output();
+    }
+}
+
+/// A directory of a test's own, removed when dropped (also while a failed test unwinds).
+#[allow(dead_code)] // Only the test crates that compile MPI programs use it.
+pub struct Scratch(pub PathBuf);
+
+#[allow(dead_code)]
+impl Scratch {
+    /// `braid-<what>-<pid>` in the temporary directory, for test `what`.
+    pub fn new(what: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("braid-{what}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    /// Compiles crates/cli/tests/programs/`name`.c into this directory.
+    pub fn program(&self, name: &str) -> PathBuf {
+        compile_c(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs").join(format!("{name}.c")), &self.0)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }

@@ -1,0 +1,144 @@
+//! Blocking calls under MPI_THREAD_MULTIPLE: each is its non-blocking form followed by a wait that
+//! tests in short steps, so that the state's lock is free between steps and the other threads'
+//! calls (which the wait may depend on: a reply to another thread's message) go on meanwhile.
+//! Below MPI_THREAD_MULTIPLE the blocking calls keep their direct paths; each checks
+//! [`runtime::is_locking`] first.
+
+// The safety contract of these functions is that of the MPI calls they stand for.
+#![allow(clippy::missing_safety_doc, clippy::too_many_arguments)]
+
+use std::ffi::{c_int, c_void};
+
+use crate::consts::*;
+use crate::message::{MPI_Imrecv, MPI_Improbe};
+use crate::p2p::{MPI_Iprobe, MPI_Irecv};
+use crate::request::{MPI_Test, MPI_Testall, MPI_Testany, MPI_Testsome};
+use crate::runtime::{self, Backoff};
+
+/// A non-blocking send: MPI_Isend, MPI_Issend, MPI_Irsend or MPI_Ibsend.
+pub type StartSend = unsafe extern "C" fn(*const c_void, c_int, MPI_Datatype, c_int, c_int, MPI_Comm, *mut MPI_Request) -> c_int;
+
+/// Calls `test` (which sets its flag when done) until it is done or fails.
+fn until(mut test: impl FnMut(&mut c_int) -> c_int) -> c_int {
+    let mut backoff = Backoff::default();
+    loop {
+        let mut flag = 0;
+        let code = test(&mut flag);
+        if code != MPI_SUCCESS || flag != 0 {
+            return code;
+        }
+        backoff.pause();
+    }
+}
+
+pub unsafe fn wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
+    // SAFETY: MPI_Wait's arguments, passed on.
+    until(|flag| unsafe { MPI_Test(request, flag, status) })
+}
+
+pub unsafe fn waitall(count: c_int, requests: *mut MPI_Request, statuses: *mut MPI_Status) -> c_int {
+    // SAFETY: MPI_Waitall's arguments, passed on.
+    until(|flag| unsafe { MPI_Testall(count, requests, flag, statuses) })
+}
+
+pub unsafe fn waitany(count: c_int, requests: *mut MPI_Request, index: *mut c_int, status: *mut MPI_Status) -> c_int {
+    // SAFETY: MPI_Waitany's arguments, passed on.
+    until(|flag| unsafe { MPI_Testany(count, requests, index, flag, status) })
+}
+
+pub unsafe fn waitsome(count: c_int, requests: *mut MPI_Request, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MPI_Status) -> c_int {
+    until(|flag| {
+        // SAFETY: MPI_Waitsome's arguments, passed on.
+        let code = unsafe { MPI_Testsome(count, requests, outcount, indices, statuses) };
+        // SAFETY: Testsome has set `*outcount` (checked non-null there) when it succeeded.
+        *flag = c_int::from(code == MPI_SUCCESS && unsafe { *outcount } != 0);
+        code
+    })
+}
+
+pub unsafe fn send(start: StartSend, buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+    let mut request = MPI_REQUEST_NULL;
+    // SAFETY: the blocking send's arguments, passed on.
+    let code = unsafe { start(buf, count, datatype, dest, tag, comm, &mut request) };
+    if code != MPI_SUCCESS {
+        return code;
+    }
+    // SAFETY: a request just started.
+    unsafe { wait(&mut request, MPI_STATUS_IGNORE) }
+}
+
+pub unsafe fn recv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+    let mut request = MPI_REQUEST_NULL;
+    // SAFETY: MPI_Recv's arguments, passed on.
+    let code = unsafe { MPI_Irecv(buf, count, datatype, source, tag, comm, &mut request) };
+    if code != MPI_SUCCESS {
+        return code;
+    }
+    // SAFETY: a request just started.
+    unsafe { wait(&mut request, status) }
+}
+
+pub unsafe fn sendrecv(
+    start: StartSend,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    let mut requests = [MPI_REQUEST_NULL; 2];
+    // SAFETY: MPI_Sendrecv's arguments, passed on.
+    let code = unsafe { MPI_Irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &mut requests[0]) };
+    if code != MPI_SUCCESS {
+        return code;
+    }
+    // SAFETY: as above.
+    let code = unsafe { start(sendbuf, sendcount, sendtype, dest, sendtag, comm, &mut requests[1]) };
+    if code != MPI_SUCCESS {
+        return code;
+    }
+    // SAFETY: the receive is waited for first, its status kept; then the send.
+    unsafe {
+        let code = wait(&mut requests[0], status);
+        let sent = wait(&mut requests[1], MPI_STATUS_IGNORE);
+        if code != MPI_SUCCESS {
+            code
+        } else {
+            sent
+        }
+    }
+}
+
+pub unsafe fn probe(source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+    // SAFETY: MPI_Probe's arguments, passed on.
+    until(|flag| unsafe { MPI_Iprobe(source, tag, comm, flag, status) })
+}
+
+pub unsafe fn mprobe(source: c_int, tag: c_int, comm: MPI_Comm, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+    // SAFETY: MPI_Mprobe's arguments, passed on.
+    until(|flag| unsafe { MPI_Improbe(source, tag, comm, flag, message, status) })
+}
+
+pub unsafe fn mrecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+    let mut request = MPI_REQUEST_NULL;
+    // SAFETY: MPI_Mrecv's arguments, passed on.
+    let code = unsafe { MPI_Imrecv(buf, count, datatype, message, &mut request) };
+    if code != MPI_SUCCESS {
+        return code;
+    }
+    // SAFETY: a request just started.
+    unsafe { wait(&mut request, status) }
+}
+
+/// Whether blocking calls must take these forms.
+#[inline]
+pub fn active() -> bool {
+    runtime::is_locking()
+}
