@@ -6,7 +6,7 @@
 // The special pointer values are sentinels, compared and never dereferenced.
 #![allow(clippy::manual_dangling_ptr)]
 
-use std::ffi::{c_int, c_longlong, c_void};
+use std::ffi::{c_char, c_int, c_longlong, c_void};
 
 pub type MPI_Comm = c_int;
 pub type MPI_Datatype = c_int;
@@ -344,7 +344,50 @@ pub const MPI_ERR_RMA_RANGE: c_int = 54;
 pub const MPI_ERR_RMA_ATTACH: c_int = 55;
 pub const MPI_ERR_RMA_SHARED: c_int = 56;
 pub const MPI_ERR_RMA_FLAVOR: c_int = 57;
-pub const MPI_ERR_LASTCODE: c_int = 57;
+/// The MPI_T_ERR_ codes (tool interface section) end here.
+pub const MPI_ERR_LASTCODE: c_int = 73;
+
+// Error handlers and user-defined error classes
+pub type MPI_Comm_errhandler_fn = MPI_Comm_errhandler_function;
+pub type MPI_Win_errhandler_fn = MPI_Win_errhandler_function;
+pub type MPI_File_errhandler_fn = MPI_File_errhandler_function;
+
+// Handle conversions between C and Fortran, and Fortran statuses (MPI_Fint arrays)
+pub const MPI_F_STATUS_SIZE: c_int = 5;
+pub const MPI_F_SOURCE: c_int = 2;
+pub const MPI_F_TAG: c_int = 3;
+pub const MPI_F_ERROR: c_int = 4;
+pub const MPI_F_STATUS_IGNORE: *mut MPI_Fint = 1usize as *mut MPI_Fint;
+pub const MPI_F_STATUSES_IGNORE: *mut MPI_Fint = 1usize as *mut MPI_Fint;
+
+// Process creation and management
+pub const MPI_MAX_PORT_NAME: c_int = 256;
+pub const MPI_ARGV_NULL: *mut *mut c_char = std::ptr::null_mut();
+pub const MPI_ARGVS_NULL: *mut *mut *mut c_char = std::ptr::null_mut();
+
+// Parallel I/O
+pub const MPI_MODE_CREATE: c_int = 1;
+pub const MPI_MODE_RDONLY: c_int = 2;
+pub const MPI_MODE_WRONLY: c_int = 4;
+pub const MPI_MODE_RDWR: c_int = 8;
+pub const MPI_MODE_DELETE_ON_CLOSE: c_int = 16;
+pub const MPI_MODE_UNIQUE_OPEN: c_int = 32;
+pub const MPI_MODE_EXCL: c_int = 64;
+pub const MPI_MODE_APPEND: c_int = 128;
+pub const MPI_MODE_SEQUENTIAL: c_int = 256;
+pub const MPI_SEEK_SET: c_int = 600;
+pub const MPI_SEEK_CUR: c_int = 602;
+pub const MPI_SEEK_END: c_int = 604;
+pub const MPI_DISPLACEMENT_CURRENT: MPI_Offset = -54278278;
+pub const MPI_MAX_DATAREP_STRING: c_int = 128;
+/// `int MPI_Datarep_extent_function(MPI_Datatype datatype, MPI_Aint *extent, void *extra_state)`.
+pub type MPI_Datarep_extent_function = unsafe extern "C" fn(MPI_Datatype, *mut MPI_Aint, *mut c_void) -> c_int;
+/// `int MPI_Datarep_conversion_function(void *userbuf, MPI_Datatype datatype, int count, void *filebuf,
+/// MPI_Offset position, void *extra_state)`.
+pub type MPI_Datarep_conversion_function =
+    unsafe extern "C" fn(*mut c_void, MPI_Datatype, c_int, *mut c_void, MPI_Offset, *mut c_void) -> c_int;
+/// `((MPI_Datarep_conversion_function *)0)`: the address a C caller passes for this callback.
+pub const MPI_CONVERSION_FN_NULL: usize = 0;
 
 // Tool information interface (MPI_T)
 /// What an `MPI_T_enum` points to (never dereferenced: the handle carries a number).
@@ -413,19 +456,19 @@ pub const MPI_T_PVAR_CLASS_COUNTER: c_int = 246;
 pub const MPI_T_PVAR_CLASS_AGGREGATE: c_int = 247;
 pub const MPI_T_PVAR_CLASS_TIMER: c_int = 248;
 pub const MPI_T_PVAR_CLASS_GENERIC: c_int = 249;
-pub const MPI_T_ERR_MEMORY: c_int = 59;
-pub const MPI_T_ERR_NOT_INITIALIZED: c_int = 60;
-pub const MPI_T_ERR_CANNOT_INIT: c_int = 61;
-pub const MPI_T_ERR_INVALID_INDEX: c_int = 62;
-pub const MPI_T_ERR_INVALID_ITEM: c_int = 63;
-pub const MPI_T_ERR_INVALID_HANDLE: c_int = 64;
-pub const MPI_T_ERR_OUT_OF_HANDLES: c_int = 65;
-pub const MPI_T_ERR_OUT_OF_SESSIONS: c_int = 66;
-pub const MPI_T_ERR_INVALID_SESSION: c_int = 67;
-pub const MPI_T_ERR_CVAR_SET_NOT_NOW: c_int = 68;
-pub const MPI_T_ERR_CVAR_SET_NEVER: c_int = 69;
-pub const MPI_T_ERR_PVAR_NO_STARTSTOP: c_int = 70;
-pub const MPI_T_ERR_PVAR_NO_WRITE: c_int = 71;
-pub const MPI_T_ERR_PVAR_NO_ATOMIC: c_int = 72;
-pub const MPI_T_ERR_INVALID_NAME: c_int = 73;
-pub const MPI_T_ERR_INVALID: c_int = 74;
+pub const MPI_T_ERR_MEMORY: c_int = 58;
+pub const MPI_T_ERR_NOT_INITIALIZED: c_int = 59;
+pub const MPI_T_ERR_CANNOT_INIT: c_int = 60;
+pub const MPI_T_ERR_INVALID_INDEX: c_int = 61;
+pub const MPI_T_ERR_INVALID_ITEM: c_int = 62;
+pub const MPI_T_ERR_INVALID_HANDLE: c_int = 63;
+pub const MPI_T_ERR_OUT_OF_HANDLES: c_int = 64;
+pub const MPI_T_ERR_OUT_OF_SESSIONS: c_int = 65;
+pub const MPI_T_ERR_INVALID_SESSION: c_int = 66;
+pub const MPI_T_ERR_CVAR_SET_NOT_NOW: c_int = 67;
+pub const MPI_T_ERR_CVAR_SET_NEVER: c_int = 68;
+pub const MPI_T_ERR_PVAR_NO_STARTSTOP: c_int = 69;
+pub const MPI_T_ERR_PVAR_NO_WRITE: c_int = 70;
+pub const MPI_T_ERR_PVAR_NO_ATOMIC: c_int = 71;
+pub const MPI_T_ERR_INVALID_NAME: c_int = 72;
+pub const MPI_T_ERR_INVALID: c_int = 73;

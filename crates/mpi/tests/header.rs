@@ -1,9 +1,15 @@
-//! include/mpi.h compiles warning-free as C99 and C++, and its constants agree with consts.rs.
+//! include/mpi.h compiles warning-free as strict C89, C99, C11 and C++; every constant it
+//! defines agrees with consts.rs (and the other way round); its PMPI_ block mirrors its MPI_
+//! prototypes.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use braid::consts::*;
+
+mod support;
+use support::c_header::{declared_callbacks, mpi_h_path, pmpi_block, prototypes, strip_comments, PMPI_BEGIN, PMPI_END};
 
 fn include_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../include")
@@ -37,7 +43,7 @@ fn compile_and_run(compiler: &str, flags: &[&str], file_name: &str, source: &str
 /// Compiles `source` with the strict flags (only to an object file when `object_only`); returns the
 /// scratch directory (kept alive) and the output path.
 fn compile(compiler: &str, flags: &[&str], file_name: &str, source: &str, object_only: bool) -> (Scratch, PathBuf) {
-    let scratch = Scratch::new(&format!("{compiler}-{file_name}"));
+    let scratch = Scratch::new(&format!("{compiler}{}-{file_name}", flags.concat()));
     let source_path = scratch.0.join(file_name);
     let program = scratch.0.join("program");
     std::fs::write(&source_path, source).unwrap();
@@ -173,4 +179,162 @@ int topology(int rank, int size) {
 fn typical_calls_compile_warning_free_when_optimised() {
     compile("cc", &["-std=c99", "-O2"], "typical.c", TYPICAL_CALLS, true);
     compile("c++", &["-O2"], "typical.cpp", TYPICAL_CALLS, true);
+}
+
+/// Every `#define NAME value` of mpi.h that names a value (not the include guard).
+fn header_constants(header: &str) -> Vec<String> {
+    strip_comments(header)
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("#define "))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .filter(|name| (name.starts_with("MPI_") || name.starts_with("BRAID")) && *name != "BRAID_MPI_H")
+        .map(str::to_string)
+        .collect()
+}
+
+/// Every `pub const NAME: TYPE = VALUE;` of consts.rs, with VALUE as the integer (or address)
+/// that C sees.
+fn rust_constants() -> BTreeMap<String, i64> {
+    let source = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/consts.rs")).unwrap();
+    let mut constants = BTreeMap::new();
+    for line in source.lines() {
+        let Some(rest) = line.trim().strip_prefix("pub const ") else { continue };
+        let (name, rest) = rest.split_once(':').expect("pub const NAME: TYPE = VALUE;");
+        let value = rest.split_once('=').expect("a value").1.trim().trim_end_matches(';');
+        let literal = value.split(" as ").next().unwrap().trim();
+        let number = if literal.contains("null") {
+            0
+        } else if literal == "usize::MAX" {
+            -1
+        } else {
+            literal.trim_end_matches("usize").parse::<i64>().unwrap_or_else(|_| panic!("cannot read the value of {name}: {value}"))
+        };
+        constants.insert(name.to_string(), number);
+    }
+    constants
+}
+
+/// A C program printing `NAME value` for each of `names`, valid C89 and C++98.
+fn printing_program(names: &[String]) -> String {
+    let prints: String = names.iter().map(|name| format!("    printf(\"{name} %ld\\n\", (long)(intptr_t)({name}));\n")).collect();
+    format!("#include <mpi.h>\n#include <stdio.h>\n\nint main(void)\n{{\n{prints}    return 0;\n}}\n")
+}
+
+fn check_every_constant(compiler: &str, flags: &[&str], file_name: &str) {
+    let header = std::fs::read_to_string(mpi_h_path()).unwrap();
+    let names = header_constants(&header);
+    let rust = rust_constants();
+    let missing_in_rust: Vec<&String> = names.iter().filter(|name| !rust.contains_key(*name)).collect();
+    assert!(missing_in_rust.is_empty(), "mpi.h defines constants that consts.rs lacks: {missing_in_rust:?}");
+    let missing_in_c: Vec<&String> = rust.keys().filter(|name| !names.contains(name)).collect();
+    assert!(missing_in_c.is_empty(), "consts.rs defines constants that mpi.h lacks: {missing_in_c:?}");
+    let printed = compile_and_run(compiler, flags, file_name, &printing_program(&names));
+    for line in printed.lines() {
+        let (name, value) = line.split_once(' ').unwrap();
+        assert_eq!(value.parse::<i64>().unwrap(), rust[name], "{name}: mpi.h and consts.rs disagree");
+    }
+    assert_eq!(printed.lines().count(), names.len());
+}
+
+#[test]
+fn every_constant_agrees_with_consts_in_c89() {
+    check_every_constant("cc", &["-std=c89"], "every_constant.c");
+}
+
+#[test]
+fn every_constant_agrees_with_consts_in_c11() {
+    check_every_constant("cc", &["-std=c11"], "every_constant.c");
+}
+
+#[test]
+fn every_constant_agrees_with_consts_in_cxx98() {
+    check_every_constant("c++", &["-std=c++98"], "every_constant.cpp");
+}
+
+/// A translation unit that takes the address of every function mpi.h declares, MPI_ and PMPI_.
+fn every_function_program() -> String {
+    let header = std::fs::read_to_string(mpi_h_path()).unwrap();
+    let mut functions: Vec<String> = prototypes(&header, "MPI_").into_iter().map(|p| p.name).collect();
+    functions.extend(prototypes(&header, "PMPI_").into_iter().map(|p| p.name));
+    functions.extend(declared_callbacks(&header));
+    let entries: String = functions.iter().map(|name| format!("    (void (*)(void)){name},\n")).collect();
+    format!("#include <mpi.h>\n\ntypedef void (*any_function)(void);\nextern const any_function every_function[];\nconst any_function every_function[] = {{\n{entries}}};\n")
+}
+
+#[test]
+fn every_declaration_compiles_in_strict_c_and_cxx() {
+    let program = every_function_program();
+    for standard in ["-std=c89", "-std=c99", "-std=c11"] {
+        compile("cc", &[standard], "every_function.c", &program, true);
+    }
+    for standard in ["-std=c++98", "-std=c++11", "-std=c++17"] {
+        compile("c++", &[standard], "every_function.cpp", &program, true);
+    }
+}
+
+/// The PMPI_ block (between PMPI_BEGIN and PMPI_END) is `pmpi_block` of the MPI_ prototypes
+/// above it. With BRAID_UPDATE_HEADER=1 the test rewrites the block instead of failing.
+#[test]
+fn pmpi_block_mirrors_the_mpi_prototypes() {
+    let path = mpi_h_path();
+    let header = std::fs::read_to_string(&path).unwrap();
+    let expected = pmpi_block(&header);
+    let (before, rest) = header.split_once(PMPI_BEGIN).expect("mpi.h has the PMPI block's opening line");
+    let (current, after) = rest.split_once(PMPI_END).expect("mpi.h has the PMPI block's closing line");
+    let current = current.trim_start_matches('\n');
+    if current == expected {
+        return;
+    }
+    if std::env::var_os("BRAID_UPDATE_HEADER").is_some_and(|v| v == "1") {
+        std::fs::write(&path, format!("{before}{PMPI_BEGIN}\n{expected}{PMPI_END}{after}")).unwrap();
+        return;
+    }
+    let names = |text: &str| -> Vec<String> { prototypes(text, "PMPI_").into_iter().map(|p| p.name).collect() };
+    let (want, have) = (names(&expected), names(current));
+    let missing: Vec<&String> = want.iter().filter(|n| !have.contains(n)).collect();
+    let stale: Vec<&String> = have.iter().filter(|n| !want.contains(n)).collect();
+    panic!(
+        "mpi.h's PMPI block is out of date (missing {missing:?}, no longer declared {stale:?}, or a changed \
+         prototype): run `BRAID_UPDATE_HEADER=1 cargo test --release -p braid-mpi --test header pmpi`"
+    );
+}
+
+/// The prototype reader understands every form the header uses.
+#[test]
+fn prototype_reader_reads_each_form_of_declaration() {
+    let header = r#"
+#ifndef GUARD
+#define MPI_CONSTANT 3 /* a comment; with a semicolon */
+#ifdef __cplusplus
+extern "C" {
+#endif
+typedef struct MPI_Status { int MPI_SOURCE; int MPI_TAG; } MPI_Status;
+typedef int MPI_Copy_function(int oldcomm, int keyval, void *extra_state);
+MPI_Copy_function MPI_DUP_FN;
+/* int MPI_Commented(void); */
+int MPI_Send(const void *buf, int count,
+             int dest); // a C++ comment
+double MPI_Wtime(void);
+MPI_Aint MPI_Aint_add(MPI_Aint base, MPI_Aint disp);
+int MPI_Send(const void *buf, int count, int dest);
+int PMPI_Send(const void *buf, int count, int dest);
+#ifdef __cplusplus
+}
+#endif
+#endif
+"#;
+    let texts: Vec<String> = prototypes(header, "MPI_").into_iter().map(|p| format!("{} = {}", p.name, p.text)).collect();
+    assert_eq!(
+        texts,
+        [
+            "MPI_Send = int MPI_Send(const void *buf, int count, int dest);",
+            "MPI_Wtime = double MPI_Wtime(void);",
+            "MPI_Aint_add = MPI_Aint MPI_Aint_add(MPI_Aint base, MPI_Aint disp);",
+        ]
+    );
+    assert_eq!(declared_callbacks(header), ["MPI_DUP_FN"]);
+    assert_eq!(
+        pmpi_block(header),
+        "int PMPI_Send(const void *buf, int count, int dest);\ndouble PMPI_Wtime(void);\nMPI_Aint PMPI_Aint_add(MPI_Aint base, MPI_Aint disp);\n"
+    );
 }

@@ -1,10 +1,10 @@
-/* Compiled (not run) with -std=c99 -pedantic -Wall -Wextra -Werror: mpi.h must be clean C99.
- * Touches the constants and types a C program commonly uses so that each declaration is parsed. */
+/* Compiled (not run) as strict C89, C99, C11 and C++ with -pedantic -Wall -Wextra -Werror: mpi.h
+ * must be clean in each. Touches the constants and types a C program commonly uses. */
 #include <mpi.h>
 
-int header_c99_uses(MPI_Comm comm, MPI_Status *status);
+int header_strict_uses(MPI_Comm comm, MPI_Status *status);
 
-int header_c99_uses(MPI_Comm comm, MPI_Status *status)
+int header_strict_uses(MPI_Comm comm, MPI_Status *status)
 {
     MPI_Datatype types[] = {MPI_CHAR, MPI_INT, MPI_LONG, MPI_DOUBLE, MPI_BYTE, MPI_2INT, MPI_DOUBLE_INT};
     MPI_Op ops[] = {MPI_SUM, MPI_MAX, MPI_MINLOC, MPI_OP_NULL};
