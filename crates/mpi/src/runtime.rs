@@ -115,7 +115,7 @@ fn enter(wait: bool) -> Option<Entered<'static>> {
 /// # Safety
 /// Only one `Entered` exists at a time (what `enter` ensures), and the result does not outlive it.
 #[inline]
-unsafe fn state<'a>(_entered: &'a Entered<'static>) -> &'a mut Option<Runtime> {
+unsafe fn state<'a>(_entered: &'a mut Entered<'static>) -> &'a mut Option<Runtime> {
     // SAFETY: per the caller, this is the only reference to the state while `_entered` lives.
     unsafe { &mut *RUNTIME.state.get() }
 }
@@ -123,9 +123,9 @@ unsafe fn state<'a>(_entered: &'a Entered<'static>) -> &'a mut Option<Runtime> {
 /// Runs `f` on the state; an error if MPI is not running.
 #[inline]
 pub fn with<R>(f: impl FnOnce(&mut Runtime) -> MpiResult<R>) -> MpiResult<R> {
-    let Some(entered) = enter(true) else { reentered() };
+    let Some(mut entered) = enter(true) else { reentered() };
     // SAFETY: `entered` is the only one, and the reference dies with this call.
-    match unsafe { state(&entered) }.as_mut() {
+    match unsafe { state(&mut entered) }.as_mut() {
         Some(rt) => f(rt),
         None => Err(not_running()),
     }
@@ -133,16 +133,16 @@ pub fn with<R>(f: impl FnOnce(&mut Runtime) -> MpiResult<R>) -> MpiResult<R> {
 
 /// Runs `f` on the state if MPI is running and the state is not in use (error paths).
 pub fn try_with<R>(f: impl FnOnce(&mut Runtime) -> R) -> Option<R> {
-    let entered = enter(false)?;
+    let mut entered = enter(false)?;
     // SAFETY: as in `with`.
-    unsafe { state(&entered) }.as_mut().map(f)
+    unsafe { state(&mut entered) }.as_mut().map(f)
 }
 
 /// Sets or clears the state (MPI_Init, MPI_Finalize).
 fn replace_state(runtime: Option<Runtime>) -> Option<Runtime> {
-    let Some(entered) = enter(true) else { reentered() };
+    let Some(mut entered) = enter(true) else { reentered() };
     // SAFETY: as in `with`.
-    std::mem::replace(unsafe { state(&entered) }, runtime)
+    std::mem::replace(unsafe { state(&mut entered) }, runtime)
 }
 
 /// Runs `step` (which makes progress and says whether what it waits for is done) until it gives a

@@ -387,6 +387,8 @@ pub async fn reduce(port: &Port, data: &mut [u8], element_size: usize, combine: 
     Ok(())
 }
 
+// The port's scratch stays borrowed across the rounds: it is this algorithm's alone.
+#[allow(clippy::await_holding_refcell_ref)]
 async fn reduce_commutative(port: &Port, data: &mut [u8], combine: Combine<'_>, root: usize) -> Outcome {
     let (rank, size) = (port.rank(), port.size());
     let relative = (rank + size - root) % size;
@@ -440,6 +442,8 @@ async fn reduce_in_rank_order(port: &Port, data: &mut [u8], combine: Combine<'_>
 /// everywhere (any operation). Commutative: recursive doubling, or for large vectors reduce-scatter by recursive halving +
 /// allgather by recursive doubling (Rabenseifner); a non-power-of-two group first folds its
 /// extra ranks into partners. Non-commutative: in-order reduction to rank 0 and a broadcast.
+// The port's scratch stays borrowed across the rounds: it is this algorithm's alone.
+#[allow(clippy::await_holding_refcell_ref)]
 pub async fn allreduce(port: &Port, data: &mut [u8], element_size: usize, combine: Combine<'_>, commutative: bool) -> Result<(), i32> {
     let size = port.size();
     check_elements(data.len(), element_size)?;
@@ -480,6 +484,8 @@ const SMALL_ALLREDUCE_RANKS: usize = 8;
 /// Every rank sends its input to every other and reduces all of them itself, in rank order, so
 /// every rank computes the same `x0 op x1 op ... op x(n-1)`. One round of messages instead of
 /// log2 n dependent ones: fewer wake-ups, which matters most when ranks share cores.
+// The port's scratch stays borrowed across the rounds: it is this algorithm's alone.
+#[allow(clippy::await_holding_refcell_ref)]
 async fn allreduce_all_to_all(port: &Port, data: &mut [u8], combine: Combine<'_>) -> Outcome {
     let (rank, size, len) = (port.rank(), port.size(), data.len());
     let mut scratch = port.scratch(len * size);
