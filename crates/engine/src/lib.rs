@@ -1389,6 +1389,17 @@ impl Engine {
         }
     }
 
+    /// Makes progress, waiting per the wait policy, until `poll` finds what it looks for (a probed
+    /// message, for one) or fails.
+    pub fn wait_for<T>(&mut self, mut poll: impl FnMut(&mut Engine) -> Result<Option<T>, EngineError>) -> Result<T, EngineError> {
+        let mut outcome = None;
+        self.wait_until(|engine| {
+            outcome = poll(engine).transpose();
+            outcome.is_some()
+        })?;
+        outcome.expect("the wait ends once the poll has an answer")
+    }
+
     /// Polls every transport once and advances protocols; true if anything happened.
     pub fn progress(&mut self) -> Result<bool, EngineError> {
         let mut delivered = 0;

@@ -144,25 +144,7 @@ pub unsafe extern "C" fn MPI_Mprobe(source: c_int, tag: c_int, comm: MPI_Comm, m
             return Ok(found);
         }
         let (source, tag, context) = probe_target(rt, source, tag, comm)?.expect("MPI_PROC_NULL is found at once");
-        let mut found = None;
-        let mut failure = None;
-        rt.engine
-            .wait_until(|engine| match engine.improbe(source, tag, context) {
-                Ok(Some(matched)) => {
-                    found = Some(matched);
-                    true
-                }
-                Ok(None) => false,
-                Err(e) => {
-                    failure = Some(e);
-                    true
-                }
-            })
-            .map_err(|e| engine_error(comm, e))?;
-        if let Some(e) = failure {
-            return Err(engine_error(comm, e));
-        }
-        let (engine, status) = found.expect("wait_until returns once a message is found");
+        let (engine, status) = rt.engine.wait_for(|engine| engine.improbe(source, tag, context)).map_err(|e| engine_error(comm, e))?;
         let completion = probe_completion(rt, comm, status);
         let shared = source_translation(&rt.comms.get(comm)?.shared);
         Ok((rt.messages.insert(Matched { engine, comm, shared }), completion))

@@ -613,25 +613,7 @@ pub unsafe extern "C" fn MPI_Probe(source: c_int, tag: c_int, comm: MPI_Comm, st
     }
     let outcome = runtime::with(|rt| {
         let Some((source, tag, context)) = probe_target(rt, source, tag, comm)? else { return Ok(Completion::PROC_NULL) };
-        let mut found = None;
-        let mut failure = None;
-        rt.engine
-            .wait_until(|engine| match engine.iprobe(source, tag, context) {
-                Ok(Some(status)) => {
-                    found = Some(status);
-                    true
-                }
-                Ok(None) => false,
-                Err(e) => {
-                    failure = Some(e);
-                    true
-                }
-            })
-            .map_err(|e| engine_error(comm, e))?;
-        if let Some(e) = failure {
-            return Err(engine_error(comm, e));
-        }
-        let status = found.expect("wait_until returns once a message is found");
+        let status = rt.engine.wait_for(|engine| engine.iprobe(source, tag, context)).map_err(|e| engine_error(comm, e))?;
         Ok(probe_completion(rt, comm, status))
     });
     match outcome {

@@ -17,7 +17,7 @@ use std::borrow::Cow;
 use std::ffi::{c_int, c_void};
 use std::future::Future;
 use std::ops::Range;
-use std::pin::pin;
+use std::pin::{pin, Pin};
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -134,19 +134,25 @@ fn run_unlocked<F: Future<Output = Outcome>>(comm: MPI_Comm, begin: Begin, build
         let (port, route) = start.into_route();
         Ok((schedule, port, route))
     })?;
-    let mut schedule = pin!(schedule);
+    run_in_steps(comm, port, route, pin!(schedule))?.map_err(failed(comm))
+}
+
+/// Drives `schedule` to its end in short steps, each entering the state (advance, progress,
+/// advance again), so that other threads' calls go on between them; engine failures are
+/// reported on `comm`.
+pub(crate) fn run_in_steps<T>(comm: MPI_Comm, port: Rc<Port>, route: Route, mut schedule: Pin<&mut dyn Future<Output = T>>) -> MpiResult<T> {
     let mut driver = Driver::new(port, route);
-    let outcome = runtime::wait_unlocked(|rt| {
-        let mut step = |engine: &mut braid_engine::Engine| -> Result<Option<Outcome>, braid_engine::EngineError> {
+    runtime::wait_unlocked(|rt| {
+        let engine = &mut rt.engine;
+        let mut step = || {
             if let Some(outcome) = driver.advance(engine, schedule.as_mut())? {
                 return Ok(Some(outcome));
             }
             engine.progress()?;
             driver.advance(engine, schedule.as_mut())
         };
-        step(&mut rt.engine).map_err(|e| engine_error(comm, e))
-    })?;
-    outcome.map_err(failed(comm))
+        step().map_err(|e| engine_error(comm, e))
+    })
 }
 
 /// Starts a collective and stores the request that completes with it in `*request`.

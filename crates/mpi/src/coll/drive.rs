@@ -167,19 +167,16 @@ impl Spare {
 pub fn run_blocking<T>(engine: &mut Engine, spare: &mut Spare, port: Rc<Port>, route: Route, algorithm: Pin<&mut dyn Future<Output = T>>) -> Result<T, EngineError> {
     let mut driver = Driver { port, route, in_flight: std::mem::take(&mut spare.in_flight) };
     let mut algorithm = algorithm;
-    let mut outcome = driver.advance(engine, algorithm.as_mut()).transpose();
-    if outcome.is_none() {
-        engine.wait_until(|engine| {
-            outcome = driver.advance(engine, algorithm.as_mut()).transpose();
-            outcome.is_some()
-        })?;
-    }
+    let outcome = match driver.advance(engine, algorithm.as_mut()).transpose() {
+        Some(outcome) => outcome,
+        None => engine.wait_for(|engine| driver.advance(engine, algorithm.as_mut())),
+    };
     // A failed schedule may leave transfers behind; only a clean one's parts are reused.
     if driver.in_flight.is_empty() && driver.port.is_settled() {
         spare.in_flight = driver.in_flight;
         spare.port = Some(driver.port);
     }
-    outcome.expect("the wait ends only once the schedule has")
+    outcome
 }
 
 /// The end of a non-blocking collective, as its MPI request sees it: the algorithm's result (an MPI

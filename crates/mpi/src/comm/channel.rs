@@ -7,7 +7,8 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use super::CommShared;
-use crate::coll::drive::{self, Driver, Route};
+use crate::coll::abi::run_in_steps;
+use crate::coll::drive::{self, Route};
 use crate::coll::port::Port;
 use crate::coll::CollTuning;
 use crate::consts::*;
@@ -51,19 +52,7 @@ impl Agreement {
         let route = Route { shared: self.shared.clone(), tag };
         let failed = |class| error(comm, class, "the members could not agree on the new communicator");
         if runtime::is_locking() {
-            let mut driver = Driver::new(port, route);
-            let outcome = runtime::wait_unlocked(|rt| {
-                let engine = &mut rt.engine;
-                let mut step = || {
-                    if let Some(outcome) = driver.advance(engine, schedule.as_mut())? {
-                        return Ok(Some(outcome));
-                    }
-                    engine.progress()?;
-                    driver.advance(engine, schedule.as_mut())
-                };
-                step().map_err(|e| engine_error(comm, e))
-            })?;
-            return outcome.map_err(failed);
+            return run_in_steps(comm, port, route, schedule.as_mut())?.map_err(failed);
         }
         runtime::with(|rt| {
             let mut spare = drive::Spare::default();
