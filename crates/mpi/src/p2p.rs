@@ -170,7 +170,7 @@ pub(crate) unsafe fn receive_target(op: &Operation, datatype: &DatatypeRef, coun
     let mut packed = vec![0u8; packed_bytes(op.comm, datatype, count)?];
     // SAFETY: the Vec moves into the request's staging and lives until completion.
     let lent = unsafe { staging_bytes(&mut packed) };
-    let unpack = Unpack { staging: packed, datatype: datatype.clone(), count, element_size: datatype.size, destination: op.buffer };
+    let unpack = Unpack { staging: packed, datatype: datatype.clone(), count, destination: op.buffer };
     Ok((lent, Staging::Recv(Box::new(unpack))))
 }
 

@@ -90,8 +90,6 @@ pub struct Unpack {
     /// cannot pull it away.
     pub datatype: datatype::DatatypeRef,
     pub count: usize,
-    /// Packed bytes per element.
-    pub element_size: usize,
     pub destination: *mut u8,
 }
 
