@@ -194,7 +194,7 @@ header_case "mpi.h -std=c99 -pedantic -Wall -Wextra -Werror" c99 "$CC" -std=c99
 header_case "mpi.h -std=c11 -pedantic -Wall -Wextra -Werror" c11 "$CC" -std=c11
 header_case "mpi.h C++ -pedantic -Wall -Wextra -Werror" cxx "$CXX" -x c++ "${CXXFLAGS[@]}"
 
-PROGRAMS=(p2p_matching p2p_modes p2p_more collectives nbc neighbors threads datatypes datatypes_more comms comms_more intercomm attributes errors errhandlers topologies large ring fatal_error abort_code kill_rank unsupported conversions mpit pmpi_counts)
+PROGRAMS=(p2p_matching p2p_modes p2p_more collectives nbc idup neighbors threads datatypes datatypes_more comms comms_more intercomm attributes errors errhandlers topologies large ring fatal_error abort_code kill_rank unsupported conversions mpit pmpi_counts)
 for program in "${PROGRAMS[@]}"; do
     if ! compile_c "$program"; then
         fail "build $program" "$(explain "$LOG_DIR/build-$program.log")"; keep_logs
@@ -208,6 +208,8 @@ for ranks in 2 3 4; do built p2p_more && expect_success "p2p_more n=$ranks" "$ra
 is_braid && built p2p_more && expect_success "p2p_more n=2 BRAID_CMA=off" 2 BRAID_CMA=off -- "$BUILD/p2p_more"
 for ranks in 1 2 3 4; do built collectives && expect_success "collectives n=$ranks" "$ranks" -- "$BUILD/collectives"; done
 for ranks in 1 2 3 4; do built nbc && expect_success "nbc n=$ranks" "$ranks" -- "$BUILD/nbc"; done
+for ranks in 2 3 4; do built idup && expect_success "idup n=$ranks" "$ranks" -- "$BUILD/idup"; done
+is_braid && built idup && expect_success "idup n=3 BRAID_PROGRESS_THREAD=on" 3 BRAID_PROGRESS_THREAD=on -- "$BUILD/idup"
 for ranks in 1 2 3 4; do built threads && expect_success "threads n=$ranks" "$ranks" -- "$BUILD/threads"; done
 for ranks in 1 2 3 4; do built neighbors && expect_success "neighbors n=$ranks" "$ranks" -- "$BUILD/neighbors"; done
 if is_braid && built nbc; then

@@ -178,7 +178,7 @@ pub unsafe extern "C" fn MPI_Grequest_start(
             return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "request must not be NULL"));
         }
         let generalized = Generalized::new(query_fn, free_fn, cancel_fn, extra_state);
-        let pending = Pending { comm: MPI_COMM_WORLD, shared: None, engine: None, staging: Staging::None, done: None, persistent: None, generalized: Some(Box::new(generalized)) };
+        let pending = Pending { comm: MPI_COMM_WORLD, shared: None, engine: None, staging: Staging::None, done: None, persistent: None, generalized: Some(Box::new(generalized)), coming: None };
         let handle = rt.requests.insert(pending);
         LIVE.fetch_add(1, Ordering::Relaxed);
         // SAFETY: checked non-null; the caller's handle.

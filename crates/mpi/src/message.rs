@@ -187,7 +187,7 @@ unsafe fn start_matched(rt: &mut Runtime, buf: *mut c_void, count: c_int, dataty
     let id = rt.engine.imrecv(matched.engine, buffer).map_err(|e| engine_error(comm, e))?;
     // SAFETY: checked non-null above.
     unsafe { *message = MPI_MESSAGE_NULL };
-    Ok(Pending { comm, shared: matched.shared, engine: Some(id), staging, done: None, persistent: None, generalized: None })
+    Ok(Pending { comm, shared: matched.shared, engine: Some(id), staging, done: None, persistent: None, generalized: None, coming: None })
 }
 
 #[no_mangle]

@@ -142,7 +142,7 @@ pub(crate) fn start_described(rt: &mut Runtime, op: &Operation, datatype: &Datat
                 }
             };
             let id = rt.engine.isend(data, job, tag, context, mode).map_err(|e| engine_error(op.comm, e))?;
-            Ok(Pending { comm: op.comm, shared: None, engine: Some(id), staging, done: None, persistent: None, generalized: None })
+            Ok(Pending { comm: op.comm, shared: None, engine: Some(id), staging, done: None, persistent: None, generalized: None, coming: None })
         }
         None => {
             let source = match peer {
@@ -152,7 +152,7 @@ pub(crate) fn start_described(rt: &mut Runtime, op: &Operation, datatype: &Datat
             // SAFETY: MPI requires the receive buffer to stay valid and untouched until completion.
             let (buffer, staging) = unsafe { receive_target(op, datatype, count)? };
             let id = rt.engine.irecv(buffer, source, tag, context).map_err(|e| engine_error(op.comm, e))?;
-            Ok(Pending { comm: op.comm, shared: source_translation(shared), engine: Some(id), staging, done: None, persistent: None, generalized: None })
+            Ok(Pending { comm: op.comm, shared: source_translation(shared), engine: Some(id), staging, done: None, persistent: None, generalized: None, coming: None })
         }
     }
 }
@@ -286,7 +286,7 @@ unsafe fn irecv_now(op: &Operation, request: *mut MPI_Request) -> MpiResult<bool
         let shared = &comm.shared;
         let Some((source, tag)) = dense_receive(shared, op) else { return Ok(false) };
         let id = engine.irecv(buffer, source, tag, shared.p2p_context).map_err(|e| engine_error(op.comm, e))?;
-        let pending = Pending { comm: op.comm, shared: source_translation(shared), engine: Some(id), staging: Staging::None, done: None, persistent: None, generalized: None };
+        let pending = Pending { comm: op.comm, shared: source_translation(shared), engine: Some(id), staging: Staging::None, done: None, persistent: None, generalized: None, coming: None };
         // SAFETY: checked non-null; the caller's handle.
         unsafe { *request = requests.insert(pending) };
         Ok(true)
@@ -638,7 +638,7 @@ unsafe fn persistent(function: &str, op: Operation, request: *mut MPI_Request) -
         let datatype = describe_datatype(op.comm, op.datatype)?;
         check_envelope(shared, &op, count)?;
         let persistent = Some(Box::new(Persistent { op, datatype }));
-        let pending = Pending { comm: op.comm, shared: None, engine: None, staging: Staging::None, done: None, persistent, generalized: None };
+        let pending = Pending { comm: op.comm, shared: None, engine: None, staging: Staging::None, done: None, persistent, generalized: None, coming: None };
         let handle = rt.requests.insert(pending);
         // SAFETY: checked non-null; the caller's handle.
         unsafe { *request = handle };

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use braid_engine::{Engine, EngineError, RequestId, SendMode, Status};
 
 use crate::coll::drive::Outcome;
+use crate::comm::idup::ComingComm;
 use crate::comm::CommShared;
 use crate::consts::*;
 use crate::datatype;
@@ -140,17 +141,24 @@ pub struct Pending {
     pub persistent: Option<Box<Persistent>>,
     /// A generalized request's callbacks (boxed: rare).
     pub generalized: Option<Box<Generalized>>,
+    /// MPI_Comm_idup's communicator, put in place when the request completes.
+    pub coming: Option<Box<ComingComm>>,
 }
 
 impl Pending {
     /// An operation that completed at once (MPI_PROC_NULL peers).
     pub fn completed(comm: MPI_Comm, completion: Completion) -> Pending {
-        Pending { comm, shared: None, engine: None, staging: Staging::None, done: Some(completion), persistent: None, generalized: None }
+        Pending { comm, shared: None, engine: None, staging: Staging::None, done: Some(completion), persistent: None, generalized: None, coming: None }
     }
 
     /// A non-blocking collective in flight.
     pub fn collective(comm: MPI_Comm, outcome: Rc<Outcome>) -> Pending {
-        Pending { comm, shared: None, engine: None, staging: Staging::Collective(outcome), done: None, persistent: None, generalized: None }
+        Pending { comm, shared: None, engine: None, staging: Staging::Collective(outcome), done: None, persistent: None, generalized: None, coming: None }
+    }
+
+    /// MPI_Comm_idup's request: completing it puts `coming` in place.
+    pub fn with_coming(self, coming: ComingComm) -> Pending {
+        Pending { coming: Some(Box::new(coming)), ..self }
     }
 
     /// Whether the operation is still in flight (a persistent request between starts is not).
@@ -369,24 +377,27 @@ impl RequestTable {
     }
 
     /// Completes `request`'s work after a wait or a successful test: frees a normal request, keeps
-    /// a persistent one (inactive). Returns the completion and the handle's new value.
-    fn retire(&mut self, request: MPI_Request, completion: Completion) -> (Completion, MPI_Request) {
+    /// a persistent one (inactive). Returns the completion, the handle's new value, and the
+    /// communicator an MPI_Comm_idup request completes.
+    fn retire(&mut self, request: MPI_Request, completion: Completion) -> (Completion, MPI_Request, Option<Box<ComingComm>>) {
         if let Some(pending) = self.slot_mut(request) {
             if pending.persistent.is_some() {
                 pending.done = None;
-                return (completion, request);
+                return (completion, request, None);
             }
         }
-        self.retire_released(request);
-        (completion, MPI_REQUEST_NULL)
+        let coming = self.retire_released(request);
+        (completion, MPI_REQUEST_NULL, coming)
     }
 
     /// Frees `request`; a generalized request's free function is then due (see
-    /// [`RequestTable::take_freed_generalized`]).
-    pub(crate) fn retire_released(&mut self, request: MPI_Request) {
-        if let Some(Pending { generalized: Some(generalized), .. }) = self.remove(request) {
+    /// [`RequestTable::take_freed_generalized`]). Returns MPI_Comm_idup's communicator.
+    pub(crate) fn retire_released(&mut self, request: MPI_Request) -> Option<Box<ComingComm>> {
+        let pending = self.remove(request)?;
+        if let Some(generalized) = pending.generalized {
             self.freed_generalized.push(*generalized);
         }
+        pending.coming
     }
 
     /// The query functions to call before a completion call on `handles`: those of the complete
@@ -505,7 +516,10 @@ fn wait_one(rt: &mut Runtime, request: MPI_Request) -> MpiResult<(Completion, MP
     }
     let comm = pending.comm;
     let completion = pending.wait(engine).map_err(|e| engine_error(comm, e))?;
-    let (completion, handle) = requests.retire(request, completion);
+    let (completion, handle, coming) = requests.retire(request, completion);
+    if let Some(coming) = coming {
+        coming.arrive(rt, completion.error == MPI_SUCCESS);
+    }
     Ok((completion, handle, comm))
 }
 
@@ -518,7 +532,10 @@ fn test_one(rt: &mut Runtime, request: MPI_Request) -> MpiResult<Option<(Complet
         return Ok(None);
     }
     let completion = pending.done.take().unwrap_or(Completion::EMPTY);
-    let (completion, handle) = requests.retire(request, completion);
+    let (completion, handle, coming) = requests.retire(request, completion);
+    if let Some(coming) = coming {
+        coming.arrive(rt, completion.error == MPI_SUCCESS);
+    }
     Ok(Some((completion, handle, comm)))
 }
 
@@ -936,6 +953,9 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
             unsafe { *request = MPI_REQUEST_NULL };
             return Ok(());
         }
+        if rt.requests.get_mut(handle)?.coming.is_some() {
+            return Err(error(MPI_COMM_WORLD, MPI_ERR_REQUEST, "the request of an MPI_Comm_idup cannot be freed: complete it, or its communicator is never made"));
+        }
         let pending = rt.requests.remove(handle).expect("checked above");
         let comm = pending.comm;
         match (pending.engine, &pending.staging) {
@@ -1096,6 +1116,7 @@ mod tests {
             done: None,
             persistent: None,
             generalized: Some(Box::new(Generalized::new(None, None, None, std::ptr::null_mut()))),
+            coming: None,
         };
         let (first, second) = (table.insert(generalized()), table.insert(generalized()));
         let plain = table.insert(Pending::completed(MPI_COMM_WORLD, Completion::PROC_NULL));
@@ -1113,7 +1134,9 @@ mod tests {
         assert_eq!(table.get_mut(plain).unwrap().done, Some(Completion::PROC_NULL));
         let pending = table.get_mut(second).unwrap();
         assert!(!pending.waits_forever() && pending.done == Some(answered));
-        assert_eq!(table.retire(second, answered), (answered, MPI_REQUEST_NULL));
+        let (completion, after, coming) = table.retire(second, answered);
+        assert_eq!((completion, after), (answered, MPI_REQUEST_NULL));
+        assert!(coming.is_none());
         assert!(table.get_mut(second).is_err());
         assert_eq!(table.take_freed_generalized().len(), 1);
         assert!(table.take_freed_generalized().is_empty());
@@ -1132,7 +1155,7 @@ mod tests {
         let op = Operation { send_mode: None, buffer: std::ptr::null_mut(), count: 0, datatype: MPI_INT, peer: MPI_PROC_NULL, tag: 0, comm: MPI_COMM_WORLD };
         pending.persistent = Some(Box::new(Persistent { op, datatype: datatype::lookup(MPI_INT).unwrap() }));
         let handle = table.insert(pending);
-        let (completion, after) = table.retire(handle, Completion::PROC_NULL);
+        let (completion, after, _) = table.retire(handle, Completion::PROC_NULL);
         assert_eq!((completion.source, after), (MPI_PROC_NULL, handle));
         assert!(!table.get_mut(handle).unwrap().is_active());
         let plain = table.insert(Pending::completed(MPI_COMM_WORLD, Completion::PROC_NULL));

@@ -678,4 +678,4 @@ async fn prefix(port: &Port, data: &mut [u8], combine: Combine<'_>, inclusive: b
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -9,7 +9,7 @@
 use std::ffi::c_int;
 use std::sync::Arc;
 
-use super::{hints_of, intercomm, Comm, Agreement, CommShared, Hints, TAG_UB};
+use super::{hints_of, ids, intercomm, Agreement, Comm, CommShared, ContextIds, Hints, TAG_UB};
 use crate::attr::{self, Object};
 use crate::coll::{algorithms, CollTuning};
 use crate::consts::*;
@@ -23,7 +23,8 @@ pub(crate) struct Parent {
     pub shared: Arc<CommShared>,
     pub errhandler: MPI_Errhandler,
     pub tuning: CollTuning,
-    /// This process's next free context id.
+    /// This process's context ids, and its first free one when the call began.
+    pub ids: Arc<ContextIds>,
     pub next: u32,
     /// This process's job rank.
     pub me: u32,
@@ -32,7 +33,9 @@ pub(crate) struct Parent {
 pub(crate) fn parent_of(comm: MPI_Comm) -> MpiResult<Parent> {
     runtime::with(|rt| {
         let parent = rt.comms.get(comm)?;
-        Ok(Parent { shared: parent.shared.clone(), errhandler: parent.errhandler, tuning: rt.tuning, next: rt.comms.next_context_id(), me: rt.comms.job_rank() })
+        let ids = rt.comms.ids().clone();
+        let next = ids.first_free(1);
+        Ok(Parent { shared: parent.shared.clone(), errhandler: parent.errhandler, tuning: rt.tuning, ids, next, me: rt.comms.job_rank() })
     })
 }
 
@@ -71,12 +74,24 @@ pub(crate) fn check_agreement_tag(comm: MPI_Comm, tag: c_int) -> MpiResult<()> {
 }
 
 /// Installs `made` (None: this process is not a member, MPI_COMM_NULL) once its members agreed on
-/// its context ids, all below `reserved`, which every participant then skips.
-pub(crate) fn install(made: Option<Comm>, reserved: u32) -> MpiResult<MPI_Comm> {
-    runtime::with(|rt| {
-        rt.comms.reserve_context_ids(reserved);
-        Ok(made.map_or(MPI_COMM_NULL, |comm| rt.comms.insert(comm)))
-    })
+/// its context ids (which [`ids`] has taken on each of them).
+pub(crate) fn install(made: Option<Comm>) -> MpiResult<MPI_Comm> {
+    runtime::with(|rt| Ok(made.map_or(MPI_COMM_NULL, |comm| rt.comms.insert(comm))))
+}
+
+/// The members of `agreement` agree on `span` context ids that are free on each of them, starting
+/// from the largest of their proposals; errors are reported on `comm`.
+pub(crate) fn agree_on_ids(comm: MPI_Comm, agreement: &Agreement, parent: &Parent, proposal: u32, span: u32) -> MpiResult<u32> {
+    let mut agreed = 0;
+    let (ids, agreed_ref) = (&*parent.ids, &mut agreed);
+    // No two blocking creations on one communicator overlap (MPI orders them); an MPI_Comm_idup's
+    // key has its collective tag instead.
+    let key = ids::key(parent.shared.coll_context, -1);
+    agreement.run(comm, |port| async move {
+        *agreed_ref = ids::agree(&port, ids, proposal, span, key).await?;
+        Ok(())
+    })?;
+    Ok(agreed)
 }
 
 /// Collective over intracommunicator `comm`: a communicator of `members` (this rank's view: None
@@ -86,14 +101,13 @@ pub(crate) fn create_from(comm: MPI_Comm, members: Option<Vec<u32>>, topology: O
     if parent.shared.is_inter() {
         return Err(error(comm, MPI_ERR_COMM, "the communicator is an intercommunicator; this call needs an intracommunicator"));
     }
-    let all = allgather_words(comm, &Agreement::new(parent.shared.clone(), parent.tuning), &[parent.next])?;
-    let context_id = all.iter().copied().max().unwrap_or(parent.next);
+    let context_id = agree_on_ids(comm, &Agreement::new(parent.shared.clone(), parent.tuning), &parent, parent.next, 1)?;
     let made = members.map(|members| {
         let mut entry = Comm::new(Arc::new(CommShared::new(Arc::from(members), parent.me, context_id)), parent.errhandler);
         entry.topology = topology;
         entry
     });
-    install(made, context_id + 1)
+    install(made)
 }
 
 /// Collective over `comm`: MPI_Comm_split.
@@ -105,14 +119,16 @@ pub(crate) fn split(comm: MPI_Comm, color: c_int, key: c_int) -> MpiResult<MPI_C
     if parent.shared.is_inter() {
         return intercomm::split(comm, &parent, color, key);
     }
-    let all = allgather_words(comm, &Agreement::new(parent.shared.clone(), parent.tuning), &[color as u32, key as u32, parent.next])?;
-    let context_id = all.chunks_exact(3).map(|r| r[2]).max().unwrap_or(parent.next);
+    let agreement = Agreement::new(parent.shared.clone(), parent.tuning);
+    let all = allgather_words(comm, &agreement, &[color as u32, key as u32, parent.next])?;
+    let largest = all.chunks_exact(3).map(|r| r[2]).max().unwrap_or(parent.next);
+    let context_id = agree_on_ids(comm, &agreement, &parent, largest, 1)?;
     let records = split_records(&all, 3);
     let made = (color != MPI_UNDEFINED).then(|| {
         let members = split_members(&parent.shared.members, &records, color);
         Comm::new(Arc::new(CommShared::new(Arc::from(members), parent.me, context_id)), parent.errhandler)
     });
-    install(made, context_id + 1)
+    install(made)
 }
 
 /// The (color, key) pairs at the start of each `stride`-word record.
@@ -269,10 +285,9 @@ fn create_group(comm: MPI_Comm, group: MPI_Group, tag: c_int) -> MpiResult<MPI_C
     }
     let members: group::Members = Arc::from(members);
     let view = Arc::new(CommShared::group_view(members.clone(), parent.me, parent.shared.coll_context));
-    let all = allgather_words(comm, &Agreement::with_tag(view, parent.tuning, agreement_tag(tag)), &[parent.next])?;
-    let context_id = all.iter().copied().max().unwrap_or(parent.next);
+    let context_id = agree_on_ids(comm, &Agreement::with_tag(view, parent.tuning, agreement_tag(tag)), &parent, parent.next, 1)?;
     let made = Comm::new(Arc::new(CommShared::new(members, parent.me, context_id)), parent.errhandler);
-    install(Some(made), context_id + 1)
+    install(Some(made))
 }
 
 #[no_mangle]

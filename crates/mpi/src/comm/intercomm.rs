@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use super::construct::{agreement_tag, allgather_words, check_agreement_tag, from_bytes, install, parent_of, split_members, split_records, to_bytes, Parent};
 use super::channel::LEADER_TAG;
+use super::ids::{self, Report};
 use super::{Agreement, Comm, CommShared};
 use crate::coll::{algorithms, CollTuning};
 use crate::consts::*;
@@ -56,6 +57,22 @@ fn largest(words: &[u32], stride: usize, field: usize) -> u32 {
     words.chunks_exact(stride).map(|r| r[field]).max().unwrap_or(0)
 }
 
+/// The context ids of a new communicator made over both groups of `parent`, from `candidate`
+/// (the largest proposal of both groups) on: taken on every member of both groups.
+fn agree_between_groups(comm: MPI_Comm, parent: &Parent, candidate: u32, span: u32) -> MpiResult<u32> {
+    let exchange = |mine: Report| {
+        let local = Report::combine(&gather_local(comm, parent, &mine.words())?);
+        let theirs = swap_with_remote(comm, &parent.shared, parent.tuning, &local.words(), 2)?;
+        Ok(local.and(Report::from_words(&theirs)))
+    };
+    ids::confirm_with(&parent.ids, candidate, span, ids::key(parent.shared.coll_context, -1), exchange, |class| ids_exhausted(comm, class))
+}
+
+#[cold]
+fn ids_exhausted(comm: MPI_Comm, class: c_int) -> MpiError {
+    error(comm, class, "the job has used up its 2^31 communicator context ids")
+}
+
 fn new_inter(parent: &Parent, local: Members, remote: Members, context_id: u32) -> Comm {
     Comm::new(Arc::new(CommShared::new_inter(local, remote, parent.me, context_id)), parent.errhandler)
 }
@@ -64,9 +81,9 @@ fn new_inter(parent: &Parent, local: Members, remote: Members, context_id: u32) 
 pub(crate) fn duplicate(comm: MPI_Comm, parent: &Parent) -> MpiResult<MPI_Comm> {
     let local_max = largest(&gather_local(comm, parent, &[parent.next])?, 1, 0);
     let remote_max = swap_with_remote(comm, &parent.shared, parent.tuning, &[local_max], 1)?[0];
-    let context_id = local_max.max(remote_max);
+    let context_id = agree_between_groups(comm, parent, local_max.max(remote_max), 2)?;
     let made = new_inter(parent, parent.shared.members.clone(), parent.shared.peers.clone(), context_id);
-    install(Some(made), context_id + 2)
+    install(Some(made))
 }
 
 /// MPI_Comm_split of an intercommunicator: an intercommunicator between the members of each group
@@ -79,7 +96,7 @@ pub(crate) fn split(comm: MPI_Comm, parent: &Parent, color: c_int, key: c_int) -
     let mut mine = vec![local_max];
     mine.extend(local_records.iter().flat_map(|&(color, key)| [color as u32, key as u32]));
     let theirs = swap_with_remote(comm, inter, parent.tuning, &mine, 1 + 2 * inter.peer_count())?;
-    let context_id = local_max.max(theirs[0]);
+    let context_id = agree_between_groups(comm, parent, local_max.max(theirs[0]), 2)?;
     let made = (color != MPI_UNDEFINED)
         .then(|| {
             let local = split_members(&inter.members, &local_records, color);
@@ -87,7 +104,7 @@ pub(crate) fn split(comm: MPI_Comm, parent: &Parent, color: c_int, key: c_int) -
             (!remote.is_empty()).then(|| new_inter(parent, Arc::from(local), Arc::from(remote), context_id))
         })
         .flatten();
-    install(made, context_id + 2)
+    install(made)
 }
 
 /// MPI_Comm_create of an intercommunicator: between `group` (part of the local group) and the
@@ -97,10 +114,10 @@ pub(crate) fn create(comm: MPI_Comm, parent: &Parent, group: Vec<u32>) -> MpiRes
     let local_max = largest(&gather_local(comm, parent, &[parent.next])?, 1, 0);
     let header = swap_with_remote(comm, inter, parent.tuning, &[local_max, group.len() as u32], 2)?;
     let remote = swap_with_remote(comm, inter, parent.tuning, &group, header[1] as usize)?;
-    let context_id = local_max.max(header[0]);
+    let context_id = agree_between_groups(comm, parent, local_max.max(header[0]), 2)?;
     let member = group::position(&group, parent.me).is_some();
     let made = (member && !remote.is_empty()).then(|| new_inter(parent, Arc::from(group), Arc::from(remote), context_id));
-    install(made, context_id + 2)
+    install(made)
 }
 
 /// What the local leader of MPI_Intercomm_create learns from the remote leader.
@@ -109,31 +126,77 @@ struct RemoteGroup {
     members: Vec<u32>,
 }
 
-/// The local leader's side of MPI_Intercomm_create: swaps (next free id, group) with the remote
-/// leader over `peer_comm`, under `tag`.
-fn swap_between_leaders(local_comm: MPI_Comm, peer_comm: MPI_Comm, remote_leader: c_int, tag: c_int, next_free: u32, members: &[u32]) -> MpiResult<RemoteGroup> {
-    let (peer, tuning, me) = runtime::with(|rt| {
-        let peer = rt.comms.get(peer_comm)?.shared.clone();
-        Ok((peer, rt.tuning, rt.comms.job_rank()))
-    })
-    .map_err(|e| error(local_comm, e.class, format!("peer_comm: {}", e.detail)))?;
-    let leader = usize::try_from(remote_leader).ok().filter(|&r| r < peer.peer_count());
-    let Some(leader) = leader else {
-        return Err(error(local_comm, MPI_ERR_RANK, format!("remote_leader {remote_leader} is not a rank of peer_comm (size {})", peer.peer_count())));
-    };
-    if peer.job_rank(leader as u32) == me {
-        return Err(error(local_comm, MPI_ERR_RANK, format!("remote_leader {remote_leader} is this process, the local leader")));
+/// The local leader's line to the remote leader of MPI_Intercomm_create: over `peer_comm`, under
+/// an agreement tag made from the program's tag.
+struct LeaderLink {
+    agreement: Agreement,
+    leader: usize,
+}
+
+impl LeaderLink {
+    fn new(local_comm: MPI_Comm, peer_comm: MPI_Comm, remote_leader: c_int, tag: c_int) -> MpiResult<LeaderLink> {
+        let (peer, tuning, me) = runtime::with(|rt| {
+            let peer = rt.comms.get(peer_comm)?.shared.clone();
+            Ok((peer, rt.tuning, rt.comms.job_rank()))
+        })
+        .map_err(|e| error(local_comm, e.class, format!("peer_comm: {}", e.detail)))?;
+        let leader = usize::try_from(remote_leader).ok().filter(|&r| r < peer.peer_count());
+        let Some(leader) = leader else {
+            return Err(error(local_comm, MPI_ERR_RANK, format!("remote_leader {remote_leader} is not a rank of peer_comm (size {})", peer.peer_count())));
+        };
+        if peer.job_rank(leader as u32) == me {
+            return Err(error(local_comm, MPI_ERR_RANK, format!("remote_leader {remote_leader} is this process, the local leader")));
+        }
+        Ok(LeaderLink { agreement: Agreement::with_tag(peer, tuning, agreement_tag(tag)), leader })
     }
-    let agreement = Agreement::with_tag(peer, tuning, agreement_tag(tag));
-    let failed = |e: MpiError| error(local_comm, e.class, "the leaders could not reach each other over peer_comm");
-    let mut header = [0u8; 8];
-    let (mine, header_ref) = (to_bytes(&[next_free, members.len() as u32]), &mut header);
-    agreement.run(local_comm, |port| async move { port.sendrecv(leader, &mine, leader, header_ref).await }).map_err(failed)?;
-    let header = from_bytes(&header);
-    let mut remote = vec![0u8; header[1] as usize * 4];
-    let (mine, remote_ref) = (to_bytes(members), &mut remote);
-    agreement.run(local_comm, |port| async move { port.sendrecv(leader, &mine, leader, remote_ref).await }).map_err(failed)?;
-    Ok(RemoteGroup { next_free: header[0], members: from_bytes(&remote) })
+
+    /// Sends `mine` to the remote leader and receives its `theirs_len` words.
+    fn swap(&self, local_comm: MPI_Comm, mine: &[u32], theirs_len: usize) -> MpiResult<Vec<u32>> {
+        let failed = |e: MpiError| error(local_comm, e.class, "the leaders could not reach each other over peer_comm");
+        let mut theirs = vec![0u8; theirs_len * 4];
+        let (mine, theirs_ref, leader) = (to_bytes(mine), &mut theirs, self.leader);
+        self.agreement.run(local_comm, |port| async move { port.sendrecv(leader, &mine, leader, theirs_ref).await }).map_err(failed)?;
+        Ok(from_bytes(&theirs))
+    }
+
+    /// Swaps (next free id, group) with the remote leader.
+    fn swap_groups(&self, local_comm: MPI_Comm, next_free: u32, members: &[u32]) -> MpiResult<RemoteGroup> {
+        let header = self.swap(local_comm, &[next_free, members.len() as u32], 2)?;
+        let members = self.swap(local_comm, members, header[1] as usize)?;
+        Ok(RemoteGroup { next_free: header[0], members })
+    }
+}
+
+/// The context ids of MPI_Intercomm_create's new communicator, from `candidate` on: each group
+/// combines its members' reports, the leaders swap them over `peer_comm`, and each leader
+/// broadcasts the result (or the class of its failure) to its group.
+fn agree_through_leaders(local_comm: MPI_Comm, parent: &Parent, link: Option<&LeaderLink>, leader: usize, tag: c_int, candidate: u32) -> MpiResult<u32> {
+    let local = parent.shared.clone();
+    let exchange = |mine: Report| {
+        let reports = allgather_words(local_comm, &Agreement::new(local.clone(), parent.tuning), &mine.words())?;
+        let mut verdict = vec![MPI_SUCCESS as u32, 0, 0];
+        let mut failure = None;
+        if let Some(link) = link {
+            let ours = Report::combine(&reports);
+            match link.swap(local_comm, &ours.words(), 2) {
+                Ok(theirs) => verdict[1..].copy_from_slice(&ours.and(Report::from_words(&theirs)).words()),
+                Err(failed) => {
+                    verdict[0] = failed.class as u32;
+                    failure = Some(failed);
+                }
+            }
+        }
+        broadcast_words(local_comm, local.clone(), parent.tuning, &mut verdict, leader)?;
+        if let Some(failed) = failure {
+            return Err(failed);
+        }
+        if verdict[0] != MPI_SUCCESS as u32 {
+            return Err(error(local_comm, verdict[0] as c_int, "the local leader failed to reach the remote group"));
+        }
+        Ok(Report::from_words(&verdict[1..]))
+    };
+    // Both groups know the program's tag (not each other's local contexts).
+    ids::confirm_with(&parent.ids, candidate, 2, ids::key(u32::MAX, tag), exchange, |class| ids_exhausted(local_comm, class))
 }
 
 /// MPI_Intercomm_create: collective over `local_comm`; its leader and the remote group's leader
@@ -154,8 +217,14 @@ fn intercomm_create(local_comm: MPI_Comm, local_leader: c_int, peer_comm: MPI_Co
     let mut outcome = Ok(());
     let mut header = vec![MPI_SUCCESS as u32, 0, 0];
     let mut remote_members = Vec::new();
+    let mut link = None;
     if local.rank as usize == leader {
-        match swap_between_leaders(local_comm, peer_comm, remote_leader, tag, local_max, &local.members) {
+        let swapped = LeaderLink::new(local_comm, peer_comm, remote_leader, tag).and_then(|made| {
+            let remote = made.swap_groups(local_comm, local_max, &local.members);
+            link = Some(made);
+            remote
+        });
+        match swapped {
             Ok(remote) if remote.members.iter().any(|m| group::position(&local.members, *m).is_some()) => {
                 outcome = Err(error(local_comm, MPI_ERR_COMM, "the local and remote groups overlap"));
             }
@@ -176,9 +245,9 @@ fn intercomm_create(local_comm: MPI_Comm, local_leader: c_int, peer_comm: MPI_Co
     }
     remote_members.resize(header[2] as usize, 0);
     broadcast_words(local_comm, local.clone(), parent.tuning, &mut remote_members, leader)?;
-    let context_id = header[1];
+    let context_id = agree_through_leaders(local_comm, &parent, link.as_ref(), leader, tag, header[1])?;
     let made = new_inter(&parent, local.members.clone(), Arc::from(remote_members), context_id);
-    install(Some(made), context_id + 2)
+    install(Some(made))
 }
 
 #[no_mangle]
@@ -216,11 +285,11 @@ fn merge(intercomm: MPI_Comm, high: c_int) -> MpiResult<MPI_Comm> {
     let gathered = gather_local(intercomm, &parent, &[parent.next, u32::from(high != 0)])?;
     let (local_max, local_high) = (largest(&gathered, 2, 0), gathered[1] != 0);
     let theirs = swap_with_remote(intercomm, inter, parent.tuning, &[local_max, u32::from(local_high)], 2)?;
-    let context_id = local_max.max(theirs[0]);
+    let context_id = agree_between_groups(intercomm, &parent, local_max.max(theirs[0]), 1)?;
     let (first, second) = if local_group_first(local_high, theirs[1] != 0, &inter.members, &inter.peers) { (&inter.members, &inter.peers) } else { (&inter.peers, &inter.members) };
     let members: Vec<u32> = first.iter().chain(second.iter()).copied().collect();
     let made = Comm::new(Arc::new(CommShared::new(Arc::from(members), parent.me, context_id)), parent.errhandler);
-    install(Some(made), context_id + 1)
+    install(Some(made))
 }
 
 #[no_mangle]

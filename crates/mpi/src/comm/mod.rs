@@ -15,6 +15,8 @@
 
 pub mod channel;
 pub mod construct;
+pub mod ids;
+pub mod idup;
 pub mod intercomm;
 
 use std::ffi::{c_char, c_int, CStr};
@@ -23,6 +25,7 @@ use std::sync::Arc;
 
 pub(crate) use channel::Agreement;
 pub(crate) use construct::{create_from, split};
+pub use ids::ContextIds;
 
 use crate::attr::{self, Object};
 use crate::consts::*;
@@ -165,7 +168,9 @@ impl Comm {
 /// All communicators of this process.
 pub struct CommTable {
     slots: Vec<Option<Comm>>,
-    next_context_id: u32,
+    /// Handles given out by MPI_Comm_idup whose communicator is not complete yet.
+    coming: Vec<MPI_Comm>,
+    ids: Arc<ContextIds>,
     job_rank: u32,
 }
 
@@ -178,22 +183,30 @@ impl CommTable {
         let mut own = Comm::new(Arc::new(CommShared::new(Arc::from(vec![rank]), rank, 1)), MPI_ERRORS_ARE_FATAL);
         own.name = "MPI_COMM_SELF".to_string();
         crate::error::set_world_errhandler(MPI_ERRORS_ARE_FATAL);
-        CommTable { slots: vec![None, Some(world), Some(own)], next_context_id: 2, job_rank: rank }
+        CommTable { slots: vec![None, Some(world), Some(own)], coming: Vec::new(), ids: Arc::new(ContextIds::new(2)), job_rank: rank }
     }
 
     #[inline]
     pub fn get(&self, comm: MPI_Comm) -> MpiResult<&Comm> {
         match usize::try_from(comm).ok().and_then(|i| self.slots.get(i)) {
             Some(Some(entry)) => Ok(entry),
-            _ => Err(invalid_comm(comm)),
+            _ => Err(self.unusable(comm)),
         }
     }
 
-    pub fn get_mut(&mut self, comm: MPI_Comm) -> MpiResult<&mut Comm> {
-        match usize::try_from(comm).ok().and_then(|i| self.slots.get_mut(i)) {
-            Some(Some(entry)) => Ok(entry),
-            _ => Err(invalid_comm(comm)),
+    #[cold]
+    fn unusable(&self, comm: MPI_Comm) -> MpiError {
+        if self.coming.contains(&comm) {
+            return error(MPI_COMM_WORLD, MPI_ERR_COMM, format!("communicator {comm} is not usable before its MPI_Comm_idup request completes"));
         }
+        invalid_comm(comm)
+    }
+
+    pub fn get_mut(&mut self, comm: MPI_Comm) -> MpiResult<&mut Comm> {
+        if !matches!(usize::try_from(comm).ok().and_then(|i| self.slots.get(i)), Some(Some(_))) {
+            return Err(self.unusable(comm));
+        }
+        Ok(self.slots[comm as usize].as_mut().expect("checked above"))
     }
 
     /// An intercommunicator's shared part (MPI_ERR_COMM for an intracommunicator).
@@ -228,23 +241,39 @@ impl CommTable {
         self.job_rank
     }
 
-    pub fn next_context_id(&self) -> u32 {
-        self.next_context_id
-    }
-
-    /// Records that ids below `next` are taken.
-    pub fn reserve_context_ids(&mut self, next: u32) {
-        self.next_context_id = self.next_context_id.max(next);
+    /// The context ids this process has taken.
+    pub fn ids(&self) -> &Arc<ContextIds> {
+        &self.ids
     }
 
     pub fn insert(&mut self, comm: Comm) -> MPI_Comm {
-        match self.slots.iter().skip(3).position(|s| s.is_none()) {
-            Some(free) => {
-                self.slots[free + 3] = Some(comm);
-                (free + 3) as MPI_Comm
-            }
+        let handle = self.free_handle();
+        self.slots[handle as usize] = Some(comm);
+        handle
+    }
+
+    /// A handle for a communicator that MPI_Comm_idup completes later ([`CommTable::fill`]); until
+    /// then it names no communicator.
+    pub fn reserve_handle(&mut self) -> MPI_Comm {
+        let handle = self.free_handle();
+        self.coming.push(handle);
+        handle
+    }
+
+    /// Puts the communicator a reserved handle was waiting for in place (None: it failed, and the
+    /// handle is free again).
+    pub fn fill(&mut self, handle: MPI_Comm, comm: Option<Comm>) {
+        self.coming.retain(|&h| h != handle);
+        self.slots[handle as usize] = comm;
+    }
+
+    /// An empty slot that no MPI_Comm_idup has reserved (the slot vector grows to hold it).
+    fn free_handle(&mut self) -> MPI_Comm {
+        let free = (3..self.slots.len()).find(|&i| self.slots[i].is_none() && !self.coming.contains(&(i as MPI_Comm)));
+        match free {
+            Some(free) => free as MPI_Comm,
             None => {
-                self.slots.push(Some(comm));
+                self.slots.push(None);
                 (self.slots.len() - 1) as MPI_Comm
             }
         }

@@ -37,7 +37,7 @@ fn wait<T>(receiver: &Receiver<T>, what: &str) -> T {
 
 /// One rank of the simulated group: runs an algorithm, carrying out each of its rounds on the
 /// channel (every send posted, then every receive in order, then every send's match awaited).
-struct SimulatedRank {
+pub(crate) struct SimulatedRank {
     channel: SimulatedChannel,
     port: Rc<Port>,
 }
@@ -47,11 +47,11 @@ impl SimulatedRank {
         self.channel.rank
     }
 
-    fn port(&self) -> Rc<Port> {
+    pub(crate) fn port(&self) -> Rc<Port> {
         self.port.clone()
     }
 
-    fn run<T>(&mut self, algorithm: impl Future<Output = T>) -> T {
+    pub(crate) fn run<T>(&mut self, algorithm: impl Future<Output = T>) -> T {
         let mut algorithm = pin!(algorithm);
         let ch = &self.channel;
         loop {
@@ -98,7 +98,7 @@ fn take<T>(row: Vec<Option<T>>) -> Vec<T> {
 }
 
 /// Runs `body` on every rank of a simulated group of `size` and returns the ranks' results.
-fn run_group<T: Send>(size: usize, tuning: CollTuning, body: impl Fn(&mut SimulatedRank) -> T + Sync) -> Vec<T> {
+pub(crate) fn run_group<T: Send>(size: usize, tuning: CollTuning, body: impl Fn(&mut SimulatedRank) -> T + Sync) -> Vec<T> {
     let mut to: Vec<Vec<Option<Sender<Vec<u8>>>>> = (0..size).map(|_| (0..size).map(|_| None).collect()).collect();
     let mut from: Vec<Vec<Option<Receiver<Vec<u8>>>>> = (0..size).map(|_| (0..size).map(|_| None).collect()).collect();
     let mut ack_to: Vec<Vec<Option<Sender<()>>>> = (0..size).map(|_| (0..size).map(|_| None).collect()).collect();

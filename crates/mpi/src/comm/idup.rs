@@ -1,0 +1,124 @@
+//! MPI_Comm_idup: the members agree on the new communicator's context id in a schedule that the
+//! engine's progress advances (the agreement of [`super::ids`], the same as MPI_Comm_dup's), and
+//! the communicator is put in place when the request completes.
+//!
+//! The handle is given out at once and names nothing until then. The attributes are copied at
+//! the call: their copy callbacks are the program's code, which cannot run inside the progress
+//! that completes the request.
+
+// The safety contract of the MPI_* entry points is the MPI standard's rules for their arguments.
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+use std::cell::Cell;
+use std::ffi::c_int;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use super::construct::parent_of;
+use super::{ids, Comm, CommShared};
+use crate::attr::{self, Object};
+use crate::coll::drive::{self, Route};
+use crate::coll::port::Port;
+use crate::consts::*;
+use crate::error::{error, finish, MpiResult};
+use crate::request::Pending;
+use crate::runtime::{self, engine_error, Runtime};
+
+/// A communicator whose members are still agreeing on its context id.
+pub struct ComingComm {
+    handle: MPI_Comm,
+    /// Filled in by the agreement when it succeeds.
+    agreed: Rc<Cell<Option<u32>>>,
+    /// The communicator as it will be, on a placeholder context until the id is known.
+    prototype: Comm,
+}
+
+impl ComingComm {
+    /// The request completed (`succeeded`: without error): puts the communicator in place, or
+    /// frees the handle again.
+    pub fn arrive(self, rt: &mut Runtime, succeeded: bool) {
+        let ComingComm { handle, agreed, prototype } = self;
+        match agreed.get().filter(|_| succeeded) {
+            Some(id) => {
+                let shared = &prototype.shared;
+                let made = Comm { shared: Arc::new(CommShared::new(shared.members.clone(), shared.members[shared.rank as usize], id)), ..prototype };
+                rt.comms.fill(handle, Some(made));
+            }
+            None => {
+                // The copies' delete callbacks cannot run here (the state is held); the failure
+                // that ended the agreement is the one the program learns of.
+                for (attribute, _) in rt.attributes.attributes(Object::Comm(handle)) {
+                    rt.attributes.remove(Object::Comm(handle), attribute.keyval);
+                }
+                rt.comms.fill(handle, None);
+            }
+        }
+    }
+}
+
+/// Starts the duplication of intracommunicator `comm`; returns the new handle and the request.
+fn start(comm: MPI_Comm) -> MpiResult<(MPI_Comm, MPI_Request)> {
+    let parent = parent_of(comm)?;
+    if parent.shared.is_inter() {
+        return Err(intercomm_unsupported(comm));
+    }
+    let (handle, prototype) = runtime::with(|rt| {
+        let original = rt.comms.get(comm)?;
+        let prototype = Comm { shared: original.shared.clone(), errhandler: original.errhandler, name: String::new(), hints: original.hints.clone(), topology: original.topology.clone() };
+        Ok((rt.comms.reserve_handle(), prototype))
+    })?;
+    let copied = attr::copy_all(Object::Comm(comm), Object::Comm(handle));
+    // The agreement starts even if a copy callback failed: the other members count on this one.
+    let agreed = Rc::new(Cell::new(None));
+    let launched = runtime::with(|rt| {
+        let shared = parent.shared.clone();
+        let port = Rc::new(Port::new(shared.rank as usize, shared.size(), rt.tuning));
+        let route = Route { tag: shared.next_coll_tag(), shared };
+        let key = ids::key(route.shared.coll_context, route.tag);
+        let (ids, proposal, schedule_port, result) = (parent.ids.clone(), parent.next, port.clone(), agreed.clone());
+        let schedule = async move {
+            result.set(Some(ids::agree(&schedule_port, &ids, proposal, 1, key).await?));
+            Ok(())
+        };
+        let outcome = match drive::launch(&mut rt.engine, port, route, schedule) {
+            Ok(outcome) => outcome,
+            Err(failure) => {
+                rt.comms.fill(handle, None);
+                return Err(engine_error(comm, failure));
+            }
+        };
+        if copied.is_err() {
+            rt.comms.fill(handle, None);
+            return Ok(None);
+        }
+        let coming = ComingComm { handle, agreed, prototype };
+        Ok(Some(rt.requests.insert(Pending::collective(comm, outcome).with_coming(coming))))
+    });
+    match (launched, copied) {
+        (Ok(Some(request)), _) => Ok((handle, request)),
+        (Ok(None), Err(failure)) | (Err(failure), _) => Err(failure),
+        (Ok(None), Ok(())) => unreachable!("the request is made whenever the copies succeeded"),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_idup(comm: MPI_Comm, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> c_int {
+    let result = (|| {
+        if newcomm.is_null() || request.is_null() {
+            return Err(error(comm, MPI_ERR_ARG, "newcomm and request must not be NULL"));
+        }
+        let (handle, started) = start(comm)?;
+        // SAFETY: both checked non-null; they point to the caller's handles.
+        unsafe {
+            *newcomm = handle;
+            *request = started;
+        }
+        Ok(())
+    })();
+    finish("MPI_Comm_idup", result)
+}
+
+#[cold]
+fn intercomm_unsupported(comm: MPI_Comm) -> crate::error::MpiError {
+    error(comm, MPI_ERR_COMM, "MPI_Comm_idup of an intercommunicator is not supported yet (MPI_Comm_dup is)")
+}
