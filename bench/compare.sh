@@ -2,12 +2,16 @@
 # Braid against Open MPI and MPICH on this node, with bench/osu.c.
 #
 # Usage: bench/compare.sh [--full] [--reps R] [--impls "braid openmpi mpich"] [--only BENCH] [--no-plots]
+#                         [--baseline DIR]
 #   (default) quick mode: R=3, every fourth power of two as message size, fewer iterations
 #   --full    R=5, every power of two, full iteration counts, plus multi-pair runs at 4 ranks
 #   --reps R  repetitions (medians are taken over them)
 #   --impls   which implementations to run (those missing on this machine are skipped)
 #   --only BENCH  run only the plan's BENCH entries (e.g. latency); implies --no-plots
 #   --no-plots  skip drawing docs/img/*.svg
+#   --baseline DIR  also run "braid-before": the Braid checkout in DIR (an older commit, built with
+#             `cargo build --release -p braid-mpi -p braid-cli`), interleaved with the others, so the
+#             braid/braid-before column is the change's ratio measured under the same load
 # Needs for Braid: `cargo build --release` (bin/braidcc, target/release/braid, libbraid.so).
 #
 # The implementations run INTERLEAVED so that drifting machine load hits all of them alike:
@@ -31,6 +35,7 @@ REPS=""
 IMPLS="braid openmpi mpich"
 ONLY=""
 PLOTS=1
+BASELINE=""
 while [ $# -gt 0 ]; do
     case "$1" in
     --full) MODE=full ;;
@@ -38,7 +43,8 @@ while [ $# -gt 0 ]; do
     --impls) IMPLS="$2"; shift ;;
     --no-plots) PLOTS=0 ;;
     --only) ONLY="$2"; PLOTS=0; shift ;;
-    -h | --help) sed -n '2,25p' "$0"; exit 0 ;;
+    --baseline) BASELINE="$(cd "$2" && pwd)"; IMPLS="$IMPLS braid-before"; PLOTS=0; shift ;;
+    -h | --help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -54,6 +60,7 @@ build() {
     local compiler
     case "$1" in
     braid) compiler="$ROOT/bin/braidcc"; [ -x "$ROOT/target/release/braid" ] || return 1 ;;
+    braid-before) compiler="$BASELINE/bin/braidcc"; [ -x "$BASELINE/target/release/braid" ] || return 1 ;;
     openmpi) compiler=mpicc.openmpi ;;
     mpich) compiler=mpicc.mpich ;;
     *) echo "compare.sh: unknown implementation $1" >&2; return 1 ;;
@@ -67,9 +74,11 @@ launcher() {
     local impl="$1" ranks="$2" cores
     cores="$(nproc)"
     case "$impl" in
-    braid)
-        if [ "$ranks" -le "$cores" ]; then echo "$ROOT/target/release/braid run -n $ranks --bind-to core"
-        else echo "$ROOT/target/release/braid run -n $ranks --bind-to none"; fi ;;
+    braid | braid-before)
+        local checkout="$ROOT"
+        [ "$impl" = braid-before ] && checkout="$BASELINE"
+        if [ "$ranks" -le "$cores" ]; then echo "$checkout/target/release/braid run -n $ranks --bind-to core"
+        else echo "$checkout/target/release/braid run -n $ranks --bind-to none"; fi ;;
     openmpi)
         if [ "$ranks" -le "$cores" ]; then echo "mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to core -n $ranks"
         else echo "mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to none -n $ranks"; fi ;;
