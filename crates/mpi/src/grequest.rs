@@ -124,6 +124,12 @@ fn answer_queries(handles: &[MPI_Request]) -> MpiResult<()> {
     })
 }
 
+/// Whether any generalized request exists (the completion calls' extra checks are needed only then).
+#[inline]
+pub(crate) fn any_live() -> bool {
+    LIVE.load(Ordering::Relaxed) != 0
+}
+
 /// After a call that returned `code`: runs the free functions of the generalized requests it
 /// freed. A failed free function becomes the call's error if it had none.
 pub(crate) fn run_frees(function: &str, code: c_int) -> c_int {

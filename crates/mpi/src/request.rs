@@ -392,12 +392,22 @@ impl RequestTable {
 
     /// Frees `request`; a generalized request's free function is then due (see
     /// [`RequestTable::take_freed_generalized`]). Returns MPI_Comm_idup's communicator.
+    #[inline]
     pub(crate) fn retire_released(&mut self, request: MPI_Request) -> Option<Box<ComingComm>> {
-        let pending = self.remove(request)?;
-        if let Some(generalized) = pending.generalized {
+        if request == COMPLETED_SEND {
+            return None;
+        }
+        let index = usize::try_from(request).ok()?.checked_sub(1)?;
+        let slot = self.slots.get_mut(index)?;
+        let pending = slot.as_mut()?;
+        // The rare parts are taken out in place; the request itself is dropped where it lies.
+        let (generalized, coming) = (pending.generalized.take(), pending.coming.take());
+        *slot = None;
+        self.free.push(index as u32);
+        if let Some(generalized) = generalized {
             self.freed_generalized.push(*generalized);
         }
-        pending.coming
+        coming
     }
 
     /// The query functions to call before a completion call on `handles`: those of the complete
@@ -654,10 +664,12 @@ fn report_many(function: &str, results: &[(usize, Completion, MPI_Comm)]) -> c_i
 /// # Safety
 /// `array_of_statuses` is MPI_STATUSES_IGNORE or holds a status per request.
 unsafe fn complete_all(rt: &mut Runtime, requests: &mut [MPI_Request], array_of_statuses: *mut MPI_Status) -> MpiResult<Vec<(usize, Completion, MPI_Comm)>> {
-    // Nothing is completed when one of them never can be.
-    for &handle in requests.iter() {
-        if is_active(rt, handle)? && rt.requests.get_mut(handle)?.waits_forever() {
-            return Err(never_completes(handle));
+    // Nothing is completed when one of them never can be (only generalized requests can't).
+    if grequest::any_live() {
+        for &handle in requests.iter() {
+            if is_active(rt, handle)? && rt.requests.get_mut(handle)?.waits_forever() {
+                return Err(never_completes(handle));
+            }
         }
     }
     let mut results = Vec::new();
