@@ -223,6 +223,7 @@ pub fn run(request: JobRequest) -> i32 {
     };
     job.launch(&placements);
     job.supervise(&signals);
+    job.end_strays();
     remove_leftover_segments(&kvsname);
     match &job.failure {
         Some(failure) => failure.exit_status(),
@@ -559,6 +560,24 @@ impl Job<'_> {
             self.reap();
             self.act_on_deadlines();
         }
+    }
+
+    /// Ends the processes the ranks started and left running (their process group outlives them),
+    /// as the job's end ends its processes under other launchers: SIGTERM, then SIGKILL for what
+    /// is still there after GRACE_BEFORE_KILL.
+    fn end_strays(&self) {
+        let Some(group) = self.group else { return };
+        if signal::send_to_group(group, libc::SIGTERM).is_err() {
+            return;
+        }
+        let start = Instant::now();
+        while start.elapsed() < GRACE_BEFORE_KILL {
+            if signal::send_to_group(group, 0).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = signal::send_to_group(group, libc::SIGKILL);
     }
 
     /// The earliest moment the event loop must wake up for, whatever the ranks do.

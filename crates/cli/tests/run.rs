@@ -147,6 +147,31 @@ fn an_abort_ends_the_job_with_its_code_and_message() {
     assert!(outcome.elapsed < Duration::from_secs(3), "took {:?}", outcome.elapsed);
 }
 
+/// Whether process `pid` is gone or a zombie (dead, waiting for its new parent to reap it).
+fn is_dead(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return true };
+    stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+}
+
+#[test]
+fn processes_the_ranks_leave_running_end_with_the_job() {
+    let dir = std::env::temp_dir().join(format!("braid-cli-test-strays-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = format!(r#"{PMI_IN_BASH} sleep 30 & echo $! > {0}/$PMI_RANK; pmi "cmd=finalize"; exit 0"#, dir.display());
+    let outcome = run_script(2, "bash", &script);
+    let pids: Vec<u32> = (0..2).map(|rank| std::fs::read_to_string(dir.join(rank.to_string())).unwrap().trim().parse().unwrap()).collect();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(outcome.status.success(), "{}", outcome.stderr);
+    assert!(outcome.elapsed < Duration::from_secs(5), "the job took {:?}", outcome.elapsed);
+    for pid in pids {
+        let dead = (0..100).any(|_| is_dead(pid) || { std::thread::sleep(Duration::from_millis(10)); false });
+        if !dead {
+            let _ = signal::send(pid, libc::SIGKILL);
+        }
+        assert!(dead, "process {pid}, started by a rank, outlived the job");
+    }
+}
+
 #[test]
 fn leaving_without_finalize_while_others_run_is_an_error() {
     let script = format!(r#"{PMI_IN_BASH} if [ "$PMI_RANK" = 0 ]; then exit 0; fi; sleep 10"#);
