@@ -78,7 +78,7 @@ impl Start {
         if shared.is_inter() {
             return Err(intercomm_unsupported(comm));
         }
-        let port = rt.coll_spare.port(shared.rank as usize, shared.size(), rt.tuning);
+        let port = rt.coll_spare.port(shared.rank as usize, shared.size(), 0, rt.tuning);
         Ok(Start { comm, shared, port, neighbors: None })
     }
 
@@ -106,7 +106,7 @@ impl Start {
     /// order, so the n-th one has the same tag everywhere. Taken only once the arguments passed.
     fn into_route(self) -> (Rc<Port>, Route) {
         let tag = self.shared.next_coll_tag();
-        (self.port, Route { shared: self.shared, tag })
+        (self.port, Route::new(self.shared, tag))
     }
 }
 
