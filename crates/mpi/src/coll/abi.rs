@@ -41,13 +41,14 @@ type Outcome = Result<(), i32>;
 /// Defines the blocking entry point `$blocking` and the non-blocking `$nonblocking` (the same
 /// arguments, then the communicator, and the request last) over the builder `$builder`, and
 /// `inter::$builder` on an intercommunicator. A collective that MPI defines on
-/// intracommunicators alone says `intra only` and how it starts.
+/// intracommunicators alone says `intra only` and how it starts. The builders capture nothing:
+/// the arguments travel once, as a tuple.
 macro_rules! collective {
     ($(#[$attr:meta])* $blocking:ident / $nonblocking:ident($($arg:ident: $ty:ty),* $(,)?) => $builder:ident) => {
-        collective!(@define $(#[$attr])* $blocking / $nonblocking($($arg: $ty),*) => $builder, Start::new, |start| inter::$builder(start, $($arg),*));
+        collective!(@define $(#[$attr])* $blocking / $nonblocking($($arg: $ty),*) => $builder, Start::new, |start, ($($arg,)*)| inter::$builder(start, $($arg),*));
     };
     ($(#[$attr:meta])* $blocking:ident / $nonblocking:ident($($arg:ident: $ty:ty),* $(,)?) => $builder:ident, intra only, $begin:expr) => {
-        collective!(@define $(#[$attr])* $blocking / $nonblocking($($arg: $ty),*) => $builder, $begin, undefined_on_intercomm);
+        collective!(@define $(#[$attr])* $blocking / $nonblocking($($arg: $ty),*) => $builder, $begin, |start, _| undefined_on_intercomm(start));
     };
     (@define $(#[$attr:meta])* $blocking:ident / $nonblocking:ident($($arg:ident: $ty:ty),*) => $builder:ident, $begin:expr, $inter:expr) => {
         #[no_mangle]
@@ -55,14 +56,14 @@ macro_rules! collective {
         pub unsafe extern "C" fn $blocking($($arg: $ty,)* comm: MPI_Comm) -> c_int {
             // SAFETY: the module's contract: the caller passes the buffers, counts and arrays
             // that MPI describes for this call.
-            finish(stringify!($blocking), unsafe { run(comm, $begin, |start| $builder(start, $($arg),*), $inter) })
+            finish(stringify!($blocking), unsafe { run(comm, $begin, ($($arg,)*), |start, ($($arg,)*)| $builder(start, $($arg),*), $inter) })
         }
 
         #[no_mangle]
         $(#[$attr])*
         pub unsafe extern "C" fn $nonblocking($($arg: $ty,)* comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
             // SAFETY: as above, with the buffers kept until the request completes.
-            finish(stringify!($nonblocking), unsafe { launch(comm, request, $begin, |start| $builder(start, $($arg),*), $inter) })
+            finish(stringify!($nonblocking), unsafe { launch(comm, request, $begin, ($($arg,)*), |start, ($($arg,)*)| $builder(start, $($arg),*), $inter) })
         }
     };
 }
@@ -76,8 +77,11 @@ pub(crate) struct Start {
     neighbors: Option<Neighbors>,
 }
 
-/// How a collective starts: [`Start::new`], or [`Start::with_neighbors`].
-type Begin = fn(&mut Runtime, MPI_Comm) -> MpiResult<Start>;
+/// How a collective starts: [`Start::new`], or [`Start::with_neighbors`] (a generic, not a
+/// function pointer, so that the call is direct).
+trait Begin: FnOnce(&mut Runtime, MPI_Comm) -> MpiResult<Start> {}
+
+impl<T: FnOnce(&mut Runtime, MPI_Comm) -> MpiResult<Start>> Begin for T {}
 
 impl Start {
     fn new(rt: &mut Runtime, comm: MPI_Comm) -> MpiResult<Start> {
@@ -131,22 +135,22 @@ impl Start {
     }
 }
 
-/// Runs a collective to its end: the schedule `build` makes, or on an intercommunicator the one
-/// `build_inter` makes.
-fn run<F, G>(comm: MPI_Comm, begin: Begin, build: impl FnOnce(&Start) -> MpiResult<F>, build_inter: impl FnOnce(&Start) -> MpiResult<G>) -> MpiResult<()>
+/// Runs a collective to its end: the schedule `build` makes from `args`, or on an
+/// intercommunicator the one `build_inter` makes.
+fn run<A: Copy, F, G>(comm: MPI_Comm, begin: impl Begin, args: A, build: impl FnOnce(&Start, A) -> MpiResult<F>, build_inter: impl FnOnce(&Start, A) -> MpiResult<G>) -> MpiResult<()>
 where
     F: Future<Output = Outcome>,
     G: Future<Output = Outcome>,
 {
     if runtime::is_locking() {
-        return run_unlocked(comm, begin, build, build_inter);
+        return run_unlocked(comm, begin, args, build, build_inter);
     }
     runtime::with(|rt| {
         let start = begin(rt, comm)?;
         if start.is_inter() {
-            return run_schedule(rt, start, build_inter);
+            return run_apart(rt, start, |start| build_inter(start, args));
         }
-        run_schedule(rt, start, build)
+        run_schedule(rt, start, |start| build(start, args))
     })
 }
 
@@ -159,19 +163,26 @@ fn run_schedule<F: Future<Output = Outcome>>(rt: &mut Runtime, start: Start, bui
     outcome.map_err(failed(comm))
 }
 
+/// [`run_schedule`] out of line, so that the intercommunicator schedule does not weigh on the
+/// intracommunicator path.
+#[inline(never)]
+fn run_apart<F: Future<Output = Outcome>>(rt: &mut Runtime, start: Start, build: impl FnOnce(&Start) -> MpiResult<F>) -> MpiResult<()> {
+    run_schedule(rt, start, build)
+}
+
 /// [`run`] when several threads may call MPI: the schedule advances in short steps, each holding
 /// the state, so that the other threads' calls go on meanwhile.
 #[cold]
-fn run_unlocked<F, G>(comm: MPI_Comm, begin: Begin, build: impl FnOnce(&Start) -> MpiResult<F>, build_inter: impl FnOnce(&Start) -> MpiResult<G>) -> MpiResult<()>
+fn run_unlocked<A: Copy, F, G>(comm: MPI_Comm, begin: impl Begin, args: A, build: impl FnOnce(&Start, A) -> MpiResult<F>, build_inter: impl FnOnce(&Start, A) -> MpiResult<G>) -> MpiResult<()>
 where
     F: Future<Output = Outcome>,
     G: Future<Output = Outcome>,
 {
     let start = runtime::with(|rt| begin(rt, comm))?;
     if start.is_inter() {
-        return run_schedule_unlocked(start, build_inter);
+        return run_schedule_unlocked(start, |start| build_inter(start, args));
     }
-    run_schedule_unlocked(start, build)
+    run_schedule_unlocked(start, |start| build(start, args))
 }
 
 fn run_schedule_unlocked<F: Future<Output = Outcome>>(start: Start, build: impl FnOnce(&Start) -> MpiResult<F>) -> MpiResult<()> {
@@ -202,12 +213,12 @@ pub(crate) fn run_in_steps<T>(comm: MPI_Comm, port: Rc<Port>, route: Route, mut 
     })
 }
 
-/// Starts a collective (the schedule `build` makes, or on an intercommunicator the one
-/// `build_inter` makes) and stores the request that completes with it in `*request`.
+/// Starts a collective (the schedule `build` makes from `args`, or on an intercommunicator the
+/// one `build_inter` makes) and stores the request that completes with it in `*request`.
 ///
 /// # Safety
 /// `request` must be NULL (an error) or point to a request handle.
-unsafe fn launch<F, G>(comm: MPI_Comm, request: *mut MPI_Request, begin: Begin, build: impl FnOnce(&Start) -> MpiResult<F>, build_inter: impl FnOnce(&Start) -> MpiResult<G>) -> MpiResult<()>
+unsafe fn launch<A: Copy, F, G>(comm: MPI_Comm, request: *mut MPI_Request, begin: impl Begin, args: A, build: impl FnOnce(&Start, A) -> MpiResult<F>, build_inter: impl FnOnce(&Start, A) -> MpiResult<G>) -> MpiResult<()>
 where
     F: Future<Output = Outcome> + 'static,
     G: Future<Output = Outcome> + 'static,
@@ -218,9 +229,9 @@ where
     let handle = runtime::with(|rt| {
         let start = begin(rt, comm)?;
         if start.is_inter() {
-            return launch_schedule(rt, start, build_inter);
+            return launch_schedule(rt, start, |start| build_inter(start, args));
         }
-        launch_schedule(rt, start, build)
+        launch_schedule(rt, start, |start| build(start, args))
     })?;
     // SAFETY: checked non-null; points to the caller's handle.
     unsafe { *request = handle };
@@ -565,13 +576,13 @@ fn barrier(start: &Start) -> MpiResult<impl Future<Output = Outcome> + 'static> 
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
-    finish("MPI_Barrier", run(comm, Start::new, barrier, inter::barrier))
+    finish("MPI_Barrier", run(comm, Start::new, (), |start, ()| barrier(start), |start, ()| inter::barrier(start)))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: the caller passes a request pointer, as MPI requires.
-    finish("MPI_Ibarrier", unsafe { launch(comm, request, Start::new, barrier, inter::barrier) })
+    finish("MPI_Ibarrier", unsafe { launch(comm, request, Start::new, (), |start, ()| barrier(start), |start, ()| inter::barrier(start)) })
 }
 
 unsafe fn bcast(start: &Start, buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int) -> MpiResult<impl Future<Output = Outcome> + 'static> {
