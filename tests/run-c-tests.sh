@@ -194,7 +194,7 @@ header_case "mpi.h -std=c99 -pedantic -Wall -Wextra -Werror" c99 "$CC" -std=c99
 header_case "mpi.h -std=c11 -pedantic -Wall -Wextra -Werror" c11 "$CC" -std=c11
 header_case "mpi.h C++ -pedantic -Wall -Wextra -Werror" cxx "$CXX" -x c++ "${CXXFLAGS[@]}"
 
-PROGRAMS=(p2p_matching p2p_modes p2p_more collectives nbc idup neighbors threads datatypes datatypes_more comms comms_more intercomm attributes errors errhandlers topologies large ring fatal_error abort_code kill_rank unsupported conversions mpit pmpi_counts)
+PROGRAMS=(p2p_matching p2p_modes p2p_more collectives nbc idup neighbors threads datatypes datatypes_more comms comms_more intercomm intercomm_coll attributes errors errhandlers topologies large ring fatal_error abort_code kill_rank unsupported conversions mpit pmpi_counts)
 for program in "${PROGRAMS[@]}"; do
     if ! compile_c "$program"; then
         fail "build $program" "$(explain "$LOG_DIR/build-$program.log")"; keep_logs
@@ -221,6 +221,7 @@ for ranks in 1 2 3 4; do built datatypes_more && expect_success "datatypes_more 
 for ranks in 1 2 3 4; do built comms && expect_success "comms n=$ranks" "$ranks" -- "$BUILD/comms"; done
 for ranks in 1 2 3 4; do built comms_more && expect_success "comms_more n=$ranks" "$ranks" -- "$BUILD/comms_more"; done
 for ranks in 2 3 4; do built intercomm && expect_success "intercomm n=$ranks" "$ranks" -- "$BUILD/intercomm"; done
+for ranks in 2 3 4; do built intercomm_coll && expect_success "intercomm_coll n=$ranks" "$ranks" -- "$BUILD/intercomm_coll"; done
 for ranks in 1 2 3 4; do built attributes && expect_success "attributes n=$ranks" "$ranks" -- "$BUILD/attributes"; done
 for ranks in 1 2 3; do built errors && expect_success "errors n=$ranks" "$ranks" -- "$BUILD/errors"; done
 for ranks in 1 2 3 4; do built errhandlers && expect_success "errhandlers n=$ranks" "$ranks" -- "$BUILD/errhandlers"; done

@@ -2,7 +2,8 @@
  * attributes copied by their callbacks, the topology kept); several in flight at once complete in
  * any order; an idup in flight on one rank while another communicator is made elsewhere still
  * gives each communicator its own context (the ranks reach the two calls in different orders);
- * point-to-point traffic pending on the parent is unaffected; argument errors under
+ * point-to-point traffic pending on the parent is unaffected; an intercommunicator's duplicate
+ * keeps both groups; argument errors under
  * MPI_ERRORS_RETURN. Needs at least 2 ranks. */
 #include <string.h>
 
@@ -210,6 +211,51 @@ static void pending_traffic_and_topology(void)
     MPI_Comm_free(&cart);
 }
 
+/* An idup of an intercommunicator between the even and the odd ranks (with a dup of it made
+ * meanwhile): the groups are kept, and its traffic is its own. */
+static void intercommunicator(void)
+{
+    MPI_Comm half, inter, by_idup, by_dup;
+    int parity = rank % 2;
+    MPI_Comm_split(MPI_COMM_WORLD, parity, rank, &half);
+    MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, 1 - parity, 21, &inter);
+    MPI_Request request;
+    MPI_Comm_idup(inter, &by_idup, &request);
+#ifdef TEST_BRAID_ONLY
+    MPI_Comm_dup(inter, &by_dup);
+    MPI_Wait(&request, MPI_STATUS_IGNORE);
+#else
+    /* Open MPI 4.1 hangs in a blocking MPI_Comm_dup of an intercommunicator (at 3 or more ranks)
+     * while an MPI_Comm_idup of it is in flight, which MPI allows. */
+    MPI_Wait(&request, MPI_STATUS_IGNORE);
+    MPI_Comm_dup(inter, &by_dup);
+#endif
+    int flag = 0, remote = 0, local_rank;
+    MPI_Comm_test_inter(by_idup, &flag);
+    MPI_Comm_remote_size(by_idup, &remote);
+    MPI_Comm_rank(by_idup, &local_rank);
+    CHECK(flag && remote == (size + 1 - (1 - parity)) / 2, "the duplicate is %s with a remote group of %d", flag ? "an intercommunicator" : "not an intercommunicator", remote);
+    /* Local rank 0 of each group swaps a value with the other group's rank 0, on the original
+     * first and on the duplicates, each receive naming the communicator it expects. */
+    if (local_rank == 0) {
+        int mine[3] = {100 + rank, 200 + rank, 300 + rank}, got[3] = {-1, -1, -1};
+        MPI_Request sends[3];
+        MPI_Isend(&mine[0], 1, MPI_INT, 0, 4, inter, &sends[0]);
+        MPI_Isend(&mine[1], 1, MPI_INT, 0, 4, by_dup, &sends[1]);
+        MPI_Isend(&mine[2], 1, MPI_INT, 0, 4, by_idup, &sends[2]);
+        MPI_Recv(&got[2], 1, MPI_INT, 0, 4, by_idup, MPI_STATUS_IGNORE);
+        MPI_Recv(&got[1], 1, MPI_INT, 0, 4, by_dup, MPI_STATUS_IGNORE);
+        MPI_Recv(&got[0], 1, MPI_INT, 0, 4, inter, MPI_STATUS_IGNORE);
+        MPI_Waitall(3, sends, MPI_STATUSES_IGNORE);
+        int other = 1 - parity;
+        CHECK(got[0] == 100 + other && got[1] == 200 + other && got[2] == 300 + other, "got %d %d %d", got[0], got[1], got[2]);
+    }
+    MPI_Comm_free(&by_idup);
+    MPI_Comm_free(&by_dup);
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&half);
+}
+
 static void errors(void)
 {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -242,6 +288,7 @@ int main(int argc, char **argv)
     if (size >= 3)
         overlapping_creation_of_three();
     pending_traffic_and_topology();
+    intercommunicator();
     errors();
     report_ok("idup");
     MPI_Finalize();

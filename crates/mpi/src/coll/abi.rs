@@ -33,29 +33,37 @@ use crate::request::Pending;
 use crate::runtime::{self, engine_error, Runtime};
 use crate::topo::Neighbors;
 
+mod inter;
+
 /// What a collective's schedule returns: an MPI error class on failure.
 type Outcome = Result<(), i32>;
 
 /// Defines the blocking entry point `$blocking` and the non-blocking `$nonblocking` (the same
-/// arguments, then the communicator, and the request last) over the builder `$builder`.
+/// arguments, then the communicator, and the request last) over the builder `$builder`, and
+/// `inter::$builder` on an intercommunicator. A collective that MPI defines on
+/// intracommunicators alone says `intra only` and how it starts. The builders capture nothing:
+/// the arguments travel once, as a tuple.
 macro_rules! collective {
     ($(#[$attr:meta])* $blocking:ident / $nonblocking:ident($($arg:ident: $ty:ty),* $(,)?) => $builder:ident) => {
-        collective!($(#[$attr])* $blocking / $nonblocking($($arg: $ty),*) => $builder, Start::new);
+        collective!(@define $(#[$attr])* $blocking / $nonblocking($($arg: $ty),*) => $builder, Start::new, |start, ($($arg,)*)| inter::$builder(start, $($arg),*));
     };
-    ($(#[$attr:meta])* $blocking:ident / $nonblocking:ident($($arg:ident: $ty:ty),* $(,)?) => $builder:ident, $begin:expr) => {
+    ($(#[$attr:meta])* $blocking:ident / $nonblocking:ident($($arg:ident: $ty:ty),* $(,)?) => $builder:ident, intra only, $begin:expr) => {
+        collective!(@define $(#[$attr])* $blocking / $nonblocking($($arg: $ty),*) => $builder, $begin, |start, _| undefined_on_intercomm(start));
+    };
+    (@define $(#[$attr:meta])* $blocking:ident / $nonblocking:ident($($arg:ident: $ty:ty),*) => $builder:ident, $begin:expr, $inter:expr) => {
         #[no_mangle]
         $(#[$attr])*
         pub unsafe extern "C" fn $blocking($($arg: $ty,)* comm: MPI_Comm) -> c_int {
             // SAFETY: the module's contract: the caller passes the buffers, counts and arrays
             // that MPI describes for this call.
-            finish(stringify!($blocking), unsafe { run(comm, $begin, |start| $builder(start, $($arg),*)) })
+            finish(stringify!($blocking), unsafe { run(comm, $begin, ($($arg,)*), |start, ($($arg,)*)| $builder(start, $($arg),*), $inter) })
         }
 
         #[no_mangle]
         $(#[$attr])*
         pub unsafe extern "C" fn $nonblocking($($arg: $ty,)* comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
             // SAFETY: as above, with the buffers kept until the request completes.
-            finish(stringify!($nonblocking), unsafe { launch(comm, request, $begin, |start| $builder(start, $($arg),*)) })
+            finish(stringify!($nonblocking), unsafe { launch(comm, request, $begin, ($($arg,)*), |start, ($($arg,)*)| $builder(start, $($arg),*), $inter) })
         }
     };
 }
@@ -69,67 +77,113 @@ pub(crate) struct Start {
     neighbors: Option<Neighbors>,
 }
 
-/// How a collective starts: [`Start::new`], or [`Start::with_neighbors`].
-type Begin = fn(&mut Runtime, MPI_Comm) -> MpiResult<Start>;
+/// How a collective starts: [`Start::new`], or [`Start::with_neighbors`] (a generic, not a
+/// function pointer, so that the call is direct).
+trait Begin: FnOnce(&mut Runtime, MPI_Comm) -> MpiResult<Start> {}
+
+impl<T: FnOnce(&mut Runtime, MPI_Comm) -> MpiResult<Start>> Begin for T {}
 
 impl Start {
     fn new(rt: &mut Runtime, comm: MPI_Comm) -> MpiResult<Start> {
         let shared = rt.comms.get(comm).map_err(|e| error(comm, e.class, e.detail))?.shared.clone();
-        if shared.is_inter() {
-            return Err(intercomm_unsupported(comm));
-        }
-        let port = rt.coll_spare.port(shared.rank as usize, shared.size(), rt.tuning);
+        let remote_size = if shared.is_inter() { shared.peer_count() } else { 0 };
+        let port = rt.coll_spare.port(shared.rank as usize, shared.size(), remote_size, rt.tuning);
         Ok(Start { comm, shared, port, neighbors: None })
     }
 
     /// A neighbourhood collective: with the neighbours of the communicator's topology.
     fn with_neighbors(rt: &mut Runtime, comm: MPI_Comm) -> MpiResult<Start> {
+        if rt.comms.get(comm).is_ok_and(|entry| entry.shared.is_inter()) {
+            return Err(undefined_on_intercomm_error(comm));
+        }
         let neighbors = crate::topo::neighbors(rt, comm)?;
         let mut start = Start::new(rt, comm)?;
         start.neighbors = Some(neighbors);
         Ok(start)
     }
 
+    fn is_inter(&self) -> bool {
+        self.shared.is_inter()
+    }
+
+    /// This process's rank in its (local) group.
     fn rank(&self) -> usize {
         self.port.rank()
     }
 
+    /// The size of the (local) group.
     fn size(&self) -> usize {
         self.port.size()
+    }
+
+    /// The size of an intercommunicator's remote group.
+    fn remote_size(&self) -> usize {
+        self.port.remote_size()
     }
 
     fn port(&self) -> Rc<Port> {
         self.port.clone()
     }
 
-    /// Takes the collective's tag: every member starts the communicator's collectives in the same
-    /// order, so the n-th one has the same tag everywhere. Taken only once the arguments passed.
+    /// Takes the collective's tags ([`Route::next_collective`]), only once the arguments passed.
     fn into_route(self) -> (Rc<Port>, Route) {
-        let tag = self.shared.next_coll_tag();
-        (self.port, Route { shared: self.shared, tag })
+        (self.port, Route::next_collective(self.shared))
     }
 }
 
-/// Runs a collective to its end.
-fn run<F: Future<Output = Outcome>>(comm: MPI_Comm, begin: Begin, build: impl FnOnce(&Start) -> MpiResult<F>) -> MpiResult<()> {
+/// Runs a collective to its end: the schedule `build` makes from `args`, or on an
+/// intercommunicator the one `build_inter` makes.
+fn run<A: Copy, F, G>(comm: MPI_Comm, begin: impl Begin, args: A, build: impl FnOnce(&Start, A) -> MpiResult<F>, build_inter: impl FnOnce(&Start, A) -> MpiResult<G>) -> MpiResult<()>
+where
+    F: Future<Output = Outcome>,
+    G: Future<Output = Outcome>,
+{
     if runtime::is_locking() {
-        return run_unlocked(comm, begin, build);
+        return run_unlocked(comm, begin, args, build, build_inter);
     }
     runtime::with(|rt| {
         let start = begin(rt, comm)?;
-        let schedule = pin!(build(&start)?);
-        let (port, route) = start.into_route();
-        let outcome = drive::run_blocking(&mut rt.engine, &mut rt.coll_spare, port, route, schedule).map_err(|e| engine_error(comm, e))?;
-        outcome.map_err(failed(comm))
+        if start.is_inter() {
+            return run_apart(rt, start, |start| build_inter(start, args));
+        }
+        run_schedule(rt, start, |start| build(start, args))
     })
+}
+
+#[inline(always)]
+fn run_schedule<F: Future<Output = Outcome>>(rt: &mut Runtime, start: Start, build: impl FnOnce(&Start) -> MpiResult<F>) -> MpiResult<()> {
+    let comm = start.comm;
+    let schedule = pin!(build(&start)?);
+    let (port, route) = start.into_route();
+    let outcome = drive::run_blocking(&mut rt.engine, &mut rt.coll_spare, port, route, schedule).map_err(|e| engine_error(comm, e))?;
+    outcome.map_err(failed(comm))
+}
+
+/// [`run_schedule`] out of line, so that the intercommunicator schedule does not weigh on the
+/// intracommunicator path.
+#[inline(never)]
+fn run_apart<F: Future<Output = Outcome>>(rt: &mut Runtime, start: Start, build: impl FnOnce(&Start) -> MpiResult<F>) -> MpiResult<()> {
+    run_schedule(rt, start, build)
 }
 
 /// [`run`] when several threads may call MPI: the schedule advances in short steps, each holding
 /// the state, so that the other threads' calls go on meanwhile.
 #[cold]
-fn run_unlocked<F: Future<Output = Outcome>>(comm: MPI_Comm, begin: Begin, build: impl FnOnce(&Start) -> MpiResult<F>) -> MpiResult<()> {
-    let (schedule, port, route) = runtime::with(|rt| {
-        let start = begin(rt, comm)?;
+fn run_unlocked<A: Copy, F, G>(comm: MPI_Comm, begin: impl Begin, args: A, build: impl FnOnce(&Start, A) -> MpiResult<F>, build_inter: impl FnOnce(&Start, A) -> MpiResult<G>) -> MpiResult<()>
+where
+    F: Future<Output = Outcome>,
+    G: Future<Output = Outcome>,
+{
+    let start = runtime::with(|rt| begin(rt, comm))?;
+    if start.is_inter() {
+        return run_schedule_unlocked(start, |start| build_inter(start, args));
+    }
+    run_schedule_unlocked(start, |start| build(start, args))
+}
+
+fn run_schedule_unlocked<F: Future<Output = Outcome>>(start: Start, build: impl FnOnce(&Start) -> MpiResult<F>) -> MpiResult<()> {
+    let comm = start.comm;
+    let (schedule, port, route) = runtime::with(|_| {
         let schedule = build(&start)?;
         let (port, route) = start.into_route();
         Ok((schedule, port, route))
@@ -155,29 +209,47 @@ pub(crate) fn run_in_steps<T>(comm: MPI_Comm, port: Rc<Port>, route: Route, mut 
     })
 }
 
-/// Starts a collective and stores the request that completes with it in `*request`.
+/// Starts a collective (the schedule `build` makes from `args`, or on an intercommunicator the
+/// one `build_inter` makes) and stores the request that completes with it in `*request`.
 ///
 /// # Safety
 /// `request` must be NULL (an error) or point to a request handle.
-unsafe fn launch<F: Future<Output = Outcome> + 'static>(comm: MPI_Comm, request: *mut MPI_Request, begin: Begin, build: impl FnOnce(&Start) -> MpiResult<F>) -> MpiResult<()> {
+unsafe fn launch<A: Copy, F, G>(comm: MPI_Comm, request: *mut MPI_Request, begin: impl Begin, args: A, build: impl FnOnce(&Start, A) -> MpiResult<F>, build_inter: impl FnOnce(&Start, A) -> MpiResult<G>) -> MpiResult<()>
+where
+    F: Future<Output = Outcome> + 'static,
+    G: Future<Output = Outcome> + 'static,
+{
     if request.is_null() {
         return Err(error(comm, MPI_ERR_ARG, "request must not be NULL"));
     }
     let handle = runtime::with(|rt| {
         let start = begin(rt, comm)?;
-        let schedule = build(&start)?;
-        let (port, route) = start.into_route();
-        let outcome = drive::launch(&mut rt.engine, port, route, schedule).map_err(|e| engine_error(comm, e))?;
-        Ok(rt.requests.insert(Pending::collective(comm, outcome)))
+        if start.is_inter() {
+            return launch_schedule(rt, start, |start| build_inter(start, args));
+        }
+        launch_schedule(rt, start, |start| build(start, args))
     })?;
     // SAFETY: checked non-null; points to the caller's handle.
     unsafe { *request = handle };
     Ok(())
 }
 
+fn launch_schedule<F: Future<Output = Outcome> + 'static>(rt: &mut Runtime, start: Start, build: impl FnOnce(&Start) -> MpiResult<F>) -> MpiResult<MPI_Request> {
+    let comm = start.comm;
+    let schedule = build(&start)?;
+    let (port, route) = start.into_route();
+    let outcome = drive::launch(&mut rt.engine, port, route, schedule).map_err(|e| engine_error(comm, e))?;
+    Ok(rt.requests.insert(Pending::collective(comm, outcome)))
+}
+
+/// The intercommunicator side of a collective that MPI defines on intracommunicators alone.
+fn undefined_on_intercomm(start: &Start) -> MpiResult<std::future::Ready<Outcome>> {
+    Err(undefined_on_intercomm_error(start.comm))
+}
+
 #[cold]
-fn intercomm_unsupported(comm: MPI_Comm) -> MpiError {
-    error(comm, MPI_ERR_COMM, "collective operations on intercommunicators are not supported yet")
+fn undefined_on_intercomm_error(comm: MPI_Comm) -> MpiError {
+    error(comm, MPI_ERR_COMM, "this collective is not defined on intercommunicators")
 }
 
 fn failed(comm: MPI_Comm) -> impl Fn(i32) -> MpiError {
@@ -500,13 +572,13 @@ fn barrier(start: &Start) -> MpiResult<impl Future<Output = Outcome> + 'static> 
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
-    finish("MPI_Barrier", run(comm, Start::new, barrier))
+    finish("MPI_Barrier", run(comm, Start::new, (), |start, ()| barrier(start), |start, ()| inter::barrier(start)))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
     // SAFETY: the caller passes a request pointer, as MPI requires.
-    finish("MPI_Ibarrier", unsafe { launch(comm, request, Start::new, barrier) })
+    finish("MPI_Ibarrier", unsafe { launch(comm, request, Start::new, (), |start, ()| barrier(start), |start, ()| inter::barrier(start)) })
 }
 
 unsafe fn bcast(start: &Start, buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int) -> MpiResult<impl Future<Output = Outcome> + 'static> {
@@ -561,8 +633,8 @@ unsafe fn reduce(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, co
 collective!(MPI_Reduce / MPI_Ireduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int) => reduce);
 
 collective!(MPI_Allreduce / MPI_Iallreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) => allreduce);
-collective!(MPI_Scan / MPI_Iscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) => scan);
-collective!(MPI_Exscan / MPI_Iexscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) => exscan);
+collective!(MPI_Scan / MPI_Iscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) => scan, intra only, Start::new);
+collective!(MPI_Exscan / MPI_Iexscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) => exscan, intra only, Start::new);
 
 unsafe fn allreduce(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     // SAFETY: forwarded.
@@ -632,18 +704,29 @@ enum Counts {
     PerRank(*const c_int),
 }
 
+impl Counts {
+    /// The count of each of `size` ranks.
+    ///
+    /// # Safety
+    /// `PerRank` must point to `size` integers (or be NULL, an error).
+    unsafe fn per_rank(self, comm: MPI_Comm, size: usize) -> MpiResult<Vec<usize>> {
+        match self {
+            Counts::Same(count) => Ok(vec![count_of(comm, count)?; size]),
+            Counts::PerRank(counts) if counts.is_null() => Err(error(comm, MPI_ERR_ARG, "recvcounts is NULL")),
+            Counts::PerRank(counts) => {
+                // SAFETY: the caller passes one count per rank.
+                let counts = unsafe { std::slice::from_raw_parts(counts, size) };
+                counts.iter().map(|&count| count_of(comm, count)).collect()
+            }
+        }
+    }
+}
+
 unsafe fn reduce_scatter(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, counts: Counts, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let (rank, size) = (start.rank(), start.size());
-    let counts: Vec<usize> = match counts {
-        Counts::Same(count) => vec![count_of(comm, count)?; size],
-        Counts::PerRank(counts) if counts.is_null() => return Err(error(comm, MPI_ERR_ARG, "recvcounts is NULL")),
-        Counts::PerRank(counts) => {
-            // SAFETY: the caller passes one count per rank.
-            let counts = unsafe { std::slice::from_raw_parts(counts, size) };
-            counts.iter().map(|&count| count_of(comm, count)).collect::<MpiResult<_>>()?
-        }
-    };
+    // SAFETY: the caller passes one count per rank.
+    let counts = unsafe { counts.per_rank(comm, size)? };
     let total = counts.iter().try_fold(0usize, |sum, &count| sum.checked_add(count)).ok_or_else(|| error(comm, MPI_ERR_COUNT, "the counts' sum overflows"))?;
     let reduction = reduction_of(comm, op, datatype)?;
     let input_buffer = if is_in_place(sendbuf) { recvbuf.cast_const() } else { sendbuf };
@@ -1125,7 +1208,7 @@ fn neighbor_counts(start: &Start) -> (usize, usize) {
 
 collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Neighbor_allgather / MPI_Ineighbor_allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) => neighbor_allgather, Start::with_neighbors
+    MPI_Neighbor_allgather / MPI_Ineighbor_allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) => neighbor_allgather, intra only, Start::with_neighbors
 );
 
 unsafe fn neighbor_allgather(start: &Start, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) -> MpiResult<impl Future<Output = Outcome> + 'static> {
@@ -1143,7 +1226,7 @@ unsafe fn neighbor_allgather(start: &Start, sendbuf: *const c_void, sendcount: c
 
 collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Neighbor_allgatherv / MPI_Ineighbor_allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype) => neighbor_allgatherv, Start::with_neighbors
+    MPI_Neighbor_allgatherv / MPI_Ineighbor_allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype) => neighbor_allgatherv, intra only, Start::with_neighbors
 );
 
 #[allow(clippy::too_many_arguments)]
@@ -1161,7 +1244,7 @@ unsafe fn neighbor_allgatherv(start: &Start, sendbuf: *const c_void, sendcount: 
 
 collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Neighbor_alltoall / MPI_Ineighbor_alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) => neighbor_alltoall, Start::with_neighbors
+    MPI_Neighbor_alltoall / MPI_Ineighbor_alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) => neighbor_alltoall, intra only, Start::with_neighbors
 );
 
 unsafe fn neighbor_alltoall(start: &Start, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) -> MpiResult<impl Future<Output = Outcome> + 'static> {
@@ -1180,7 +1263,7 @@ unsafe fn neighbor_alltoall(start: &Start, sendbuf: *const c_void, sendcount: c_
 
 collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Neighbor_alltoallv / MPI_Ineighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype) => neighbor_alltoallv, Start::with_neighbors
+    MPI_Neighbor_alltoallv / MPI_Ineighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype) => neighbor_alltoallv, intra only, Start::with_neighbors
 );
 
 #[allow(clippy::too_many_arguments)]
@@ -1198,7 +1281,7 @@ unsafe fn neighbor_alltoallv(start: &Start, sendbuf: *const c_void, sendcounts: 
 
 collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Neighbor_alltoallw / MPI_Ineighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype) => neighbor_alltoallw, Start::with_neighbors
+    MPI_Neighbor_alltoallw / MPI_Ineighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype) => neighbor_alltoallw, intra only, Start::with_neighbors
 );
 
 #[allow(clippy::too_many_arguments)]

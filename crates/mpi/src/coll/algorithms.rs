@@ -677,5 +677,7 @@ async fn prefix(port: &Port, data: &mut [u8], combine: Combine<'_>, inclusive: b
     Ok(())
 }
 
+pub mod inter;
+
 #[cfg(test)]
 pub(crate) mod tests;

@@ -3,7 +3,8 @@
 //! A [`Driver`] starts each transfer a [`Port`] records as an engine request on the communicator's
 //! collective context, under the collective's own tag (its sequence number on the communicator, so
 //! that collectives in flight together never take each other's messages), and reports each one's
-//! end. [`run_blocking`] drives a schedule to its end inside the engine's wait (which spins, yields
+//! end. On an intercommunicator, the steps inside the local group go on that group's own context,
+//! under its own sequence number. [`run_blocking`] drives a schedule to its end inside the engine's wait (which spins, yields
 //! or sleeps per the wait policy); [`launch`] hands it to the engine as a progress agent, which
 //! every later progress step advances, and returns what the MPI request watches.
 
@@ -27,6 +28,43 @@ use crate::consts::{MPI_ERR_OTHER, MPI_ERR_TRUNCATE};
 pub struct Route {
     pub shared: Arc<CommShared>,
     pub tag: i32,
+    /// Set for a collective on an intercommunicator: the tag of its steps inside the local group.
+    /// Port ranks below the local size then name the local group, on its own context; the others
+    /// the remote group (see [`Port`]). Unset, port ranks are the point-to-point ranks.
+    pub local_tag: Option<i32>,
+}
+
+impl Route {
+    /// Port ranks are the point-to-point ranks of `shared`.
+    pub fn new(shared: Arc<CommShared>, tag: i32) -> Route {
+        Route { shared, tag, local_tag: None }
+    }
+
+    /// The route of the next collective on `shared`: every member starts the communicator's
+    /// collectives in the same order, so the n-th one has the same tag everywhere (on an
+    /// intercommunicator, one tag between the groups and one within each group).
+    pub fn next_collective(shared: Arc<CommShared>) -> Route {
+        let tag = shared.next_coll_tag();
+        let local_tag = shared.local.as_ref().map(|local| local.next_coll_tag());
+        Route { shared, tag, local_tag }
+    }
+
+    /// The job rank, context and tag of a transfer with port rank `peer`.
+    #[inline]
+    fn address(&self, peer: usize) -> (u32, u32, i32) {
+        match self.local_tag {
+            None => (self.shared.job_rank(peer as u32), self.shared.coll_context, self.tag),
+            Some(local_tag) => self.address_between_groups(peer, local_tag),
+        }
+    }
+
+    fn address_between_groups(&self, peer: usize, local_tag: i32) -> (u32, u32, i32) {
+        let local = self.shared.local.as_deref().expect("a route between groups is an intercommunicator's");
+        match peer.checked_sub(local.size()) {
+            None => (local.members[peer], local.coll_context, local_tag),
+            Some(remote) => (self.shared.peers[remote], self.shared.coll_context, self.tag),
+        }
+    }
 }
 
 /// A transfer the engine is carrying out.
@@ -50,12 +88,10 @@ impl Driver {
 
     /// Starts every transfer the algorithm has posted and not yet handed over.
     fn start(&mut self, engine: &mut Engine) -> Result<(), EngineError> {
-        let context = self.route.shared.coll_context;
-        let tag = self.route.tag;
         while let Some(transfer) = self.port.take_transfer() {
             match transfer {
                 Transfer::Send { peer, data, len } => {
-                    let job = self.route.shared.job_rank(peer as u32);
+                    let (job, context, tag) = self.route.address(peer);
                     // SAFETY: the port's contract: the algorithm keeps `data` alive and unchanged
                     // until the round ends, and the driver runs the schedule to its end.
                     let data: &'static [u8] = unsafe { lent(data, len) };
@@ -68,7 +104,7 @@ impl Driver {
                     self.in_flight.push(InFlight { request, expected: None });
                 }
                 Transfer::Recv { peer, buffer, len } => {
-                    let job = self.route.shared.job_rank(peer as u32);
+                    let (job, context, tag) = self.route.address(peer);
                     // SAFETY: as above; the algorithm lends `buffer` to this round alone.
                     let buffer: &'static mut [u8] = unsafe { lent_mut(buffer, len) };
                     let request = engine.irecv(buffer, Source::Rank(job), TagSelector::Tag(tag), context)?;
@@ -150,15 +186,16 @@ pub struct Spare {
 }
 
 impl Spare {
-    /// A port for a new collective: the spare one when nothing else holds it.
-    pub fn port(&mut self, rank: usize, size: usize, tuning: CollTuning) -> Rc<Port> {
+    /// A port for a new collective (`remote_size` 0 outside intercommunicators): the spare one
+    /// when nothing else holds it.
+    pub fn port(&mut self, rank: usize, size: usize, remote_size: usize, tuning: CollTuning) -> Rc<Port> {
         if let Some(mut port) = self.port.take() {
             if let Some(unshared) = Rc::get_mut(&mut port) {
-                unshared.reset(rank, size, tuning);
+                unshared.reset(rank, size, remote_size, tuning);
                 return port;
             }
         }
-        Rc::new(Port::new(rank, size, tuning))
+        Rc::new(Port::between_groups(rank, size, remote_size, tuning))
     }
 }
 

@@ -40,10 +40,15 @@ struct Round {
 }
 
 /// What an algorithm talks to: its rank, the group's size, the switch points, and the round.
+///
+/// On an intercommunicator the port names both groups: ranks `0..size` are the local group (so
+/// every algorithm of one group runs unchanged as a local step) and `size + j` is remote rank j.
 #[derive(Debug)]
 pub struct Port {
     rank: usize,
     size: usize,
+    /// The remote group's size on an intercommunicator, 0 otherwise.
+    remote_size: usize,
     tuning: CollTuning,
     round: RefCell<Round>,
     /// Scratch bytes for the algorithm, kept with the port so that a reused port allocates none.
@@ -52,17 +57,22 @@ pub struct Port {
 
 impl Port {
     pub fn new(rank: usize, size: usize, tuning: CollTuning) -> Port {
-        Port { rank, size, tuning, round: RefCell::new(Round::default()), scratch: RefCell::new(Vec::new()) }
+        Port::between_groups(rank, size, 0, tuning)
+    }
+
+    /// A port of an intercommunicator whose remote group has `remote_size` ranks.
+    pub fn between_groups(rank: usize, size: usize, remote_size: usize, tuning: CollTuning) -> Port {
+        Port { rank, size, remote_size, tuning, round: RefCell::new(Round::default()), scratch: RefCell::new(Vec::new()) }
     }
 
     /// Makes a finished port ready for another collective, keeping its storage.
-    pub fn reset(&mut self, rank: usize, size: usize, tuning: CollTuning) {
+    pub fn reset(&mut self, rank: usize, size: usize, remote_size: usize, tuning: CollTuning) {
         let round = self.round.get_mut();
         debug_assert_eq!(round.outstanding, 0, "a port is reused only once its schedule has ended");
         round.transfers.clear();
         round.taken = 0;
         round.failure = None;
-        (self.rank, self.size, self.tuning) = (rank, size, tuning);
+        (self.rank, self.size, self.remote_size, self.tuning) = (rank, size, remote_size, tuning);
     }
 
     #[inline]
@@ -73,6 +83,17 @@ impl Port {
     #[inline]
     pub fn size(&self) -> usize {
         self.size
+    }
+
+    #[inline]
+    pub fn remote_size(&self) -> usize {
+        self.remote_size
+    }
+
+    /// The port's name for remote rank `rank`.
+    #[inline]
+    pub fn remote(&self, rank: usize) -> usize {
+        self.size + rank
     }
 
     #[inline]

@@ -49,7 +49,7 @@ impl Agreement {
         let port = Rc::new(Port::new(self.shared.rank as usize, self.shared.size(), self.tuning));
         let mut schedule = pin!(build(port.clone()));
         let tag = self.tag.unwrap_or_else(|| self.shared.next_coll_tag());
-        let route = Route { shared: self.shared.clone(), tag };
+        let route = Route::new(self.shared.clone(), tag);
         let failed = |class| error(comm, class, "the members could not agree on the new communicator");
         if runtime::is_locking() {
             return run_in_steps(comm, port, route, schedule.as_mut())?.map_err(failed);

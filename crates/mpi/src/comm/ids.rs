@@ -108,6 +108,14 @@ impl Report {
         [u32::from(self.took), self.next]
     }
 
+    pub fn to_bytes(self) -> [u8; 8] {
+        let [took, next] = self.words();
+        let mut bytes = [0u8; 8];
+        bytes[..4].copy_from_slice(&took.to_le_bytes());
+        bytes[4..].copy_from_slice(&next.to_le_bytes());
+        bytes
+    }
+
     pub fn from_words(words: &[u32]) -> Report {
         Report { took: words[0] != 0, next: words[1] }
     }
@@ -171,28 +179,41 @@ fn settle(ids: &ContextIds, mine: Report, candidate: u32, span: u32, combined: R
 /// Every member of the port's group runs this with the same `span` and `key` (which tells this
 /// agreement from the others that may run at the same time: its context and tag): the id (and the
 /// `span - 1` after it) that all of them have taken for the new communicator. `proposal` is this
-/// member's first proposal (normally its first free id).
+/// member's first proposal (normally its first free id). On an intercommunicator's port the
+/// members of both groups agree.
 pub async fn agree(port: &Port, ids: &ContextIds, proposal: u32, span: u32, key: u64) -> Result<u32, i32> {
-    let mut all = vec![0u8; 4 * port.size()];
-    algorithms::allgather(port, &proposal.to_le_bytes(), &mut all).await?;
-    let candidate = all.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).max().unwrap_or(proposal);
-    confirm(port, ids, candidate, span, key).await
-}
-
-/// The confirmation rounds of [`agree`] from `candidate` on.
-pub async fn confirm(port: &Port, ids: &ContextIds, mut candidate: u32, span: u32, key: u64) -> Result<u32, i32> {
-    let mut all = vec![0u8; 8 * port.size()];
+    let mut candidate = combine(port, Report { took: true, next: proposal }).await?.next;
     for attempt in 0.. {
         let mine = report(ids, candidate, span);
-        let bytes: Vec<u8> = mine.words().iter().flat_map(|w| w.to_le_bytes()).collect();
-        algorithms::allgather(port, &bytes, &mut all).await?;
-        let words: Vec<u32> = all.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-        match settle(ids, mine, candidate, span, Report::combine(&words), key, attempt)? {
+        let combined = combine(port, mine).await?;
+        match settle(ids, mine, candidate, span, combined, key, attempt)? {
             Verdict::Agreed(id) => return Ok(id),
             Verdict::Retry(next) => candidate = next,
         }
     }
     unreachable!("the attempts never run out before the ids do")
+}
+
+/// Every member's report as one: over the local group, and on an intercommunicator's port also
+/// over the remote group (the leaders swap their groups' reports and broadcast the other's).
+async fn combine(port: &Port, mine: Report) -> Result<Report, i32> {
+    let mut all = vec![0u8; 8 * port.size()];
+    algorithms::allgather(port, &mine.to_bytes(), &mut all).await?;
+    let ours = Report::combine(&words_of(&all));
+    if port.remote_size() == 0 {
+        return Ok(ours);
+    }
+    let mut theirs = [0u8; 8];
+    if port.rank() == 0 {
+        let leader = port.remote(0);
+        port.sendrecv(leader, &ours.to_bytes(), leader, &mut theirs).await?;
+    }
+    algorithms::bcast(port, &mut theirs, 0).await?;
+    Ok(ours.and(Report::combine(&words_of(&theirs))))
+}
+
+fn words_of(bytes: &[u8]) -> Vec<u32> {
+    bytes.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
 }
 
 /// The confirmation rounds of [`agree`] for callers that exchange the reports themselves (between

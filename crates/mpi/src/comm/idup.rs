@@ -40,9 +40,13 @@ impl ComingComm {
         let ComingComm { handle, agreed, prototype } = self;
         match agreed.get().filter(|_| succeeded) {
             Some(id) => {
-                let shared = &prototype.shared;
-                let made = Comm { shared: Arc::new(CommShared::new(shared.members.clone(), shared.members[shared.rank as usize], id)), ..prototype };
-                rt.comms.fill(handle, Some(made));
+                let original = &prototype.shared;
+                let me = original.members[original.rank as usize];
+                let shared = match original.is_inter() {
+                    true => CommShared::new_inter(original.members.clone(), original.peers.clone(), me, id),
+                    false => CommShared::new(original.members.clone(), me, id),
+                };
+                rt.comms.fill(handle, Some(Comm { shared: Arc::new(shared), ..prototype }));
             }
             None => {
                 // The copies' delete callbacks cannot run here (the state is held); the failure
@@ -56,12 +60,9 @@ impl ComingComm {
     }
 }
 
-/// Starts the duplication of intracommunicator `comm`; returns the new handle and the request.
+/// Starts the duplication of `comm`; returns the new handle and the request.
 fn start(comm: MPI_Comm) -> MpiResult<(MPI_Comm, MPI_Request)> {
     let parent = parent_of(comm)?;
-    if parent.shared.is_inter() {
-        return Err(intercomm_unsupported(comm));
-    }
     let (handle, prototype) = runtime::with(|rt| {
         let original = rt.comms.get(comm)?;
         let prototype = Comm { shared: original.shared.clone(), errhandler: original.errhandler, name: String::new(), hints: original.hints.clone(), topology: original.topology.clone() };
@@ -72,12 +73,15 @@ fn start(comm: MPI_Comm) -> MpiResult<(MPI_Comm, MPI_Request)> {
     let agreed = Rc::new(Cell::new(None));
     let launched = runtime::with(|rt| {
         let shared = parent.shared.clone();
-        let port = Rc::new(Port::new(shared.rank as usize, shared.size(), rt.tuning));
-        let route = Route { tag: shared.next_coll_tag(), shared };
+        // An intercommunicator's port names both groups, and its agreement spans both.
+        let remote_size = if shared.is_inter() { shared.peer_count() } else { 0 };
+        let port = Rc::new(Port::between_groups(shared.rank as usize, shared.size(), remote_size, rt.tuning));
+        let span = shared.context_ids();
+        let route = Route::next_collective(shared);
         let key = ids::key(route.shared.coll_context, route.tag);
         let (ids, proposal, schedule_port, result) = (parent.ids.clone(), parent.next, port.clone(), agreed.clone());
         let schedule = async move {
-            result.set(Some(ids::agree(&schedule_port, &ids, proposal, 1, key).await?));
+            result.set(Some(ids::agree(&schedule_port, &ids, proposal, span, key).await?));
             Ok(())
         };
         let outcome = match drive::launch(&mut rt.engine, port, route, schedule) {
@@ -116,9 +120,4 @@ pub unsafe extern "C" fn MPI_Comm_idup(comm: MPI_Comm, newcomm: *mut MPI_Comm, r
         Ok(())
     })();
     finish("MPI_Comm_idup", result)
-}
-
-#[cold]
-fn intercomm_unsupported(comm: MPI_Comm) -> crate::error::MpiError {
-    error(comm, MPI_ERR_COMM, "MPI_Comm_idup of an intercommunicator is not supported yet (MPI_Comm_dup is)")
 }

@@ -325,6 +325,8 @@ fn floating_kernel(op: Builtin, [max, min, sum, prod]: [Kernel; 4]) -> Option<Ke
 /// The kernel of `op` on `basic`, or None when MPI does not define that pair (MPI-3.1 §5.9.2;
 /// MPI_CHAR is also accepted as a C integer, as MPICH does). The Fortran integers are the
 /// "Fortran integer" group: no logical operations.
+// Out of line: inlined three times into `reduction`, it made every reduction's setup slower.
+#[inline(never)]
 pub fn kernel(op: Builtin, basic: Basic) -> Option<Kernel> {
     match op {
         Builtin::Replace => return Some(replace),

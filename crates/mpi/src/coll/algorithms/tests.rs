@@ -19,8 +19,12 @@ use crate::coll::CollTuning;
 const DEADLOCK: Duration = Duration::from_secs(5);
 
 struct SimulatedChannel {
+    /// This rank in its group, and which group (0, or 1 on an intercommunicator).
     rank: usize,
-    size: usize,
+    group: usize,
+    /// The thread of each port rank.
+    threads: Vec<usize>,
+    /// Channels by thread.
     to: Vec<Sender<Vec<u8>>>,
     from: Vec<Receiver<Vec<u8>>>,
     ack_to: Vec<Sender<()>>,
@@ -47,6 +51,10 @@ impl SimulatedRank {
         self.channel.rank
     }
 
+    fn group(&self) -> usize {
+        self.channel.group
+    }
+
     pub(crate) fn port(&self) -> Rc<Port> {
         self.port.clone()
     }
@@ -63,9 +71,11 @@ impl SimulatedRank {
                 transfers.push(transfer);
             }
             assert!(!transfers.is_empty(), "rank {} waits on a round with nothing in it", ch.rank);
+            let me = ch.threads[ch.rank];
             for transfer in &transfers {
                 if let Transfer::Send { peer, data, len } = *transfer {
-                    assert_ne!(peer, ch.rank, "rank {} sends to itself", ch.rank);
+                    let peer = ch.threads[peer];
+                    assert_ne!(peer, me, "rank {} sends to itself", ch.rank);
                     // SAFETY: the algorithm lends `len` bytes at `data` to this round.
                     let bytes = if len == 0 { Vec::new() } else { unsafe { std::slice::from_raw_parts(data, len) }.to_vec() };
                     ch.to[peer].send(bytes).expect("peer thread has failed");
@@ -73,9 +83,10 @@ impl SimulatedRank {
             }
             for transfer in &transfers {
                 if let Transfer::Recv { peer, buffer, len } = *transfer {
-                    assert_ne!(peer, ch.rank, "rank {} receives from itself", ch.rank);
-                    let message = wait(&ch.from[peer], &format!("receive {} <- {peer}", ch.rank));
-                    assert_eq!(message.len(), len, "size mismatch on {peer} -> {}", ch.rank);
+                    let peer = ch.threads[peer];
+                    assert_ne!(peer, me, "rank {} receives from itself", ch.rank);
+                    let message = wait(&ch.from[peer], &format!("receive {me} <- {peer}"));
+                    assert_eq!(message.len(), len, "size mismatch on {peer} -> {me}");
                     if len > 0 {
                         // SAFETY: the algorithm lends `len` writable bytes at `buffer` to this round.
                         unsafe { std::ptr::copy_nonoverlapping(message.as_ptr(), buffer, len) };
@@ -85,7 +96,8 @@ impl SimulatedRank {
             }
             for transfer in &transfers {
                 if let Transfer::Send { peer, .. } = *transfer {
-                    wait(&ch.ack_from[peer], &format!("send {} -> {peer}", ch.rank));
+                    let peer = ch.threads[peer];
+                    wait(&ch.ack_from[peer], &format!("send {me} -> {peer}"));
                 }
                 self.port.finish_transfer(Ok(()));
             }
@@ -99,12 +111,19 @@ fn take<T>(row: Vec<Option<T>>) -> Vec<T> {
 
 /// Runs `body` on every rank of a simulated group of `size` and returns the ranks' results.
 pub(crate) fn run_group<T: Send>(size: usize, tuning: CollTuning, body: impl Fn(&mut SimulatedRank) -> T + Sync) -> Vec<T> {
-    let mut to: Vec<Vec<Option<Sender<Vec<u8>>>>> = (0..size).map(|_| (0..size).map(|_| None).collect()).collect();
-    let mut from: Vec<Vec<Option<Receiver<Vec<u8>>>>> = (0..size).map(|_| (0..size).map(|_| None).collect()).collect();
-    let mut ack_to: Vec<Vec<Option<Sender<()>>>> = (0..size).map(|_| (0..size).map(|_| None).collect()).collect();
-    let mut ack_from: Vec<Vec<Option<Receiver<()>>>> = (0..size).map(|_| (0..size).map(|_| None).collect()).collect();
-    for sender in 0..size {
-        for receiver in 0..size {
+    run_groups(&[size], tuning, body)
+}
+
+/// Runs `body` on every rank of one group, or of an intercommunicator's two groups (threads
+/// `0..sizes[0]` are group 0, the others group 1), and returns the results in that order.
+fn run_groups<T: Send>(sizes: &[usize], tuning: CollTuning, body: impl Fn(&mut SimulatedRank) -> T + Sync) -> Vec<T> {
+    let threads: usize = sizes.iter().sum();
+    let mut to: Vec<Vec<Option<Sender<Vec<u8>>>>> = (0..threads).map(|_| (0..threads).map(|_| None).collect()).collect();
+    let mut from: Vec<Vec<Option<Receiver<Vec<u8>>>>> = (0..threads).map(|_| (0..threads).map(|_| None).collect()).collect();
+    let mut ack_to: Vec<Vec<Option<Sender<()>>>> = (0..threads).map(|_| (0..threads).map(|_| None).collect()).collect();
+    let mut ack_from: Vec<Vec<Option<Receiver<()>>>> = (0..threads).map(|_| (0..threads).map(|_| None).collect()).collect();
+    for sender in 0..threads {
+        for receiver in 0..threads {
             let (data_in, data_out) = channel();
             to[sender][receiver] = Some(data_in);
             from[receiver][sender] = Some(data_out);
@@ -113,9 +132,22 @@ pub(crate) fn run_group<T: Send>(size: usize, tuning: CollTuning, body: impl Fn(
             ack_from[sender][receiver] = Some(ack_out);
         }
     }
+    let firsts: Vec<usize> = sizes.iter().scan(0, |first, &size| Some(std::mem::replace(first, *first + size))).collect();
     let mut channels: Vec<SimulatedChannel> = Vec::new();
-    for rank in (0..size).rev() {
-        channels.push(SimulatedChannel { rank, size, to: take(to.pop().unwrap()), from: take(from.pop().unwrap()), ack_to: take(ack_to.pop().unwrap()), ack_from: take(ack_from.pop().unwrap()) });
+    for thread in (0..threads).rev() {
+        let group = firsts.iter().rposition(|&first| first <= thread).unwrap();
+        // The port names its own group first, then the other.
+        let order = if group == 0 { [0, 1] } else { [1, 0] };
+        let threads_of = order.iter().filter(|&&g| g < sizes.len()).flat_map(|&g| firsts[g]..firsts[g] + sizes[g]).collect();
+        channels.push(SimulatedChannel {
+            rank: thread - firsts[group],
+            group,
+            threads: threads_of,
+            to: take(to.pop().unwrap()),
+            from: take(from.pop().unwrap()),
+            ack_to: take(ack_to.pop().unwrap()),
+            ack_from: take(ack_from.pop().unwrap()),
+        });
     }
     channels.reverse();
     std::thread::scope(|scope| {
@@ -124,7 +156,8 @@ pub(crate) fn run_group<T: Send>(size: usize, tuning: CollTuning, body: impl Fn(
             .into_iter()
             .map(|channel| {
                 scope.spawn(move || {
-                    let port = Rc::new(Port::new(channel.rank, channel.size, tuning));
+                    let remote_size = if sizes.len() == 2 { sizes[1 - channel.group] } else { 0 };
+                    let port = Rc::new(Port::between_groups(channel.rank, sizes[channel.group], remote_size, tuning));
                     body(&mut SimulatedRank { channel, port })
                 })
             })
@@ -565,5 +598,357 @@ fn bad_arguments_are_rejected_before_any_message() {
     });
     for result in results {
         assert_eq!(result, (Err(MPI_ERR_ROOT), Err(MPI_ERR_ARG), Err(MPI_ERR_ARG)));
+    }
+}
+
+/// Group sizes of the simulated intercommunicators: equal, unequal either way, single ranks.
+const GROUP_PAIRS: [[usize; 2]; 7] = [[1, 1], [1, 3], [3, 1], [2, 2], [2, 3], [4, 1], [3, 5]];
+
+/// Distinct inputs per (group, rank).
+fn member(group: usize, rank: usize) -> usize {
+    100 * group + rank
+}
+
+/// Each rank's role in a rooted collective whose root is rank `root` of group `root_group`.
+fn role_in(ch: &SimulatedRank, root_group: usize, root: usize) -> inter::Role {
+    match (ch.group() == root_group, ch.rank() == root) {
+        (true, true) => inter::Role::Root,
+        (true, false) => inter::Role::Idle,
+        (false, _) => inter::Role::Remote { root },
+    }
+}
+
+/// Every (root group, root rank) of a pair of groups.
+fn roots(sizes: [usize; 2]) -> impl Iterator<Item = (usize, usize)> {
+    (0..2).flat_map(move |group| (0..sizes[group]).map(move |root| (group, root)))
+}
+
+#[test]
+fn inter_barrier_releases_no_one_before_the_other_group_has_entered() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    for sizes in GROUP_PAIRS {
+        let arrived = [AtomicUsize::new(0), AtomicUsize::new(0)];
+        let seen = run_groups(&sizes, CollTuning::default(), |ch| {
+            arrived[ch.group()].fetch_add(1, Ordering::SeqCst);
+            ch.run(inter::barrier(&ch.port())).unwrap();
+            arrived[1 - ch.group()].load(Ordering::SeqCst) == sizes[1 - ch.group()]
+        });
+        assert!(seen.iter().all(|&ok| ok), "{sizes:?}: {seen:?}");
+    }
+}
+
+#[test]
+fn inter_bcast_reaches_the_other_group_only() {
+    for tuning in tunings() {
+        for sizes in GROUP_PAIRS {
+            for len in [0, 5, 1000] {
+                for (root_group, root) in roots(sizes) {
+                    let expected = pattern(member(root_group, root), len, 7);
+                    let results = run_groups(&sizes, tuning, |ch| {
+                        let role = role_in(ch, root_group, root);
+                        let mut buffer = if role == inter::Role::Root { expected.clone() } else { vec![0xEE; len] };
+                        ch.run(inter::bcast(&ch.port(), &mut buffer, role)).unwrap();
+                        (role, buffer)
+                    });
+                    for (role, buffer) in results {
+                        let wanted = if role == inter::Role::Idle { vec![0xEE; len] } else { expected.clone() };
+                        assert_eq!(buffer, wanted, "{sizes:?} len {len} root {root_group}/{root} {role:?} {tuning:?}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn inter_gather_and_scatter_round_trip_through_the_root() {
+    for sizes in GROUP_PAIRS {
+        for block in [0, 1, 9] {
+            for (root_group, root) in roots(sizes) {
+                let other = 1 - root_group;
+                let expected: Vec<u8> = (0..sizes[other]).flat_map(|rank| pattern(member(other, rank), block, 5)).collect();
+                let results = run_groups(&sizes, CollTuning::default(), |ch| {
+                    let role = role_in(ch, root_group, root);
+                    let mine = pattern(member(ch.group(), ch.rank()), block, 5);
+                    let mut all = if role == inter::Role::Root { vec![0xEE; block * sizes[other]] } else { Vec::new() };
+                    ch.run(inter::gather(&ch.port(), &mine, &mut all, role)).unwrap();
+                    let gathered = all.clone();
+                    let mut back = vec![0xEE; block];
+                    let mut reversed = all.clone();
+                    reversed.reverse();
+                    ch.run(inter::scatter(&ch.port(), &reversed, &mut back, role)).unwrap();
+                    (role, gathered, back)
+                });
+                for (index, (role, gathered, back)) in results.iter().enumerate() {
+                    match role {
+                        inter::Role::Root => assert_eq!(*gathered, expected, "gather {sizes:?} block {block} root {root_group}/{root}"),
+                        inter::Role::Idle => assert!(back.iter().all(|&byte| byte == 0xEE)),
+                        inter::Role::Remote { .. } => {
+                            let rank = index - if other == 0 { 0 } else { sizes[0] };
+                            let mut reversed = expected.clone();
+                            reversed.reverse();
+                            assert_eq!(*back, reversed[rank * block..(rank + 1) * block], "scatter {sizes:?} block {block} root {root_group}/{root}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn inter_gatherv_and_scatterv_use_the_roots_layout() {
+    for sizes in GROUP_PAIRS {
+        for (root_group, root) in roots(sizes) {
+            let other = 1 - root_group;
+            let (blocks, total) = scattered_blocks(sizes[other]);
+            let results = run_groups(&sizes, CollTuning::default(), |ch| {
+                let role = role_in(ch, root_group, root);
+                let rank = ch.rank();
+                let mine = if ch.group() == other { pattern(member(other, rank), blocks[rank].len(), 6) } else { Vec::new() };
+                let mut all = if role == inter::Role::Root { vec![0xEE; total] } else { Vec::new() };
+                ch.run(inter::gatherv(&ch.port(), &mine, &mut all, &blocks, role)).unwrap();
+                let mut back = vec![0; mine.len()];
+                ch.run(inter::scatterv(&ch.port(), &all, &blocks, &mut back, role)).unwrap();
+                (role, all, back == mine)
+            });
+            let mut expected = vec![0xEE; total];
+            for rank in 0..sizes[other] {
+                expected[blocks[rank].clone()].copy_from_slice(&pattern(member(other, rank), blocks[rank].len(), 6));
+            }
+            for (role, all, round_trip) in &results {
+                if *role == inter::Role::Root {
+                    assert_eq!(*all, expected, "{sizes:?} root {root_group}/{root}");
+                }
+                assert!(round_trip, "{sizes:?} root {root_group}/{root}");
+            }
+        }
+    }
+}
+
+/// Index of thread `index` in its group, and the group.
+fn group_rank(sizes: [usize; 2], index: usize) -> (usize, usize) {
+    if index < sizes[0] {
+        (0, index)
+    } else {
+        (1, index - sizes[0])
+    }
+}
+
+#[test]
+fn inter_allgather_gives_each_group_the_others_blocks() {
+    for sizes in GROUP_PAIRS {
+        // The groups send blocks of different lengths: 3 bytes from group 0, 5 from group 1.
+        let block = [3, 5];
+        let results = run_groups(&sizes, CollTuning::default(), |ch| {
+            let other = 1 - ch.group();
+            let mine = pattern(member(ch.group(), ch.rank()), block[ch.group()], 3);
+            let mut all = vec![0xEE; block[other] * sizes[other]];
+            ch.run(inter::allgather(&ch.port(), &mine, &mut all)).unwrap();
+            all
+        });
+        for (index, all) in results.iter().enumerate() {
+            let other = 1 - group_rank(sizes, index).0;
+            let expected: Vec<u8> = (0..sizes[other]).flat_map(|rank| pattern(member(other, rank), block[other], 3)).collect();
+            assert_eq!(*all, expected, "{sizes:?} thread {index}");
+        }
+    }
+}
+
+#[test]
+fn inter_allgatherv_places_the_other_groups_blocks_at_their_offsets() {
+    for sizes in GROUP_PAIRS {
+        let results = run_groups(&sizes, CollTuning::default(), |ch| {
+            let other = 1 - ch.group();
+            let (blocks, total) = scattered_blocks(sizes[other]);
+            let mine = pattern(member(ch.group(), ch.rank()), 3 * ch.rank() + 1, 4);
+            let mut all = vec![0xEE; total];
+            ch.run(inter::allgatherv(&ch.port(), &mine, &mut all, &blocks)).unwrap();
+            all
+        });
+        for (index, all) in results.iter().enumerate() {
+            let other = 1 - group_rank(sizes, index).0;
+            let (blocks, total) = scattered_blocks(sizes[other]);
+            let mut expected = vec![0xEE; total];
+            for rank in 0..sizes[other] {
+                expected[blocks[rank].clone()].copy_from_slice(&pattern(member(other, rank), blocks[rank].len(), 4));
+            }
+            assert_eq!(*all, expected, "{sizes:?} thread {index}");
+        }
+    }
+}
+
+#[test]
+fn inter_alltoall_transposes_blocks_between_the_groups() {
+    for sizes in GROUP_PAIRS {
+        let block = [2, 7];
+        let results = run_groups(&sizes, CollTuning::default(), |ch| {
+            let other = 1 - ch.group();
+            let send = pattern(member(ch.group(), ch.rank()), block[ch.group()] * sizes[other], 8);
+            let mut recv = vec![0xEE; block[other] * sizes[other]];
+            ch.run(inter::alltoall(&ch.port(), &send, &mut recv)).unwrap();
+            recv
+        });
+        for (index, recv) in results.iter().enumerate() {
+            let (group, rank) = group_rank(sizes, index);
+            let other = 1 - group;
+            for sender in 0..sizes[other] {
+                let sent = pattern(member(other, sender), block[other] * sizes[group], 8);
+                let b = block[other];
+                assert_eq!(recv[sender * b..(sender + 1) * b], sent[rank * b..(rank + 1) * b], "{sizes:?} thread {index} from {sender}");
+            }
+        }
+    }
+}
+
+#[test]
+fn inter_alltoallv_moves_blocks_of_varying_sizes() {
+    // Rank s of group g sends s + 2d + g bytes to remote rank d, at reversed offsets on both sides.
+    let layout = |count: usize, len_of: &dyn Fn(usize) -> usize| -> (Vec<Range<usize>>, usize) {
+        let mut blocks = vec![0..0; count];
+        let mut offset = 1;
+        for peer in (0..count).rev() {
+            blocks[peer] = offset..offset + len_of(peer);
+            offset += len_of(peer);
+        }
+        (blocks, offset)
+    };
+    for sizes in GROUP_PAIRS {
+        let results = run_groups(&sizes, CollTuning::default(), |ch| {
+            let (group, rank) = (ch.group(), ch.rank());
+            let other = 1 - group;
+            let (send_blocks, send_len) = layout(sizes[other], &|dest| rank + 2 * dest + group);
+            let (recv_blocks, recv_len) = layout(sizes[other], &|source| source + 2 * rank + other);
+            let send = pattern(member(group, rank), send_len, 9);
+            let mut recv = vec![0xEE; recv_len];
+            ch.run(inter::alltoallv(&ch.port(), &send, &send_blocks, &mut recv, &recv_blocks)).unwrap();
+            (recv, recv_blocks)
+        });
+        for (index, (recv, recv_blocks)) in results.iter().enumerate() {
+            let (group, rank) = group_rank(sizes, index);
+            let other = 1 - group;
+            for sender in 0..sizes[other] {
+                let (send_blocks, send_len) = layout(sizes[group], &|dest| sender + 2 * dest + other);
+                let sent = pattern(member(other, sender), send_len, 9);
+                assert_eq!(recv[recv_blocks[sender].clone()], sent[send_blocks[rank].clone()], "{sizes:?} thread {index} from {sender}");
+            }
+        }
+    }
+}
+
+fn group_inputs(operation: &Operation, sizes: [usize; 2], elements: usize) -> [Vec<Vec<u8>>; 2] {
+    std::array::from_fn(|group| (0..sizes[group]).map(|rank| pattern(member(group, rank), elements * operation.element_size, 10)).collect())
+}
+
+#[test]
+fn inter_reduce_applies_the_operation_over_the_other_group_in_rank_order() {
+    for operation in &OPERATIONS {
+        for sizes in GROUP_PAIRS {
+            for elements in [0, 1, 5] {
+                let inputs = group_inputs(operation, sizes, elements);
+                for (root_group, root) in roots(sizes) {
+                    let results = run_groups(&sizes, CollTuning::default(), |ch| {
+                        let role = role_in(ch, root_group, root);
+                        let mut data = if role == inter::Role::Root { vec![0xEE; elements * operation.element_size] } else { inputs[ch.group()][ch.rank()].clone() };
+                        ch.run(inter::reduce(&ch.port(), &mut data, operation.element_size, &operation.combine, operation.commutative, role)).unwrap();
+                        (role, data)
+                    });
+                    let expected = reference(operation, &inputs[1 - root_group]);
+                    let at_root = results.iter().find(|(role, _)| *role == inter::Role::Root).unwrap();
+                    assert_eq!(at_root.1, expected, "{sizes:?} elements {elements} root {root_group}/{root} commutative {}", operation.commutative);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn inter_allreduce_gives_each_group_the_other_groups_result() {
+    for tuning in tunings() {
+        for operation in &OPERATIONS {
+            for sizes in GROUP_PAIRS {
+                for elements in [0, 1, 37] {
+                    let inputs = group_inputs(operation, sizes, elements);
+                    let results = run_groups(&sizes, tuning, |ch| {
+                        let mut data = inputs[ch.group()][ch.rank()].clone();
+                        ch.run(inter::allreduce(&ch.port(), &mut data, operation.element_size, &operation.combine, operation.commutative)).unwrap();
+                        data
+                    });
+                    for (index, data) in results.iter().enumerate() {
+                        let other = 1 - group_rank(sizes, index).0;
+                        assert_eq!(*data, reference(operation, &inputs[other]), "{sizes:?} elements {elements} thread {index} commutative {} {tuning:?}", operation.commutative);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn inter_reduce_scatter_scatters_the_other_groups_result() {
+    for operation in &OPERATIONS {
+        for sizes in GROUP_PAIRS {
+            // Both groups reduce vectors of 12 elements, cut differently: 0, 1, 2, ... and the rest last.
+            let total = 12;
+            let counts_of = |group: usize| -> Vec<usize> {
+                let mut counts: Vec<usize> = (0..sizes[group]).collect();
+                counts[sizes[group] - 1] = total - counts[..sizes[group] - 1].iter().sum::<usize>();
+                counts
+            };
+            let inputs = group_inputs(operation, sizes, total);
+            let results = run_groups(&sizes, CollTuning::default(), |ch| {
+                let counts = counts_of(ch.group());
+                let mut data = inputs[ch.group()][ch.rank()].clone();
+                let mut out = vec![0xEE; counts[ch.rank()] * operation.element_size];
+                ch.run(inter::reduce_scatter(&ch.port(), &mut data, &counts, operation.element_size, &operation.combine, operation.commutative, &mut out)).unwrap();
+                out
+            });
+            for (index, out) in results.iter().enumerate() {
+                let (group, rank) = group_rank(sizes, index);
+                let counts = counts_of(group);
+                let expected = reference(operation, &inputs[1 - group]);
+                let offset = counts[..rank].iter().sum::<usize>() * operation.element_size;
+                assert_eq!(*out, expected[offset..offset + counts[rank] * operation.element_size], "{sizes:?} thread {index} commutative {}", operation.commutative);
+            }
+        }
+    }
+}
+
+#[test]
+fn inter_reduce_scatter_block_gives_each_rank_its_block() {
+    for operation in &OPERATIONS {
+        for sizes in GROUP_PAIRS {
+            // Vectors as long in both groups: a multiple of both sizes.
+            let total = sizes[0] * sizes[1] * 2;
+            let inputs = group_inputs(operation, sizes, total);
+            let results = run_groups(&sizes, CollTuning::default(), |ch| {
+                let block = total / sizes[ch.group()] * operation.element_size;
+                let mut data = inputs[ch.group()][ch.rank()].clone();
+                let mut out = vec![0xEE; block];
+                ch.run(inter::reduce_scatter_block(&ch.port(), &mut data, operation.element_size, &operation.combine, operation.commutative, &mut out)).unwrap();
+                out
+            });
+            for (index, out) in results.iter().enumerate() {
+                let (group, rank) = group_rank(sizes, index);
+                let block = total / sizes[group] * operation.element_size;
+                let expected = reference(operation, &inputs[1 - group]);
+                assert_eq!(*out, expected[rank * block..(rank + 1) * block], "{sizes:?} thread {index}");
+            }
+        }
+    }
+}
+
+#[test]
+fn inter_bad_arguments_are_rejected_before_any_message() {
+    let results = run_groups(&[2, 1], CollTuning::default(), |ch| {
+        let mut buffer = [0u8; 4];
+        let port = ch.port();
+        let bad_root = ch.run(inter::bcast(&port, &mut buffer, inter::Role::Remote { root: port.remote_size() }));
+        let bad_elements = ch.run(inter::allreduce(&port, &mut buffer, 3, &sum, true));
+        let bad_blocks = ch.run(inter::gatherv(&port, &[], &mut buffer, &vec![0..9; port.remote_size()], inter::Role::Root));
+        (bad_root, bad_elements, bad_blocks)
+    });
+    for result in results {
+        assert_eq!(result, (Err(MPI_ERR_ROOT), Err(MPI_ERR_ARG), Err(MPI_ERR_BUFFER)));
     }
 }
