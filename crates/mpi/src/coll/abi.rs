@@ -153,7 +153,16 @@ where
 #[inline(always)]
 fn run_schedule<F: Future<Output = Outcome>>(rt: &mut Runtime, start: Start, build: impl FnOnce(&Start) -> MpiResult<F>) -> MpiResult<()> {
     let comm = start.comm;
-    let schedule = pin!(build(&start)?);
+    // The schedule is pinned where `build` put it: taking it out of the Result first would copy
+    // the whole future (hundreds of bytes), a good part of a small collective's cost.
+    let mut built = pin!(build(&start));
+    // SAFETY: `built` stays pinned; only the future inside it is handed on, pinned too, and an
+    // error holds no future to move.
+    let schedule = match unsafe { built.as_mut().get_unchecked_mut() } {
+        // SAFETY: as above: the future lives, unmoved, inside the pinned Result.
+        Ok(future) => unsafe { Pin::new_unchecked(future) },
+        Err(failure) => return Err(failure.clone()),
+    };
     let (port, route) = start.into_route();
     let outcome = drive::run_blocking(&mut rt.engine, &mut rt.coll_spare, port, route, schedule).map_err(|e| engine_error(comm, e))?;
     outcome.map_err(failed(comm))
