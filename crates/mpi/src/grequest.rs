@@ -132,10 +132,16 @@ pub(crate) fn any_live() -> bool {
 
 /// After a call that returned `code`: runs the free functions of the generalized requests it
 /// freed. A failed free function becomes the call's error if it had none.
+#[inline]
 pub(crate) fn run_frees(function: &str, code: c_int) -> c_int {
     if LIVE.load(Ordering::Relaxed) == 0 {
         return code;
     }
+    run_due_frees(function, code)
+}
+
+#[cold]
+fn run_due_frees(function: &str, code: c_int) -> c_int {
     let freed = runtime::try_with(|rt| rt.requests.take_freed_generalized()).unwrap_or_default();
     let mut failed = MPI_SUCCESS;
     for generalized in freed {

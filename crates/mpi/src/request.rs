@@ -504,6 +504,7 @@ fn status_at(statuses: *mut MPI_Status, index: usize) -> *mut MPI_Status {
 }
 
 /// Whether the handle refers to an operation that can complete (not null, not inactive).
+#[inline]
 fn is_active(rt: &mut Runtime, request: MPI_Request) -> MpiResult<bool> {
     if request == MPI_REQUEST_NULL {
         return Ok(false);
