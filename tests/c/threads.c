@@ -1,7 +1,8 @@
 /* MPI_THREAD_MULTIPLE: several threads per rank call MPI at the same time: ping-pongs between
  * the same-numbered threads of paired ranks, on MPI_COMM_WORLD (told apart by tag) and on a
  * communicator of their own; probes; collectives on each thread's own communicator; concurrent
- * waits on requests of one communicator. */
+ * waits on requests of one communicator; communicators made by every thread at once (MPI_Comm_dup
+ * and MPI_Comm_idup), each with a context of its own. */
 #include <pthread.h>
 #include <string.h>
 
@@ -103,6 +104,33 @@ static void *waiter(void *arg)
     return NULL;
 }
 
+/* Thread `arg` makes communicators from its own while the other threads do the same: each must
+ * get a context of its own, so the same tag on all of them never crosses between threads. */
+static void *creator(void *arg)
+{
+    int t = (int)(long)arg;
+    for (int round = 0; round < 6; round++) {
+        MPI_Comm made;
+        if (round % 2) {
+            MPI_Request request;
+            MPI_Comm_idup(thread_comm[t], &made, &request);
+            MPI_Wait(&request, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Comm_dup(thread_comm[t], &made);
+        }
+        int mine = 1000 * t + round, got = -1, partner = rank ^ 1;
+        if (partner < size) {
+            MPI_Sendrecv(&mine, 1, MPI_INT, partner, 7, &got, 1, MPI_INT, partner, 7, made, MPI_STATUS_IGNORE);
+            CHECK(got == mine, "thread %d, round %d: got %d from another thread's communicator", t, round, got);
+        }
+        int sum = 0;
+        MPI_Allreduce(&mine, &sum, 1, MPI_INT, MPI_SUM, made);
+        CHECK(sum == mine * size, "thread %d, round %d: allreduce gave %d", t, round, sum);
+        MPI_Comm_free(&made);
+    }
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     int provided, i;
@@ -127,6 +155,9 @@ int main(int argc, char **argv)
     } else {
         MPI_Barrier(MPI_COMM_WORLD);
     }
+
+    for (i = 0; i < THREADS; i++) pthread_create(&threads[i], NULL, creator, (void *)(long)i);
+    for (i = 0; i < THREADS; i++) pthread_join(threads[i], NULL);
 
     for (i = 0; i < THREADS; i++) MPI_Comm_free(&thread_comm[i]);
     report_ok("threads");
