@@ -13,6 +13,7 @@
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
+use super::construct::{from_bytes, to_bytes};
 use crate::coll::algorithms;
 use crate::coll::port::Port;
 use crate::consts::MPI_ERR_INTERN;
@@ -41,6 +42,18 @@ impl Taken {
         candidate >= self.floor && candidate.checked_add(span).is_some_and(|end| end <= ID_LIMIT) && self.above.range(candidate..candidate + span).next().is_none()
     }
 
+    /// Takes `span` ids from `candidate` on if none of them is taken; whether it did.
+    fn try_take(&mut self, candidate: u32, span: u32) -> bool {
+        if !self.is_free(candidate, span) {
+            return false;
+        }
+        self.above.extend(candidate..candidate + span);
+        while self.above.remove(&self.floor) {
+            self.floor += 1;
+        }
+        true
+    }
+
     /// The first id from `from` on with `span` free ids (ID_LIMIT when there is none).
     fn first_free(&self, from: u32, span: u32) -> u32 {
         let mut candidate = from.max(self.floor);
@@ -67,18 +80,7 @@ impl ContextIds {
 
     /// Takes `span` ids from `candidate` on if none of them is taken; whether it did.
     pub fn try_take(&self, candidate: u32, span: u32) -> bool {
-        let mut taken = self.taken();
-        if !taken.is_free(candidate, span) {
-            return false;
-        }
-        taken.above.extend(candidate..candidate + span);
-        loop {
-            let floor = taken.floor;
-            if !taken.above.remove(&floor) {
-                return true;
-            }
-            taken.floor += 1;
-        }
+        self.taken().try_take(candidate, span)
     }
 
     /// Gives back ids taken for an agreement that failed.
@@ -106,14 +108,6 @@ pub struct Report {
 impl Report {
     pub fn words(self) -> [u32; 2] {
         [u32::from(self.took), self.next]
-    }
-
-    pub fn to_bytes(self) -> [u8; 8] {
-        let [took, next] = self.words();
-        let mut bytes = [0u8; 8];
-        bytes[..4].copy_from_slice(&took.to_le_bytes());
-        bytes[4..].copy_from_slice(&next.to_le_bytes());
-        bytes
     }
 
     pub fn from_words(words: &[u32]) -> Report {
@@ -162,8 +156,9 @@ pub fn verdict(candidate: u32, combined: Report, key: u64, attempt: u32) -> Resu
 
 /// This member's report on `candidate`: takes it if it is still free here.
 pub fn report(ids: &ContextIds, candidate: u32, span: u32) -> Report {
-    let took = ids.try_take(candidate, span);
-    Report { took, next: ids.taken().first_free(candidate.saturating_add(1), span) }
+    let mut taken = ids.taken();
+    let took = taken.try_take(candidate, span);
+    Report { took, next: taken.first_free(candidate.saturating_add(1), span) }
 }
 
 /// One confirmation round's end for this member: the id, or the next candidate (then the
@@ -198,22 +193,18 @@ pub async fn agree(port: &Port, ids: &ContextIds, proposal: u32, span: u32, key:
 /// over the remote group (the leaders swap their groups' reports and broadcast the other's).
 async fn combine(port: &Port, mine: Report) -> Result<Report, i32> {
     let mut all = vec![0u8; 8 * port.size()];
-    algorithms::allgather(port, &mine.to_bytes(), &mut all).await?;
-    let ours = Report::combine(&words_of(&all));
+    algorithms::allgather(port, &to_bytes(&mine.words()), &mut all).await?;
+    let ours = Report::combine(&from_bytes(&all));
     if port.remote_size() == 0 {
         return Ok(ours);
     }
     let mut theirs = [0u8; 8];
     if port.rank() == 0 {
         let leader = port.remote(0);
-        port.sendrecv(leader, &ours.to_bytes(), leader, &mut theirs).await?;
+        port.sendrecv(leader, &to_bytes(&ours.words()), leader, &mut theirs).await?;
     }
     algorithms::bcast(port, &mut theirs, 0).await?;
-    Ok(ours.and(Report::combine(&words_of(&theirs))))
-}
-
-fn words_of(bytes: &[u8]) -> Vec<u32> {
-    bytes.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+    Ok(ours.and(Report::combine(&from_bytes(&theirs))))
 }
 
 /// The confirmation rounds of [`agree`] for callers that exchange the reports themselves (between

@@ -42,9 +42,10 @@ impl ComingComm {
             Some(id) => {
                 let original = &prototype.shared;
                 let me = original.members[original.rank as usize];
-                let shared = match original.is_inter() {
-                    true => CommShared::new_inter(original.members.clone(), original.peers.clone(), me, id),
-                    false => CommShared::new(original.members.clone(), me, id),
+                let shared = if original.is_inter() {
+                    CommShared::new_inter(original.members.clone(), original.peers.clone(), me, id)
+                } else {
+                    CommShared::new(original.members.clone(), me, id)
                 };
                 rt.comms.fill(handle, Some(Comm { shared: Arc::new(shared), ..prototype }));
             }
@@ -98,11 +99,9 @@ fn start(comm: MPI_Comm) -> MpiResult<(MPI_Comm, MPI_Request)> {
         let coming = ComingComm { handle, agreed, prototype };
         Ok(Some(rt.requests.insert(Pending::collective(comm, outcome).with_coming(coming))))
     });
-    match (launched, copied) {
-        (Ok(Some(request)), _) => Ok((handle, request)),
-        (Ok(None), Err(failure)) | (Err(failure), _) => Err(failure),
-        (Ok(None), Ok(())) => unreachable!("the request is made whenever the copies succeeded"),
-    }
+    let request = launched?;
+    copied?;
+    Ok((handle, request.expect("the request is made whenever the copies succeeded")))
 }
 
 #[no_mangle]
