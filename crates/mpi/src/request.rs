@@ -359,8 +359,7 @@ impl RequestTable {
     /// The live request in `request`'s slot.
     #[inline]
     fn slot_mut(&mut self, request: MPI_Request) -> Option<&mut Pending> {
-        let index = usize::try_from(request).ok()?.checked_sub(1)?;
-        self.slots.get_mut(index)?.as_mut()
+        self.slots.get_mut(slot_index(request)?)?.as_mut()
     }
 
     #[inline]
@@ -368,7 +367,7 @@ impl RequestTable {
         if request == COMPLETED_SEND {
             return Some(Pending::completed(MPI_COMM_WORLD, Completion::SENT));
         }
-        let index = usize::try_from(request).ok()?.checked_sub(1)?;
+        let index = slot_index(request)?;
         let taken = self.slots.get_mut(index)?.take();
         if taken.is_some() {
             self.free.push(index as u32);
@@ -380,24 +379,25 @@ impl RequestTable {
     /// a persistent one (inactive). Returns the completion, the handle's new value, and the
     /// communicator an MPI_Comm_idup request completes.
     fn retire(&mut self, request: MPI_Request, completion: Completion) -> (Completion, MPI_Request, Option<Box<ComingComm>>) {
-        if let Some(pending) = self.slot_mut(request) {
+        let Some(index) = slot_index(request) else { return (completion, MPI_REQUEST_NULL, None) };
+        if let Some(Some(pending)) = self.slots.get_mut(index) {
             if pending.persistent.is_some() {
                 pending.done = None;
                 return (completion, request, None);
             }
         }
-        let coming = self.retire_released(request);
-        (completion, MPI_REQUEST_NULL, coming)
+        (completion, MPI_REQUEST_NULL, self.release(index))
     }
 
     /// Frees `request`; a generalized request's free function is then due (see
     /// [`RequestTable::take_freed_generalized`]). Returns MPI_Comm_idup's communicator.
-    #[inline]
     pub(crate) fn retire_released(&mut self, request: MPI_Request) -> Option<Box<ComingComm>> {
-        if request == COMPLETED_SEND {
-            return None;
-        }
-        let index = usize::try_from(request).ok()?.checked_sub(1)?;
+        self.release(slot_index(request)?)
+    }
+
+    /// [`RequestTable::retire_released`] of the request in slot `index`.
+    #[inline]
+    fn release(&mut self, index: usize) -> Option<Box<ComingComm>> {
         let slot = self.slots.get_mut(index)?;
         let pending = slot.as_mut()?;
         // The rare parts are taken out in place; the request itself is dropped where it lies.
@@ -456,6 +456,13 @@ impl RequestTable {
         }
         Ok(())
     }
+}
+
+/// The slot of handle `request` (handle = slot index + 1); [`COMPLETED_SEND`] names a slot that
+/// never exists.
+#[inline]
+fn slot_index(request: MPI_Request) -> Option<usize> {
+    usize::try_from(request).ok()?.checked_sub(1)
 }
 
 #[cold]
