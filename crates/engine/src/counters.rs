@@ -57,12 +57,35 @@ impl TransportTraffic {
 }
 
 /// The counters of one peer: its messages, and the frames of the direct transport that reaches it.
-/// One cache line, so that a message touches one line of counters.
+/// An eager message that is one frame of that transport (the small-message fast paths) is counted
+/// once, in `single`, and added to both when read: half the additions on the hot path, and one
+/// cache line touched.
 #[repr(C, align(64))]
 #[derive(Debug, Clone, Copy, Default)]
 struct PeerCounters {
+    single: TransportTraffic,
     messages: PeerTraffic,
     frames: TransportTraffic,
+}
+
+impl PeerCounters {
+    /// Messages, with those counted in `single`.
+    fn messages(&self) -> PeerTraffic {
+        PeerTraffic {
+            messages_sent: self.messages.messages_sent + self.single.frames_sent,
+            bytes_sent: self.messages.bytes_sent + self.single.bytes_sent,
+            messages_received: self.messages.messages_received + self.single.frames_received,
+            bytes_received: self.messages.bytes_received + self.single.bytes_received,
+        }
+    }
+
+    /// Frames, with those counted in `single`.
+    fn frames(&self) -> TransportTraffic {
+        let mut frames = self.frames;
+        frames.sent(self.single.frames_sent, self.single.bytes_sent);
+        frames.received(self.single.frames_received, self.single.bytes_received);
+        frames
+    }
 }
 
 /// Every counter of one engine.
@@ -102,9 +125,7 @@ impl Counters {
     #[inline(always)]
     pub(crate) fn eager_sent_now(&mut self, peer: PeerId, bytes: usize) {
         if let Some(counters) = self.peers.get_mut(peer as usize) {
-            counters.messages.messages_sent += 1;
-            counters.messages.bytes_sent += bytes as u64;
-            counters.frames.sent(1, bytes as u64);
+            counters.single.sent(1, bytes as u64);
         }
     }
 
@@ -112,9 +133,7 @@ impl Counters {
     #[inline(always)]
     pub(crate) fn eager_received(&mut self, peer: PeerId, bytes: usize) {
         if let Some(counters) = self.peers.get_mut(peer as usize) {
-            counters.messages.messages_received += 1;
-            counters.messages.bytes_received += bytes as u64;
-            counters.frames.received(1, bytes as u64);
+            counters.single.received(1, bytes as u64);
         }
     }
 
@@ -214,8 +233,9 @@ impl Counters {
         let mut transports = vec![TransportTraffic::default(); names.len()];
         for (peer, counters) in self.peers.iter().enumerate() {
             if let Some(traffic) = direct_route(peer as PeerId).and_then(|transport| transports.get_mut(transport)) {
-                traffic.sent(counters.frames.frames_sent, counters.frames.bytes_sent);
-                traffic.received(counters.frames.frames_received, counters.frames.bytes_received);
+                let frames = counters.frames();
+                traffic.sent(frames.frames_sent, frames.bytes_sent);
+                traffic.received(frames.frames_received, frames.bytes_received);
             }
         }
         let rails = transports.iter_mut().skip(self.rail_base);
@@ -223,9 +243,10 @@ impl Counters {
             traffic.sent(sent.frames_sent, sent.bytes_sent);
             traffic.received(received.frames_received, received.bytes_received);
         }
-        let messages_sent: u64 = self.peers.iter().map(|counters| counters.messages.messages_sent).sum();
+        let peers: Vec<PeerTraffic> = self.peers.iter().map(PeerCounters::messages).collect();
+        let messages_sent: u64 = peers.iter().map(|traffic| traffic.messages_sent).sum();
         CounterValues {
-            peers: self.peers.iter().map(|counters| counters.messages).collect(),
+            peers,
             transports,
             transport_names: names,
             eager_sends: messages_sent - self.rendezvous_sends,
@@ -279,9 +300,10 @@ mod tests {
     }
 
     #[test]
-    fn a_peers_counters_fill_one_cache_line() {
-        assert_eq!(std::mem::size_of::<PeerCounters>(), 64);
+    fn a_small_message_touches_one_cache_line_of_counters() {
         assert_eq!(std::mem::align_of::<PeerCounters>(), 64);
+        assert_eq!(std::mem::offset_of!(PeerCounters, single), 0);
+        assert!(std::mem::size_of::<TransportTraffic>() <= 64);
     }
 
     #[test]

@@ -292,6 +292,15 @@ impl Frame {
         writer.header
     }
 
+    /// A plain EAGER header, written in place: what [`Frame::encode`] writes for
+    /// `Frame::Eager { context, tag }`, without the general encoder on the send hot path.
+    #[inline(always)]
+    pub(crate) fn eager_bytes(context: u32, tag: i32) -> [u8; EAGER_HEADER] {
+        let [c0, c1, c2, c3] = context.to_le_bytes();
+        let [t0, t1, t2, t3] = tag.to_le_bytes();
+        [EAGER, c0, c1, c2, c3, t0, t1, t2, t3]
+    }
+
     /// The context and tag of a plain EAGER header, read in place: the commonest frame skips the
     /// general decoder on the receive hot path. `None` for any other header.
     #[inline(always)]
@@ -354,6 +363,9 @@ mod tests {
                 _ => None,
             };
             assert_eq!(Frame::eager_fields(header.as_bytes()), in_place, "{frame:?}");
+            if let Frame::Eager { context, tag } = frame {
+                assert_eq!(Frame::eager_bytes(context, tag).as_slice(), header.as_bytes());
+            }
         }
         assert_eq!(Frame::EagerSync { context: 0, tag: 0, sender: 0 }.encode().as_bytes().len(), EAGER_HEADER_MAX);
         assert_eq!(Frame::Data { receiver: 0, offset: 0 }.encode().as_bytes().len(), DATA_HEADER);

@@ -359,13 +359,14 @@ unsafe fn nonblocking(function: &str, op: Operation, request: *mut MPI_Request) 
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Send(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
-    if crate::threaded::active() {
-        // SAFETY: MPI_Send's arguments, passed on.
-        return unsafe { crate::threaded::send(MPI_Isend, buf, count, datatype, dest, tag, comm) };
-    }
+    // The fast path never waits, so it needs no threaded form.
     // SAFETY: MPI's rule for MPI_Send: `buf` holds `count` elements of `datatype`.
     if unsafe { send_now(buf, count, datatype, dest, tag, comm) } {
         return MPI_SUCCESS;
+    }
+    if crate::threaded::active() {
+        // SAFETY: MPI_Send's arguments, passed on.
+        return unsafe { crate::threaded::send(MPI_Isend, buf, count, datatype, dest, tag, comm) };
     }
     blocking_send("MPI_Send", send_operation(buf, count, datatype, dest, tag, comm, SendMode::Standard))
 }

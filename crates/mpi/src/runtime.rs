@@ -9,7 +9,7 @@
 
 use std::cell::UnsafeCell;
 use std::ffi::{c_char, c_int};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::thread::ThreadId;
 
@@ -56,12 +56,11 @@ pub struct Runtime {
 }
 
 /// The state, and what keeps two threads out of it. Below MPI_THREAD_MULTIPLE the application
-/// guarantees that no two threads are inside MPI at once, so no lock is taken and `in_use` only
-/// catches re-entry (a bug: a callback calling MPI). At MPI_THREAD_MULTIPLE, or with a progress
-/// thread, every access takes `lock` first.
+/// guarantees that no two threads are inside MPI at once, so no lock is taken and the IN_USE bit
+/// of [`ENTRY`] only catches re-entry (a bug: a callback calling MPI). At MPI_THREAD_MULTIPLE, or
+/// with a progress thread, every access takes `lock` first.
 struct RuntimeCell {
     lock: Mutex<()>,
-    in_use: AtomicBool,
     state: UnsafeCell<Option<Runtime>>,
 }
 
@@ -70,7 +69,7 @@ struct RuntimeCell {
 // own synchronisation between its calls orders every access.
 unsafe impl Sync for RuntimeCell {}
 
-static RUNTIME: RuntimeCell = RuntimeCell { lock: Mutex::new(()), in_use: AtomicBool::new(false), state: UnsafeCell::new(None) };
+static RUNTIME: RuntimeCell = RuntimeCell { lock: Mutex::new(()), state: UnsafeCell::new(None) };
 
 const NOT_INITIALIZED: u8 = 0;
 const RUNNING: u8 = 1;
@@ -80,17 +79,26 @@ static PHASE: AtomicU8 = AtomicU8::new(NOT_INITIALIZED);
 /// The progress thread, when BRAID_PROGRESS_THREAD asks for one.
 static PROGRESS_THREAD: Mutex<Option<ProgressThread>> = Mutex::new(None);
 
-/// Whether calls must take the lock (MPI_THREAD_MULTIPLE, or a progress thread).
-static LOCKING: AtomicBool = AtomicBool::new(false);
+/// How calls enter the state, as bits: LOCKING (calls must take the lock: MPI_THREAD_MULTIPLE,
+/// or a progress thread) and IN_USE (a call is inside). One byte, so that the common case
+/// (neither) is one load and one store on the way in and one store on the way out. With
+/// LOCKING set, the IN_USE bit only changes under the lock.
+static ENTRY: AtomicU8 = AtomicU8::new(0);
+const LOCKING: u8 = 1;
+const IN_USE: u8 = 2;
 
 /// Marks the state in use for as long as it lives.
 struct Entered<'a> {
     _lock: Option<MutexGuard<'a, ()>>,
+    /// What [`ENTRY`] was on the way in.
+    restore: u8,
 }
 
 impl Drop for Entered<'_> {
+    #[inline]
     fn drop(&mut self) {
-        RUNTIME.in_use.store(false, Ordering::Relaxed);
+        // Runs before the guard is dropped, so under LOCKING this store is still made under the lock.
+        ENTRY.store(self.restore, Ordering::Relaxed);
     }
 }
 
@@ -98,16 +106,24 @@ impl Drop for Entered<'_> {
 /// false); None when it is in use (re-entry) or the lock is busy and `wait` is false.
 #[inline]
 fn enter(wait: bool) -> Option<Entered<'static>> {
-    let lock = if LOCKING.load(Ordering::Relaxed) {
-        Some(if wait { RUNTIME.lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) } else { RUNTIME.lock.try_lock().ok()? })
-    } else {
-        None
-    };
-    if RUNTIME.in_use.load(Ordering::Relaxed) {
+    if ENTRY.load(Ordering::Relaxed) == 0 {
+        ENTRY.store(IN_USE, Ordering::Relaxed);
+        return Some(Entered { _lock: None, restore: 0 });
+    }
+    enter_locking(wait)
+}
+
+#[cold]
+fn enter_locking(wait: bool) -> Option<Entered<'static>> {
+    if ENTRY.load(Ordering::Relaxed) & LOCKING == 0 {
         return None;
     }
-    RUNTIME.in_use.store(true, Ordering::Relaxed);
-    Some(Entered { _lock: lock })
+    let lock = if wait { RUNTIME.lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) } else { RUNTIME.lock.try_lock().ok()? };
+    if ENTRY.load(Ordering::Relaxed) & IN_USE != 0 {
+        return None;
+    }
+    ENTRY.store(LOCKING | IN_USE, Ordering::Relaxed);
+    Some(Entered { _lock: Some(lock), restore: LOCKING })
 }
 
 /// The state, while `_entered` is held.
@@ -120,10 +136,38 @@ unsafe fn state<'a>(_entered: &'a mut Entered<'static>) -> &'a mut Option<Runtim
     unsafe { &mut *RUNTIME.state.get() }
 }
 
+/// Marks the state in use while LOCKING is clear, for as long as it lives: the common case of
+/// [`with`], kept apart from [`Entered`] so that it holds no guard to test on the way out.
+struct InUse;
+
+impl Drop for InUse {
+    #[inline]
+    fn drop(&mut self) {
+        ENTRY.store(0, Ordering::Relaxed);
+    }
+}
+
 /// Runs `f` on the state; an error if MPI is not running.
 #[inline]
 pub fn with<R>(f: impl FnOnce(&mut Runtime) -> MpiResult<R>) -> MpiResult<R> {
-    let Some(mut entered) = enter(true) else { reentered() };
+    if ENTRY.load(Ordering::Relaxed) != 0 {
+        return with_locking(f);
+    }
+    ENTRY.store(IN_USE, Ordering::Relaxed);
+    let _in_use = InUse;
+    // SAFETY: with LOCKING clear only one thread calls MPI at a time (MPI_THREAD_SERIALIZED at
+    // most), and IN_USE keeps re-entry out, so this is the only reference to the state until
+    // `_in_use` is dropped at the end of this call.
+    match unsafe { &mut *RUNTIME.state.get() }.as_mut() {
+        Some(rt) => f(rt),
+        None => Err(not_running()),
+    }
+}
+
+/// [`with`] when the state is in use or calls must take the lock.
+#[inline(never)]
+fn with_locking<R>(f: impl FnOnce(&mut Runtime) -> MpiResult<R>) -> MpiResult<R> {
+    let Some(mut entered) = enter_locking(true) else { reentered() };
     // SAFETY: `entered` is the only one, and the reference dies with this call.
     match unsafe { state(&mut entered) }.as_mut() {
         Some(rt) => f(rt),
@@ -186,7 +230,7 @@ fn reentered() -> ! {
 /// blocking calls then wait without holding the state.
 #[inline]
 pub fn is_locking() -> bool {
-    LOCKING.load(Ordering::Relaxed)
+    ENTRY.load(Ordering::Relaxed) & LOCKING != 0
 }
 
 #[cold]
@@ -259,11 +303,11 @@ fn initialize(required: c_int) -> MpiResult<c_int> {
         main_thread: std::thread::current().id(),
     };
     if provided == MPI_THREAD_MULTIPLE {
-        LOCKING.store(true, Ordering::Relaxed);
+        ENTRY.fetch_or(LOCKING, Ordering::Relaxed);
     }
     replace_state(Some(runtime));
     if progress_thread {
-        LOCKING.store(true, Ordering::Relaxed);
+        ENTRY.fetch_or(LOCKING, Ordering::Relaxed);
         let thread = ProgressThread::start().map_err(|e| error(MPI_COMM_WORLD, MPI_ERR_OTHER, format!("cannot start the progress thread: {e}")))?;
         *PROGRESS_THREAD.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(thread);
     }
