@@ -2,7 +2,7 @@
 # Braid against Open MPI and MPICH on this node, with bench/osu.c.
 #
 # Usage: bench/compare.sh [--full] [--reps R] [--impls "braid openmpi mpich"] [--only BENCH] [--no-plots]
-#                         [--baseline DIR]
+#                         [--baseline DIR] [--background N]
 #   (default) quick mode: R=3, every fourth power of two as message size, fewer iterations
 #   --full    R=5, every power of two, full iteration counts, plus multi-pair runs at 4 ranks
 #   --reps R  repetitions (medians are taken over them)
@@ -12,6 +12,8 @@
 #   --baseline DIR  also run "braid-before": the Braid checkout in DIR (an older commit, built with
 #             `cargo build --release -p braid-mpi -p braid-cli`), interleaved with the others, so the
 #             braid/braid-before column is the change's ratio measured under the same load
+#   --background N  keep N busy processes at nice 19 running during every benchmark (a node with a
+#             low-priority job on it); they are ended on exit
 # Needs for Braid: `cargo build --release` (bin/braidcc, target/release/braid, libbraid.so).
 #
 # The implementations run INTERLEAVED so that drifting machine load hits all of them alike:
@@ -36,6 +38,7 @@ IMPLS="braid openmpi mpich"
 ONLY=""
 PLOTS=1
 BASELINE=""
+BACKGROUND=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --full) MODE=full ;;
@@ -44,6 +47,7 @@ while [ $# -gt 0 ]; do
     --no-plots) PLOTS=0 ;;
     --only) ONLY="$2"; PLOTS=0; shift ;;
     --baseline) BASELINE="$(cd "$2" && pwd)"; IMPLS="$IMPLS braid-before"; PLOTS=0; shift ;;
+    --background) BACKGROUND="$2"; PLOTS=0; shift ;;
     -h | --help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -52,7 +56,12 @@ done
 [ -z "$REPS" ] && { [ "$MODE" = full ] && REPS=5 || REPS=3; }
 RUN_TIMEOUT=180
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/braid-bench.XXXXXX")"
-trap 'rm -rf "$WORK"' EXIT
+BUSY_PIDS=()
+trap '[ "${#BUSY_PIDS[@]}" -gt 0 ] && kill "${BUSY_PIDS[@]}" 2>/dev/null; rm -rf "$WORK"' EXIT
+for _ in $(seq 1 "$BACKGROUND"); do
+    nice -n 19 sh -c 'while :; do :; done' &
+    BUSY_PIDS+=("$!")
+done
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 # build IMPL: compiles osu.c with that implementation's wrapper into $WORK/osu-IMPL.
@@ -117,7 +126,7 @@ fi
 
 RAW="$WORK/raw.csv"
 echo "impl,rep,bench,ranks,size,value,unit" >"$RAW"
-echo "# compare.sh: mode=$MODE reps=$REPS implementations=${AVAILABLE[*]} cores=$(nproc) $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+echo "# compare.sh: mode=$MODE reps=$REPS implementations=${AVAILABLE[*]} cores=$(nproc) background=$BACKGROUND $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 for entry in "${PLAN[@]}"; do
     read -r ranks args <<<"$entry"
     for rep in $(seq 1 "$REPS"); do
@@ -178,6 +187,24 @@ echo
             }
         }'
 } | column -t
+
+# Per-round ratios: Braid's value over each peer's from the same repetition (round), so that a
+# round where one of them landed in a slow mode shows, not only the medians.
+echo
+echo "# per-round ratios (braid/peer in each repetition): median [lowest highest] over the rounds"
+tail -n +2 "$RAW" | awk -F, '
+    { key = $3 " " $4 " " $5 " " $7; v[$1, $2, key] = $6; keys[key] = 1; impls[$1] = 1; reps[$2] = 1 }
+    END {
+        for (key in keys) for (impl in impls) {
+            if (impl == "braid") continue
+            n = 0
+            for (rep in reps) if (((("braid", rep, key) in v)) && (((impl, rep, key) in v)) && v[impl, rep, key] != 0) r[++n] = v["braid", rep, key] / v[impl, rep, key]
+            if (n == 0) continue
+            for (i = 2; i <= n; i++) { x = r[i]; j = i - 1; while (j > 0 && r[j] > x) { r[j + 1] = r[j]; j-- } r[j + 1] = x }
+            m = n % 2 ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2
+            printf "%s braid/%s %.3g [%.3g %.3g] n=%d\n", key, impl, m, r[1], r[n], n
+        }
+    }' | sort -k1,1 -k2,2n -k3,3n -k5,5 | column -t
 
 mkdir -p "$ROOT/bench/results"
 STAMP="$(date +%Y-%m-%d)"
