@@ -362,7 +362,7 @@ fn tcp_rails_over_loopback_keep_order_and_move_large_messages_intact() {
     assert_eq!(results[2], 400);
 }
 
-fn sample_pair(plan: braid_engine::sampling::SamplePlan) -> (braid_transport::Profile, Vec<usize>) {
+fn sample_pair(plan: braid_engine::sampling::SamplePlan) -> (braid_lane::Profile, Vec<usize>) {
     use braid_engine::sampling::ping_pong;
     use common::rails::{RailNet, RailTransport};
     let mut options = RailOptions::with_bandwidth(1e9);
