@@ -13,8 +13,7 @@ use std::time::{Duration, Instant};
 use braid_config::Config;
 use braid_lane::{PeerId, Profile, Sample};
 use braid_pmi::Bootstrap;
-use braid_sys::net;
-use braid_transport::tcp::TcpTransport;
+use braid_transport::tcp::{self, TcpTransport};
 use braid_transport::{profile_cache, Incoming, SendOutcome, Transport, TransportError};
 
 use crate::frame::SAMPLE;
@@ -200,7 +199,7 @@ pub type Rails = (Vec<Box<dyn Transport>>, Vec<RailCache>);
 
 /// One TCP transport per rail of `config.rails`, and where their profiles are cached.
 pub fn tcp_rails(config: &Config) -> Result<Rails, EngineError> {
-    let rails = net::rails(&config.rails).map_err(|error| EngineError::Init(format!("network rails: {error}")))?;
+    let rails = tcp::rails(&config.rails).map_err(|error| EngineError::Init(format!("network rails: {error}")))?;
     let mut transports: Vec<Box<dyn Transport>> = Vec::with_capacity(rails.len());
     let mut caches = Vec::with_capacity(rails.len());
     for rail in rails {

@@ -40,6 +40,8 @@
 //! frames that arrived whole are still delivered, then `reaches(peer)` is false and `try_send`
 //! answers `Unreachable(peer)`.
 
+mod rail_selection;
+
 use std::io::{self, IoSlice, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
 use std::os::fd::AsFd;
@@ -56,7 +58,7 @@ use braid_sys::{fd, process};
 
 use crate::{profile_cache, FrameWriter, Incoming, Payload, SendOutcome, Transport, TransportError, MAX_HEADER};
 
-pub use braid_sys::net::{rails, Rail};
+pub use rail_selection::{rails, Rail, MANAGEMENT_INTERFACE};
 
 /// Largest payload of one frame (one chunk of a split message).
 pub const MAX_PAYLOAD: usize = 4 << 20;
