@@ -9,7 +9,7 @@ use std::process::{Command, ExitCode, Stdio};
 
 use braid_config::Config;
 use braid_engine::sampling::{self, SamplePlan, FULL_LARGEST, FULL_REPETITIONS};
-use braid_transport::Profile;
+use braid_transport::profile_cache;
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// Rank 0's lines to the parent: `braid-sample <rail> <size> <one_way_nanos> <measured|cached>`.
@@ -155,7 +155,7 @@ fn sample_rails(force: bool) -> Result<(), String> {
         let name = rail.name().trim_start_matches("tcp:").to_string();
         if what == "cached" {
             if rank == 0 {
-                let profile = Profile::load(&cache.file).map_err(|error| error.to_string())?;
+                let profile = profile_cache::load(&cache.file).map_err(|error| error.to_string())?;
                 for sample in profile.samples() {
                     let _ = writeln!(stdout.lock(), "{LINE_PREFIX} {name} {} {:.0} cached", sample.size, sample.nanos);
                 }
@@ -169,7 +169,7 @@ fn sample_rails(force: bool) -> Result<(), String> {
             let _ = out.flush();
         };
         if let Some(profile) = sampling::ping_pong(rail.as_mut(), peer, rank == 0, &plan, report).map_err(|error| error.to_string())? {
-            profile.save(&cache.file).map_err(|error| format!("cannot save {}: {error}", cache.file.display()))?;
+            profile_cache::save(&profile, &cache.file).map_err(|error| format!("cannot save {}: {error}", cache.file.display()))?;
             bootstrap.put(&format!("braid-sample-cli-profile-{index}"), &sampling::encode_profile(&profile)).map_err(|error| error.to_string())?;
         }
         shared.push(index);
@@ -181,7 +181,7 @@ fn sample_rails(force: bool) -> Result<(), String> {
             let text = bootstrap.get(&format!("braid-sample-cli-profile-{index}")).map_err(|error| error.to_string())?;
             let profile = sampling::decode_profile(&text).ok_or_else(|| format!("rank 0 shared a malformed profile {text:?}"))?;
             let file = &caches[index].file;
-            profile.save(file).map_err(|error| format!("cannot save {}: {error}", file.display()))?;
+            profile_cache::save(&profile, file).map_err(|error| format!("cannot save {}: {error}", file.display()))?;
         }
     }
     bootstrap.finalize().map_err(|error| error.to_string())

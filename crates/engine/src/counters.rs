@@ -20,7 +20,7 @@
 
 use std::time::{Duration, Instant};
 
-use braid_transport::PeerId;
+use braid_lane::PeerId;
 
 /// What this rank exchanged with one peer, in MPI messages.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -47,11 +47,12 @@ use std::io::IoSlice;
 use std::time::{Duration, Instant};
 
 use braid_config::{Config, WaitMode};
+use braid_lane::{Capabilities, PeerId};
 use braid_pmi::Bootstrap;
 use braid_strategy::{Protocol, ProtocolPolicy, RendezvousPath, Route, Router};
 use braid_transport::selfloop::SelfTransport;
 use braid_transport::shm::ShmTransport;
-use braid_transport::{Capabilities, Incoming, Payload, PeerId, RemoteRegion, SendOutcome, Transport, TransportError};
+use braid_transport::{Incoming, Payload, RemoteRegion, SendOutcome, Transport, TransportError};
 
 pub use agents::ProgressAgent;
 pub use counters::{CounterValues, PeerTraffic, TransportTraffic};

@@ -27,8 +27,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use braid_config::{Config, OffloadMode};
+use braid_lane::{PeerId, Profile};
 use braid_strategy::multirail::{self, Aggregator, Chunk, Decision, MultirailStrategy, RailView, RateEstimator, SplitSettings};
-use braid_transport::{PeerId, Profile, SendOutcome, Transport, TransportError};
+use braid_transport::{SendOutcome, Transport, TransportError};
 
 use crate::counters::TransportTraffic;
 use crate::frame::{push_batch_entry, Frame, Header, BATCH_ENTRY_OVERHEAD, CONTROL_OVERHEAD, EAGER_HEADER_MAX, NET_DATA_HEADER};

@@ -11,10 +11,10 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use braid_config::Config;
+use braid_lane::{PeerId, Profile, Sample};
 use braid_pmi::Bootstrap;
-use braid_sys::net;
-use braid_transport::tcp::TcpTransport;
-use braid_transport::{Incoming, PeerId, Profile, Sample, SendOutcome, Transport, TransportError};
+use braid_transport::tcp::{self, TcpTransport};
+use braid_transport::{profile_cache, Incoming, SendOutcome, Transport, TransportError};
 
 use crate::frame::SAMPLE;
 use crate::EngineError;
@@ -199,7 +199,7 @@ pub type Rails = (Vec<Box<dyn Transport>>, Vec<RailCache>);
 
 /// One TCP transport per rail of `config.rails`, and where their profiles are cached.
 pub fn tcp_rails(config: &Config) -> Result<Rails, EngineError> {
-    let rails = net::rails(&config.rails).map_err(|error| EngineError::Init(format!("network rails: {error}")))?;
+    let rails = tcp::rails(&config.rails).map_err(|error| EngineError::Init(format!("network rails: {error}")))?;
     let mut transports: Vec<Box<dyn Transport>> = Vec::with_capacity(rails.len());
     let mut caches = Vec::with_capacity(rails.len());
     for rail in rails {
@@ -292,7 +292,7 @@ pub(crate) fn startup_profiles(
         let text = bootstrap.get(&format!("braid-profile-{rail}")).map_err(bootstrap_error)?;
         let profile = decode_profile(&text).ok_or_else(|| EngineError::Init(format!("rank 0 shared a malformed profile {text:?}")))?;
         if leader {
-            if let Err(error) = profile.save(&caches[rail].file) {
+            if let Err(error) = profile_cache::save(&profile, &caches[rail].file) {
                 if config.debug {
                     eprintln!("braid: rank {rank}: cannot cache the profile of {}: {error}", rails[rail].name());
                 }

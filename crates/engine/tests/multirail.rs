@@ -304,8 +304,7 @@ fn node_local_and_network_peers_mix_in_one_job() {
 /// Two TCP rails over loopback addresses 127.0.0.1 and 127.0.0.2 between threads of this
 /// process (`BRAID_SHM=off`: every peer is a network peer).
 fn run_tcp_job<T: Send + 'static>(size: u32, body: impl Fn(&mut braid_engine::Engine) -> T + Send + Sync + 'static) -> Vec<T> {
-    use braid_sys::net::Rail;
-    use braid_transport::tcp::TcpTransport;
+    use braid_transport::tcp::{Rail, TcpTransport};
     let profile_dir = std::env::temp_dir().join(format!("braid-engine-tcp-test-{}", std::process::id()));
     let config = Config { shm: false, profile_dir: profile_dir.display().to_string(), ..config() };
     let body = Arc::new(body);
@@ -362,7 +361,7 @@ fn tcp_rails_over_loopback_keep_order_and_move_large_messages_intact() {
     assert_eq!(results[2], 400);
 }
 
-fn sample_pair(plan: braid_engine::sampling::SamplePlan) -> (braid_transport::Profile, Vec<usize>) {
+fn sample_pair(plan: braid_engine::sampling::SamplePlan) -> (braid_lane::Profile, Vec<usize>) {
     use braid_engine::sampling::ping_pong;
     use common::rails::{RailNet, RailTransport};
     let mut options = RailOptions::with_bandwidth(1e9);

@@ -10,7 +10,7 @@ pub mod multirail;
 use std::fmt;
 
 use braid_config::{CmaMode, Config};
-use braid_transport::{Capabilities, PeerId};
+use braid_lane::{Capabilities, PeerId};
 
 /// A rank that no transport reaches.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -19,7 +19,7 @@ mod thresholds;
 mod timing;
 
 use braid_config::{Config, StrategyKind};
-use braid_transport::Profile;
+use braid_lane::Profile;
 
 pub use aggregate::{Aggregator, Batch, Decision};
 pub use rate::RateEstimator;

@@ -1,11 +1,11 @@
 //! Aggregation, the derived rendezvous threshold and the settings of the multirail strategies.
 
 use braid_config::{Config, StrategyKind};
+use braid_lane::Profile;
 use braid_strategy::multirail::{
     build, predicted_finish, rendezvous_threshold, time_until_idle, Aggregator, Batch, Decision, RailView, SplitSettings, RENDEZVOUS_THRESHOLD_MAX,
     RENDEZVOUS_THRESHOLD_MIN,
 };
-use braid_transport::Profile;
 
 const GBIT: f64 = 1e9 / 8.0;
 

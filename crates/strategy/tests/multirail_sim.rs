@@ -2,10 +2,10 @@
 //! background traffic, profiles sampled from them, and the strategies' decisions applied.
 
 use braid_config::StrategyKind;
+use braid_lane::Profile;
 use braid_strategy::multirail::{
     build, predicted_finish, split_finish, Chunk, MultirailStrategy, RailView, RateEstimator, SplitSettings,
 };
-use braid_transport::Profile;
 
 const GBIT: f64 = 1e9 / 8.0;
 const MIB: usize = 1 << 20;

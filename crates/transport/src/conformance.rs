@@ -13,9 +13,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use braid_lane::PeerId;
 use braid_pmi::threads::ThreadBootstrap;
 
-use crate::{PeerId, RemoteRegion, SendOutcome, Transport, TransportError, MAX_HEADER};
+use crate::{RemoteRegion, SendOutcome, Transport, TransportError, MAX_HEADER};
 
 /// How long one check may take before it is declared hung.
 const CHECK_DEADLINE: Duration = Duration::from_secs(30);

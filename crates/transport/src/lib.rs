@@ -6,7 +6,7 @@
 //! were sent. A transport knows nothing of MPI: matching and protocols live in the engine.
 
 pub mod conformance;
-pub mod profile;
+pub mod profile_cache;
 pub mod selfloop;
 pub mod shm;
 pub mod tcp;
@@ -14,28 +14,11 @@ pub mod tcp;
 use std::fmt;
 use std::io::IoSlice;
 
+use braid_lane::{Capabilities, PeerId, Profile};
 use braid_pmi::Bootstrap;
-
-pub use profile::{Profile, Sample};
-
-/// A peer is named by its rank in the job.
-pub type PeerId = u32;
 
 /// Largest engine header a transport must carry.
 pub const MAX_HEADER: usize = 64;
-
-/// What a transport can do; the engine and strategy choose protocols from this.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Capabilities {
-    /// Largest payload one `try_send` may carry (header excluded).
-    pub max_payload: usize,
-    /// Largest payload that travels inline in the channel itself (lowest latency).
-    pub max_inline: usize,
-    /// `remote_read` works (single-copy rendezvous).
-    pub remote_read: bool,
-    /// Frames reach a sleeping receiver's doorbell (the receiver may block instead of polling).
-    pub wakes_receiver: bool,
-}
 
 /// Result of posting a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

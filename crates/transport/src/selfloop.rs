@@ -4,9 +4,10 @@
 use std::collections::VecDeque;
 use std::io::IoSlice;
 
+use braid_lane::{Capabilities, PeerId, Profile};
 use braid_pmi::Bootstrap;
 
-use crate::{Capabilities, Incoming, Payload, PeerId, Profile, SendOutcome, Transport, TransportError, MAX_HEADER};
+use crate::{Incoming, Payload, SendOutcome, Transport, TransportError, MAX_HEADER};
 
 /// Recycled frame buffers kept for reuse; more are freed.
 const SPARE_BUFFERS: usize = 16;

@@ -68,10 +68,11 @@ mod segment;
 use std::io::{self, IoSlice};
 
 use braid_config::{CmaMode, Config};
+use braid_lane::{Capabilities, PeerId, Profile};
 use braid_pmi::Bootstrap;
 use braid_sys::{cma, process, shm};
 
-use crate::{Capabilities, Incoming, Payload, PeerId, Profile, RemoteRegion, SendOutcome, Transport, TransportError, MAX_HEADER};
+use crate::{Incoming, Payload, RemoteRegion, SendOutcome, Transport, TransportError, MAX_HEADER};
 use ring::{frame_cells, Consumer, Producer, ONE_CELL_BYTES};
 use segment::{Layout, Segment};
 

@@ -40,6 +40,8 @@
 //! frames that arrived whole are still delivered, then `reaches(peer)` is false and `try_send`
 //! answers `Unreachable(peer)`.
 
+mod rail_selection;
+
 use std::io::{self, IoSlice, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
 use std::os::fd::AsFd;
@@ -49,13 +51,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use braid_config::Config;
+use braid_lane::{Capabilities, PeerId, Profile};
 use braid_pmi::Bootstrap;
 use braid_sys::net::{self as sysnet, Poller};
 use braid_sys::{fd, process};
 
-use crate::{profile, Capabilities, FrameWriter, Incoming, Payload, PeerId, Profile, SendOutcome, Transport, TransportError, MAX_HEADER};
+use crate::{profile_cache, FrameWriter, Incoming, Payload, SendOutcome, Transport, TransportError, MAX_HEADER};
 
-pub use braid_sys::net::{rails, Rail};
+pub use rail_selection::{rails, Rail, MANAGEMENT_INTERFACE};
 
 /// Largest payload of one frame (one chunk of a split message).
 pub const MAX_PAYLOAD: usize = 4 << 20;
@@ -435,8 +438,8 @@ impl TcpTransport {
             return Err(TransportError::System("a rail needs an interface name".to_string()));
         }
         let identity = rail_identity(&rail);
-        let profile_file = profile::identity_file(Path::new(&config.profile_dir), &identity);
-        let cached = Profile::load(&profile_file).ok();
+        let profile_file = profile_cache::identity_file(Path::new(&config.profile_dir), &identity);
+        let cached = profile_cache::load(&profile_file).ok();
         Ok(TcpTransport {
             name: format!("tcp:{}", rail.name),
             rail,
@@ -464,7 +467,7 @@ impl TcpTransport {
         &self.identity
     }
 
-    /// Where this rail's profile is cached (`Profile::save` there after sampling).
+    /// Where this rail's profile is cached (`profile_cache::save` there after sampling).
     pub fn profile_file(&self) -> &Path {
         &self.profile_file
     }

@@ -9,10 +9,12 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use braid_config::Config;
+use braid_lane::{Profile, Sample};
 use braid_pmi::threads::ThreadBootstrap;
 use braid_transport::conformance::{pattern, Suite};
+use braid_transport::profile_cache;
 use braid_transport::tcp::{Rail, TcpTransport, MAX_PAYLOAD, PENDING_BYTES_MAX};
-use braid_transport::{Profile, Sample, SendOutcome, Transport, TransportError};
+use braid_transport::{SendOutcome, Transport, TransportError};
 
 const DEADLINE: Duration = Duration::from_secs(30);
 
@@ -324,7 +326,7 @@ fn cached_profiles_are_loaded_for_the_rail_identity() {
     let mut first = transport(&config, None);
     assert!(!first.profile_is_measured());
     let measured = Profile::from_samples(vec![Sample { size: 0, nanos: 9_000.0 }, Sample { size: 1, nanos: 9_100.0 }, Sample { size: 2, nanos: 9_300.0 }]);
-    measured.save(first.profile_file()).unwrap();
+    profile_cache::save(&measured, first.profile_file()).unwrap();
     assert!(first.profile_file().starts_with(&dir));
     first.set_profile(measured.clone());
     assert!(first.profile_is_measured());

@@ -15,9 +15,10 @@ use std::time::Duration;
 
 use braid_config::Config;
 use braid_engine::Engine;
+use braid_lane::{Capabilities, PeerId, Profile};
 use braid_pmi::threads::ThreadBootstrap;
 use braid_pmi::Bootstrap;
-use braid_transport::{Capabilities, Incoming, Payload, PeerId, Profile, RemoteRegion, SendOutcome, Transport, TransportError};
+use braid_transport::{Incoming, Payload, RemoteRegion, SendOutcome, Transport, TransportError};
 
 /// What the channel transport offers for remote reads and writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

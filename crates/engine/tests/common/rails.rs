@@ -11,9 +11,10 @@ use std::sync::{Arc, Mutex};
 
 use braid_config::Config;
 use braid_engine::Engine;
+use braid_lane::{Capabilities, PeerId, Profile};
 use braid_pmi::threads::ThreadBootstrap;
 use braid_pmi::Bootstrap;
-use braid_transport::{Capabilities, Incoming, Payload, PeerId, Profile, SendOutcome, Transport, TransportError};
+use braid_transport::{Incoming, Payload, SendOutcome, Transport, TransportError};
 
 use super::{concat, unique_job_name, ChannelNet, ChannelOptions, ChannelTransport, LoopTransport};
 

@@ -1,7 +1,7 @@
 //! Online correction of a rail's profiled rate from how fast its recent chunks really drained,
 //! so that a rail slowed by other traffic is given less.
 
-use braid_transport::Profile;
+use braid_lane::Profile;
 
 use super::timing::{RATE_FACTOR_MAX, RATE_FACTOR_MIN};
 

@@ -1,7 +1,7 @@
 //! Predicted times on one rail: when it frees up, how long a chunk takes once it does, and the
 //! inverse (how many bytes fit in a time budget). Seed 004, section III-C.
 
-use braid_transport::Profile;
+use braid_lane::Profile;
 
 use super::{Chunk, RailView};
 
@@ -203,7 +203,7 @@ pub(crate) fn inverse_predict(profile: &Profile, target_ns: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use braid_transport::Sample;
+    use braid_lane::Sample;
 
     fn view(profile: &Profile, backlog_bytes: u64, rate_factor: f64) -> RailView<'_> {
         RailView { profile, backlog_bytes, rate_factor, up: true }
