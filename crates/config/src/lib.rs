@@ -17,6 +17,18 @@ pub enum WaitMode {
     Block,
 }
 
+/// Whether collectives on communicators that span nodes run in their hierarchical forms (a phase
+/// within each node, one among the nodes, one within each node again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HierarchyMode {
+    /// Where the cost model, fed by the links' profiles, predicts the hierarchical form is faster.
+    Auto,
+    /// Never: the flat algorithms only.
+    Off,
+    /// Always where the communicator's layout allows one (to measure it, or the model).
+    Always,
+}
+
 /// Whether large intra-node messages may use cross-memory attach (`process_vm_readv`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CmaMode {
@@ -81,6 +93,7 @@ pub struct Config {
     pub coll_bcast_split_min: usize,
     pub coll_allreduce_split_min: usize,
     pub coll_allreduce_exchange_max: usize,
+    pub coll_hierarchy: HierarchyMode,
     pub progress_thread: bool,
     pub shm: bool,
     pub rails: Rails,
@@ -118,6 +131,7 @@ impl Default for Config {
             coll_bcast_split_min: 256 * 1024,
             coll_allreduce_split_min: 16 * 1024,
             coll_allreduce_exchange_max: 1024,
+            coll_hierarchy: HierarchyMode::Auto,
             progress_thread: false,
             shm: true,
             rails: Rails::Auto,
@@ -163,6 +177,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_COLL_BCAST_SPLIT_MIN", default: "262144", meaning: "smallest broadcast (bytes) sent as scatter + ring allgather instead of a binomial tree; must be equal on every rank" },
     Setting { variable: "BRAID_COLL_ALLREDUCE_SPLIT_MIN", default: "16384", meaning: "smallest commutative allreduce (bytes) done as reduce-scatter + allgather instead of recursive doubling; must be equal on every rank" },
     Setting { variable: "BRAID_COLL_ALLREDUCE_EXCHANGE_MAX", default: "1024", meaning: "largest allreduce, in bytes times ranks, done (in groups of 3 to 8 ranks) as one all-to-all exchange of the inputs instead of log2 n dependent rounds; must be equal on every rank" },
+    Setting { variable: "BRAID_COLL_HIERARCHY", default: "auto", meaning: "auto | off | always: barrier, bcast, reduce and allreduce (commutative) on a communicator whose ranks span nodes, with several on some node, run within each node, among one rank per node, then within each node again: auto where the cost model (the shared-memory and rail profiles applied to each form's rounds on the communicator's layout) predicts it is faster; must be equal on every rank" },
     Setting { variable: "BRAID_PROGRESS_THREAD", default: "off", meaning: "on | off: on starts a thread per rank that advances non-blocking collectives while the application computes outside MPI (worth it where a rank has an idle core; every MPI call then takes a lock)" },
     Setting { variable: "BRAID_SHM", default: "on", meaning: "on | off: off sends all traffic between ranks of one node through the network rails (\"virtual node mode\")" },
     Setting { variable: "BRAID_RAILS", default: "auto", meaning: "auto | none | comma-separated interface names: the network rails for inter-node traffic (auto: every up, non-loopback IPv4 interface)" },
@@ -244,6 +259,11 @@ impl Config {
         config.coll_bcast_split_min = reader.number("BRAID_COLL_BCAST_SPLIT_MIN", config.coll_bcast_split_min, 0)?;
         config.coll_allreduce_split_min = reader.number("BRAID_COLL_ALLREDUCE_SPLIT_MIN", config.coll_allreduce_split_min, 0)?;
         config.coll_allreduce_exchange_max = reader.number("BRAID_COLL_ALLREDUCE_EXCHANGE_MAX", config.coll_allreduce_exchange_max, 0)?;
+        config.coll_hierarchy = reader.choice(
+            "BRAID_COLL_HIERARCHY",
+            config.coll_hierarchy,
+            &[("auto", HierarchyMode::Auto), ("off", HierarchyMode::Off), ("always", HierarchyMode::Always)],
+        )?;
         config.progress_thread = reader.choice("BRAID_PROGRESS_THREAD", config.progress_thread, &[("on", true), ("1", true), ("off", false), ("0", false)])?;
         config.shm = reader.choice("BRAID_SHM", config.shm, &[("on", true), ("1", true), ("off", false), ("0", false)])?;
         config.rails = reader.rails("BRAID_RAILS", config.rails)?;

@@ -34,6 +34,7 @@
 mod agents;
 mod counters;
 mod frame;
+mod links;
 mod matching;
 mod network;
 mod node;
@@ -55,6 +56,7 @@ use braid_transport::shm::ShmTransport;
 use braid_transport::{Incoming, Payload, RemoteRegion, SendOutcome, Transport, TransportError};
 
 pub use agents::ProgressAgent;
+pub use links::LinkProfiles;
 pub use counters::{CounterValues, PeerTraffic, TransportTraffic};
 use counters::Counters;
 use frame::{batch_entries, CancelOutcome, Frame, Header, NetFrame, DATA_HEADER, EAGER_HEADER_MAX};
@@ -732,6 +734,9 @@ pub struct Engine {
     bootstrap: Box<dyn Bootstrap>,
     wait: WaitPolicy,
     node_ranks: Vec<u32>,
+    /// The node of every job rank (see [`Engine::node_of`]).
+    node_of: Vec<u32>,
+    links: LinkProfiles,
     /// Work above the engine that every progress step advances.
     agents: Vec<Box<dyn ProgressAgent>>,
 }
@@ -817,6 +822,8 @@ impl Engine {
                 sampling::startup_profiles(config, bootstrap.as_mut(), &mut all[rail_base..], &caches, &rail_peers, leader)?
             }
         };
+        let links = LinkProfiles::new(all.get(1).filter(|_| rail_base > 1).map(|shm| shm.profile()), &rail_profiles);
+        let links = links::agree(bootstrap.as_mut(), &node.node_of, links)?;
         let net = Network::new(config, rank, rail_base, rail_profiles, &all[rail_base..], rail_peers, &node);
         let caps: Vec<Capabilities> = all.iter().map(|transport| transport.capabilities()).collect();
         let mut carriers: Vec<usize> = (0..rail_base).filter(|&t| router.peers_of(t).any(|peer| peer != rank)).collect();
@@ -877,7 +884,7 @@ impl Engine {
             counters: Counters::new(size as usize, rail_base, all.len() - rail_base),
         };
         let polled = std::iter::once(0).chain(carriers.iter().copied().filter(|&t| t != 0)).collect();
-        Ok(Engine { transports: all, polled, core, bootstrap, wait, node_ranks: node.ranks, agents: Vec::new() })
+        Ok(Engine { transports: all, polled, core, bootstrap, wait, node_ranks: node.ranks, node_of: node.node_of, links, agents: Vec::new() })
     }
 
     /// This process's job rank.
@@ -1548,6 +1555,16 @@ impl Engine {
     /// Job ranks on this node, this one included, in rank order.
     pub fn node_ranks(&self) -> &[u32] {
         &self.node_ranks
+    }
+
+    /// The node of every job rank: equal numbers share a node (and its shared memory).
+    pub fn node_of(&self) -> &[u32] {
+        &self.node_of
+    }
+
+    /// The links within and between nodes, for the collectives' cost model.
+    pub fn links(&self) -> &LinkProfiles {
+        &self.links
     }
 
     /// A copy of every traffic counter (what is counted: [`CounterValues`]).

@@ -10,6 +10,8 @@ use crate::EngineError;
 pub(crate) struct NodeInfo {
     /// Job ranks on this node, in rank order.
     pub(crate) ranks: Vec<u32>,
+    /// The node of every job rank, numbered in order of each node's lowest rank.
+    pub(crate) node_of: Vec<u32>,
     /// The node's ranks outnumber the distinct CPUs in the union of their affinity masks.
     pub(crate) oversubscribed: bool,
     /// CPUs that could run helper threads (chunk-submission offload) without taking a rank's.
@@ -45,6 +47,8 @@ pub(crate) fn exchange(bootstrap: &mut dyn Bootstrap) -> Result<NodeInfo, Engine
     bootstrap.fence().map_err(bootstrap_error)?;
     let mut ranks = Vec::new();
     let mut masks = Vec::new();
+    let mut identities: Vec<String> = Vec::new();
+    let mut node_of = Vec::new();
     for peer in 0..bootstrap.size() {
         let (peer_identity, peer_cpus) = if peer == rank {
             (identity.clone(), cpus.clone())
@@ -55,13 +59,20 @@ pub(crate) fn exchange(bootstrap: &mut dyn Bootstrap) -> Result<NodeInfo, Engine
                 .ok_or_else(|| EngineError::Init(format!("rank {peer} published a malformed CPU list {text:?}")))?;
             (peer_identity, peer_cpus)
         };
+        node_of.push(match identities.iter().position(|known| *known == peer_identity) {
+            Some(node) => node as u32,
+            None => {
+                identities.push(peer_identity.clone());
+                (identities.len() - 1) as u32
+            }
+        });
         if peer_identity == identity {
             ranks.push(peer);
             masks.push(peer_cpus);
         }
     }
     let online: Vec<usize> = topology::Topology::detect().map(|topology| topology.cpus.iter().map(|cpu| cpu.id).collect()).unwrap_or_default();
-    Ok(NodeInfo { oversubscribed: oversubscribed(&masks), spare: spare_cpus(&masks, &online), ranks })
+    Ok(NodeInfo { oversubscribed: oversubscribed(&masks), spare: spare_cpus(&masks, &online), ranks, node_of })
 }
 
 /// The CPUs `masks.len()` ranks leave free on a node with `online` CPUs.
@@ -115,6 +126,7 @@ mod tests {
         for handle in handles {
             let info = handle.join().unwrap();
             assert_eq!(info.ranks, vec![0, 1, 2]);
+            assert_eq!(info.node_of, vec![0, 0, 0]);
             let cpus = affinity::calling_thread().unwrap().len();
             assert_eq!(info.oversubscribed, 3 > cpus);
         }

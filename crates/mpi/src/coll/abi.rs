@@ -87,7 +87,8 @@ impl Start {
     fn new(rt: &mut Runtime, comm: MPI_Comm) -> MpiResult<Start> {
         let shared = rt.comms.get(comm).map_err(|e| error(comm, e.class, e.detail))?.shared.clone();
         let remote_size = if shared.is_inter() { shared.peer_count() } else { 0 };
-        let port = rt.coll_spare.port(shared.rank as usize, shared.size(), remote_size, rt.tuning);
+        let hierarchy = shared.hierarchy(&rt.engine, rt.config.debug);
+        let port = rt.coll_spare.port(shared.rank as usize, shared.size(), remote_size, rt.tuning, hierarchy);
         Ok(Start { comm, shared, port, neighbors: None })
     }
 

@@ -13,6 +13,7 @@
 
 use std::ops::Range;
 
+use super::hierarchy::Collective;
 use super::port::Port;
 use super::Combine;
 use crate::consts::{MPI_ERR_ARG, MPI_ERR_BUFFER, MPI_ERR_ROOT};
@@ -86,6 +87,9 @@ fn tree_node(rank: usize, size: usize, root: usize) -> TreeNode {
 
 /// Dissemination barrier: ceil(log2 n) rounds of empty messages.
 pub async fn barrier(port: &Port) -> Result<(), i32> {
+    if let Some(hierarchy) = port.hierarchy_for(Collective::Barrier, 0) {
+        return Box::pin(hier::barrier(port, &hierarchy.layout)).await;
+    }
     let (rank, size) = (port.rank(), port.size());
     let mut distance = 1;
     while distance < size {
@@ -102,6 +106,9 @@ pub async fn bcast(port: &Port, buffer: &mut [u8], root: usize) -> Result<(), i3
     check_root(root, size)?;
     if size == 1 {
         return Ok(());
+    }
+    if let Some(hierarchy) = port.hierarchy_for(Collective::Bcast, buffer.len()) {
+        return Box::pin(hier::bcast(port, &hierarchy.layout, buffer, root)).await;
     }
     if buffer.len() >= port.tuning().bcast_split_min && buffer.len() >= size {
         bcast_scatter_allgather(port, buffer, root).await
@@ -374,6 +381,9 @@ pub async fn reduce(port: &Port, data: &mut [u8], element_size: usize, combine: 
         return Ok(());
     }
     if commutative {
+        if let Some(hierarchy) = port.hierarchy_for(Collective::Reduce, data.len()) {
+            return Box::pin(hier::reduce(port, &hierarchy.layout, data, element_size, combine, root)).await;
+        }
         return reduce_commutative(port, data, combine, root).await;
     }
     reduce_in_rank_order(port, data, combine).await?;
@@ -450,6 +460,11 @@ pub async fn allreduce(port: &Port, data: &mut [u8], element_size: usize, combin
     if size == 1 {
         return Ok(());
     }
+    if commutative {
+        if let Some(hierarchy) = port.hierarchy_for(Collective::Allreduce, data.len()) {
+            return Box::pin(hier::allreduce(port, &hierarchy.layout, data, element_size, combine)).await;
+        }
+    }
     if (3..=SMALL_ALLREDUCE_RANKS).contains(&size) && data.len() <= port.tuning().allreduce_exchange_max / size {
         return allreduce_all_to_all(port, data, combine).await;
     }
@@ -479,7 +494,7 @@ pub async fn allreduce(port: &Port, data: &mut [u8], element_size: usize, combin
 }
 
 /// Most ranks of such an exchange: it sends n - 1 messages per rank.
-const SMALL_ALLREDUCE_RANKS: usize = 8;
+pub(crate) const SMALL_ALLREDUCE_RANKS: usize = 8;
 
 /// Every rank sends its input to every other and reduces all of them itself, in rank order, so
 /// every rank computes the same `x0 op x1 op ... op x(n-1)`. One round of messages instead of
@@ -677,6 +692,7 @@ async fn prefix(port: &Port, data: &mut [u8], combine: Combine<'_>, inclusive: b
     Ok(())
 }
 
+pub mod hier;
 pub mod inter;
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ use std::task::Poll;
 use braid_engine::{Engine, EngineError, ProgressAgent, RequestId, SendMode, Source, Status, TagSelector};
 
 use super::port::{poll_once, Port, Transfer};
+use super::hierarchy::Hierarchy;
 use super::CollTuning;
 use crate::comm::CommShared;
 use crate::consts::{MPI_ERR_OTHER, MPI_ERR_TRUNCATE};
@@ -188,14 +189,17 @@ pub struct Spare {
 impl Spare {
     /// A port for a new collective (`remote_size` 0 outside intercommunicators): the spare one
     /// when nothing else holds it.
-    pub fn port(&mut self, rank: usize, size: usize, remote_size: usize, tuning: CollTuning) -> Rc<Port> {
+    pub fn port(&mut self, rank: usize, size: usize, remote_size: usize, tuning: CollTuning, hierarchy: Option<Arc<Hierarchy>>) -> Rc<Port> {
         if let Some(mut port) = self.port.take() {
             if let Some(unshared) = Rc::get_mut(&mut port) {
                 unshared.reset(rank, size, remote_size, tuning);
+                unshared.set_hierarchy(hierarchy);
                 return port;
             }
         }
-        Rc::new(Port::between_groups(rank, size, remote_size, tuning))
+        let mut port = Port::between_groups(rank, size, remote_size, tuning);
+        port.set_hierarchy(hierarchy);
+        Rc::new(port)
     }
 }
 

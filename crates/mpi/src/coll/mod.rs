@@ -9,9 +9,10 @@
 pub mod abi;
 pub mod algorithms;
 pub mod drive;
+pub mod hierarchy;
 pub mod port;
 
-use braid_config::Config;
+use braid_config::{Config, HierarchyMode};
 
 /// Message sizes at which the algorithms switch strategy. Every rank of a communicator must use
 /// the same values, or the ranks would run different algorithms and never match.
@@ -23,6 +24,8 @@ pub struct CollTuning {
     pub allreduce_split_min: usize,
     /// Largest allreduce (bytes times ranks) done as one all-to-all exchange of the inputs.
     pub allreduce_exchange_max: usize,
+    /// When a communicator that spans nodes runs its collectives' hierarchical forms.
+    pub hierarchy: HierarchyMode,
 }
 
 impl CollTuning {
@@ -31,6 +34,7 @@ impl CollTuning {
             bcast_split_min: config.coll_bcast_split_min,
             allreduce_split_min: config.coll_allreduce_split_min,
             allreduce_exchange_max: config.coll_allreduce_exchange_max,
+            hierarchy: config.coll_hierarchy,
         }
     }
 }

@@ -10,13 +10,17 @@
 //! A driver must drive a schedule to its end before the memory its transfers name is released:
 //! the transfers hold raw pointers into the buffers the algorithm lent them.
 
-use std::cell::{RefCell, RefMut};
+use std::cell::{Cell, RefCell, RefMut};
 use std::future::Future;
 use std::marker::PhantomData;
 use std::ops::Range;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use braid_config::HierarchyMode;
+
+use super::hierarchy::{Collective, Form, Hierarchy};
 use super::CollTuning;
 use crate::consts::{MPI_ERR_ARG, MPI_ERR_BUFFER};
 
@@ -43,13 +47,22 @@ struct Round {
 ///
 /// On an intercommunicator the port names both groups: ranks `0..size` are the local group (so
 /// every algorithm of one group runs unchanged as a local step) and `size + j` is remote rank j.
+///
+/// An algorithm may run another one on a subgroup (a node's ranks, the nodes' leaders) inside
+/// [`Port::within`]: there `rank()` and `size()` are those of the subgroup, and its ranks are
+/// translated to the port's when a transfer is posted.
 #[derive(Debug)]
 pub struct Port {
-    rank: usize,
-    size: usize,
+    /// This rank and the group size, in the subgroup when inside [`Port::within`].
+    rank: Cell<usize>,
+    size: Cell<usize>,
+    /// Inside [`Port::within`]: the subgroup's members as port ranks, in subgroup rank order.
+    members: RefCell<Option<Vec<usize>>>,
     /// The remote group's size on an intercommunicator, 0 otherwise.
     remote_size: usize,
     tuning: CollTuning,
+    /// The communicator's nodes and links, when a hierarchical form may pay.
+    hierarchy: Option<Arc<Hierarchy>>,
     round: RefCell<Round>,
     /// Scratch bytes for the algorithm, kept with the port so that a reused port allocates none.
     scratch: RefCell<Vec<u8>>,
@@ -62,7 +75,16 @@ impl Port {
 
     /// A port of an intercommunicator whose remote group has `remote_size` ranks.
     pub fn between_groups(rank: usize, size: usize, remote_size: usize, tuning: CollTuning) -> Port {
-        Port { rank, size, remote_size, tuning, round: RefCell::new(Round::default()), scratch: RefCell::new(Vec::new()) }
+        Port {
+            rank: Cell::new(rank),
+            size: Cell::new(size),
+            members: RefCell::new(None),
+            remote_size,
+            tuning,
+            hierarchy: None,
+            round: RefCell::new(Round::default()),
+            scratch: RefCell::new(Vec::new()),
+        }
     }
 
     /// Makes a finished port ready for another collective, keeping its storage.
@@ -72,17 +94,40 @@ impl Port {
         round.transfers.clear();
         round.taken = 0;
         round.failure = None;
-        (self.rank, self.size, self.remote_size, self.tuning) = (rank, size, remote_size, tuning);
+        debug_assert!(self.members.get_mut().is_none(), "a port is reused only outside every subgroup");
+        (self.rank, self.size, self.remote_size, self.tuning) = (Cell::new(rank), Cell::new(size), remote_size, tuning);
+        self.hierarchy = None;
     }
 
     #[inline]
     pub fn rank(&self) -> usize {
-        self.rank
+        self.rank.get()
     }
 
     #[inline]
     pub fn size(&self) -> usize {
-        self.size
+        self.size.get()
+    }
+
+    /// Runs the rest of an algorithm's rounds, until the guard is dropped, in the subgroup of
+    /// `members` (ranks of the current group, in subgroup rank order; this rank must be one).
+    /// Subgroups nest. Every rank of the subgroup must enter it for the same steps.
+    pub fn within(&self, members: &[usize]) -> Within<'_> {
+        let rank = members.iter().position(|&member| member == self.rank()).expect("a rank enters only subgroups it belongs to");
+        let translated: Vec<usize> = members.iter().map(|&member| self.port_rank(member)).collect();
+        let outer = Within { port: self, rank: self.rank(), size: self.size(), members: self.members.replace(Some(translated)) };
+        self.rank.set(rank);
+        self.size.set(members.len());
+        outer
+    }
+
+    /// The port rank of `peer`, a rank of the current (sub)group.
+    #[inline]
+    fn port_rank(&self, peer: usize) -> usize {
+        match &*self.members.borrow() {
+            Some(members) => members[peer],
+            None => peer,
+        }
     }
 
     #[inline]
@@ -93,12 +138,33 @@ impl Port {
     /// The port's name for remote rank `rank`.
     #[inline]
     pub fn remote(&self, rank: usize) -> usize {
-        self.size + rank
+        self.size() + rank
     }
 
     #[inline]
     pub fn tuning(&self) -> CollTuning {
         self.tuning
+    }
+
+    /// Lets the collectives run in their hierarchical forms where the cost model predicts they
+    /// pay (see [`super::hierarchy`]).
+    pub fn set_hierarchy(&mut self, hierarchy: Option<Arc<Hierarchy>>) {
+        self.hierarchy = hierarchy.filter(|hierarchy| hierarchy.layout.is_hierarchical());
+    }
+
+    /// The hierarchy, if `collective` on `bytes` should take its hierarchical form: never inside
+    /// a subgroup (whose steps are the flat ones).
+    pub fn hierarchy_for(&self, collective: Collective, bytes: usize) -> Option<&Hierarchy> {
+        let hierarchy = self.hierarchy.as_deref()?;
+        if self.members.borrow().is_some() {
+            return None;
+        }
+        let chosen = match self.tuning.hierarchy {
+            HierarchyMode::Off => Form::Flat,
+            HierarchyMode::Always => Form::Hierarchical,
+            HierarchyMode::Auto => hierarchy.choose(collective, bytes, self.tuning).0,
+        };
+        (chosen == Form::Hierarchical).then_some(hierarchy)
     }
 
     /// `len` bytes of scratch (their contents are undefined), for as long as the result lives; an
@@ -111,7 +177,10 @@ impl Port {
         RefMut::map(scratch, |scratch| &mut scratch[..len])
     }
 
-    fn post(&self, transfer: Transfer) {
+    fn post(&self, mut transfer: Transfer) {
+        match &mut transfer {
+            Transfer::Send { peer, .. } | Transfer::Recv { peer, .. } => *peer = self.port_rank(*peer),
+        }
         let mut round = self.round.borrow_mut();
         round.transfers.push(transfer);
         round.outstanding += 1;
@@ -150,7 +219,7 @@ impl Port {
     /// `all` (this rank's block is left as it is), in one round for groups of up to
     /// `EXCHANGE_ALL_MAX` ranks and in pairwise rounds above.
     pub async fn exchange_all(&self, data: &[u8], all: &mut [u8]) -> Result<(), i32> {
-        let (rank, size, len) = (self.rank, self.size, data.len());
+        let (rank, size, len) = (self.rank(), self.size(), data.len());
         if all.len() != len * size {
             return Err(MPI_ERR_ARG);
         }
@@ -230,6 +299,23 @@ impl Port {
     }
 }
 
+/// A subgroup entered by [`Port::within`]; dropping it returns to the enclosing group.
+#[must_use = "the subgroup ends when this is dropped"]
+pub struct Within<'a> {
+    port: &'a Port,
+    rank: usize,
+    size: usize,
+    members: Option<Vec<usize>>,
+}
+
+impl Drop for Within<'_> {
+    fn drop(&mut self) {
+        self.port.rank.set(self.rank);
+        self.port.size.set(self.size);
+        *self.port.members.borrow_mut() = self.members.take();
+    }
+}
+
 /// Most ranks [`Port::exchange_all`] exchanges with in one round.
 pub const EXCHANGE_ALL_MAX: usize = 16;
 
@@ -293,6 +379,33 @@ mod tests {
         assert!(matches!(port.take_transfer(), Some(Transfer::Send { peer: 1, .. })));
         port.finish_transfer(Ok(()));
         assert_eq!(poll_once(next.as_mut()), Poll::Ready(Ok(())));
+    }
+
+    #[test]
+    fn a_subgroup_has_its_own_ranks_and_posts_port_ranks() {
+        let port = Port::new(5, 8, CollTuning::default());
+        let data = [1u8];
+        {
+            let _odd = port.within(&[1, 3, 5, 7]);
+            assert_eq!((port.rank(), port.size()), (2, 4));
+            {
+                // Ranks 2 and 3 of the odd ranks: port ranks 5 and 7.
+                let _pair = port.within(&[2, 3]);
+                assert_eq!((port.rank(), port.size()), (0, 2));
+                let mut round = Box::pin(port.send(1, &data));
+                assert!(poll_once(round.as_mut()).is_pending());
+                assert!(matches!(port.take_transfer(), Some(Transfer::Send { peer: 7, .. })));
+                port.finish_transfer(Ok(()));
+                assert_eq!(poll_once(round.as_mut()), Poll::Ready(Ok(())));
+            }
+            assert_eq!((port.rank(), port.size()), (2, 4));
+            let mut round = Box::pin(port.send(0, &data));
+            assert!(poll_once(round.as_mut()).is_pending());
+            assert!(matches!(port.take_transfer(), Some(Transfer::Send { peer: 1, .. })));
+            port.finish_transfer(Ok(()));
+            assert_eq!(poll_once(round.as_mut()), Poll::Ready(Ok(())));
+        }
+        assert_eq!((port.rank(), port.size()), (5, 8));
     }
 
     #[test]

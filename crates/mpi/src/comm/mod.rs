@@ -21,13 +21,16 @@ pub mod intercomm;
 
 use std::ffi::{c_char, c_int, CStr};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 pub(crate) use channel::Agreement;
 pub(crate) use construct::{create_from, split};
 pub use ids::ContextIds;
 
+use braid_engine::Engine;
+
 use crate::attr::{self, Object};
+use crate::coll::hierarchy::{Hierarchy, LinkCosts, NodeLayout};
 use crate::consts::*;
 use crate::error::{error, finish, MpiError, MpiResult};
 use crate::group::{self, store, Members};
@@ -61,6 +64,8 @@ pub struct CommShared {
     by_job_rank: Vec<(u32, u32)>,
     /// Collectives started on this communicator: the next one's tag on the collective context.
     coll_sequence: AtomicU32,
+    /// The node structure and links its collectives may use, found at the first collective.
+    hierarchy: OnceLock<Option<Arc<Hierarchy>>>,
 }
 
 /// Collective tags wrap within this mask (non-negative i32s below 2^30): only the collectives in
@@ -91,7 +96,27 @@ impl CommShared {
         let identity = peers.iter().enumerate().all(|(i, &m)| m == i as u32);
         let mut by_job_rank: Vec<(u32, u32)> = if identity { Vec::new() } else { peers.iter().enumerate().map(|(i, &m)| (m, i as u32)).collect() };
         by_job_rank.sort_unstable();
-        CommShared { members, rank, peers, p2p_context, coll_context, local, by_job_rank, coll_sequence: AtomicU32::new(0) }
+        CommShared { members, rank, peers, p2p_context, coll_context, local, by_job_rank, coll_sequence: AtomicU32::new(0), hierarchy: OnceLock::new() }
+    }
+
+    /// The nodes of an intracommunicator's ranks and the links between them, when the ranks span
+    /// nodes with more than one rank on some node and both links have profiles.
+    /// With `debug`, the first call says what it found.
+    pub fn hierarchy(&self, engine: &Engine, debug: bool) -> Option<Arc<Hierarchy>> {
+        let found = self.hierarchy.get_or_init(|| {
+            if self.is_inter() {
+                return None;
+            }
+            let node_ids: Vec<u32> = self.members.iter().map(|&job| engine.node_of().get(job as usize).copied().unwrap_or(job)).collect();
+            let layout = NodeLayout::new(&node_ids);
+            let links = engine.links();
+            let costs = LinkCosts { intra: links.intra_node.clone()?, inter: links.inter_node.clone()? };
+            if debug {
+                eprintln!("braid: rank {}: a communicator of {} ranks on nodes {:?}: hierarchical collectives where the cost model predicts they pay", engine.rank(), self.size(), layout.nodes());
+            }
+            layout.is_hierarchical().then(|| Arc::new(Hierarchy { layout, costs }))
+        });
+        found.clone()
     }
 
     /// The size of the (local) group.

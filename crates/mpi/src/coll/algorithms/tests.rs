@@ -8,12 +8,14 @@ use std::future::Future;
 use std::ops::Range;
 use std::pin::pin;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::task::Poll;
 use std::time::Duration;
 
 use super::*;
 use crate::coll::port::{poll_once, Transfer};
+use crate::coll::hierarchy::{Hierarchy, LinkCosts, NodeLayout};
 use crate::coll::CollTuning;
 
 const DEADLOCK: Duration = Duration::from_secs(5);
@@ -117,6 +119,11 @@ pub(crate) fn run_group<T: Send>(size: usize, tuning: CollTuning, body: impl Fn(
 /// Runs `body` on every rank of one group, or of an intercommunicator's two groups (threads
 /// `0..sizes[0]` are group 0, the others group 1), and returns the results in that order.
 fn run_groups<T: Send>(sizes: &[usize], tuning: CollTuning, body: impl Fn(&mut SimulatedRank) -> T + Sync) -> Vec<T> {
+    run_groups_with(sizes, tuning, None, body)
+}
+
+/// [`run_groups`] with the ports' hierarchy set.
+fn run_groups_with<T: Send>(sizes: &[usize], tuning: CollTuning, hierarchy: Option<Arc<Hierarchy>>, body: impl Fn(&mut SimulatedRank) -> T + Sync) -> Vec<T> {
     let threads: usize = sizes.iter().sum();
     let mut to: Vec<Vec<Option<Sender<Vec<u8>>>>> = (0..threads).map(|_| (0..threads).map(|_| None).collect()).collect();
     let mut from: Vec<Vec<Option<Receiver<Vec<u8>>>>> = (0..threads).map(|_| (0..threads).map(|_| None).collect()).collect();
@@ -152,12 +159,15 @@ fn run_groups<T: Send>(sizes: &[usize], tuning: CollTuning, body: impl Fn(&mut S
     channels.reverse();
     std::thread::scope(|scope| {
         let body = &body;
+        let hierarchy = &hierarchy;
         let handles: Vec<_> = channels
             .into_iter()
             .map(|channel| {
                 scope.spawn(move || {
                     let remote_size = if sizes.len() == 2 { sizes[1 - channel.group] } else { 0 };
-                    let port = Rc::new(Port::between_groups(channel.rank, sizes[channel.group], remote_size, tuning));
+                    let mut port = Port::between_groups(channel.rank, sizes[channel.group], remote_size, tuning);
+                    port.set_hierarchy(hierarchy.clone());
+                    let port = Rc::new(port);
                     body(&mut SimulatedRank { channel, port })
                 })
             })
@@ -173,7 +183,7 @@ const SIZES: Range<usize> = 1..8;
 fn tunings() -> [CollTuning; 3] {
     [
         CollTuning::default(),
-        CollTuning { bcast_split_min: 0, allreduce_split_min: 0, allreduce_exchange_max: 0 },
+        CollTuning { bcast_split_min: 0, allreduce_split_min: 0, allreduce_exchange_max: 0, ..CollTuning::default() },
         CollTuning { allreduce_exchange_max: usize::MAX, ..CollTuning::default() },
     ]
 }
@@ -567,7 +577,7 @@ fn scan_and_exscan_are_prefixes_in_rank_order() {
 #[test]
 fn consecutive_collectives_do_not_mix_their_messages() {
     for size in SIZES {
-        let results = run_group(size, CollTuning { bcast_split_min: 0, allreduce_split_min: 0, allreduce_exchange_max: 0 }, |ch| {
+        let results = run_group(size, CollTuning { bcast_split_min: 0, allreduce_split_min: 0, allreduce_exchange_max: 0, ..CollTuning::default() }, |ch| {
             let mut outcome = Vec::new();
             for round in 0..3u8 {
                 let mut data = vec![round.wrapping_add(ch.rank() as u8); 64];
@@ -950,5 +960,85 @@ fn inter_bad_arguments_are_rejected_before_any_message() {
     });
     for result in results {
         assert_eq!(result, (Err(MPI_ERR_ROOT), Err(MPI_ERR_ARG), Err(MPI_ERR_BUFFER)));
+    }
+}
+
+/// Node layouts for the hierarchical forms: blocked, cyclic, uneven, one node, one rank per node.
+const LAYOUTS: [&[u32]; 6] = [&[0, 0, 1, 1], &[0, 1, 0, 1], &[0, 0, 0, 1, 1], &[0, 1, 1, 2, 2, 2, 0], &[5, 5, 5], &[0, 1, 2]];
+
+#[test]
+fn hierarchical_allreduce_and_reduce_match_the_reference_on_every_layout() {
+    let operation = &OPERATIONS[0];
+    for ids in LAYOUTS {
+        let layout = NodeLayout::new(ids);
+        let size = ids.len();
+        for elements in ELEMENT_COUNTS {
+            let inputs = inputs_for(operation, size, elements);
+            let expected = reference(operation, &inputs);
+            let results = run_group(size, CollTuning::default(), |ch| {
+                let mut data = inputs[ch.rank()].clone();
+                ch.run(hier::allreduce(&ch.port(), &layout, &mut data, operation.element_size, &operation.combine)).unwrap();
+                data
+            });
+            assert!(results.iter().all(|r| *r == expected), "allreduce, layout {ids:?}, {elements} elements");
+            for root in 0..size {
+                let results = run_group(size, CollTuning::default(), |ch| {
+                    let mut data = inputs[ch.rank()].clone();
+                    ch.run(hier::reduce(&ch.port(), &layout, &mut data, operation.element_size, &operation.combine, root)).unwrap();
+                    data
+                });
+                assert_eq!(results[root], expected, "reduce to {root}, layout {ids:?}, {elements} elements");
+            }
+        }
+    }
+}
+
+#[test]
+fn hierarchical_bcast_and_barrier_work_on_every_layout() {
+    for ids in LAYOUTS {
+        let layout = NodeLayout::new(ids);
+        let size = ids.len();
+        for len in [0, 1, 100, 70_000] {
+            for root in 0..size {
+                let message = pattern(root, len, 3);
+                let results = run_group(size, CollTuning { bcast_split_min: 0, ..CollTuning::default() }, |ch| {
+                    let mut buffer = if ch.rank() == root { message.clone() } else { vec![0; len] };
+                    ch.run(hier::bcast(&ch.port(), &layout, &mut buffer, root)).unwrap();
+                    ch.run(hier::barrier(&ch.port(), &layout)).unwrap();
+                    buffer
+                });
+                assert!(results.iter().all(|r| *r == message), "bcast from {root}, layout {ids:?}, {len} bytes");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_port_with_a_hierarchy_runs_the_form_the_model_picks_and_gets_the_same_results() {
+    // Links so unequal that a cyclic layout always goes hierarchical.
+    let costs = LinkCosts { intra: braid_lane::Profile::from_model(10.0, 1e12, 1 << 24), inter: braid_lane::Profile::from_model(1e6, 1e6, 1 << 24) };
+    let ids = [0, 1, 0, 1, 0, 1];
+    let hierarchy = Arc::new(Hierarchy { layout: NodeLayout::new(&ids), costs });
+    let operation = &OPERATIONS[0];
+    let inputs = inputs_for(operation, ids.len(), 8);
+    let expected = reference(operation, &inputs);
+    let results = run_groups_with(&[ids.len()], CollTuning::default(), Some(hierarchy.clone()), |ch| {
+        let port = ch.port();
+        assert!(port.hierarchy_for(crate::coll::hierarchy::Collective::Allreduce, 64).is_some());
+        let mut data = inputs[ch.rank()].clone();
+        ch.run(allreduce(&port, &mut data, operation.element_size, &operation.combine, true)).unwrap();
+        let mut root_data = inputs[ch.rank()].clone();
+        ch.run(reduce(&port, &mut root_data, operation.element_size, &operation.combine, true, 3)).unwrap();
+        let mut message = if ch.rank() == 1 { pattern(1, 40, 9) } else { vec![0; 40] };
+        ch.run(bcast(&port, &mut message, 1)).unwrap();
+        ch.run(barrier(&port)).unwrap();
+        (data, (ch.rank() == 3).then_some(root_data), message)
+    });
+    for (data, root_data, message) in results {
+        assert_eq!(data, expected);
+        if let Some(root_data) = root_data {
+            assert_eq!(root_data, expected);
+        }
+        assert_eq!(message, pattern(1, 40, 9));
     }
 }

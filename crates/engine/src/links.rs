@@ -1,0 +1,78 @@
+//! The links between ranks as a collective's cost model sees them: one profile for a message
+//! within a node (the shared-memory transport's) and one for a message between nodes (the rails
+//! together, split the way the multirail strategies split: every rail's chunk finishing at once).
+
+use braid_lane::{Profile, Sample};
+use braid_pmi::Bootstrap;
+use braid_strategy::multirail::{common_finish_time, RailView};
+
+use crate::sampling::{decode_profile, encode_profile};
+use crate::EngineError;
+
+/// The bootstrap key of rank 0's links.
+const LINKS_KEY: &str = "braid-links";
+
+/// Predicted message times within a node and between nodes; `None` where the job has no such
+/// link.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LinkProfiles {
+    pub intra_node: Option<Profile>,
+    pub inter_node: Option<Profile>,
+}
+
+impl LinkProfiles {
+    /// The links of a job whose node transport has profile `intra_node` and whose rails have
+    /// `rails`.
+    pub(crate) fn new(intra_node: Option<&Profile>, rails: &[Profile]) -> LinkProfiles {
+        LinkProfiles { intra_node: intra_node.cloned(), inter_node: combined(rails) }
+    }
+}
+
+/// Makes every rank hold the same links (rank 0's), so that collectives choose alike: profiles
+/// cached on different nodes may differ. Collective over the job, but a no-op (and no fence)
+/// unless some node holds several ranks and there are several nodes: only then can a hierarchy
+/// be chosen, and every rank sees the same `node_of`.
+pub(crate) fn agree(bootstrap: &mut dyn Bootstrap, node_of: &[u32], links: LinkProfiles) -> Result<LinkProfiles, EngineError> {
+    let nodes = node_of.iter().max().map_or(0, |&last| last as usize + 1);
+    if nodes < 2 || nodes == node_of.len() {
+        return Ok(links);
+    }
+    let failed = |error: braid_pmi::BootstrapError| EngineError::Init(format!("sharing the link profiles: {error}"));
+    if bootstrap.rank() == 0 {
+        let encode = |profile: &Option<Profile>| profile.as_ref().map_or_else(|| "none".to_string(), encode_profile);
+        bootstrap.put(LINKS_KEY, &format!("{};{}", encode(&links.intra_node), encode(&links.inter_node))).map_err(failed)?;
+    }
+    bootstrap.fence().map_err(failed)?;
+    let text = bootstrap.get(LINKS_KEY).map_err(failed)?;
+    let (intra, inter) = text.split_once(';').ok_or_else(|| EngineError::Init(format!("malformed link profiles {text:?}")))?;
+    Ok(LinkProfiles { intra_node: decode_profile(intra), inter_node: decode_profile(inter) })
+}
+
+/// The rails as one link: at each sampled size, when idle rails sharing the message finish.
+fn combined(rails: &[Profile]) -> Option<Profile> {
+    let largest = rails.iter().filter_map(|rail| rail.samples().last()).map(|sample| sample.size).max()?;
+    let views: Vec<RailView<'_>> = rails.iter().map(|profile| RailView { profile, backlog_bytes: 0, rate_factor: 1.0, up: true }).collect();
+    let samples = (0..)
+        .map(braid_lane::profile::sample_size)
+        .take_while(|&size| size <= largest)
+        .map(|size| Sample { size, nanos: common_finish_time(size, &views).unwrap_or(f64::INFINITY) })
+        .collect();
+    Some(Profile::from_samples(samples))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_equal_rails_carry_a_large_message_in_about_half_the_time() {
+        let rail = Profile::from_model(10_000.0, 100e6, 1 << 24);
+        let links = LinkProfiles::new(None, &[rail.clone(), rail.clone()]);
+        let both = links.inter_node.unwrap();
+        let ratio = both.predict(16 << 20) / rail.predict(16 << 20);
+        assert!((0.45..0.55).contains(&ratio), "{ratio}");
+        // A tiny message goes on one rail: the latency stays.
+        assert!(both.predict(8) >= 0.9 * rail.predict(8));
+        assert_eq!(LinkProfiles::new(None, &[]).inter_node, None);
+    }
+}
