@@ -35,7 +35,7 @@ mod agents;
 mod counters;
 mod frame;
 mod matching;
-mod network;
+mod rails;
 mod node;
 mod offload;
 mod requests;
@@ -58,7 +58,7 @@ pub use counters::{CounterValues, PeerTraffic, TransportTraffic};
 use counters::Counters;
 use frame::{batch_entries, CancelOutcome, Frame, Header, NetFrame, DATA_HEADER, EAGER_HEADER_MAX};
 use matching::{Body, Matching, Posted, Probed, Unexpected};
-use network::{Arrival, Network};
+use rails::{Arrival, Network};
 use requests::{Operation, Requests};
 
 /// A request handle: an index into the engine's request table (never 0).
@@ -323,8 +323,8 @@ impl Core {
     }
 
     /// Hands `peer`'s queued control frames to its rail and completes the sends that left.
-    fn flush_control(&mut self, peer: PeerId, rails: &mut [Box<dyn Transport>]) -> Result<bool, EngineError> {
-        let flushed = self.net.flush_control(peer, rails);
+    fn flush_control(&mut self, peer: PeerId) -> Result<bool, EngineError> {
+        let flushed = self.net.flush_control(peer);
         self.complete_sent_controls();
         flushed
     }
@@ -345,6 +345,22 @@ impl Core {
             }
             _ => Err(protocol_error(peer, "completion for an unknown send")),
         }
+    }
+
+    /// Polls every rail once; a rail's frames are counted per rail (the others per peer, by the
+    /// frame handlers).
+    #[inline(never)]
+    fn poll_rails(&mut self) -> usize {
+        let mut links = self.net.lend_links();
+        let mut delivered = 0;
+        for (rail, link) in links.iter_mut().enumerate() {
+            delivered += link.poll(&mut |incoming| {
+                self.counters.rail_frame_received(rail, incoming.payload.len());
+                self.on_frame(incoming)
+            });
+        }
+        self.net.return_links(links);
+        delivered
     }
 
     /// Whether any protocol needs a progress step beyond polling for frames.
@@ -728,6 +744,8 @@ pub struct Engine {
     transports: Vec<Box<dyn Transport>>,
     /// The transports `progress` polls: self, and those that carry traffic to some peer.
     polled: Vec<usize>,
+    /// Whether some peer is reached over the rails, so that `progress` polls them.
+    polls_rails: bool,
     bootstrap: Box<dyn Bootstrap>,
     wait: WaitPolicy,
     node_ranks: Vec<u32>,
@@ -809,21 +827,22 @@ impl Engine {
                 reason: "no shared memory with it and no network rail reaches it (see BRAID_RAILS and BRAID_SHM)".into(),
             })?;
         let rail_peers: Vec<PeerId> = router.rail_peers().collect();
+        let mut links = all.split_off(rail_base);
         let rail_profiles = match profiles {
-            RailProfiles::FromTransports => all[rail_base..].iter().map(|rail| rail.profile().clone()).collect(),
+            RailProfiles::FromTransports => links.iter().map(|rail| rail.profile().clone()).collect(),
             RailProfiles::CachedOrSampled(caches) => {
                 let leader = node.ranks.first() == Some(&rank);
-                sampling::startup_profiles(config, bootstrap.as_mut(), &mut all[rail_base..], &caches, &rail_peers, leader)?
+                sampling::startup_profiles(config, bootstrap.as_mut(), &mut links, &caches, &rail_peers, leader)?
             }
         };
-        let net = Network::new(config, rank, rail_base, rail_profiles, &all[rail_base..], rail_peers, &node);
+        let polls_rails = !rail_peers.is_empty();
+        let rail_count = links.len();
+        let net = Network::new(config, rank, rail_profiles, links, rail_peers, &node);
         let caps: Vec<Capabilities> = all.iter().map(|transport| transport.capabilities()).collect();
-        let mut carriers: Vec<usize> = (0..rail_base).filter(|&t| router.peers_of(t).any(|peer| peer != rank)).collect();
-        if router.rail_peers().next().is_some() {
-            carriers.extend(rail_base..all.len());
-        }
+        let carriers: Vec<usize> = (0..rail_base).filter(|&t| router.peers_of(t).any(|peer| peer != rank)).collect();
+        // Only a single direct transport's doorbell is rung by every peer; the rails have none.
         let sleeper = match carriers.as_slice() {
-            [only] if caps[*only].wakes_receiver => Some(*only),
+            [only] if !polls_rails && caps[*only].wakes_receiver => Some(*only),
             _ => None,
         };
         let wait = WaitPolicy {
@@ -873,10 +892,10 @@ impl Engine {
             net,
             failure: None,
             debug: config.debug,
-            counters: Counters::new(size as usize, rail_base, all.len() - rail_base),
+            counters: Counters::new(size as usize, rail_base, rail_count),
         };
         let polled = std::iter::once(0).chain(carriers.iter().copied().filter(|&t| t != 0)).collect();
-        Ok(Engine { transports: all, polled, core, bootstrap, wait, node_ranks: node.ranks, agents: Vec::new() })
+        Ok(Engine { transports: all, polled, polls_rails, core, bootstrap, wait, node_ranks: node.ranks, agents: Vec::new() })
     }
 
     /// This process's job rank.
@@ -948,7 +967,7 @@ impl Engine {
             let region = RemoteRegion { pid: 0, address: 0, len: data.len() as u64 };
             net.queue_control(dest, Frame::rts(context, tag, request, region), &[], None);
         }
-        match self.core.flush_control(dest, &mut self.transports[self.core.net.rail_base..]) {
+        match self.core.flush_control(dest) {
             Ok(_) => Ok(RequestId(request)),
             Err(error) => {
                 self.core.requests.free(request);
@@ -1016,7 +1035,7 @@ impl Engine {
             Body::Rendezvous { sender, region } => self.core.start_rendezvous_receive(request, source, tag, sender, region)?,
         }
         if self.core.router.route(source) == Route::Rails {
-            return self.core.flush_control(source, &mut self.transports[self.core.net.rail_base..]).map(|_| ());
+            return self.core.flush_control(source).map(|_| ());
         }
         self.flush_backlogs().map(|_| ())
     }
@@ -1350,7 +1369,7 @@ impl Engine {
     pub fn wait_until(&mut self, mut done: impl FnMut(&mut Engine) -> bool) -> Result<(), EngineError> {
         // Frames waiting to be aggregated leave now: nothing more joins them while we wait.
         if self.core.net.has_unsent() {
-            let flushed = self.core.net.flush_unsent(&mut self.transports[self.core.net.rail_base..]);
+            let flushed = self.core.net.flush_unsent();
             self.core.complete_sent_controls();
             flushed?;
         }
@@ -1406,15 +1425,10 @@ impl Engine {
         let mut delivered = 0;
         let core = &mut self.core;
         for &index in &self.polled {
-            let transport = &mut self.transports[index];
-            // A rail's frames are counted per rail; the others per peer, by the frame handlers.
-            delivered += match index.checked_sub(core.net.rail_base) {
-                None => transport.poll(&mut |incoming| core.on_frame(incoming)),
-                Some(rail) => transport.poll(&mut |incoming| {
-                    core.counters.rail_frame_received(rail, incoming.payload.len());
-                    core.on_frame(incoming)
-                }),
-            };
+            delivered += self.transports[index].poll(&mut |incoming| core.on_frame(incoming));
+        }
+        if self.polls_rails {
+            delivered += core.poll_rails();
         }
         if self.core.failure.is_some() {
             return Err(self.take_failure());
@@ -1451,7 +1465,7 @@ impl Engine {
             moved |= self.advance_streams()?;
         }
         if self.core.net.active() {
-            let advanced = self.core.net.advance(&mut self.transports[self.core.net.rail_base..], !moved);
+            let advanced = self.core.net.advance(!moved);
             self.core.complete_sent_controls();
             moved |= advanced?;
         }
@@ -1551,7 +1565,7 @@ impl Engine {
 
     /// A copy of every traffic counter (what is counted: [`CounterValues`]).
     pub fn counter_values(&self) -> CounterValues {
-        let names = self.transports.iter().map(|transport| transport.name().to_string()).collect();
+        let names = self.transports.iter().map(|transport| transport.name()).chain(self.core.net.link_names()).map(str::to_string).collect();
         let direct_route = |peer| match self.core.router.route(peer) {
             Route::Direct(transport) => Some(transport),
             Route::Rails => None,
