@@ -47,7 +47,6 @@ use crate::{protocol_error, EngineError};
 use control::Peer;
 use horizon::ProgressGaps;
 use transfer::{settle, waiting_bytes, Receive, Transfer};
-pub(crate) use transfer::Arrival;
 
 /// One rail's state shared by every peer.
 struct Rail {

@@ -69,7 +69,6 @@ pub(super) struct Transfer {
 pub(super) struct Receive {
     pub(super) request: u32,
     pub(super) peer: PeerId,
-    pub(super) sender: u32,
     pub(super) transfer: u64,
     pub(super) expected: usize,
     /// Disjoint, sorted byte ranges that have arrived.
@@ -79,14 +78,6 @@ pub(super) struct Receive {
 /// Largest NET_DATA frame when the strategy limits what a rail holds: the unit in which a
 /// rail's queue is topped up, small enough that the cap is kept to within a frame.
 const QUEUED_FRAME_MAX: usize = 64 << 10;
-
-/// What the receiver of a NET_DATA frame has to do.
-pub(crate) enum Arrival {
-    /// Nothing (more chunks to come, or a stale duplicate).
-    Pending,
-    /// The receive is complete: send FIN for `sender`.
-    Complete { request: u32, sender: u32 },
-}
 
 /// Hands the pieces of a fresh split (`transfer.pieces[first..]`) to offload workers when
 /// seed 004's equation 1 says that submitting them in parallel beats submitting them one after
@@ -173,34 +164,26 @@ impl Network {
         }
     }
 
-    /// Receive `request` sent CTS `transfer` for `expected` bytes of `peer`'s send `sender`.
-    pub(crate) fn expect(&mut self, peer: PeerId, request: u32, sender: u32, transfer: u64, expected: usize) {
-        self.receives.push(Receive { request, peer, sender, transfer, expected, ranges: Vec::new() });
+    /// Receive `request` sent CTS `transfer` for `expected` bytes of `peer`'s send.
+    pub(crate) fn expect(&mut self, peer: PeerId, request: u32, transfer: u64, expected: usize) {
+        self.receives.push(Receive { request, peer, transfer, expected, ranges: Vec::new() });
     }
 
-    /// A NET_DATA chunk arrived: where to copy it (`None`: stale, drop it) and whether the receive
-    /// is then complete. `copy` writes the payload into the receive's buffer.
-    pub(crate) fn arrive_data(
-        &mut self,
-        peer: PeerId,
-        receiver: u32,
-        offset: usize,
-        transfer: u64,
-        len: usize,
-        copy: impl FnOnce(u32) -> Result<(), EngineError>,
-    ) -> Result<Arrival, EngineError> {
+    /// A chunk of `len` bytes at `offset` arrived for receive `receiver`: records its range and
+    /// returns how many of its bytes no earlier chunk brought (a hedged copy may bring them
+    /// twice); `None` for a chunk of an earlier transfer, to be dropped. A receive whose bytes are
+    /// all in is forgotten.
+    pub(crate) fn place_data(&mut self, peer: PeerId, receiver: u32, offset: usize, transfer: u64, len: usize) -> Result<Option<usize>, EngineError> {
         let Some(index) = self.receives.iter().position(|r| r.peer == peer && r.request == receiver && r.transfer == transfer) else {
-            return Ok(Arrival::Pending);
+            return Ok(None);
         };
         let receive = &mut self.receives[index];
         let end = offset.checked_add(len).filter(|&end| end <= receive.expected).ok_or_else(|| protocol_error(peer, "DATA beyond the expected length"))?;
-        copy(receive.request)?;
-        add_range(&mut receive.ranges, offset, end);
+        let fresh = add_range(&mut receive.ranges, offset, end);
         if receive.ranges.as_slice() == [(0, receive.expected)] {
-            let receive = self.receives.swap_remove(index);
-            return Ok(Arrival::Complete { request: receive.request, sender: receive.sender });
+            self.receives.swap_remove(index);
         }
-        Ok(Arrival::Pending)
+        Ok(Some(fresh))
     }
 
     /// Splits unassigned ranges and posts chunks while the rails take them.
@@ -435,19 +418,23 @@ fn hedge(strategy: &mut dyn MultirailStrategy, transfer: &mut Transfer, thief: u
     Some(hedged)
 }
 
-/// Adds `[start, end)` to disjoint sorted `ranges`, merging what touches or overlaps.
-fn add_range(ranges: &mut Vec<(usize, usize)>, start: usize, end: usize) {
+/// Adds `[start, end)` to disjoint sorted `ranges`, merging what touches or overlaps; returns
+/// how many of its bytes were not in `ranges` yet.
+fn add_range(ranges: &mut Vec<(usize, usize)>, start: usize, end: usize) -> usize {
     if start == end {
-        return;
+        return 0;
     }
     let first = ranges.partition_point(|&(_, e)| e < start);
     let mut merged = (start, end);
     let mut last = first;
+    let mut covered = 0;
     while last < ranges.len() && ranges[last].0 <= merged.1 {
+        covered += ranges[last].1.min(end).saturating_sub(ranges[last].0.max(start));
         merged = (merged.0.min(ranges[last].0), merged.1.max(ranges[last].1));
         last += 1;
     }
     ranges.splice(first..last, [merged]);
+    end - start - covered
 }
 
 #[cfg(test)]
@@ -467,18 +454,20 @@ mod tests {
     #[test]
     fn ranges_merge_overlaps_duplicates_and_neighbours() {
         let mut ranges = Vec::new();
-        add_range(&mut ranges, 10, 20);
-        add_range(&mut ranges, 30, 40);
+        assert_eq!(add_range(&mut ranges, 10, 20), 10);
+        assert_eq!(add_range(&mut ranges, 30, 40), 10);
         assert_eq!(ranges, vec![(10, 20), (30, 40)]);
-        add_range(&mut ranges, 12, 18);
+        assert_eq!(add_range(&mut ranges, 12, 18), 0);
         assert_eq!(ranges, vec![(10, 20), (30, 40)]);
-        add_range(&mut ranges, 20, 30);
+        assert_eq!(add_range(&mut ranges, 20, 30), 10);
         assert_eq!(ranges, vec![(10, 40)]);
-        add_range(&mut ranges, 0, 5);
-        add_range(&mut ranges, 45, 50);
-        add_range(&mut ranges, 3, 47);
+        assert_eq!(add_range(&mut ranges, 0, 5), 5);
+        assert_eq!(add_range(&mut ranges, 45, 50), 5);
+        // Only the gaps are new: 5..10 and 40..45.
+        assert_eq!(add_range(&mut ranges, 3, 47), 10);
         assert_eq!(ranges, vec![(0, 50)]);
-        add_range(&mut ranges, 50, 50);
-        assert_eq!(ranges, vec![(0, 50)]);
+        assert_eq!(add_range(&mut ranges, 50, 50), 0);
+        assert_eq!(add_range(&mut ranges, 50, 52), 2);
+        assert_eq!(ranges, vec![(0, 52)]);
     }
 }
