@@ -112,7 +112,8 @@ impl Engine {
         };
         let polls_rails = !rail_peers.is_empty();
         let rail_count = links.len();
-        let net = Network::new(config, rank, rail_profiles, links, rail_peers, &node);
+        let policy = ProtocolPolicy::from_config(config);
+        let net = Network::new(config, &policy, rank, rail_profiles, links, rail_peers, &node);
         let caps: Vec<Capabilities> = all.iter().map(|transport| transport.capabilities()).collect();
         let carriers: Vec<usize> = (0..rail_base).filter(|&t| router.peers_of(t).any(|peer| peer != rank)).collect();
         // Only a single direct transport's doorbell is rung by every peer; the rails have none.
@@ -144,7 +145,9 @@ impl Engine {
                 net.describe()
             );
         }
-        let policy = ProtocolPolicy::from_config(config);
+        // Each lane's eager limit, from the protocol policy: a direct transport's from its frame
+        // size, the rails' from their profiles (computed by the rail set); both capped by
+        // BRAID_EAGER_MAX.
         let endpoints = (0..size)
             .map(|peer| match router.route(peer) {
                 Route::Direct(transport) => Endpoint::new(ControlLane::Direct(transport), policy.eager_limit(&caps[transport], EAGER_HEADER_MAX)),

@@ -37,6 +37,7 @@ use std::time::Instant;
 
 use braid_config::{Config, OffloadMode};
 use braid_strategy::multirail::{self, MultirailStrategy, RailView, RateEstimator, SplitSettings};
+use braid_strategy::ProtocolPolicy;
 use braid_transport::{PeerId, Profile, Transport};
 
 use crate::counters::TransportTraffic;
@@ -70,7 +71,7 @@ struct Rail {
 pub(crate) struct Network {
     rails: Vec<Rail>,
     peers: Vec<Option<Peer>>,
-    /// Largest eager message to a network peer.
+    /// Largest eager message to a network peer (`ProtocolPolicy::rails_eager_limit`).
     pub(crate) eager_limit: usize,
     strategy: Box<dyn MultirailStrategy>,
     /// Smallest drain worth a rate observation (BRAID_SPLIT_MIN).
@@ -140,9 +141,11 @@ fn start_offload(config: &Config, rails: usize, spare: &SpareCpus, oversubscribe
 
 impl Network {
     /// Takes over the rail transports `links` (already connected) with their `profiles`, for
-    /// the `rail_peers`; `node` says what CPUs offload may use.
+    /// the `rail_peers`; `node` says what CPUs offload may use, `policy` how large an eager
+    /// message may be.
     pub(crate) fn new(
         config: &Config,
+        policy: &ProtocolPolicy,
         rank: u32,
         profiles: Vec<Profile>,
         links: Vec<Box<dyn Transport>>,
@@ -176,7 +179,7 @@ impl Network {
             0
         } else {
             let views: Vec<RailView<'_>> = rails.iter().zip(&all_up).map(|(rail, &up)| RailView { profile: &rail.profile, backlog_bytes: 0, rate_factor: 1.0, up }).collect();
-            multirail::rendezvous_threshold(&views, CONTROL_OVERHEAD + EAGER_HEADER_MAX).min(frame_room)
+            policy.rails_eager_limit(multirail::rendezvous_threshold(&views, CONTROL_OVERHEAD + EAGER_HEADER_MAX), frame_room)
         };
         let mut strategy = multirail::build(config.strategy, settings);
         let size = rail_peers.iter().max().map_or(0, |&peer| peer as usize + 1);
