@@ -85,6 +85,9 @@ pub struct Config {
     pub shm_pool_buffer_size: usize,
     pub shm_handover_min: usize,
     pub shm_handover_chunk: usize,
+    /// BRAID_EAGER_MAX: the largest message sent eagerly to any peer. A direct transport's eager
+    /// limit is this, or less if one frame cannot carry it; the network rails' is where their
+    /// profiles say a rendezvous split starts to pay, capped by this.
     pub eager_max: usize,
     pub cma: CmaMode,
     pub cma_chunk: usize,
@@ -169,7 +172,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_SHM_POOL_BUFFER_SIZE", default: "65536", meaning: "bytes per pool buffer; also the chunk of the two-copy pipeline" },
     Setting { variable: "BRAID_SHM_HANDOVER_MIN", default: "8192", meaning: "smallest pooled payload handed to the receiver while the sender still copies it in, so that the receiver's copy out runs alongside; larger than BRAID_SHM_POOL_BUFFER_SIZE: never" },
     Setting { variable: "BRAID_SHM_HANDOVER_CHUNK", default: "4096", meaning: "bytes the sender copies between two publications of its progress in a handed-over payload (at least 64)" },
-    Setting { variable: "BRAID_EAGER_MAX", default: "32768", meaning: "largest message sent eagerly; larger ones use rendezvous (CMA single copy or two-copy pipeline)" },
+    Setting { variable: "BRAID_EAGER_MAX", default: "32768", meaning: "largest message sent eagerly; larger ones use rendezvous (CMA single copy, two-copy pipeline, or a split over the network rails). Shared memory: this, or less if a frame cannot carry it. Network rails: where their profiles say a split starts to pay, capped by this" },
     Setting { variable: "BRAID_CMA", default: "auto", meaning: "auto | off: single-copy large messages with process_vm_readv (auto falls back on EPERM)" },
     Setting { variable: "BRAID_CMA_CHUNK", default: "1048576", meaning: "bytes per process_vm_readv call of the single-copy pipeline" },
     Setting { variable: "BRAID_CMA_SHARE_MIN", default: "65536", meaning: "smallest single-copy message whose copy the receiver shares with the waiting sender: it reads the first half (process_vm_readv) while the sender writes the second (process_vm_writev), so two cores copy; from the second large message to a peer on (the first confirms that CMA works); 0: the receiver copies alone" },

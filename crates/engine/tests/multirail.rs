@@ -156,6 +156,31 @@ fn the_single_strategy_keeps_to_the_fastest_rail() {
     assert_eq!((fast, slow), (2 * (8 << 20), 0));
 }
 
+#[test]
+fn the_eager_limit_setting_caps_the_rails_eager_limit() {
+    // The rails' profiles alone send up to at least 4 KiB eagerly (their rendezvous threshold
+    // is never lower); with BRAID_EAGER_MAX at 1000 bytes, 3000 bytes go by rendezvous.
+    const SIZES: [usize; 2] = [1000, 3000];
+    let config = Config { eager_max: 1000, ..config() };
+    let (counts, _) = run_rail_job(vec![0, 1], two_rails(), config, |engine, _| {
+        if engine.rank() == 0 {
+            for (tag, &len) in SIZES.iter().enumerate() {
+                let request = send(engine, pattern(tag as u64, len), 1, tag as i32);
+                engine.wait(request).unwrap();
+            }
+            let counters = engine.counter_values();
+            return Some((counters.eager_sends, counters.rendezvous_sends));
+        }
+        for (tag, &len) in SIZES.iter().enumerate() {
+            let (status, data) = receive(engine, len, Source::Rank(0), TagSelector::Tag(tag as i32));
+            assert_eq!(status.count, len);
+            assert!(*data == pattern(tag as u64, len)[..], "message {tag} of {len} bytes corrupted");
+        }
+        None
+    });
+    assert_eq!(counts[0], Some((1, 1)), "(eager, rendezvous) sends of 1000 and 3000 bytes");
+}
+
 /// Rank 0 posts `count` small sends at once, then waits for them; rank 1 checks them. Returns
 /// the frames both rails carried.
 fn small_burst(strategy: StrategyKind, count: usize) -> u64 {

@@ -137,11 +137,21 @@ impl ProtocolPolicy {
         }
     }
 
-    /// Largest message sent eagerly over a transport with `caps`, whose frames carry a header of
-    /// `header_len` bytes.
+    /// Largest message sent eagerly to a peer reached directly through a transport with `caps`,
+    /// whose frames carry a header of `header_len` bytes: BRAID_EAGER_MAX, or less if one frame
+    /// cannot carry that much.
     #[inline]
     pub fn eager_limit(&self, caps: &Capabilities, header_len: usize) -> usize {
         self.eager_max.min(caps.max_payload.saturating_sub(header_len))
+    }
+
+    /// Largest message sent eagerly to a peer reached over the network rails: where their
+    /// profiles say a rendezvous split starts to pay (`profile_threshold`, see
+    /// [`multirail::rendezvous_threshold`]), capped by BRAID_EAGER_MAX and by what one control
+    /// frame carries (`frame_room`).
+    #[inline]
+    pub fn rails_eager_limit(&self, profile_threshold: usize, frame_room: usize) -> usize {
+        self.eager_max.min(profile_threshold).min(frame_room)
     }
 
     /// Protocol for a `len`-byte message.
@@ -248,6 +258,16 @@ mod tests {
         let unlimited = caps(usize::MAX, false);
         assert_eq!(policy.choose(32 * 1024 + 1, &unlimited, 40), Protocol::Rendezvous);
         assert_eq!(policy.choose(0, &caps(0, false), 40), Protocol::Eager);
+    }
+
+    #[test]
+    fn rails_go_eager_up_to_the_profile_threshold_capped_by_the_setting_and_the_frame() {
+        let policy = ProtocolPolicy::from_config(&Config { eager_max: 32 * 1024, ..Config::default() });
+        assert_eq!(policy.rails_eager_limit(256 * 1024, 1 << 20), 32 * 1024);
+        assert_eq!(policy.rails_eager_limit(8192, 1 << 20), 8192);
+        assert_eq!(policy.rails_eager_limit(256 * 1024, 16 * 1024), 16 * 1024);
+        let none = ProtocolPolicy::from_config(&Config { eager_max: 0, ..Config::default() });
+        assert_eq!(none.rails_eager_limit(256 * 1024, 1 << 20), 0);
     }
 
     #[test]

@@ -110,7 +110,7 @@ const fn collective(name: &'static str, read: fn(&Config, &CollTuning) -> Value,
 }
 
 /// The control variables, in the order of `SETTINGS` (the index of a variable is its setting's).
-pub(crate) static CVARS: [ControlVariable; 32] = [
+pub(crate) static CVARS: [ControlVariable; 33] = [
     fixed("BRAID_WAIT", Kind::Choice(enums::WAIT), MPI_T_VERBOSITY_USER_BASIC, |c, _| Value::Choice(enums::wait_value(c.wait))),
     fixed("BRAID_SPIN_COUNT", Kind::Unsigned, MPI_T_VERBOSITY_TUNER_BASIC, |c, _| Value::Unsigned(c.spin_count)),
     fixed("BRAID_YIELD_US", Kind::Unsigned, MPI_T_VERBOSITY_TUNER_DETAIL, |c, _| Value::Unsigned(c.yield_us)),
@@ -129,6 +129,7 @@ pub(crate) static CVARS: [ControlVariable; 32] = [
     collective("BRAID_COLL_BCAST_SPLIT_MIN", |_, t| size(t.bcast_split_min), |t, value| t.bcast_split_min = value),
     collective("BRAID_COLL_ALLREDUCE_SPLIT_MIN", |_, t| size(t.allreduce_split_min), |t, value| t.allreduce_split_min = value),
     collective("BRAID_COLL_ALLREDUCE_EXCHANGE_MAX", |_, t| size(t.allreduce_exchange_max), |t, value| t.allreduce_exchange_max = value),
+    fixed("BRAID_COLL_HIERARCHY", Kind::Choice(enums::HIERARCHY), MPI_T_VERBOSITY_TUNER_BASIC, |_, t| Value::Choice(enums::hierarchy_value(t.hierarchy))),
     fixed("BRAID_PROGRESS_THREAD", Kind::Choice(enums::SWITCH), MPI_T_VERBOSITY_TUNER_BASIC, |c, _| Value::Choice(enums::switch_value(c.progress_thread))),
     fixed("BRAID_SHM", Kind::Choice(enums::SWITCH), MPI_T_VERBOSITY_USER_BASIC, |c, _| Value::Choice(enums::switch_value(c.shm))),
     fixed("BRAID_RAILS", Kind::Text, MPI_T_VERBOSITY_USER_BASIC, |c, _| Value::Text(rails_text(&c.rails))),

@@ -7,7 +7,7 @@
 
 use std::ffi::{c_char, c_int};
 
-use braid_config::{CmaMode, OffloadMode, StrategyKind, WaitMode};
+use braid_config::{CmaMode, HierarchyMode, OffloadMode, StrategyKind, WaitMode};
 
 use super::{call, put, put_string, ToolResult};
 use crate::consts::*;
@@ -23,13 +23,15 @@ pub(crate) const SWITCH: usize = 1;
 pub(crate) const CMA: usize = 2;
 pub(crate) const STRATEGY: usize = 3;
 pub(crate) const OFFLOAD: usize = 4;
+pub(crate) const HIERARCHY: usize = 5;
 
-pub(crate) static ENUMS: [Enumeration; 5] = [
+pub(crate) static ENUMS: [Enumeration; 6] = [
     Enumeration { name: "braid_wait_mode", items: &["auto", "poll", "block"] },
     Enumeration { name: "braid_switch", items: &["off", "on"] },
     Enumeration { name: "braid_cma_mode", items: &["auto", "off"] },
     Enumeration { name: "braid_strategy", items: &["single", "greedy", "iso", "weighted", "hetero"] },
     Enumeration { name: "braid_offload_mode", items: &["auto", "off"] },
+    Enumeration { name: "braid_hierarchy_mode", items: &["auto", "off", "always"] },
 ];
 
 /// The value of a choice, as an item of its enumeration.
@@ -66,6 +68,14 @@ pub(crate) fn offload_value(mode: OffloadMode) -> c_int {
     match mode {
         OffloadMode::Auto => 0,
         OffloadMode::Off => 1,
+    }
+}
+
+pub(crate) fn hierarchy_value(mode: HierarchyMode) -> c_int {
+    match mode {
+        HierarchyMode::Auto => 0,
+        HierarchyMode::Off => 1,
+        HierarchyMode::Always => 2,
     }
 }
 

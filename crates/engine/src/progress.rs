@@ -1,0 +1,230 @@
+//! The progress step (poll every transport and the rails once, advance the protocols that run
+//! over many steps, then the progress agents) and the wait loop around it, with its
+//! [`WaitPolicy`]: spin, yield the core, or sleep on the one doorbell every peer rings.
+
+use std::time::{Duration, Instant};
+
+use braid_config::WaitMode;
+
+use crate::{Core, Engine, EngineError};
+
+/// When a waiter spins, yields its core or sleeps.
+pub(crate) struct WaitPolicy {
+    pub(crate) mode: WaitMode,
+    pub(crate) spin_count: u32,
+    /// Oversubscribed node: how long a waiter yields its core before it sleeps.
+    pub(crate) yield_window: Duration,
+    pub(crate) timeout: Duration,
+    pub(crate) oversubscribed: bool,
+    /// The one transport whose doorbell every peer rings; `None`: keep polling.
+    pub(crate) sleeper: Option<usize>,
+}
+
+/// What a waiter does after an unsuccessful poll.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Idle {
+    Spin,
+    Yield,
+    Block,
+}
+
+impl WaitPolicy {
+    /// `idle_polls` unsuccessful polls so far, `idle_for` since the first of them.
+    pub(crate) fn after_idle_poll(&self, idle_polls: u32, idle_for: impl FnOnce() -> Duration) -> Idle {
+        match self.mode {
+            WaitMode::Poll => Idle::Spin,
+            WaitMode::Block => Idle::Block,
+            // Sleeping at once would make every hop wake an idle core (tens of microseconds on
+            // this VM); yielding hands the core to the rank that holds the work, and the sleep
+            // that follows keeps a long wait from burning CPU.
+            WaitMode::Auto if self.oversubscribed => {
+                if idle_for() < self.yield_window { Idle::Yield } else { Idle::Block }
+            }
+            WaitMode::Auto => {
+                if idle_polls < self.spin_count { Idle::Spin } else { Idle::Block }
+            }
+        }
+    }
+}
+
+impl Core {
+    /// Frames, copies or chunks still to move (finalize waits for them).
+    pub(crate) fn has_local_work(&self) -> bool {
+        self.backlog_len > 0 || !self.streams.is_empty() || !self.reads.is_empty() || self.net.has_work()
+    }
+
+    /// Polls every rail once; a rail's frames are counted per rail (the others per peer, by the
+    /// frame handlers).
+    #[inline(never)]
+    pub(crate) fn poll_rails(&mut self) -> usize {
+        let mut links = self.net.lend_links();
+        let mut delivered = 0;
+        for (rail, link) in links.iter_mut().enumerate() {
+            delivered += link.poll(&mut |incoming| {
+                self.counters.rail_frame_received(rail, incoming.payload.len());
+                self.on_frame(incoming)
+            });
+        }
+        self.net.return_links(links);
+        delivered
+    }
+
+    /// Whether any protocol needs a progress step beyond polling for frames.
+    #[inline]
+    pub(crate) fn has_protocol_work(&self) -> bool {
+        !self.reads.is_empty() || !self.writes.is_empty() || self.backlog_len != 0 || !self.streams.is_empty() || self.net.active()
+    }
+}
+
+impl Engine {
+    /// Makes progress until `done(self)` is true, waiting per the wait policy between polls.
+    pub fn wait_until(&mut self, mut done: impl FnMut(&mut Engine) -> bool) -> Result<(), EngineError> {
+        // Frames waiting to be aggregated leave now: nothing more joins them while we wait.
+        if self.core.net.has_unsent() {
+            let flushed = self.core.net.flush_unsent();
+            self.core.complete_sent_controls();
+            flushed?;
+        }
+        let mut idle_polls: u32 = 0;
+        let mut idle_since: Option<Instant> = None;
+        loop {
+            if done(self) {
+                return Ok(());
+            }
+            if self.progress()? {
+                idle_polls = 0;
+                idle_since = None;
+                continue;
+            }
+            idle_polls = idle_polls.saturating_add(1);
+            match self.wait.after_idle_poll(idle_polls, || idle_since.get_or_insert_with(Instant::now).elapsed()) {
+                Idle::Spin => continue,
+                Idle::Yield => {
+                    self.core.counters.time_blocked(std::thread::yield_now);
+                    continue;
+                }
+                Idle::Block => {}
+            }
+            let sleeper = self.wait.sleeper.filter(|_| !self.core.has_local_work());
+            let Some((sleeper, token)) = sleeper.and_then(|t| self.transports[t].prepare_sleep().map(|token| (t, token))) else {
+                self.core.counters.time_blocked(std::thread::yield_now);
+                continue;
+            };
+            // The doorbell is armed: anything arriving from now on wakes us, so one more look
+            // closes the window between the last poll and the sleep.
+            let polled = self.progress();
+            if matches!(polled, Ok(false)) && !done(self) {
+                self.core.counters.time_asleep(|| self.transports[sleeper].sleep(token, self.wait.timeout));
+            }
+            self.transports[sleeper].finish_sleep();
+            polled?;
+        }
+    }
+
+    /// Makes progress, waiting per the wait policy, until `poll` finds what it looks for (a probed
+    /// message, for one) or fails.
+    pub fn wait_for<T>(&mut self, mut poll: impl FnMut(&mut Engine) -> Result<Option<T>, EngineError>) -> Result<T, EngineError> {
+        let mut outcome = None;
+        self.wait_until(|engine| {
+            outcome = poll(engine).transpose();
+            outcome.is_some()
+        })?;
+        outcome.expect("the wait ends once the poll has an answer")
+    }
+
+    /// Polls every transport once and advances protocols; true if anything happened.
+    pub fn progress(&mut self) -> Result<bool, EngineError> {
+        let mut delivered = 0;
+        let core = &mut self.core;
+        for &index in &self.polled {
+            delivered += self.transports[index].poll(&mut |incoming| core.on_frame(incoming));
+        }
+        if self.polls_rails {
+            delivered += core.poll_rails();
+        }
+        if self.core.failure.is_some() {
+            return Err(self.take_failure());
+        }
+        let mut moved = delivered > 0;
+        if self.core.has_protocol_work() {
+            moved = self.advance_protocols(moved)?;
+        }
+        if !self.agents.is_empty() {
+            return self.advance_agents(moved);
+        }
+        Ok(moved)
+    }
+
+    /// Advances the protocols that run over many progress steps (copies, backlogs, pipelines,
+    /// the rails); kept out of [`Engine::progress`] so that a step with nothing of the kind stays
+    /// short.
+    #[inline(never)]
+    fn advance_protocols(&mut self, mut moved: bool) -> Result<bool, EngineError> {
+        if !self.core.reads.is_empty() {
+            // Offers leave before the first read, so that the sender's part runs alongside.
+            if self.offer_shares() {
+                moved |= self.flush_backlogs()?;
+            }
+            moved |= self.advance_reads()?;
+        }
+        if !self.core.writes.is_empty() {
+            moved |= self.advance_writes()?;
+        }
+        if self.core.backlog_len != 0 {
+            moved |= self.flush_backlogs()?;
+        }
+        if !self.core.streams.is_empty() {
+            moved |= self.advance_streams()?;
+        }
+        if self.core.net.active() {
+            let advanced = self.core.net.advance(!moved);
+            self.core.complete_sent_controls();
+            moved |= advanced?;
+        }
+        Ok(moved)
+    }
+
+    #[cold]
+    fn take_failure(&mut self) -> EngineError {
+        self.core.failure.take().unwrap_or(EngineError::BadRequest)
+    }
+}
+
+
+#[cfg(test)]
+mod wait_policy_tests {
+    use super::*;
+
+    fn policy(mode: WaitMode, oversubscribed: bool) -> WaitPolicy {
+        WaitPolicy {
+            mode,
+            spin_count: 3,
+            yield_window: Duration::from_micros(100),
+            timeout: Duration::from_millis(1),
+            oversubscribed,
+            sleeper: Some(1),
+        }
+    }
+
+    #[test]
+    fn a_dedicated_core_spins_then_blocks() {
+        let auto = policy(WaitMode::Auto, false);
+        assert_eq!(auto.after_idle_poll(2, || Duration::ZERO), Idle::Spin);
+        assert_eq!(auto.after_idle_poll(3, || Duration::ZERO), Idle::Block);
+    }
+
+    #[test]
+    fn an_oversubscribed_node_yields_for_the_window_then_blocks() {
+        let auto = policy(WaitMode::Auto, true);
+        assert_eq!(auto.after_idle_poll(1_000_000, || Duration::from_micros(99)), Idle::Yield);
+        assert_eq!(auto.after_idle_poll(1, || Duration::from_micros(100)), Idle::Block);
+        let no_window = WaitPolicy { yield_window: Duration::ZERO, ..policy(WaitMode::Auto, true) };
+        assert_eq!(no_window.after_idle_poll(1, || Duration::ZERO), Idle::Block);
+    }
+
+    #[test]
+    fn forced_modes_ignore_the_node() {
+        assert_eq!(policy(WaitMode::Poll, true).after_idle_poll(u32::MAX, || Duration::MAX), Idle::Spin);
+        assert_eq!(policy(WaitMode::Block, false).after_idle_poll(1, || Duration::ZERO), Idle::Block);
+    }
+}

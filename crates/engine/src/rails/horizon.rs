@@ -1,0 +1,83 @@
+//! How far ahead chunks are queued on a rail: the strategy's horizon, raised to outlast this
+//! rank's recent absences from progress.
+
+use std::time::{Duration, Instant};
+
+/// A rail's queue must outlast the rank's absences: a rank descheduled (or computing) for a
+/// while posts nothing meanwhile, and a rail whose queue ran out stays idle until it returns.
+/// The longest recent gap between two progress steps with chunks outstanding is kept, and
+/// halved every [`GAP_HALF_LIFE`] that brings no longer one; the strategy's queue horizon is
+/// raised to [`GAP_COVER`] times it, at most to [`GAP_HORIZON_MAX`].
+#[derive(Debug, Default)]
+pub(super) struct ProgressGaps {
+    pub(super) last_step: Option<Instant>,
+    pub(super) longest: Duration,
+    pub(super) longest_at: Option<Instant>,
+}
+
+pub(super) const GAP_HALF_LIFE: Duration = Duration::from_millis(200);
+pub(super) const GAP_COVER: u32 = 2;
+pub(super) const GAP_HORIZON_MAX: Duration = Duration::from_millis(50);
+
+impl ProgressGaps {
+    /// A progress step at `now` with chunks outstanding.
+    pub(super) fn step(&mut self, now: Instant) {
+        if let Some(last) = self.last_step.replace(now) {
+            let gap = now.saturating_duration_since(last);
+            let since_longest = self.longest_at.map_or(Duration::MAX, |at| now.saturating_duration_since(at));
+            if gap >= self.longest {
+                self.longest = gap;
+                self.longest_at = Some(now);
+            } else if since_longest >= GAP_HALF_LIFE {
+                self.longest /= 2;
+                self.longest_at = Some(now);
+            }
+        }
+    }
+
+    /// Nothing outstanding: the time until the next chunk is not an absence.
+    pub(super) fn idle(&mut self) {
+        self.last_step = None;
+    }
+
+    /// `horizon_ns`, raised to cover the recent gaps.
+    pub(super) fn horizon_ns(&self, horizon_ns: f64) -> f64 {
+        let cover = (self.longest * GAP_COVER).min(GAP_HORIZON_MAX);
+        horizon_ns.max(cover.as_nanos() as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn queue_horizon_covers_recent_absences_and_forgets_them() {
+        let base = 5e6;
+        let mut gaps = ProgressGaps::default();
+        let mut now = Instant::now();
+        gaps.step(now);
+        assert_eq!(gaps.horizon_ns(base), base);
+        now += Duration::from_millis(12);
+        gaps.step(now);
+        assert_eq!(gaps.horizon_ns(base), 24e6);
+        // Steps close together: the 12 ms absence is halved every half-life.
+        for _ in 0..(GAP_HALF_LIFE.as_millis() + 1) {
+            now += Duration::from_millis(1);
+            gaps.step(now);
+        }
+        assert_eq!(gaps.horizon_ns(base), 12e6);
+        for _ in 0..(4 * GAP_HALF_LIFE.as_millis()) {
+            now += Duration::from_millis(1);
+            gaps.step(now);
+        }
+        assert_eq!(gaps.horizon_ns(base), base);
+        // Time with nothing outstanding is not an absence; a very long one is capped.
+        gaps.idle();
+        now += Duration::from_secs(1);
+        gaps.step(now);
+        assert_eq!(gaps.horizon_ns(base), base);
+        now += Duration::from_secs(1);
+        gaps.step(now);
+        assert_eq!(gaps.horizon_ns(base), GAP_HORIZON_MAX.as_nanos() as f64);
+    }
+}

@@ -1,0 +1,474 @@
+//! Rendezvous payloads over the rails: the sender's transfers, split over the rails by the
+//! strategy and posted in chunks (by offload workers when that pays), a dry rail taking over
+//! the end of another's remainder or hedging its undelivered tail; the receiver's ranges.
+
+use std::sync::Arc;
+
+use braid_strategy::multirail::{self, Chunk, MultirailStrategy, RailView};
+use braid_lane::PeerId;
+use braid_transport::{SendOutcome, Transport, TransportError};
+
+use super::{views, Network, Rail};
+use crate::frame::Header;
+use crate::offload::{Offload, OffloadJob};
+use crate::{gather, protocol_error, transport_error, EngineError};
+
+/// A piece of a rendezvous payload assigned to one rail; `posted` is the next byte to post.
+/// An offloaded piece is posted by a worker thread (`job`), which reports how far it got.
+#[derive(Debug, Clone)]
+pub(super) struct Piece {
+    pub(super) rail: usize,
+    pub(super) start: usize,
+    pub(super) posted: usize,
+    pub(super) end: usize,
+    pub(super) job: Option<Arc<OffloadJob>>,
+    /// `[start, unhedged_end)` is what no other rail has been asked to send again (see
+    /// [`hedge`]); a hedge itself is never hedged.
+    pub(super) unhedged_end: usize,
+    /// The transfer's `posted_on[rail]` when this piece's last byte was posted. What the rail
+    /// took after that sits behind this piece's undelivered tail in its backlog.
+    pub(super) posted_mark: Option<u64>,
+}
+
+impl Piece {
+    pub(super) fn new(rail: usize, start: usize, end: usize) -> Piece {
+        Piece { rail, start, posted: start, end, job: None, unhedged_end: end, posted_mark: None }
+    }
+
+    /// A copy of `[start, end)`, sent again on `rail`.
+    pub(super) fn hedge(rail: usize, start: usize, end: usize) -> Piece {
+        Piece { unhedged_end: start, ..Piece::new(rail, start, end) }
+    }
+}
+
+/// Waits until the worker posting `piece` (if any) is done with its bytes: their buffer may be
+/// given back to the application once the piece is dropped. A worker ends promptly once its
+/// frames are written or its connection is shut down.
+pub(super) fn settle(piece: &Piece) {
+    if let Some(job) = &piece.job {
+        while !job.finished() {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// A rendezvous send whose receiver sent CTS; it lives until FIN.
+pub(super) struct Transfer {
+    pub(super) request: u32,
+    pub(super) peer: PeerId,
+    pub(super) receiver: u32,
+    pub(super) transfer: u64,
+    pub(super) data: &'static [u8],
+    pub(super) pieces: Vec<Piece>,
+    /// Byte ranges not assigned to a rail yet (all of it at first, a failed rail's later).
+    pub(super) unassigned: Vec<(usize, usize)>,
+    /// Bytes of this transfer each rail has taken so far.
+    pub(super) posted_on: Vec<u64>,
+}
+
+/// A rendezvous receive being filled by NET_DATA chunks.
+pub(super) struct Receive {
+    pub(super) request: u32,
+    pub(super) peer: PeerId,
+    pub(super) transfer: u64,
+    pub(super) expected: usize,
+    /// Disjoint, sorted byte ranges that have arrived.
+    pub(super) ranges: Vec<(usize, usize)>,
+}
+
+/// Largest NET_DATA frame when the strategy limits what a rail holds: the unit in which a
+/// rail's queue is topped up, small enough that the cap is kept to within a frame.
+const QUEUED_FRAME_MAX: usize = 64 << 10;
+
+/// Hands the pieces of a fresh split (`transfer.pieces[first..]`) to offload workers when
+/// seed 004's equation 1 says that submitting them in parallel beats submitting them one after
+/// another, each piece's submission costing a copy of its bytes and each piece's duration
+/// being its predicted finish on its rail. The piece on the peer's
+/// control rail stays with this thread (control frames must not wait behind a worker), and so
+/// does any whose rail cannot lend a writer. Returns how many pieces went to workers.
+#[cold]
+fn offload_split(
+    offload: &Offload,
+    rails: &[Rail],
+    transports: &mut [Box<dyn Transport>],
+    transfer: &mut Transfer,
+    first: usize,
+    control_rail: usize,
+    views: &[RailView<'_>],
+) -> usize {
+    let fresh = &transfer.pieces[first..];
+    if fresh.len() < 2 {
+        return 0;
+    }
+    // The views count the fresh pieces in their rails' backlogs already; each piece's finish is
+    // predicted as the strategy predicted it, from the backlog without them.
+    let fresh_on = |rail: usize| fresh.iter().filter(|piece| piece.rail == rail).map(|piece| (piece.end - piece.start) as u64).sum::<u64>();
+    let times: Vec<f64> = fresh
+        .iter()
+        .map(|piece| {
+            let view = &views[piece.rail];
+            let before = RailView { backlog_bytes: view.backlog_bytes.saturating_sub(fresh_on(piece.rail)), ..*view };
+            multirail::predicted_finish(&before, piece.end - piece.start)
+        })
+        .collect();
+    let mean_len = fresh.iter().map(|piece| piece.end - piece.start).sum::<usize>() / fresh.len();
+    if !multirail::offload_pays(&times, offload.cost_ns(), offload.copy_time_ns(mean_len)) {
+        return 0;
+    }
+    let mut offloaded = 0;
+    for piece in &mut transfer.pieces[first..] {
+        if piece.rail == control_rail || piece.posted > piece.start {
+            continue;
+        }
+        let Some(writer) = transports[piece.rail].lend_writer(transfer.peer) else { continue };
+        let frame_max = rails[piece.rail].chunk_max;
+        let frames: Vec<(Vec<u8>, &'static [u8])> = (piece.start..piece.end)
+            .step_by(frame_max)
+            .map(|offset| {
+                let header = Header::net_data(transfer.receiver, offset as u64, transfer.transfer);
+                (header.as_bytes().to_vec(), &transfer.data[offset..piece.end.min(offset + frame_max)])
+            })
+            .collect();
+        piece.job = Some(offload.submit(writer, frames));
+        offloaded += 1;
+    }
+    offloaded
+}
+
+/// Chunk bytes assigned to each rail and not yet handed to it, over every transfer.
+pub(super) fn waiting_bytes(transfers: &[Transfer], rails: usize) -> Vec<u64> {
+    let mut waiting = vec![0u64; rails];
+    for piece in transfers.iter().flat_map(|transfer| &transfer.pieces) {
+        waiting[piece.rail] += (piece.end - piece.posted) as u64;
+    }
+    waiting
+}
+
+impl Network {
+    /// CTS `transfer` from `peer`: send `len` bytes of `data` to its request `receiver`.
+    pub(crate) fn start_transfer(&mut self, peer: PeerId, request: u32, receiver: u32, transfer: u64, data: &'static [u8]) {
+        self.transfers.push(Transfer { request, peer, receiver, transfer, data, pieces: Vec::new(), unassigned: vec![(0, data.len())], posted_on: vec![0; self.rails.len()] });
+    }
+
+    /// FIN for send `request`: its chunks need no re-sending any more. Once no transfer is left
+    /// the rails stop being observed: nothing polls them until the next one, so the time their
+    /// backlogs take to empty would be unknown.
+    pub(crate) fn finish_transfer(&mut self, peer: PeerId, request: u32) {
+        for transfer in self.transfers.iter().filter(|transfer| transfer.peer == peer && transfer.request == request) {
+            transfer.pieces.iter().for_each(settle);
+        }
+        self.transfers.retain(|transfer| !(transfer.peer == peer && transfer.request == request));
+        if self.transfers.is_empty() {
+            for rail in &mut self.rails {
+                rail.peers.clear();
+            }
+        }
+    }
+
+    /// Receive `request` sent CTS `transfer` for `expected` bytes of `peer`'s send.
+    pub(crate) fn expect(&mut self, peer: PeerId, request: u32, transfer: u64, expected: usize) {
+        self.receives.push(Receive { request, peer, transfer, expected, ranges: Vec::new() });
+    }
+
+    /// A chunk of `len` bytes at `offset` arrived for receive `receiver`: records its range and
+    /// returns how many of its bytes no earlier chunk brought (a hedged copy may bring them
+    /// twice); `None` for a chunk of an earlier transfer, to be dropped. A receive whose bytes are
+    /// all in is forgotten.
+    pub(crate) fn place_data(&mut self, peer: PeerId, receiver: u32, offset: usize, transfer: u64, len: usize) -> Result<Option<usize>, EngineError> {
+        let Some(index) = self.receives.iter().position(|r| r.peer == peer && r.request == receiver && r.transfer == transfer) else {
+            return Ok(None);
+        };
+        let receive = &mut self.receives[index];
+        let end = offset.checked_add(len).filter(|&end| end <= receive.expected).ok_or_else(|| protocol_error(peer, "DATA beyond the expected length"))?;
+        let fresh = add_range(&mut receive.ranges, offset, end);
+        if receive.ranges.as_slice() == [(0, receive.expected)] {
+            self.receives.swap_remove(index);
+        }
+        Ok(Some(fresh))
+    }
+
+    /// Splits unassigned ranges and posts chunks while the rails take them.
+    pub(super) fn post_chunks(&mut self) -> Result<bool, EngineError> {
+        let mut moved = false;
+        let mut failed: Option<(PeerId, usize)> = None;
+        let mut chunks: Vec<Chunk> = Vec::new();
+        let horizon = self.strategy.queue_horizon_ns().map(|horizon| self.gaps.horizon_ns(horizon));
+        // Room left under each (rail, peer) cap: the backlog is read once per call, then
+        // counted down, however many pieces share the rail. The list is kept between calls so
+        // that a progress step allocates nothing.
+        let mut rooms = std::mem::take(&mut self.rooms);
+        rooms.clear();
+        let mut waiting = if self.transfers.iter().any(|transfer| !transfer.unassigned.is_empty()) {
+            waiting_bytes(&self.transfers, self.rails.len())
+        } else {
+            Vec::new()
+        };
+        for transfer in &mut self.transfers {
+            if !transfer.unassigned.is_empty() {
+                let Some(state) = self.peers.get(transfer.peer as usize).and_then(Option::as_ref) else { continue };
+                let up = &state.rail_up;
+                let first_new = transfer.pieces.len();
+                for (start, end) in transfer.unassigned.drain(..) {
+                    chunks.clear();
+                    self.strategy.split(end - start, &views(&self.rails, &self.links, transfer.peer, up, &waiting), &mut chunks);
+                    for chunk in &chunks {
+                        // A strategy that picked a failed rail is overruled: the first rail up takes it.
+                        let rail = if up[chunk.rail] { chunk.rail } else { up.iter().position(|&up| up).unwrap_or(chunk.rail) };
+                        let offset = start + chunk.offset;
+                        transfer.pieces.push(Piece::new(rail, offset, offset + chunk.len));
+                        waiting[rail] += chunk.len as u64;
+                    }
+                }
+                if let (Some(offload), None) = (&self.offload, horizon) {
+                    let views = views(&self.rails, &self.links, transfer.peer, up, &waiting);
+                    let offloaded = offload_split(offload, &self.rails, &mut self.links, transfer, first_new, state.control_rail, &views);
+                    if offloaded > 0 && self.debug {
+                        eprintln!("braid: rank {}: {offloaded} pieces of {} bytes to rank {} offloaded", self.rank, transfer.data.len(), transfer.peer);
+                    }
+                }
+                if self.debug {
+                    let split: Vec<(usize, usize)> = transfer.pieces.iter().map(|piece| (piece.rail, piece.end - piece.posted)).collect();
+                    let rails: Vec<(u64, f64)> = views(&self.rails, &self.links, transfer.peer, up, &waiting).iter().map(|view| (view.backlog_bytes, view.rate_factor)).collect();
+                    eprintln!("braid: rank {}: {} bytes to rank {} split (rail, bytes) {split:?}; rails then (backlog, rate factor) {rails:?}", self.rank, transfer.data.len(), transfer.peer);
+                }
+            }
+            for piece in &mut transfer.pieces {
+                let rail = &mut self.rails[piece.rail];
+                if piece.posted < piece.end && !rail.peers.contains(&transfer.peer) {
+                    rail.watch(transfer.peer, self.links[piece.rail].as_ref());
+                }
+                if let Some(job) = &piece.job {
+                    let posted = piece.start + job.posted();
+                    if posted > piece.posted {
+                        self.traffic[piece.rail].sent((posted - piece.posted).div_ceil(rail.chunk_max) as u64, (posted - piece.posted) as u64);
+                        rail.posted += (posted - piece.posted) as u64;
+                        transfer.posted_on[piece.rail] += (posted - piece.posted) as u64;
+                        piece.posted = posted;
+                        moved = true;
+                    }
+                    if job.failed() {
+                        failed.get_or_insert((transfer.peer, piece.rail));
+                    } else if job.finished() {
+                        piece.job = None;
+                    }
+                    continue;
+                }
+                if piece.posted == piece.end {
+                    // Ended by a takeover's cut rather than by a post: its last byte left earlier.
+                    piece.posted_mark.get_or_insert(transfer.posted_on[piece.rail]);
+                    continue;
+                }
+                let slot = horizon.map(|horizon| {
+                    rooms.iter().position(|&(r, peer, _)| r == piece.rail && peer == transfer.peer).unwrap_or_else(|| {
+                        let cap = rail.queue_cap(horizon);
+                        rooms.push((piece.rail, transfer.peer, cap.saturating_sub(self.links[piece.rail].backlog(transfer.peer))));
+                        rooms.len() - 1
+                    })
+                });
+                let (frame_max, mut room) = match slot {
+                    Some(slot) => (rail.chunk_max.min(QUEUED_FRAME_MAX), rooms[slot].2),
+                    None => (rail.chunk_max, u64::MAX),
+                };
+                while piece.posted < piece.end && room > 0 {
+                    let end = piece.end.min(piece.posted + frame_max);
+                    room = room.saturating_sub((end - piece.posted) as u64);
+                    let header = Header::net_data(transfer.receiver, piece.posted as u64, transfer.transfer);
+                    let transport = &mut self.links[piece.rail];
+                    match transport.try_send(transfer.peer, header.as_bytes(), &gather(&transfer.data[piece.posted..end])) {
+                        Ok(SendOutcome::Sent) => {
+                            self.traffic[piece.rail].sent(1, (end - piece.posted) as u64);
+                            rail.posted += (end - piece.posted) as u64;
+                            transfer.posted_on[piece.rail] += (end - piece.posted) as u64;
+                            piece.posted = end;
+                            if end == piece.end {
+                                piece.posted_mark = Some(transfer.posted_on[piece.rail]);
+                            }
+                            moved = true;
+                        }
+                        Ok(SendOutcome::WouldBlock) => {
+                            room = 0;
+                            break;
+                        }
+                        Err(TransportError::Unreachable(_)) => {
+                            failed.get_or_insert((transfer.peer, piece.rail));
+                            break;
+                        }
+                        Err(error) => return Err(transport_error(transport.as_ref(), transfer.peer, error)),
+                    }
+                }
+                if let Some(slot) = slot {
+                    rooms[slot].2 = room;
+                }
+            }
+        }
+        self.rooms = rooms;
+        if let Some((peer, rail)) = failed {
+            self.fail_rail(peer, rail)?;
+            moved = true;
+        }
+        if horizon.is_some() {
+            moved |= self.rebalance();
+        }
+        Ok(moved)
+    }
+
+    /// Lets every rail that has no chunk bytes left to send, and is about to run dry, take over
+    /// the end of the largest remainder another rail still holds for the same transfer, as
+    /// much as the strategy says ends both together. Waiting until the thief runs dry keeps
+    /// two rails from trading the same bytes back and forth on noisy rate estimates. When no
+    /// rail holds a remainder, the dry rail may send again what a slower rail has posted but
+    /// not yet delivered (see [`hedge`]).
+    pub(super) fn rebalance(&mut self) -> bool {
+        let mut waiting = waiting_bytes(&self.transfers, self.rails.len());
+        let mut moved = false;
+        // A rail's backlog holds one transfer's bytes only when one transfer is in flight.
+        let hedging = self.hedging && self.transfers.len() == 1;
+        for transfer in &mut self.transfers {
+            let Some(state) = self.peers.get(transfer.peer as usize).and_then(Option::as_ref) else { continue };
+            for thief in 0..self.rails.len() {
+                if !state.rail_up[thief] || waiting[thief] > 0 {
+                    continue;
+                }
+                let dry = self.rails[thief].chunk_max.min(QUEUED_FRAME_MAX) as u64;
+                let remainder = |piece: &Piece| piece.end - piece.posted;
+                let Some(victim) = (0..transfer.pieces.len())
+                    .filter(|&index| {
+                        let piece = &transfer.pieces[index];
+                        piece.rail != thief && piece.job.is_none() && remainder(piece) > 0
+                    })
+                    .max_by_key(|&index| remainder(&transfer.pieces[index]))
+                else {
+                    if hedging && self.links[thief].backlog(transfer.peer) <= dry {
+                        let views = views(&self.rails, &self.links, transfer.peer, &state.rail_up, &waiting);
+                        if let Some(hedged) = hedge(self.strategy.as_mut(), transfer, thief, &self.links, &views) {
+                            waiting[thief] += hedged as u64;
+                            moved = true;
+                            if self.debug {
+                                eprintln!("braid: rank {}: rail {thief} sends again the last {hedged} undelivered bytes of a slower rail to rank {}", self.rank, transfer.peer);
+                            }
+                        }
+                    }
+                    continue;
+                };
+                let piece = transfer.pieces[victim].clone();
+                if self.links[thief].backlog(transfer.peer) > dry {
+                    continue;
+                }
+                let views = views(&self.rails, &self.links, transfer.peer, &state.rail_up, &waiting);
+                let taken = self.strategy.takeover(thief, piece.rail, remainder(&piece), &views);
+                if taken == 0 {
+                    continue;
+                }
+                let cut = piece.end - taken;
+                transfer.pieces[victim].end = cut;
+                transfer.pieces[victim].unhedged_end = transfer.pieces[victim].unhedged_end.min(cut);
+                transfer.pieces.push(Piece::new(thief, cut, piece.end));
+                waiting[piece.rail] -= taken as u64;
+                waiting[thief] += taken as u64;
+                moved = true;
+                if self.debug {
+                    eprintln!("braid: rank {}: rail {thief} takes over {taken} bytes of rail {} to rank {}", self.rank, piece.rail, transfer.peer);
+                }
+            }
+        }
+        moved
+    }
+}
+
+
+impl Rail {
+    /// Most bytes kept queued on this rail: `horizon_ns` of its corrected sustained rate, and
+    /// at least two frames so that it never runs dry between two progress steps.
+    fn queue_cap(&self, horizon_ns: f64) -> u64 {
+        let rate = self.profile.bandwidth() * multirail::usable_factor(self.rate.factor());
+        let floor = 2 * self.chunk_max.min(QUEUED_FRAME_MAX) as u64;
+        let cap = horizon_ns * rate / 1e9;
+        if cap.is_finite() { (cap as u64).max(floor) } else { u64::MAX }
+    }
+}
+
+/// Hedging, after multipath TCP's opportunistic retransmission: every byte of `transfer` is
+/// posted, `thief` has run dry, and another rail still holds posted bytes it has not delivered
+/// (its backlog: the tail of its piece, as it holds no other transfer). The thief sends again as
+/// much of that tail's end as the strategy's takeover says ends both together; the receiver
+/// keeps whichever copy lands first and ignores the other, so a rail slowed after the split
+/// no longer holds the message up. The copy left on the slow rail costs that rail its time,
+/// which its backlog shows the next split. Returns the bytes hedged.
+fn hedge(strategy: &mut dyn MultirailStrategy, transfer: &mut Transfer, thief: usize, transports: &[Box<dyn Transport>], views: &[RailView<'_>]) -> Option<usize> {
+    let undelivered = |piece: &Piece, mark: u64| {
+        let behind = transfer.posted_on[piece.rail] - mark;
+        let own = transports[piece.rail].backlog(transfer.peer).saturating_sub(behind);
+        let first = piece.end.saturating_sub(usize::try_from(own).unwrap_or(usize::MAX)).max(piece.start);
+        piece.unhedged_end.saturating_sub(first)
+    };
+    let victim = (0..transfer.pieces.len())
+        .filter_map(|index| {
+            let piece = &transfer.pieces[index];
+            let mark = piece.posted_mark.filter(|_| piece.rail != thief && piece.job.is_none() && piece.unhedged_end > piece.start)?;
+            Some((index, undelivered(piece, mark)))
+        })
+        .max_by_key(|&(_, bytes)| bytes)?;
+    let (index, bytes) = victim;
+    let hedged = strategy.takeover(thief, transfer.pieces[index].rail, bytes, views);
+    if hedged == 0 {
+        return None;
+    }
+    let end = transfer.pieces[index].unhedged_end;
+    transfer.pieces[index].unhedged_end = end - hedged;
+    transfer.pieces.push(Piece::hedge(thief, end - hedged, end));
+    Some(hedged)
+}
+
+/// Adds `[start, end)` to disjoint sorted `ranges`, merging what touches or overlaps; returns
+/// how many of its bytes were not in `ranges` yet.
+fn add_range(ranges: &mut Vec<(usize, usize)>, start: usize, end: usize) -> usize {
+    if start == end {
+        return 0;
+    }
+    let first = ranges.partition_point(|&(_, e)| e < start);
+    let mut merged = (start, end);
+    let mut last = first;
+    let mut covered = 0;
+    while last < ranges.len() && ranges[last].0 <= merged.1 {
+        covered += ranges[last].1.min(end).saturating_sub(ranges[last].0.max(start));
+        merged = (merged.0.min(ranges[last].0), merged.1.max(ranges[last].1));
+        last += 1;
+    }
+    ranges.splice(first..last, [merged]);
+    end - start - covered
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn waiting_bytes_count_what_no_rail_has_taken_yet() {
+        static DATA: [u8; 100] = [0; 100];
+        let transfer = |pieces: Vec<Piece>| Transfer { request: 0, peer: 1, receiver: 0, transfer: 0, data: &DATA, pieces, unassigned: Vec::new(), posted_on: vec![0; 2] };
+        let transfers = [
+            transfer(vec![Piece { posted: 10, ..Piece::new(0, 0, 60) }, Piece { posted: 100, ..Piece::new(1, 60, 100) }]),
+            transfer(vec![Piece::new(1, 0, 30), Piece { posted: 35, ..Piece::new(0, 30, 100) }]),
+        ];
+        assert_eq!(waiting_bytes(&transfers, 3), vec![115, 30, 0]);
+    }
+
+    #[test]
+    fn ranges_merge_overlaps_duplicates_and_neighbours() {
+        let mut ranges = Vec::new();
+        assert_eq!(add_range(&mut ranges, 10, 20), 10);
+        assert_eq!(add_range(&mut ranges, 30, 40), 10);
+        assert_eq!(ranges, vec![(10, 20), (30, 40)]);
+        assert_eq!(add_range(&mut ranges, 12, 18), 0);
+        assert_eq!(ranges, vec![(10, 20), (30, 40)]);
+        assert_eq!(add_range(&mut ranges, 20, 30), 10);
+        assert_eq!(ranges, vec![(10, 40)]);
+        assert_eq!(add_range(&mut ranges, 0, 5), 5);
+        assert_eq!(add_range(&mut ranges, 45, 50), 5);
+        // Only the gaps are new: 5..10 and 40..45.
+        assert_eq!(add_range(&mut ranges, 3, 47), 10);
+        assert_eq!(ranges, vec![(0, 50)]);
+        assert_eq!(add_range(&mut ranges, 50, 50), 0);
+        assert_eq!(add_range(&mut ranges, 50, 52), 2);
+        assert_eq!(ranges, vec![(0, 52)]);
+    }
+}
