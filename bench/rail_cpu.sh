@@ -7,6 +7,8 @@
 #   iperf3   one iperf3 flow per rail, all at once (client in n0, server in n1)
 #   braid-S  bench/osu.c bw with S-byte messages (BRAID_STRATEGY=hetero unless set), one rank per
 #            node
+#   base-S   the same against the libbraid.so in --baseline DIR (a build of other code), so that
+#            before and after are measured interleaved on the same cluster
 # Each variant runs for WARM seconds, then is measured for WINDOW seconds (steady state, start-up
 # left out), then stopped. Measured over the window:
 #   bytes    bytes received on n1's rail interfaces (/proc/net/dev in n1: wire bytes, headers
@@ -19,7 +21,7 @@
 # their ratio to iperf3's. Every run goes to bench/results/rail-cpu-<date>.csv.
 #
 # Usage: bench/rail_cpu.sh [--reps R] [--mtu M] [--rails 2gbit,1gbit,250mbit] [--sizes "1048576 16777216"]
-#                          [--warm S] [--window S] [--perf DIR] [--keep-cluster]
+#                          [--warm S] [--window S] [--perf DIR] [--baseline DIR]
 #   --perf DIR   also record `perf record -e cpu-clock -a -g` over the window of the first
 #                repetition of each variant into DIR/<variant>.data
 # BRAID_* variables set by the caller reach the ranks (BRAID_STRATEGY defaults to hetero).
@@ -36,6 +38,7 @@ SIZES="1048576 16777216"
 WARM=1
 WINDOW=3
 PERF_DIR=""
+BASELINE=""
 while [ $# -gt 0 ]; do
     case "$1" in
     --reps) REPS="$2"; shift ;;
@@ -45,6 +48,7 @@ while [ $# -gt 0 ]; do
     --warm) WARM="$2"; shift ;;
     --window) WINDOW="$2"; shift ;;
     --perf) PERF_DIR="$2"; shift ;;
+    --baseline) BASELINE="$2"; shift ;;
     -h | --help) sed -n '2,/^set -euo/{/^#/p}' "$0"; exit 0 ;;
     *) echo "rail_cpu.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -56,6 +60,7 @@ done
 for tool in ip tc iperf3 python3; do
     command -v "$tool" >/dev/null || { echo "rail_cpu.sh: $tool is not installed" >&2; exit 1; }
 done
+[ -z "$BASELINE" ] || [ -f "$BASELINE/libbraid.so" ] || { echo "rail_cpu.sh: no libbraid.so in $BASELINE" >&2; exit 1; }
 [ -z "$PERF_DIR" ] || command -v perf >/dev/null || { echo "rail_cpu.sh: --perf needs perf" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "rail_cpu.sh: building virtual clusters needs root" >&2; exit 1; }
 [ -x "$BRAID" ] && [ -f "$ROOT/target/release/libbraid.so" ] || { echo "rail_cpu.sh: run cargo build --release first" >&2; exit 1; }
@@ -85,6 +90,9 @@ trap 'cleanup; rm -rf "$WORK"' EXIT
 trap 'exit 130' INT TERM
 
 "$ROOT/bin/braidcc" -std=c99 -O2 "$ROOT/bench/osu.c" -o "$WORK/osu-braid"
+if [ -n "$BASELINE" ]; then
+    BRAID_LIBDIR="$(cd "$BASELINE" && pwd)" "$ROOT/bin/braidcc" -std=c99 -O2 "$ROOT/bench/osu.c" -o "$WORK/osu-base"
+fi
 
 IFS=, read -r -a RATES <<<"$RAILS"
 CLUSTER_UP=1
@@ -184,28 +192,32 @@ run_iperf3() {
     RUNNING=()
 }
 
+# run_braid REP SIZE [PROGRAM LABEL]: osu bw streams from n0 to n1 (PROGRAM osu-braid, LABEL braid).
 run_braid() {
-    local rep=$1 size=$2 launcher
+    local rep=$1 size=$2 program=${3:-osu-braid} label=${4:-braid} launcher
     # Enough iterations to outlast the window at the rails' full rate; stopped after it.
-    "$BRAID" run --cluster "$CLUSTER" -n 2 --ppn 1 "$WORK/osu-braid" bw -n "$size" -m "$size" -i 100000 >/dev/null 2>>"$WORK/errors.log" &
+    "$BRAID" run --cluster "$CLUSTER" -n 2 --ppn 1 "$WORK/$program" bw -n "$size" -m "$size" -i 100000 >/dev/null 2>>"$WORK/errors.log" &
     launcher=$!
     RUNNING+=("$launcher")
     sleep 0.5
-    watch_processes "^$WORK/osu-braid bw"
-    measure "braid-$size" "$rep"
-    [ -n "$WATCHED" ] || echo "rail_cpu.sh: no rank of braid-$size was found running" >&2
+    watch_processes "^$WORK/$program bw"
+    measure "$label-$size" "$rep"
+    [ -n "$WATCHED" ] || echo "rail_cpu.sh: no rank of $label-$size was found running" >&2
     kill "$launcher" 2>/dev/null || true
     wait "$launcher" 2>/dev/null || true
     RUNNING=()
 }
 
 echo "variant,rep,window_s,bytes,machine_cpu_s,machine_softirq_s,process_cpu_s,ksoftirqd_cpu_s" >"$CSV"
-echo "# cluster $CLUSTER: rails $RAILS, MTU $MTU, BRAID_STRATEGY=$BRAID_STRATEGY; $REPS repetitions of ${WARM} s warm-up + ${WINDOW} s window" >&2
+echo "# cluster $CLUSTER: rails $RAILS, MTU $MTU, BRAID_STRATEGY=$BRAID_STRATEGY${BASELINE:+, baseline $BASELINE}; $REPS repetitions of ${WARM} s warm-up + ${WINDOW} s window" >&2
 for rep in $(seq 1 "$REPS"); do
     run_idle "$rep"
     run_iperf3 "$rep"
     for size in $SIZES; do
         run_braid "$rep" "$size"
+        if [ -n "$BASELINE" ]; then
+            run_braid "$rep" "$size" osu-base base
+        fi
     done
 done
 
@@ -230,6 +242,7 @@ def figures(row):
         "softirq": softirq / window / cpus * 100,
         "machine": moved / 1e6 / machine,
         "own": moved / 1e6 / own if own > 0 else float("nan"),
+        "own_softirq": moved / 1e6 / (own + softirq) if own + softirq > 0 else float("nan"),
     }
 
 def spread(values, digits=0):
@@ -237,8 +250,10 @@ def spread(values, digits=0):
 
 print(f"load of everything else (the idle windows): {spread([x / cpus * 100 for x in idle])}% of {cpus} CPUs busy")
 print("MB/CPU-s: megabytes received on the rails per CPU-second; machine: user+nice+system+irq+softirq of")
-print("the whole machine; own: utime+stime of the workload's processes and of ksoftirqd. Median (min-max).")
-print(f'{"variant":<16}{"Mbit/s":>20}{"busy %":>14}{"softirq %":>14}{"MB/machine CPU-s":>20}{"MB/own CPU-s":>18}')
+print("the whole machine; own: utime+stime of the workload's processes and of ksoftirqd; own+si: that plus")
+print("the machine's softirq time (softirq work interrupting other processes is charged to them, so 'own'")
+print("misses it and 'own+si' counts what landed in the workload twice). Median (min-max).")
+print(f'{"variant":<16}{"Mbit/s":>20}{"busy %":>14}{"softirq %":>14}{"MB/machine CPU-s":>20}{"MB/own CPU-s":>18}{"MB/own+si CPU-s":>18}')
 table = {}
 for variant, rows in runs.items():
     if variant == "idle":
@@ -246,19 +261,19 @@ for variant, rows in runs.items():
     f = [figures(r) for r in rows]
     table[variant] = {key: [x[key] for x in f] for key in f[0]}
     cols = table[variant]
-    print(f"{variant:<16}{spread(cols['mbits']):>20}{spread(cols['busy']):>14}{spread(cols['softirq']):>14}{spread(cols['machine']):>20}{spread(cols['own']):>18}")
+    print(f"{variant:<16}{spread(cols['mbits']):>20}{spread(cols['busy']):>14}{spread(cols['softirq']):>14}{spread(cols['machine']):>20}{spread(cols['own']):>18}{spread(cols['own_softirq']):>18}")
 if "iperf3" in table:
     print("CPU per byte against iperf3 (iperf3's MB per CPU-second over the variant's, medians):")
     base = {key: statistics.median(values) for key, values in table["iperf3"].items()}
     for variant, cols in table.items():
         if variant == "iperf3":
             continue
-        ratio = {key: base[key] / max(statistics.median(cols[key]), 1e-9) for key in ("machine", "own")}
+        ratio = {key: base[key] / max(statistics.median(cols[key]), 1e-9) for key in ("machine", "own", "own_softirq")}
         share = statistics.median(cols["mbits"]) / base["mbits"] * 100
-        print(f"  {variant:<14} machine {ratio['machine']:.2f}x, own {ratio['own']:.2f}x; rate {share:.0f}% of iperf3's")
+        print(f"  {variant:<14} machine {ratio['machine']:.2f}x, own {ratio['own']:.2f}x, own+si {ratio['own_softirq']:.2f}x; rate {share:.0f}% of iperf3's")
 if idle_load > 0.5 * cpus:
     print(f"note: the machine was {idle_load / cpus * 100:.0f}% busy without this benchmark: the machine-wide figures then count")
-    print("      the CPU taken from other work, not the CPU the traffic needs; use the 'own' figures")
+    print("      the CPU taken from other work, not the CPU the traffic needs; 'own' and 'own+si' bracket it")
 print(f"CSV: {sys.argv[1]}")
 EOF
 # Each Braid run is stopped by a signal once measured: only other messages are news.
