@@ -1,7 +1,7 @@
 //! Network facts and socket calls the TCP rails need beyond `std::net`: interface enumeration
 //! (getifaddrs, MTU), sockets bound to a chosen local address before connecting, a deep listen
 //! backlog, vectored sends that never raise SIGPIPE, the kernel send queue length (SIOCOUTQ) and
-//! an epoll set for polling many connections with one system call.
+//! an epoll set for polling many connections (input, and output where asked) with one system call.
 
 use std::ffi::{CStr, CString};
 use std::io::{self, IoSlice};
@@ -236,12 +236,35 @@ pub fn send_queue_len(fd: BorrowedFd<'_>) -> io::Result<u64> {
     Ok(queued.max(0) as u64)
 }
 
-/// An epoll set: which of many descriptors are readable, in one system call.
+/// An epoll set: which of many descriptors are readable (or writable, where asked), in one
+/// system call.
 pub struct Poller {
     epoll: OwnedFd,
     events: Vec<libc::epoll_event>,
-    ready: Vec<u64>,
+    ready: Vec<Ready>,
 }
+
+/// One descriptor the last wait found ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ready {
+    pub token: u64,
+    /// The epoll event bits reported.
+    pub events: u32,
+}
+
+impl Ready {
+    /// Input, end of file or an error: the next read has something to report.
+    pub fn readable(&self) -> bool {
+        self.events & (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLERR | libc::EPOLLHUP) as u32 != 0
+    }
+
+    /// Room in the send buffer (or an error the next write will report).
+    pub fn writable(&self) -> bool {
+        self.events & (libc::EPOLLOUT | libc::EPOLLERR | libc::EPOLLHUP) as u32 != 0
+    }
+}
+
+const INPUT_EVENTS: u32 = (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
 
 impl Poller {
     /// A set that reports up to `batch` ready descriptors per wait.
@@ -259,13 +282,25 @@ impl Poller {
 
     /// Watches `fd` for input, end of file and errors (level-triggered), reported as `token`.
     pub fn add(&mut self, fd: BorrowedFd<'_>, token: u64) -> io::Result<()> {
-        let mut event = libc::epoll_event { events: (libc::EPOLLIN | libc::EPOLLRDHUP) as u32, u64: token };
-        // SAFETY: `event` is live; the kernel copies it. Closing `fd` later removes it from the set.
-        check(unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd.as_raw_fd(), &mut event) })
+        self.control(libc::EPOLL_CTL_ADD, fd, token, INPUT_EVENTS)
     }
 
-    /// Tokens of the descriptors ready after waiting at most `timeout` (zero: just look).
-    pub fn wait(&mut self, timeout: Duration) -> io::Result<&[u64]> {
+    /// Also reports `fd` (added as `token`) when its send buffer has room (`true`), or no longer
+    /// does (`false`). The kernel reports a TCP socket writable once about a third of its send
+    /// buffer is free, so a writer woken by it writes in large pieces.
+    pub fn watch_output(&mut self, fd: BorrowedFd<'_>, token: u64, watch: bool) -> io::Result<()> {
+        let events = if watch { INPUT_EVENTS | libc::EPOLLOUT as u32 } else { INPUT_EVENTS };
+        self.control(libc::EPOLL_CTL_MOD, fd, token, events)
+    }
+
+    fn control(&mut self, operation: libc::c_int, fd: BorrowedFd<'_>, token: u64, events: u32) -> io::Result<()> {
+        let mut event = libc::epoll_event { events, u64: token };
+        // SAFETY: `event` is live; the kernel copies it. Closing `fd` later removes it from the set.
+        check(unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), operation, fd.as_raw_fd(), &mut event) })
+    }
+
+    /// The descriptors ready after waiting at most `timeout` (zero: just look).
+    pub fn wait(&mut self, timeout: Duration) -> io::Result<&[Ready]> {
         let millis = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
         // SAFETY: `events` is a live array of `events.len()` entries the kernel may fill.
         let count = unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), self.events.as_mut_ptr(), self.events.len() as libc::c_int, millis) };
@@ -274,8 +309,13 @@ impl Poller {
             let error = io::Error::last_os_error();
             return if error.kind() == io::ErrorKind::Interrupted { Ok(&self.ready) } else { Err(error) };
         }
-        self.ready.extend(self.events[..count as usize].iter().map(|event| event.u64));
+        self.ready.extend(self.events[..count as usize].iter().map(|event| Ready { token: event.u64, events: event.events }));
         Ok(&self.ready)
+    }
+
+    /// What the last [`Poller::wait`] found.
+    pub fn last(&self) -> &[Ready] {
+        &self.ready
     }
 }
 
@@ -312,9 +352,16 @@ mod tests {
 
         let mut poller = Poller::new(4).unwrap();
         poller.add(accepted.as_fd(), 7).unwrap();
-        assert_eq!(poller.wait(Duration::ZERO).unwrap(), &[] as &[u64]);
+        assert_eq!(poller.wait(Duration::ZERO).unwrap(), &[] as &[Ready]);
         (&stream).write_all(b"x").unwrap();
-        assert_eq!(poller.wait(Duration::from_secs(5)).unwrap(), &[7]);
+        let ready = poller.wait(Duration::from_secs(5)).unwrap();
+        assert_eq!(ready.iter().map(|ready| ready.token).collect::<Vec<_>>(), [7]);
+        assert!(ready[0].readable() && !ready[0].writable(), "output is not watched yet");
+        poller.watch_output(accepted.as_fd(), 7, true).unwrap();
+        let ready = poller.wait(Duration::ZERO).unwrap();
+        assert!(ready.len() == 1 && ready[0].readable() && ready[0].writable(), "an empty send buffer has room");
+        poller.watch_output(accepted.as_fd(), 7, false).unwrap();
+        assert!(!poller.wait(Duration::ZERO).unwrap()[0].writable());
         drop(accepted);
         let mut refused = None;
         for _ in 0..100 {

@@ -16,9 +16,23 @@
 //! `sendmsg`. When the kernel takes only part of a frame, the rest is copied into the peer's
 //! pending buffer and the frame counts as sent. While a peer has pending bytes, new frames are
 //! appended behind them (up to [`PENDING_FRAMES_MAX`] frames and [`PENDING_BYTES_MAX`] bytes,
-//! then `WouldBlock`): small eager frames sent while the rail is busy leave in one write. `poll`
-//! flushes pending bytes, asks epoll which connections have input (one system call when nothing
-//! arrived) and reassembles frames in a per-peer receive buffer that grows to the largest frame.
+//! then `WouldBlock`): small eager frames sent while the rail is busy leave in one write.
+//!
+//! ## Cost per byte
+//! - **Writes wait for room.** After a short write the socket is full, and each further attempt
+//!   would take the few packets' worth that the latest acknowledgements freed (a 3-rail stream
+//!   at MTU 1500 made about 11 KiB per `sendmsg` and three `SIOCOUTQ` reads per write). So after
+//!   a short write nothing is written to that peer until epoll reports room, which the kernel
+//!   does once about a third of the send buffer is free; the connection's output is watched only
+//!   meanwhile. The frames posted in between queue behind the pending bytes as before.
+//! - **One send-queue read per progress step.** `backlog` reads `SIOCOUTQ` once per connection
+//!   between two `poll`s and adds the bytes written since: the engine asks several times a step.
+//! - **Reads in large blocks.** `poll` asks epoll which connections have input or room (one
+//!   system call when nothing happened) and reads into a per-peer receive buffer, delivering
+//!   every complete frame of a read. A buffer that a read filled grows (doubling) up to
+//!   `BRAID_RAIL_RECEIVE_BLOCK`, and the bytes of a frame cut by the buffer's end move to its
+//!   front only when little room is left: once per buffer's worth instead of once per frame (a
+//!   128 KiB buffer receiving 64 KiB frames had moved nearly every byte once more).
 //!
 //! ## Lent writers (chunk-submission offload)
 //! `lend_writer` gives another thread a [`FrameWriter`] on a duplicate of a peer's socket
@@ -42,6 +56,7 @@
 
 mod rail_selection;
 
+use std::cell::Cell;
 use std::io::{self, IoSlice, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
 use std::os::fd::AsFd;
@@ -93,6 +108,8 @@ const GATHER_MAX: usize = 16;
 const RECEIVE_BUFFER_INITIAL: usize = 64 << 10;
 /// Reads from one connection per `poll`, so one busy peer cannot starve the others.
 const READS_PER_POLL: usize = 32;
+/// A read into less room than this first makes room (see `Connection::make_room`).
+const READ_MIN: usize = 16 << 10;
 /// Ready connections reported by one epoll wait; the rest are reported by the next one.
 const EPOLL_BATCH: usize = 64;
 const NO_CONNECTION: u32 = u32::MAX;
@@ -107,10 +124,20 @@ struct Connection {
     pending_sent: usize,
     /// Frames appended since the pending buffer was last empty.
     pending_frames: usize,
+    /// A write came back short: nothing is written until epoll reports room (see the module
+    /// comment); the connection's output is watched while this holds.
+    waiting_for_room: bool,
+    /// Bytes this transport handed to the kernel (lent writers not counted).
+    handed_over: u64,
+    /// The kernel send queue as last read: the transport's poll count then, the queue, and
+    /// `handed_over` then.
+    kernel_queue: Cell<Option<(u64, u64, u64)>>,
     /// Received bytes not yet delivered: `received[received_start..received_end]`.
     received: Vec<u8>,
     received_start: usize,
     received_end: usize,
+    /// The last read filled the buffer's free space: more was probably waiting.
+    read_filled: bool,
     /// The socket duplicate lent writers write through, made on the first loan.
     loan: Option<Arc<Loan>>,
 }
@@ -133,9 +160,13 @@ impl Connection {
             pending: Vec::new(),
             pending_sent: 0,
             pending_frames: 0,
+            waiting_for_room: false,
+            handed_over: 0,
+            kernel_queue: Cell::new(None),
             received: Vec::new(),
             received_start: 0,
             received_end: 0,
+            read_filled: false,
             loan: None,
         }
     }
@@ -155,8 +186,14 @@ impl Connection {
     /// One attempt to hand the pending bytes to the kernel; true when none are left.
     fn flush(&mut self) -> Result<bool, Broken> {
         let Some(stream) = &self.stream else { return Err(Broken) };
+        if self.unsent() == 0 {
+            return Ok(true);
+        }
         match sysnet::send_vectored(stream.as_fd(), &[IoSlice::new(&self.pending[self.pending_sent..])]) {
-            Ok(written) => self.pending_sent += written,
+            Ok(written) => {
+                self.pending_sent += written;
+                self.handed_over += written as u64;
+            }
             Err(error) if transient(&error) => {}
             Err(_) => return Err(Broken),
         }
@@ -185,11 +222,28 @@ impl Connection {
         self.pending_frames += 1;
     }
 
-    /// Reads what has arrived and delivers every complete frame, in order.
-    fn receive(&mut self, deliver: &mut dyn FnMut(Incoming<'_>)) -> (usize, Result<(), Broken>) {
+    /// Kernel send queue plus pending bytes. The queue is read once per `polls` (the
+    /// transport's poll count: once between two polls, see the module comment), except while a
+    /// writer is lent (its writes are not counted here).
+    fn backlog(&self, polls: u64) -> u64 {
+        let Some(stream) = &self.stream else { return 0 };
+        let queued = match self.kernel_queue.get() {
+            Some((read_at, queued, handed_over)) if read_at == polls && !self.is_lent() => queued + (self.handed_over - handed_over),
+            _ => {
+                let queued = sysnet::send_queue_len(stream.as_fd()).unwrap_or(0);
+                self.kernel_queue.set(Some((polls, queued, self.handed_over)));
+                queued
+            }
+        };
+        queued + self.unsent() as u64
+    }
+
+    /// Reads what has arrived and delivers every complete frame, in order; the receive buffer
+    /// grows up to `block` bytes.
+    fn receive(&mut self, block: usize, deliver: &mut dyn FnMut(Incoming<'_>)) -> (usize, Result<(), Broken>) {
         let mut delivered = 0;
         for _ in 0..READS_PER_POLL {
-            self.make_room();
+            self.make_room(block);
             let Some(stream) = &mut self.stream else { return (delivered, Err(Broken)) };
             let space = self.received.len() - self.received_end;
             match stream.read(&mut self.received[self.received_end..]) {
@@ -199,6 +253,7 @@ impl Connection {
                 }
                 Ok(count) => {
                     self.received_end += count;
+                    self.read_filled = count == space;
                     match self.deliver_complete(deliver) {
                         Ok(complete) => delivered += complete,
                         Err(Broken) => return (delivered, Err(Broken)),
@@ -254,10 +309,11 @@ impl Connection {
         Ok(Some((header_len, payload_len)))
     }
 
-    /// Makes space after the buffered bytes: moves them to the front, and grows the buffer when
-    /// the frame being received does not fit.
-    fn make_room(&mut self) {
-        if self.received.len() - self.received_end > 0 {
+    /// Makes at least [`READ_MIN`] bytes of room after the buffered bytes, when less is left:
+    /// moves the undelivered bytes (less than one frame) to the front, doubles a buffer that the
+    /// last read filled up to `block` bytes, and grows it to fit a larger frame being received.
+    fn make_room(&mut self, block: usize) {
+        if self.received.len() - self.received_end >= READ_MIN {
             return;
         }
         let needed = match self.next_frame_lengths() {
@@ -269,15 +325,21 @@ impl Connection {
             self.received_end -= self.received_start;
             self.received_start = 0;
         }
-        if self.received_end == self.received.len() || self.received.len() < needed {
-            let grown = (self.received.len() * 2).clamp(RECEIVE_BUFFER_INITIAL, MAX_FRAME).max(needed);
-            self.received.resize(grown, 0);
+        let len = self.received.len();
+        let mut target = len.max(RECEIVE_BUFFER_INITIAL);
+        if self.read_filled {
+            target = target.max((len * 2).min(block));
+        }
+        if target < needed {
+            target = (len * 2).clamp(RECEIVE_BUFFER_INITIAL, MAX_FRAME).max(needed);
+        }
+        if target > len {
+            self.received.resize(target, 0);
         }
     }
 
-    /// Marks the peer down; returns whether it had pending bytes.
-    fn close(&mut self) -> bool {
-        let had_pending = self.unsent() > 0;
+    /// Marks the peer down.
+    fn close(&mut self) {
         if let Some(loan) = self.loan.take() {
             if loan.lent.load(Ordering::Acquire) {
                 let _ = loan.stream.shutdown(std::net::Shutdown::Both);
@@ -287,11 +349,24 @@ impl Connection {
         self.pending = Vec::new();
         self.pending_sent = 0;
         self.pending_frames = 0;
+        self.waiting_for_room = false;
+        self.kernel_queue.set(None);
         self.received = Vec::new();
         self.received_start = 0;
         self.received_end = 0;
-        had_pending
+        self.read_filled = false;
     }
+}
+
+/// Starts or stops watching `connection` (number `index` in the poller) for room to write.
+fn watch_room(poller: &mut Option<Poller>, connection: &mut Connection, index: usize, wait: bool) -> Result<(), Broken> {
+    if connection.waiting_for_room == wait {
+        return Ok(());
+    }
+    let (Some(poller), Some(stream)) = (poller.as_mut(), &connection.stream) else { return Err(Broken) };
+    poller.watch_output(stream.as_fd(), index as u64, wait).map_err(|_| Broken)?;
+    connection.waiting_for_room = wait;
+    Ok(())
 }
 
 /// An error after which the connection is still usable.
@@ -425,8 +500,10 @@ pub struct TcpTransport {
     route: Vec<u32>,
     connections: Vec<Connection>,
     poller: Option<Poller>,
-    /// Connections with pending bytes.
-    flushing: usize,
+    /// Calls of `poll` so far: a send-queue length read during the same count is still current.
+    polls: u64,
+    /// Most bytes one connection's receive buffer grows to for reading (`BRAID_RAIL_RECEIVE_BLOCK`).
+    receive_block: usize,
 }
 
 impl TcpTransport {
@@ -454,7 +531,8 @@ impl TcpTransport {
             route: Vec::new(),
             connections: Vec::new(),
             poller: None,
-            flushing: 0,
+            polls: 0,
+            receive_block: config.rail_receive_block,
         })
     }
 
@@ -497,24 +575,13 @@ impl TcpTransport {
     }
 
     fn mark_down(&mut self, index: usize) {
-        if self.connections[index].close() {
-            self.flushing -= 1;
-        }
+        self.connections[index].close();
     }
 
-    #[cold]
-    fn flush_all(&mut self) {
-        for index in 0..self.connections.len() {
-            let connection = &mut self.connections[index];
-            if connection.unsent() == 0 {
-                continue;
-            }
-            match connection.flush() {
-                Ok(true) => self.flushing -= 1,
-                Ok(false) => {}
-                Err(Broken) => self.mark_down(index),
-            }
-        }
+    /// Starts (`true`) or stops waiting for epoll to report room in connection `index`'s socket.
+    fn wait_for_room(&mut self, index: usize, wait: bool) -> Result<(), Broken> {
+        let TcpTransport { poller, connections, .. } = self;
+        watch_room(poller, &mut connections[index], index, wait)
     }
 
     fn key(&self, rank: u32) -> String {
@@ -722,51 +789,66 @@ impl Transport for TcpTransport {
         if connection.is_lent() {
             return Ok(SendOutcome::WouldBlock);
         }
-        if connection.unsent() > 0 {
-            match connection.flush() {
-                Err(Broken) => {
-                    self.mark_down(index);
-                    return Err(TransportError::Unreachable(peer));
-                }
-                Ok(false) if connection.has_room(frame_len) => {
-                    connection.append(&frame, 0);
-                    return Ok(SendOutcome::Sent);
-                }
-                Ok(false) => return Ok(SendOutcome::WouldBlock),
-                Ok(true) => self.flushing -= 1,
+        // Pending bytes are always waiting for room: no write until epoll reports it.
+        if connection.waiting_for_room {
+            if connection.unsent() > 0 && connection.has_room(frame_len) {
+                connection.append(&frame, 0);
+                return Ok(SendOutcome::Sent);
             }
+            return Ok(SendOutcome::WouldBlock);
         }
-        let connection = &mut self.connections[index];
         let Some(stream) = &connection.stream else { return Err(TransportError::Unreachable(peer)) };
-        match frame.write_to(stream, 0) {
-            Ok(written) if written == frame_len => Ok(SendOutcome::Sent),
-            Ok(0) if frame_len > PENDING_BYTES_MAX => Ok(SendOutcome::WouldBlock),
+        let outcome = match frame.write_to(stream, 0) {
+            Ok(written) if written == frame_len => {
+                connection.handed_over += written as u64;
+                return Ok(SendOutcome::Sent);
+            }
+            Ok(0) if frame_len > PENDING_BYTES_MAX => SendOutcome::WouldBlock,
             Ok(written) => {
+                connection.handed_over += written as u64;
                 connection.append(&frame, written);
-                self.flushing += 1;
-                Ok(SendOutcome::Sent)
+                SendOutcome::Sent
             }
             Err(_) => {
                 self.mark_down(index);
-                Err(TransportError::Unreachable(peer))
+                return Err(TransportError::Unreachable(peer));
             }
+        };
+        if self.wait_for_room(index, true).is_err() {
+            self.mark_down(index);
+            return Err(TransportError::Unreachable(peer));
         }
+        Ok(outcome)
     }
 
     fn poll(&mut self, deliver: &mut dyn FnMut(Incoming<'_>)) -> usize {
-        if self.flushing > 0 {
-            self.flush_all();
-        }
-        let TcpTransport { poller, connections, flushing, .. } = self;
-        let Some(poller) = poller else { return 0 };
-        let Ok(ready) = poller.wait(Duration::ZERO) else { return 0 };
+        self.polls += 1;
+        let TcpTransport { poller, connections, receive_block, .. } = self;
+        let ready = match poller.as_mut().map(|poller| poller.wait(Duration::ZERO)) {
+            Some(Ok(ready)) => ready.len(),
+            _ => return 0,
+        };
         let mut delivered = 0;
-        for &token in ready {
-            let connection = &mut connections[token as usize];
-            let (count, state) = connection.receive(deliver);
-            delivered += count;
-            if state.is_err() && connection.close() {
-                *flushing -= 1;
+        for slot in 0..ready {
+            let Some(ready) = poller.as_ref().map(|poller| poller.last()[slot]) else { break };
+            let index = ready.token as usize;
+            let connection = &mut connections[index];
+            // Input first: frames that arrived whole are delivered even if the write then fails.
+            let mut state = Ok(());
+            if ready.readable() {
+                let (count, received) = connection.receive(*receive_block, deliver);
+                delivered += count;
+                state = received;
+            }
+            if state.is_ok() && ready.writable() && connection.waiting_for_room {
+                state = match connection.flush() {
+                    Ok(true) => watch_room(poller, connection, index, false),
+                    Ok(false) => Ok(()),
+                    Err(Broken) => Err(Broken),
+                };
+            }
+            if state.is_err() {
+                connection.close();
             }
         }
         delivered
@@ -791,9 +873,7 @@ impl Transport for TcpTransport {
 
     fn backlog(&self, peer: PeerId) -> u64 {
         let Some(index) = self.connection_of(peer) else { return 0 };
-        let connection = &self.connections[index];
-        let queued = connection.stream.as_ref().and_then(|stream| sysnet::send_queue_len(stream.as_fd()).ok()).unwrap_or(0);
-        queued + connection.unsent() as u64
+        self.connections[index].backlog(self.polls)
     }
 }
 
@@ -903,6 +983,104 @@ mod tests {
         });
     }
 
+    /// Once a write comes back short, nothing more is written to that peer until epoll reports
+    /// room: frames posted meanwhile queue behind the pending bytes (the queue grows by exactly
+    /// their length) or are refused when it is full. Polling then hands everything over, and
+    /// the peer receives every frame in order.
+    #[test]
+    fn after_a_short_write_frames_queue_until_the_socket_has_room() {
+        const LEN: usize = 128 << 10;
+        const SMALL: u32 = 8;
+        loopback_suite("room", Some(16 << 10)).run_job("room", |me| {
+            if me.rank == 1 {
+                me.receive_until(|inbox| inbox.len() == 2 + SMALL as usize);
+                assert!(me.inbox[0].payload == pattern(0, 0, LEN), "the large frame is intact");
+                for seq in 1..=SMALL {
+                    assert_eq!(me.inbox[seq as usize].header, seq.to_le_bytes(), "frame {seq} out of order");
+                }
+                assert!(me.inbox[1 + SMALL as usize].payload == pattern(0, 9, PENDING_BYTES_MAX + 1));
+                me.send(0, b"ok", &[]);
+                return;
+            }
+            me.send(1, b"big", &[IoSlice::new(&pattern(0, 0, LEN))]);
+            let index = me.transport.connection_of(1).unwrap();
+            assert!(me.transport.connections[index].waiting_for_room, "128 KiB cannot fit 16 KiB socket buffers");
+            for seq in 1..=SMALL {
+                let before = me.transport.connections[index].unsent();
+                assert_eq!(me.transport.try_send(1, &seq.to_le_bytes(), &[]), Ok(SendOutcome::Sent));
+                assert_eq!(me.transport.connections[index].unsent(), before + FRAME_PREFIX + 4, "frame {seq} was queued, not written");
+            }
+            let large = pattern(0, 9, PENDING_BYTES_MAX + 1);
+            assert_eq!(me.transport.try_send(1, b"", &[IoSlice::new(&large)]), Ok(SendOutcome::WouldBlock), "the queue is full");
+            while me.transport.connections[index].waiting_for_room {
+                me.poll();
+                me.check_alive();
+            }
+            me.send(1, b"", &[IoSlice::new(&large)]);
+            me.receive_until(|inbox| inbox.iter().any(|f| f.header == b"ok"));
+        });
+    }
+
+    /// The send queue is read once per poll; frames written in between are added to it.
+    #[test]
+    fn backlog_counts_what_was_written_since_the_queue_was_read() {
+        loopback_suite("backlog", None).run_job("backlog", |me| {
+            if me.rank == 0 {
+                let first = me.transport.backlog(1);
+                let payload = vec![7u8; 1000];
+                assert_eq!(me.transport.try_send(1, b"h", &[IoSlice::new(&payload)]), Ok(SendOutcome::Sent));
+                assert_eq!(me.transport.backlog(1), first + (FRAME_PREFIX + 1 + 1000) as u64, "until the next poll the written bytes are added");
+                let index = me.transport.connection_of(1).unwrap();
+                let (read_at, _, _) = me.transport.connections[index].kernel_queue.get().unwrap();
+                me.poll();
+                me.transport.backlog(1);
+                assert_eq!(me.transport.connections[index].kernel_queue.get().unwrap().0, read_at + 1, "a poll makes the next backlog read the queue again");
+            }
+            me.barrier_polling();
+            if me.rank == 1 {
+                me.receive_until(|inbox| !inbox.is_empty());
+            }
+        });
+    }
+
+    /// A connection whose reads fill its buffer grows it to the receive block; the undelivered
+    /// bytes move to the front only when less than READ_MIN of room is left.
+    #[test]
+    fn a_streaming_connection_reads_in_large_blocks_and_moves_little() {
+        let listener = sysnet::listen(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0), None).unwrap();
+        let SocketAddr::V4(address) = listener.local_addr().unwrap() else { panic!("IPv4") };
+        let stream = sysnet::connect_from(Ipv4Addr::LOCALHOST, address, None, WIRE_UP_TIMEOUT).unwrap();
+        let mut connection = Connection::new(0, stream);
+        let block = 1 << 20;
+        connection.make_room(block);
+        assert_eq!(connection.received.len(), RECEIVE_BUFFER_INITIAL, "a new connection starts small");
+        connection.received_end = RECEIVE_BUFFER_INITIAL;
+        connection.read_filled = true;
+        for expected in [2 * RECEIVE_BUFFER_INITIAL, 4 * RECEIVE_BUFFER_INITIAL, 8 * RECEIVE_BUFFER_INITIAL, 16 * RECEIVE_BUFFER_INITIAL, block] {
+            connection.make_room(block);
+            assert_eq!(connection.received.len(), expected);
+            connection.received_end = connection.received.len();
+        }
+        connection.make_room(block);
+        assert_eq!(connection.received.len(), block, "never beyond the block for frames that fit it");
+        // Half a frame left at the end of a full block: it moves to the front.
+        connection.received_start = block - 100;
+        connection.make_room(block);
+        assert_eq!((connection.received_start, connection.received_end), (0, 100));
+        // With READ_MIN or more of room nothing moves.
+        connection.received_start = 50;
+        connection.received_end = block - READ_MIN;
+        connection.make_room(block);
+        assert_eq!((connection.received_start, connection.received_end), (50, block - READ_MIN));
+        // A connection whose reads do not fill the buffer keeps its size.
+        let mut quiet = Connection::new(0, sysnet::connect_from(Ipv4Addr::LOCALHOST, address, None, WIRE_UP_TIMEOUT).unwrap());
+        quiet.make_room(block);
+        quiet.received_start = 10;
+        quiet.received_end = RECEIVE_BUFFER_INITIAL;
+        quiet.make_room(block);
+        assert_eq!((quiet.received.len(), quiet.received_start, quiet.received_end), (RECEIVE_BUFFER_INITIAL, 0, RECEIVE_BUFFER_INITIAL - 10));
+    }
+
     #[test]
     fn hellos_round_trip_and_foreign_ones_are_refused() {
         let hash = hello_hash("job-1", "eth1");
@@ -946,7 +1124,7 @@ mod tests {
         let SocketAddr::V4(address) = listener.local_addr().unwrap() else { panic!("IPv4") };
         let stream = sysnet::connect_from(Ipv4Addr::LOCALHOST, address, None, WIRE_UP_TIMEOUT).unwrap();
         let mut connection = Connection::new(0, stream);
-        connection.make_room();
+        connection.make_room(RECEIVE_BUFFER_INITIAL);
         assert_eq!(connection.received.len(), RECEIVE_BUFFER_INITIAL);
         let big = 3 * RECEIVE_BUFFER_INITIAL;
         let mut prefix = [0u8; FRAME_PREFIX];
@@ -954,7 +1132,7 @@ mod tests {
         connection.received[100..108].copy_from_slice(&prefix);
         connection.received_start = 100;
         connection.received_end = RECEIVE_BUFFER_INITIAL;
-        connection.make_room();
+        connection.make_room(RECEIVE_BUFFER_INITIAL);
         assert_eq!((connection.received_start, connection.received_end), (0, RECEIVE_BUFFER_INITIAL - 100));
         assert_eq!(connection.received[..8], prefix);
         assert!(connection.received.len() >= FRAME_PREFIX + big);
