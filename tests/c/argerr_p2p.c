@@ -380,9 +380,12 @@ static void attached_buffer(void)
     /* A second buffer while one is attached. */
     EXPECT_CLASS(MPI_Buffer_attach(memory + sizeof memory / 2, sizeof memory / 2), MPI_ERR_BUFFER);
 #endif
-    /* More than the buffer holds. */
+#ifdef TEST_BRAID_ONLY
+    /* More than the buffer holds. MPICH agrees; Open MPI 4.1 returns MPI_ERR_BUFFER but the
+     * message keeps its place in the order to this rank, and the next one to itself never arrives. */
     static char large[8192];
     EXPECT_CLASS(MPI_Bsend(large, sizeof large, MPI_CHAR, rank, 0, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+#endif
     EXPECT_CLASS(MPI_Buffer_detach(&detached, &detached_size), MPI_SUCCESS);
     CHECK(detached == memory && detached_size == (int)sizeof memory / 2, "MPI_Buffer_detach gave %p, %d", detached, detached_size);
 #ifdef TEST_BRAID_ONLY
