@@ -194,7 +194,7 @@ header_case "mpi.h -std=c99 -pedantic -Wall -Wextra -Werror" c99 "$CC" -std=c99
 header_case "mpi.h -std=c11 -pedantic -Wall -Wextra -Werror" c11 "$CC" -std=c11
 header_case "mpi.h C++ -pedantic -Wall -Wextra -Werror" cxx "$CXX" -x c++ "${CXXFLAGS[@]}"
 
-PROGRAMS=(p2p_matching p2p_modes p2p_more collectives nbc idup neighbors threads datatypes datatypes_more comms comms_more intercomm intercomm_coll attributes errors errhandlers topologies large ring fatal_error abort_code kill_rank unsupported conversions mpit pmpi_counts)
+PROGRAMS=(p2p_matching p2p_modes p2p_more collectives nbc idup neighbors threads datatypes datatypes_more comms comms_more intercomm intercomm_coll attributes errors errhandlers topologies large ring fatal_error abort_code kill_rank unsupported conversions mpit pmpi_counts argerr_p2p argerr_coll argerr_objects)
 for program in "${PROGRAMS[@]}"; do
     if ! compile_c "$program"; then
         fail "build $program" "$(explain "$LOG_DIR/build-$program.log")"; keep_logs
@@ -226,6 +226,9 @@ for ranks in 1 2 3 4; do built attributes && expect_success "attributes n=$ranks
 for ranks in 1 2 3; do built errors && expect_success "errors n=$ranks" "$ranks" -- "$BUILD/errors"; done
 for ranks in 1 2 3 4; do built errhandlers && expect_success "errhandlers n=$ranks" "$ranks" -- "$BUILD/errhandlers"; done
 for ranks in 1 2 3 4; do built topologies && expect_success "topologies n=$ranks" "$ranks" -- "$BUILD/topologies"; done
+for ranks in 1 2 3; do built argerr_p2p && expect_success "argerr_p2p n=$ranks" "$ranks" -- "$BUILD/argerr_p2p"; done
+for ranks in 1 2 3; do built argerr_coll && expect_success "argerr_coll n=$ranks" "$ranks" -- "$BUILD/argerr_coll"; done
+for ranks in 1 2 3; do built argerr_objects && expect_success "argerr_objects n=$ranks" "$ranks" -- "$BUILD/argerr_objects"; done
 for ranks in 1 2 3 4; do built mpit && expect_success "mpit n=$ranks" "$ranks" -- "$BUILD/mpit"; done
 if built mpit && is_braid; then
     expect_success "mpit n=2 BRAID_EAGER_MAX=16384 BRAID_WAIT=block BRAID_RAILS=none" 2 BRAID_EAGER_MAX=16384 BRAID_WAIT=block BRAID_RAILS=none -- "$BUILD/mpit"

@@ -69,14 +69,6 @@ static int failing_copy(MPI_Comm comm, int keyval, void *extra_state, void *valu
     return MPI_ERR_OTHER;
 }
 
-/* The error class of a return code (implementations may return codes that are not classes). */
-static int class_of(int code)
-{
-    int class = -1;
-    MPI_Error_class(code, &class);
-    return class;
-}
-
 static void reset(void)
 {
     copies = deletes = 0;

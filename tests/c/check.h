@@ -26,6 +26,47 @@ static inline int check_world_rank(void)
         }                                                                                   \
     } while (0)
 
+/* The error class of a return code; MPI_SUCCESS stays itself (implementations may return codes
+ * that are not classes, and MPI_Error_class of MPI_SUCCESS is MPI_SUCCESS anyway). */
+static inline int class_of(int code)
+{
+    int class_ = code;
+    if (code != MPI_SUCCESS)
+        MPI_Error_class(code, &class_);
+    return class_;
+}
+
+/* Checks that `code` is of class `expected` or `alternative` (the same class twice where only one
+ * is right); an error must also have a non-empty MPI_Error_string. Use the macros below. */
+static inline void expect_class_at(const char *file, int line, int code, int expected, int alternative, const char *call)
+{
+    int class_ = class_of(code);
+    char text[MPI_MAX_ERROR_STRING] = "";
+    int length = 0;
+    if (code != MPI_SUCCESS)
+        MPI_Error_string(code, text, &length);
+    if (class_ != expected && class_ != alternative) {
+        char expected_text[MPI_MAX_ERROR_STRING] = "";
+        MPI_Error_string(expected, expected_text, &length);
+        fprintf(stderr, "rank %d: %s:%d: check failed: %s returned class %d (%s), expected %d (%s)", check_world_rank(), file, line, call, class_,
+                code == MPI_SUCCESS ? "success" : text, expected, expected_text);
+        if (alternative != expected)
+            fprintf(stderr, " or %d", alternative);
+        fputc('\n', stderr);
+        fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    CHECK(code == MPI_SUCCESS || text[0] != '\0', "%s:%d: %s: MPI_Error_string of code %d is empty", file, line, call, code);
+}
+
+/* expect_class(code, class, "what was called"): the call returned an error of `class`. */
+#define expect_class(code, expected, call) expect_class_at(__FILE__, __LINE__, (code), (expected), (expected), (call))
+/* The same where the standard leaves the class open between two that both make sense. */
+#define expect_either_class(code, expected, alternative, call) expect_class_at(__FILE__, __LINE__, (code), (expected), (alternative), (call))
+/* EXPECT_CLASS(MPI_Call(...), class): the call's own text names it in the message. */
+#define EXPECT_CLASS(call, expected) expect_class_at(__FILE__, __LINE__, (call), (expected), (expected), #call)
+#define EXPECT_EITHER_CLASS(call, expected, alternative) expect_class_at(__FILE__, __LINE__, (call), (expected), (alternative), #call)
+
 /* Ends the test on rank 0 with the line the runner's log shows. */
 static inline void report_ok(const char *name)
 {

@@ -9,13 +9,6 @@
 static int rank, size;
 static MPI_Group world_group;
 
-static int class_of(int code)
-{
-    int class = -1;
-    MPI_Error_class(code, &class);
-    return class;
-}
-
 /* The world ranks of `group`'s members. */
 static void world_ranks_of(MPI_Group group, int *out, int *count)
 {

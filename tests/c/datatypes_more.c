@@ -36,14 +36,6 @@ int MPI_Address(void *location, MPI_Aint *address);
 
 static int rank, size, next, previous;
 
-static int class_of(int code)
-{
-    int class = code;
-    if (code != MPI_SUCCESS)
-        MPI_Error_class(code, &class);
-    return class;
-}
-
 #define CHECK_CLASS(call, expected)                                                                         \
     do {                                                                                                    \
         int class_ = class_of(call);                                                                        \

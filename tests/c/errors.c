@@ -6,19 +6,6 @@
 
 static int rank, size;
 
-static void expect_class(int code, int expected, const char *call)
-{
-    int class_of_code = -1;
-    MPI_Error_class(code, &class_of_code);
-    char text[MPI_MAX_ERROR_STRING] = "", expected_text[MPI_MAX_ERROR_STRING] = "";
-    int length;
-    MPI_Error_string(code, text, &length);
-    MPI_Error_string(expected, expected_text, &length);
-    CHECK(code != MPI_SUCCESS && class_of_code == expected, "%s returned class %d (%s), expected %d (%s)", call, class_of_code, text, expected,
-          expected_text);
-    CHECK(strlen(text) > 0, "%s: MPI_Error_string gave an empty text", call);
-}
-
 static void argument_errors(void)
 {
     int value = 0, buffer[10] = {0};

@@ -12,13 +12,6 @@
 static int rank, size;
 static int copies;
 
-static int class_of(int code)
-{
-    int class = -1;
-    MPI_Error_class(code, &class);
-    return class;
-}
-
 static int count_copy(MPI_Comm comm, int keyval, void *extra, void *in, void *out, int *flag)
 {
     (void)comm, (void)keyval, (void)extra;

@@ -11,13 +11,6 @@ static int rank, size, parity, other;
 static int local_rank, local_size, remote_size;
 static MPI_Group world_group;
 
-static int class_of(int code)
-{
-    int class = -1;
-    MPI_Error_class(code, &class);
-    return class;
-}
-
 /* Number of world ranks of parity p. */
 static int count_of_parity(int p)
 {

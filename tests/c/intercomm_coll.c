@@ -30,13 +30,6 @@ struct inter {
     int local_world[MAX_RANKS], remote_world[MAX_RANKS];
 };
 
-static int class_of(int code)
-{
-    int class = -1;
-    MPI_Error_class(code, &class);
-    return class;
-}
-
 static int value(int world, int i) { return world * 1000 + i + 1; }
 
 static MPI_Request request;

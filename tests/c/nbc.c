@@ -274,13 +274,6 @@ static void test_reduce_local(void)
     CHECK(dinout[0] == 2.0 && dinout[1] == 3.0 && dinout[2] == 4.0, "reduce_local max %g %g %g", dinout[0], dinout[1], dinout[2]);
 }
 
-static int class_of(int code)
-{
-    int class = code;
-    MPI_Error_class(code, &class);
-    return class;
-}
-
 static void test_errors(void)
 {
     int x = 0, y = 0;

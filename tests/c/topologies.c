@@ -10,14 +10,6 @@
 
 static int rank, size;
 
-static void expect_class(int code, int expected, const char *call)
-{
-    int class_of_code = MPI_SUCCESS;
-    if (code != MPI_SUCCESS)
-        MPI_Error_class(code, &class_of_code);
-    CHECK(class_of_code == expected, "%s returned class %d, expected %d", call, class_of_code, expected);
-}
-
 static void expect_failure(int code, const char *call)
 {
     CHECK(code != MPI_SUCCESS, "%s succeeded", call);

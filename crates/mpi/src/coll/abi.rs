@@ -292,6 +292,16 @@ fn is_in_place(buffer: *const c_void) -> bool {
     buffer == MPI_IN_PLACE
 }
 
+/// MPI forbids a send buffer that is also the receive buffer (MPI_IN_PLACE is how a program says
+/// that): the same address on both sides, with data to receive, is reported rather than read while
+/// it is overwritten. MPI_BOTTOM on both sides is no alias: absolute displacements place the data.
+fn distinct_buffers(comm: MPI_Comm, sendbuf: *const c_void, recvbuf: *const c_void, receives_data: impl FnOnce() -> bool) -> MpiResult<()> {
+    if sendbuf == recvbuf.cast() && !sendbuf.is_null() && !is_in_place(sendbuf) && receives_data() {
+        return Err(error(comm, MPI_ERR_BUFFER, "the send buffer is the receive buffer (MPI_IN_PLACE says that)"));
+    }
+    Ok(())
+}
+
 fn same_signature(comm: MPI_Comm, sent: usize, received: usize) -> MpiResult<()> {
     if sent == received {
         Ok(())
@@ -620,6 +630,9 @@ unsafe fn reduce(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, co
     let in_place = at_root && is_in_place(sendbuf);
     let recv = if at_root { Some(typed(comm, recvbuf, count, datatype)?) } else { None };
     let send = if in_place { None } else { Some(typed(comm, sendbuf, count, datatype)?) };
+    if let Some(recv) = &recv {
+        distinct_buffers(comm, sendbuf, recvbuf, || recv.packed_len > 0)?;
+    }
     Ok(async move {
         let (combine, element_size, commutative) = combiner(&reduction);
         let Some(recv) = recv else {
@@ -675,6 +688,7 @@ unsafe fn in_place_reduction(start: &Start, sendbuf: *const c_void, recvbuf: *mu
     let recv = typed(comm, recvbuf, count, datatype)?;
     let in_place = is_in_place(sendbuf);
     let send = if in_place { None } else { Some(typed(comm, sendbuf, count, datatype)?) };
+    distinct_buffers(comm, sendbuf, recvbuf, || recv.packed_len > 0)?;
     let port = start.port();
     Ok(async move {
         let (combine, element_size, commutative) = combiner(&reduction);
@@ -742,6 +756,7 @@ unsafe fn reduce_scatter(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_
     let input_buffer = if is_in_place(sendbuf) { recvbuf.cast_const() } else { sendbuf };
     let input = typed_elements(comm, input_buffer, total, datatype)?;
     let recv = typed_elements(comm, recvbuf, counts[rank], datatype)?;
+    distinct_buffers(comm, sendbuf, recvbuf, || input.packed_len > 0)?;
     let port = start.port();
     Ok(async move {
         let (combine, element_size, commutative) = combiner(&reduction);
@@ -776,6 +791,7 @@ unsafe fn gather(start: &Start, sendbuf: *const c_void, sendcount: c_int, sendty
         Some(unsafe { send.read() })
     } else {
         let all = typed_elements(comm, recvbuf, times(comm, count_of(comm, recvcount)?, size)?, recvtype)?;
+        distinct_buffers(comm, sendbuf, recvbuf, || all.packed_len > 0)?;
         recv = Some(all);
         // SAFETY: the caller's send buffer, unless in place, holds the elements and does not
         // overlap recvbuf.
@@ -814,6 +830,7 @@ unsafe fn gatherv(start: &Start, sendbuf: *const c_void, sendcount: c_int, sendt
     } else {
         // SAFETY: the caller passes one count and one displacement per rank.
         let all = unsafe { spread(comm, recvbuf, recvcounts, displs, recvtype, size)? };
+        distinct_buffers(comm, sendbuf, recvbuf, || all.blocks.iter().any(|block| block.packed_len > 0))?;
         // SAFETY: the caller's send buffer, unless in place, holds the elements and does not
         // overlap recvbuf.
         let mine = unsafe { own_block(comm, sendbuf, sendcount, sendtype, all.blocks[root].packed_len)? };
@@ -894,6 +911,7 @@ unsafe fn scatter(start: &Start, sendbuf: *const c_void, sendcount: c_int, sendt
         let send = typed_elements(comm, sendbuf, times(comm, count_of(comm, sendcount)?, size)?, sendtype)?;
         if let Some(expected) = target.packed_len() {
             same_signature(comm, send.packed_len / size, expected)?;
+            distinct_buffers(comm, sendbuf, recvbuf, || expected > 0)?;
         }
         // SAFETY: the caller's send buffer holds the elements and does not overlap recvbuf.
         unsafe { send.read() }
@@ -927,6 +945,7 @@ unsafe fn scatterv(start: &Start, sendbuf: *const c_void, sendcounts: *const c_i
         let send = unsafe { spread(comm, sendbuf, sendcounts, displs, sendtype, size)? };
         if let Some(expected) = target.packed_len() {
             same_signature(comm, send.blocks[root].packed_len, expected)?;
+            distinct_buffers(comm, sendbuf, recvbuf, || expected > 0)?;
         }
         // SAFETY: the caller's send buffer holds the blocks and does not overlap recvbuf.
         (unsafe { send.read() }, send.ranges)
@@ -959,6 +978,7 @@ unsafe fn allgather(start: &Start, sendbuf: *const c_void, sendcount: c_int, sen
     } else {
         let send = typed(comm, sendbuf, sendcount, sendtype)?;
         same_signature(comm, send.packed_len, block)?;
+        distinct_buffers(comm, sendbuf, recvbuf, || recv.packed_len > 0)?;
         // SAFETY: the caller's send buffer holds the elements and does not overlap recvbuf.
         Some(unsafe { send.read() })
     };
@@ -991,6 +1011,7 @@ unsafe fn allgatherv(start: &Start, sendbuf: *const c_void, sendcount: c_int, se
     // SAFETY: the caller passes one count and one displacement per rank.
     let recv = unsafe { spread(comm, recvbuf, recvcounts, displs, recvtype, size)? };
     let in_place = is_in_place(sendbuf).then_some(rank);
+    distinct_buffers(comm, sendbuf, recvbuf, || recv.blocks.iter().any(|block| block.packed_len > 0))?;
     // SAFETY: the caller's send buffer, unless in place, holds the elements and does not overlap
     // recvbuf.
     let mine = unsafe { own_block(comm, sendbuf, sendcount, sendtype, recv.blocks[rank].packed_len)? };
@@ -1019,6 +1040,7 @@ unsafe fn alltoall(start: &Start, sendbuf: *const c_void, sendcount: c_int, send
     } else {
         let send = typed_elements(comm, sendbuf, times(comm, count_of(comm, sendcount)?, size)?, sendtype)?;
         same_signature(comm, send.packed_len, recv.packed_len)?;
+        distinct_buffers(comm, sendbuf, recvbuf, || recv.packed_len > 0)?;
         Some(send)
     };
     let port = start.port();
@@ -1056,6 +1078,7 @@ unsafe fn alltoallv(start: &Start, sendbuf: *const c_void, sendcounts: *const c_
         // SAFETY: the caller passes one count and one displacement per rank.
         let send = unsafe { spread(comm, sendbuf, sendcounts, sdispls, sendtype, size)? };
         same_signature(comm, send.blocks[rank].packed_len, recv.blocks[rank].packed_len)?;
+        distinct_buffers(comm, sendbuf, recvbuf, || recv.blocks.iter().any(|block| block.packed_len > 0))?;
         Some(send)
     };
     let port = start.port();
@@ -1148,6 +1171,7 @@ unsafe fn alltoallw(start: &Start, sendbuf: *const c_void, sendcounts: *const c_
         // SAFETY: as above.
         let send = unsafe { mixed(comm, sendbuf, sendcounts, sdispls, sendtypes, size)? };
         same_signature(comm, send.blocks[rank].packed_len, recv.blocks[rank].packed_len)?;
+        distinct_buffers(comm, sendbuf, recvbuf, || recv.blocks.iter().any(|block| block.packed_len > 0))?;
         Some(send)
     };
     let port = start.port();
@@ -1315,4 +1339,22 @@ unsafe fn neighbor_alltoallw(start: &Start, sendbuf: *const c_void, sendcounts: 
     // SAFETY: as above.
     let recv = unsafe { mixed(comm, recvbuf, recvcounts, rdispls.as_ptr(), recvtypes, indegree)? };
     neighbor_exchange(start, outgoing, Incoming::Mixed(recv))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_send_buffer_that_is_the_receive_buffer_is_refused_only_when_data_lands_there() {
+        let mut memory = [0i32; 4];
+        let buffer: *const c_void = memory.as_mut_ptr().cast();
+        let other: *const c_void = memory[2..].as_ptr().cast();
+        let refused = distinct_buffers(MPI_COMM_WORLD, buffer, buffer, || true).unwrap_err();
+        assert_eq!((refused.comm, refused.class), (MPI_COMM_WORLD, MPI_ERR_BUFFER));
+        assert!(distinct_buffers(MPI_COMM_WORLD, buffer, buffer, || false).is_ok(), "nothing is received");
+        assert!(distinct_buffers(MPI_COMM_WORLD, buffer, other, || true).is_ok(), "different addresses");
+        assert!(distinct_buffers(MPI_COMM_WORLD, MPI_IN_PLACE, MPI_IN_PLACE, || true).is_ok(), "MPI_IN_PLACE");
+        assert!(distinct_buffers(MPI_COMM_WORLD, std::ptr::null(), std::ptr::null(), || true).is_ok(), "MPI_BOTTOM on both sides");
+    }
 }

@@ -508,8 +508,14 @@ fn position_arg(position: c_int, buffer_size: c_int) -> MpiResult<(usize, usize)
 }
 
 /// Pack calls report through the error handler of their communicator.
-fn on_comm(result: MpiResult<()>, comm: MPI_Comm) -> MpiResult<()> {
-    result.map_err(|error| MpiError { comm, ..error })
+fn on_comm(comm: MPI_Comm, call: impl FnOnce() -> MpiResult<()>) -> MpiResult<()> {
+    // The communicator only names whose error handler applies, but an invalid one is still
+    // MPI_ERR_COMM. Packing needs no MPI state otherwise, so the check is skipped where there is
+    // none to ask (before MPI_Init) or it is in use (a callback of another MPI call packing).
+    if let Some(Err(invalid)) = crate::runtime::try_with(|rt| rt.comms.get(comm).map(|_| ())) {
+        return Err(invalid);
+    }
+    call().map_err(|error| MpiError { comm, ..error })
 }
 
 fn advance(position: &mut c_int, by: usize) {
@@ -568,8 +574,7 @@ pub unsafe extern "C" fn MPI_Pack(
     comm: MPI_Comm,
 ) -> c_int {
     // SAFETY: buffers and position forwarded from the caller.
-    let result = unsafe { pack_into(inbuf, incount, datatype, outbuf, outsize, position) };
-    finish("MPI_Pack", on_comm(result, comm))
+    finish("MPI_Pack", on_comm(comm, || unsafe { pack_into(inbuf, incount, datatype, outbuf, outsize, position) }))
 }
 
 /// # Safety
@@ -606,8 +611,7 @@ pub unsafe extern "C" fn MPI_Unpack(
     comm: MPI_Comm,
 ) -> c_int {
     // SAFETY: buffers and position forwarded from the caller.
-    let result = unsafe { unpack_from(inbuf, insize, position, outbuf, outcount, datatype) };
-    finish("MPI_Unpack", on_comm(result, comm))
+    finish("MPI_Unpack", on_comm(comm, || unsafe { unpack_from(inbuf, insize, position, outbuf, outcount, datatype) }))
 }
 
 /// # Safety
@@ -635,7 +639,7 @@ pub(super) unsafe fn unpack_from(
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Pack_size(incount: c_int, datatype: MPI_Datatype, comm: MPI_Comm, size: *mut c_int) -> c_int {
-    let result: MpiResult<()> = (|| {
+    let result = on_comm(comm, || {
         let count = count_arg(incount, "incount")?;
         let info = lookup_committed(datatype).map_err(|class| failure(class, format!("invalid or uncommitted datatype ({datatype})")))?;
         let bytes = info.size.checked_mul(count).and_then(|bytes| c_int::try_from(bytes).ok());
@@ -643,6 +647,6 @@ pub unsafe extern "C" fn MPI_Pack_size(incount: c_int, datatype: MPI_Datatype, c
         // SAFETY: `size` is null or the caller's output variable.
         *unsafe { out(size, "size") }? = bytes;
         Ok(())
-    })();
-    finish("MPI_Pack_size", on_comm(result, comm))
+    });
+    finish("MPI_Pack_size", result)
 }
