@@ -15,7 +15,7 @@ use std::ops::Range;
 
 use super::hierarchy::Collective;
 use super::port::Port;
-use super::Combine;
+use super::{Combine, SMALL_ALLREDUCE_RANKS};
 use crate::consts::{MPI_ERR_ARG, MPI_ERR_BUFFER, MPI_ERR_ROOT};
 
 type Outcome = Result<(), i32>;
@@ -493,8 +493,6 @@ pub async fn allreduce(port: &Port, data: &mut [u8], element_size: usize, combin
     unfold_extra_ranks(port, data).await
 }
 
-/// Most ranks of such an exchange: it sends n - 1 messages per rank.
-pub(crate) const SMALL_ALLREDUCE_RANKS: usize = 8;
 
 /// Every rank sends its input to every other and reduces all of them itself, in rank order, so
 /// every rank computes the same `x0 op x1 op ... op x(n-1)`. One round of messages instead of

@@ -12,8 +12,7 @@
 
 use braid_lane::Profile;
 
-use super::algorithms::SMALL_ALLREDUCE_RANKS;
-use super::CollTuning;
+use super::{CollTuning, SMALL_ALLREDUCE_RANKS};
 
 /// Which node each rank of a communicator is on, grouped.
 #[derive(Debug, Clone, PartialEq)]

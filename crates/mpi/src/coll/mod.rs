@@ -45,6 +45,10 @@ impl Default for CollTuning {
     }
 }
 
+/// Most ranks of an allreduce done as one all-to-all exchange of the inputs: it sends n - 1
+/// messages per rank.
+pub(crate) const SMALL_ALLREDUCE_RANKS: usize = 8;
+
 /// Combines `input` into `inout` element-wise (`inout = input op inout`), as MPI_Reduce's user
 /// function does; both hold the same whole number of elements.
 pub type Combine<'a> = &'a dyn Fn(&[u8], &mut [u8]);
