@@ -10,6 +10,8 @@
 //! fixed cut-offs. The model is I/O-free; the communicator builds it once from the engine's node
 //! map and profiles.
 
+use std::sync::Mutex;
+
 use braid_lane::Profile;
 
 use super::algorithms::SMALL_ALLREDUCE_RANKS;
@@ -99,14 +101,51 @@ pub enum Collective {
     Allreduce,
 }
 
+impl Collective {
+    pub fn name(self) -> &'static str {
+        match self {
+            Collective::Barrier => "barrier",
+            Collective::Bcast => "bcast",
+            Collective::Reduce => "reduce",
+            Collective::Allreduce => "allreduce",
+        }
+    }
+}
+
 /// A communicator's layout and links: what chooses between the flat and hierarchical forms.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub struct Hierarchy {
     pub layout: NodeLayout,
     pub costs: LinkCosts,
+    /// With BRAID_DEBUG: the (collective, bytes) points whose choice has been printed, each once.
+    reported: Option<Mutex<Vec<(Collective, usize)>>>,
 }
 
 impl Hierarchy {
+    pub fn new(layout: NodeLayout, costs: LinkCosts) -> Hierarchy {
+        Hierarchy { layout, costs, reported: None }
+    }
+
+    /// Prints each distinct choice of the cost model once (BRAID_DEBUG), so that a sweep can set
+    /// the model's predictions beside the measured times.
+    pub fn reporting(self) -> Hierarchy {
+        Hierarchy { reported: Some(Mutex::new(Vec::new())), ..self }
+    }
+
+    /// [`Hierarchy::choose`], printing the choice if this hierarchy reports and it is new.
+    pub fn choose_and_report(&self, collective: Collective, bytes: usize, tuning: CollTuning) -> Form {
+        let (form, flat, hierarchical) = self.choose(collective, bytes, tuning);
+        if let Some(reported) = &self.reported {
+            let mut reported = reported.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            if !reported.contains(&(collective, bytes)) {
+                reported.push((collective, bytes));
+                let chosen = if form == Form::Hierarchical { "hierarchical" } else { "flat" };
+                eprintln!("braid: coll model: {} {bytes} B: flat {flat:.0} ns, hierarchical {hierarchical:.0} ns: {chosen}", collective.name());
+            }
+        }
+        form
+    }
+
     /// The form predicted to finish first for `bytes` of data per rank under the flat algorithms'
     /// switch points `tuning`, with the predicted nanoseconds of the flat and hierarchical forms.
     pub fn choose(&self, collective: Collective, bytes: usize, tuning: CollTuning) -> (Form, f64, f64) {
@@ -258,17 +297,17 @@ mod tests {
     #[test]
     fn small_allreduces_cross_the_network_once_per_node_in_a_hierarchy() {
         // Flat, 4 ranks exchange all inputs: two messages leave each node.
-        let blocked = Hierarchy { layout: NodeLayout::new(&[0, 0, 1, 1]), costs: costs() };
+        let blocked = Hierarchy::new(NodeLayout::new(&[0, 0, 1, 1]), costs());
         let (form, flat, hierarchical) = blocked.choose(Collective::Allreduce, 8, tuning());
         assert_eq!(form, Form::Hierarchical, "{flat} vs {hierarchical}");
-        let wide = Hierarchy { layout: NodeLayout::new(&[0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]), costs: costs() };
+        let wide = Hierarchy::new(NodeLayout::new(&[0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]), costs());
         assert_eq!(wide.choose(Collective::Allreduce, 8, tuning()).0, Form::Hierarchical);
     }
 
     #[test]
     fn a_large_allreduce_moves_as_much_either_way_and_stays_flat() {
         // Halving first, the flat algorithm sends each node's half across once, as the leaders do.
-        let blocked = Hierarchy { layout: NodeLayout::new(&[0, 0, 1, 1]), costs: costs() };
+        let blocked = Hierarchy::new(NodeLayout::new(&[0, 0, 1, 1]), costs());
         let (form, flat, hierarchical) = blocked.choose(Collective::Allreduce, 4 << 20, tuning());
         assert_eq!(form, Form::Flat);
         assert!((hierarchical - flat).abs() < 0.1 * flat, "{flat} vs {hierarchical}");
@@ -276,8 +315,8 @@ mod tests {
 
     #[test]
     fn a_cyclic_layout_makes_every_flat_round_cross_the_network() {
-        let blocked = Hierarchy { layout: NodeLayout::new(&[0, 0, 1, 1]), costs: costs() };
-        let cyclic = Hierarchy { layout: NodeLayout::new(&[0, 1, 0, 1]), costs: costs() };
+        let blocked = Hierarchy::new(NodeLayout::new(&[0, 0, 1, 1]), costs());
+        let cyclic = Hierarchy::new(NodeLayout::new(&[0, 1, 0, 1]), costs());
         let (_, blocked_flat, _) = blocked.choose(Collective::Bcast, 1 << 10, tuning());
         let (form, cyclic_flat, cyclic_hierarchical) = cyclic.choose(Collective::Bcast, 1 << 10, tuning());
         assert!(cyclic_flat > 1.5 * blocked_flat, "{cyclic_flat} vs {blocked_flat}");
@@ -288,7 +327,7 @@ mod tests {
     #[test]
     fn equal_links_leave_the_flat_form() {
         let same = Profile::from_model(300.0, 10e9, 1 << 24);
-        let flat = Hierarchy { layout: NodeLayout::new(&[0, 0, 1, 1]), costs: LinkCosts { intra: same.clone(), inter: same } };
+        let flat = Hierarchy::new(NodeLayout::new(&[0, 0, 1, 1]), LinkCosts { intra: same.clone(), inter: same });
         for collective in [Collective::Barrier, Collective::Bcast, Collective::Reduce] {
             for bytes in [8, 1 << 16, 4 << 20] {
                 assert_eq!(flat.choose(collective, bytes, tuning()).0, Form::Flat, "{collective:?}, {bytes} bytes");

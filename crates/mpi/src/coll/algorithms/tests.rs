@@ -1018,7 +1018,7 @@ fn a_port_with_a_hierarchy_runs_the_form_the_model_picks_and_gets_the_same_resul
     // Links so unequal that a cyclic layout always goes hierarchical.
     let costs = LinkCosts { intra: braid_lane::Profile::from_model(10.0, 1e12, 1 << 24), inter: braid_lane::Profile::from_model(1e6, 1e6, 1 << 24) };
     let ids = [0, 1, 0, 1, 0, 1];
-    let hierarchy = Arc::new(Hierarchy { layout: NodeLayout::new(&ids), costs });
+    let hierarchy = Arc::new(Hierarchy::new(NodeLayout::new(&ids), costs));
     let operation = &OPERATIONS[0];
     let inputs = inputs_for(operation, ids.len(), 8);
     let expected = reference(operation, &inputs);
