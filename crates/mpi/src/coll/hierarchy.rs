@@ -92,13 +92,20 @@ pub enum Form {
     Hierarchical,
 }
 
-/// Collectives with a hierarchical form.
+/// Collectives with a hierarchical form. The bytes the model takes: the whole buffer (bcast,
+/// reduce, allreduce, reduce_scatter's input vector), or one rank's block (allgather, gather,
+/// scatter), or the block for one destination (alltoall).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Collective {
     Barrier,
     Bcast,
     Reduce,
     Allreduce,
+    Allgather,
+    Gather,
+    Scatter,
+    ReduceScatter,
+    Alltoall,
 }
 
 impl Collective {
@@ -108,6 +115,11 @@ impl Collective {
             Collective::Bcast => "bcast",
             Collective::Reduce => "reduce",
             Collective::Allreduce => "allreduce",
+            Collective::Allgather => "allgather",
+            Collective::Gather => "gather",
+            Collective::Scatter => "scatter",
+            Collective::ReduceScatter => "reduce_scatter",
+            Collective::Alltoall => "alltoall",
         }
     }
 }
@@ -156,22 +168,59 @@ impl Hierarchy {
     }
 
     /// One round in which each `(from, to)` of `messages` carries `bytes`: the slowest link. Within
-    /// a node every pair has its own cores; the messages leaving one node go one after another
-    /// (its network, and on TCP its CPUs, serve them in turn).
+    /// a node a rank handles its own messages one after another, other ranks at the same time;
+    /// the messages leaving (or reaching) one node go one after another (its network, and on TCP
+    /// its CPUs, serve them in turn).
     fn round(&self, messages: &[(usize, usize)], bytes: usize) -> f64 {
         let mut leaving = vec![0usize; self.layout.nodes.len()];
-        let mut within = false;
+        let mut arriving = vec![0usize; self.layout.nodes.len()];
+        let mut handled = vec![0usize; self.layout.node_of.len()];
         for &(from, to) in messages {
             if self.layout.crosses(from, to) {
                 leaving[self.layout.node_of[from]] += 1;
+                arriving[self.layout.node_of[to]] += 1;
             } else {
-                within = true;
+                handled[from] += 1;
+                handled[to] += 1;
             }
         }
-        let most = leaving.into_iter().max().unwrap_or(0);
+        let most = leaving.into_iter().chain(arriving).max().unwrap_or(0);
         let inter = most as f64 * self.costs.inter.predict(bytes);
-        let intra = if within { self.costs.intra.predict(bytes) } else { 0.0 };
+        let intra = handled.into_iter().max().unwrap_or(0) as f64 * self.costs.intra.predict(bytes);
         inter.max(intra)
+    }
+
+    /// `steps` rounds in which rank i of `ranks` sends `bytes` to rank i + step (step 1, 2, ...):
+    /// a ring (`pairwise` false: always step 1) or a pairwise exchange.
+    fn shifts(&self, ranks: &[usize], bytes: usize, pairwise: bool) -> f64 {
+        let size = ranks.len();
+        (1..size)
+            .map(|step| {
+                let shift = if pairwise { step } else { 1 };
+                let messages: Vec<(usize, usize)> = (0..size).map(|i| (ranks[i], ranks[(i + shift) % size])).collect();
+                self.round(&messages, bytes)
+            })
+            .sum()
+    }
+
+    /// A binomial gather to `ranks[0]` (a scatter's is the same rounds reversed): the subtree
+    /// under each edge carries its blocks of `block` bytes.
+    fn binomial_gather(&self, ranks: &[usize], block: usize) -> f64 {
+        let size = ranks.len();
+        let mut total = 0.0;
+        let mut mask = 1;
+        while mask < size {
+            let edges: Vec<(usize, usize)> = (0..size).filter(|&r| r % (2 * mask) == 0 && r + mask < size).map(|r| (ranks[r + mask], ranks[r])).collect();
+            total += self.round(&edges, mask * block);
+            mask <<= 1;
+        }
+        total
+    }
+
+    /// Every rank of each node sends `bytes` to its node's first rank, at once on every node.
+    fn to_node_leaders(&self, bytes: usize) -> f64 {
+        let messages: Vec<(usize, usize)> = self.layout.nodes.iter().flat_map(|members| members[1..].iter().map(|&member| (member, members[0]))).collect();
+        self.round(&messages, bytes)
     }
 
     /// Both directions of each pair.
@@ -252,6 +301,10 @@ impl Hierarchy {
             Collective::Bcast => self.broadcast(&all, bytes, tuning),
             Collective::Reduce => self.binomial(&all, bytes),
             Collective::Allreduce => self.allreduce(&all, bytes, tuning),
+            Collective::Allgather => self.shifts(&all, bytes, false),
+            Collective::Gather | Collective::Scatter => self.binomial_gather(&all, bytes),
+            Collective::ReduceScatter => self.shifts(&all, bytes / all.len().max(1), true),
+            Collective::Alltoall => self.shifts(&all, bytes, true),
         }
     }
 
@@ -266,6 +319,22 @@ impl Hierarchy {
             Collective::Bcast => self.broadcast(&leaders, bytes, tuning) + self.broadcast(&node, bytes, tuning),
             Collective::Reduce => self.binomial(&node, bytes) + self.binomial(&leaders, bytes),
             Collective::Allreduce => self.binomial(&node, bytes) + self.allreduce(&leaders, bytes, tuning) + self.broadcast(&node, bytes, tuning),
+            Collective::Allgather => {
+                let size = self.layout.node_of.len();
+                self.to_node_leaders(bytes) + self.shifts(&leaders, widest * bytes, false) + self.broadcast(&node, size * bytes, tuning)
+            }
+            Collective::Gather | Collective::Scatter => {
+                let sections: Vec<(usize, usize)> = leaders[1..].iter().map(|&leader| (leader, leaders[0])).collect();
+                self.to_node_leaders(bytes) + self.round(&sections, widest * bytes)
+            }
+            Collective::ReduceScatter => {
+                let block = bytes / self.layout.node_of.len().max(1);
+                self.binomial(&node, bytes) + self.shifts(&leaders, widest * block, true) + self.to_node_leaders(block)
+            }
+            Collective::Alltoall => {
+                let elsewhere = self.layout.node_of.len() - widest;
+                self.shifts(&node, bytes, true) + 2.0 * self.to_node_leaders(elsewhere * bytes) + self.shifts(&leaders, widest * widest * bytes, true)
+            }
         }
     }
 }
@@ -333,5 +402,18 @@ mod tests {
                 assert_eq!(flat.choose(collective, bytes, tuning()).0, Form::Flat, "{collective:?}, {bytes} bytes");
             }
         }
+    }
+
+    #[test]
+    fn node_sections_cross_the_network_once_per_node() {
+        // Cyclic, 4 ranks: the flat ring and pairwise rounds cross the network every round.
+        let cyclic = Hierarchy::new(NodeLayout::new(&[0, 1, 0, 1]), costs());
+        for collective in [Collective::Allgather, Collective::Alltoall, Collective::ReduceScatter, Collective::Gather, Collective::Scatter] {
+            let (form, flat, hierarchical) = cyclic.choose(collective, 64, tuning());
+            assert_eq!(form, Form::Hierarchical, "{collective:?}: {flat} vs {hierarchical}");
+        }
+        // A large reduce-scatter sends half the vector across instead of every rank's blocks.
+        let blocked = Hierarchy::new(NodeLayout::new(&[0, 0, 1, 1]), costs());
+        assert_eq!(blocked.choose(Collective::ReduceScatter, 4 << 20, tuning()).0, Form::Hierarchical);
     }
 }
