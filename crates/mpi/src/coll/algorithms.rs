@@ -221,7 +221,7 @@ pub async fn gather(port: &Port, mine: Option<&[u8]>, all: &mut [u8], root: usiz
     let block = if rank == root { all.len() / size } else { mine.map_or(0, <[u8]>::len) };
     if let Some(hierarchy) = port.hierarchy_for(Collective::Gather, block) {
         if rank == root {
-            require(all.len() % size == 0, MPI_ERR_ARG)?;
+            require(all.len().is_multiple_of(size), MPI_ERR_ARG)?;
         }
         return Box::pin(hier::gather(port, &hierarchy.layout, mine, all, block, root)).await;
     }
@@ -278,7 +278,7 @@ pub async fn scatter(port: &Port, all: &[u8], mine: Option<&mut [u8]>, root: usi
     let block = if rank == root { all.len() / size } else { mine.as_deref().map_or(0, <[u8]>::len) };
     if let Some(hierarchy) = port.hierarchy_for(Collective::Scatter, block) {
         if rank == root {
-            require(all.len() % size == 0, MPI_ERR_ARG)?;
+            require(all.len().is_multiple_of(size), MPI_ERR_ARG)?;
         }
         return Box::pin(hier::scatter(port, &hierarchy.layout, all, mine, block, root)).await;
     }

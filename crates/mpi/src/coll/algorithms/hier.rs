@@ -287,7 +287,7 @@ pub async fn reduce_scatter(port: &Port, layout: &NodeLayout, data: &mut [u8], b
 /// of its node's blocks for that node, and scatters what it receives within its node.
 pub async fn alltoall(port: &Port, layout: &NodeLayout, send: &[u8], recv: &mut [u8]) -> Outcome {
     let (rank, size) = (port.rank(), port.size());
-    require(send.len() == recv.len() && send.len() % size == 0, super::MPI_ERR_ARG)?;
+    require(send.len() == recv.len() && send.len().is_multiple_of(size), super::MPI_ERR_ARG)?;
     let block = send.len() / size;
     let (node, representatives, _) = phases(port, layout, 0);
     let home = node_index(layout, rank);
