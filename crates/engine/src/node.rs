@@ -12,9 +12,11 @@ pub(crate) struct NodeInfo {
     pub(crate) ranks: Vec<u32>,
     /// The node of every job rank, numbered in order of each node's lowest rank.
     pub(crate) node_of: Vec<u32>,
-    /// The node's ranks outnumber the distinct CPUs in the union of their affinity masks.
+    /// The ranks on this machine outnumber the distinct CPUs in the union of their affinity masks
+    /// (the nodes of a virtual cluster are one machine's network namespaces: they share its CPUs).
     pub(crate) oversubscribed: bool,
-    /// CPUs that could run helper threads (chunk-submission offload) without taking a rank's.
+    /// CPUs of this machine that could run helper threads (chunk-submission offload) without taking
+    /// a rank's.
     pub(crate) spare: SpareCpus,
 }
 
@@ -46,6 +48,7 @@ pub(crate) fn exchange(bootstrap: &mut dyn Bootstrap) -> Result<NodeInfo, Engine
     bootstrap.put(&format!("braid-cpus-{rank}"), &topology::format_cpu_list(&cpus)).map_err(bootstrap_error)?;
     bootstrap.fence().map_err(bootstrap_error)?;
     let mut ranks = Vec::new();
+    // The CPU sets of the ranks on this machine, whatever their network namespace.
     let mut masks = Vec::new();
     let mut identities: Vec<String> = Vec::new();
     let mut node_of = Vec::new();
@@ -68,11 +71,18 @@ pub(crate) fn exchange(bootstrap: &mut dyn Bootstrap) -> Result<NodeInfo, Engine
         });
         if peer_identity == identity {
             ranks.push(peer);
+        }
+        if machine(&peer_identity) == machine(&identity) {
             masks.push(peer_cpus);
         }
     }
     let online: Vec<usize> = topology::Topology::detect().map(|topology| topology.cpus.iter().map(|cpu| cpu.id).collect()).unwrap_or_default();
     Ok(NodeInfo { oversubscribed: oversubscribed(&masks), spare: spare_cpus(&masks, &online), ranks, node_of })
+}
+
+/// The machine part of a node identity: without its network namespace.
+fn machine(identity: &str) -> &str {
+    identity.rsplit_once(":net").map_or(identity, |(machine, _)| machine)
 }
 
 /// The CPUs `masks.len()` ranks leave free on a node with `online` CPUs.
@@ -98,6 +108,13 @@ fn oversubscribed(masks: &[Vec<usize>]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_nodes_of_a_virtual_cluster_are_one_machine() {
+        assert_eq!(machine("host:boot-id:net4026531840"), "host:boot-id");
+        assert_eq!(machine("host:boot-id:net4026531840"), machine("host:boot-id:net4026532001"));
+        assert_ne!(machine("host:boot-id:net1"), machine("other:boot-id:net1"));
+    }
 
     #[test]
     fn ranks_beyond_the_union_of_their_cpus_oversubscribe() {

@@ -189,6 +189,10 @@ pub async fn allgather(port: &Port, mine: &[u8], all: &mut [u8]) -> Result<(), i
     let (rank, size) = (port.rank(), port.size());
     let block = mine.len();
     require(all.len() == block * size, MPI_ERR_ARG)?;
+    if let Some(hierarchy) = port.hierarchy_for(Collective::Allgather, block) {
+        let blocks: Vec<Range<usize>> = (0..size).map(|index| index * block..(index + 1) * block).collect();
+        return Box::pin(hier::allgatherv(port, &hierarchy.layout, Some(mine), all, &blocks)).await;
+    }
     all[rank * block..(rank + 1) * block].copy_from_slice(mine);
     ring_allgather(port, all, &|index| index * block..(index + 1) * block).await
 }
@@ -198,6 +202,10 @@ pub async fn allgather(port: &Port, mine: &[u8], all: &mut [u8]) -> Result<(), i
 pub async fn allgatherv(port: &Port, mine: Option<&[u8]>, all: &mut [u8], blocks: &[Range<usize>]) -> Result<(), i32> {
     let (rank, size) = (port.rank(), port.size());
     check_blocks(blocks, size, all.len())?;
+    let mean = blocks.iter().map(|block| block.len()).sum::<usize>() / size;
+    if let Some(hierarchy) = port.hierarchy_for(Collective::Allgather, mean) {
+        return Box::pin(hier::allgatherv(port, &hierarchy.layout, mine, all, blocks)).await;
+    }
     if let Some(mine) = mine {
         require(mine.len() == blocks[rank].len(), MPI_ERR_ARG)?;
         all[blocks[rank].clone()].copy_from_slice(mine);
@@ -210,6 +218,13 @@ pub async fn allgatherv(port: &Port, mine: Option<&[u8]>, all: &mut [u8], blocks
 pub async fn gather(port: &Port, mine: Option<&[u8]>, all: &mut [u8], root: usize) -> Result<(), i32> {
     let (rank, size) = (port.rank(), port.size());
     check_root(root, size)?;
+    let block = if rank == root { all.len() / size } else { mine.map_or(0, <[u8]>::len) };
+    if let Some(hierarchy) = port.hierarchy_for(Collective::Gather, block) {
+        if rank == root {
+            require(all.len().is_multiple_of(size), MPI_ERR_ARG)?;
+        }
+        return Box::pin(hier::gather(port, &hierarchy.layout, mine, all, block, root)).await;
+    }
     if rank != root {
         let mine = mine.ok_or(MPI_ERR_BUFFER)?;
         let TreeNode { relative, span, parent } = tree_node(rank, size, root);
@@ -260,6 +275,13 @@ async fn gather_from_children(port: &Port, relative: usize, limit: usize, block:
 pub async fn scatter(port: &Port, all: &[u8], mine: Option<&mut [u8]>, root: usize) -> Result<(), i32> {
     let (rank, size) = (port.rank(), port.size());
     check_root(root, size)?;
+    let block = if rank == root { all.len() / size } else { mine.as_deref().map_or(0, <[u8]>::len) };
+    if let Some(hierarchy) = port.hierarchy_for(Collective::Scatter, block) {
+        if rank == root {
+            require(all.len().is_multiple_of(size), MPI_ERR_ARG)?;
+        }
+        return Box::pin(hier::scatter(port, &hierarchy.layout, all, mine, block, root)).await;
+    }
     if rank != root {
         let mine = mine.ok_or(MPI_ERR_BUFFER)?;
         let TreeNode { relative, span, parent } = tree_node(rank, size, root);
@@ -350,6 +372,9 @@ pub async fn alltoall(port: &Port, send: &[u8], recv: &mut [u8]) -> Result<(), i
     let size = port.size();
     require(send.len() == recv.len() && send.len() % size == 0, MPI_ERR_ARG)?;
     let block = send.len() / size;
+    if let Some(hierarchy) = port.hierarchy_for(Collective::Alltoall, block) {
+        return Box::pin(hier::alltoall(port, &hierarchy.layout, send, recv)).await;
+    }
     let blocks: Vec<Range<usize>> = (0..size).map(|index| index * block..(index + 1) * block).collect();
     alltoallv(port, send, &blocks, recv, &blocks).await
 }
@@ -617,6 +642,11 @@ pub async fn reduce_scatter(port: &Port, data: &mut [u8], counts: &[usize], elem
         offset = end;
     }
     require(offset == data.len() && out.len() == blocks[rank].len(), MPI_ERR_ARG)?;
+    if commutative {
+        if let Some(hierarchy) = port.hierarchy_for(Collective::ReduceScatter, data.len()) {
+            return Box::pin(hier::reduce_scatter(port, &hierarchy.layout, data, &blocks, element_size, combine, out)).await;
+        }
+    }
     if !commutative {
         reduce_in_rank_order(port, data, combine).await?;
         return scatterv(port, data, &blocks, Some(out), 0).await;

@@ -10,6 +10,8 @@
 //! fixed cut-offs. The model is I/O-free; the communicator builds it once from the engine's node
 //! map and profiles.
 
+use std::sync::Mutex;
+
 use braid_lane::Profile;
 
 use super::{CollTuning, SMALL_ALLREDUCE_RANKS};
@@ -89,23 +91,72 @@ pub enum Form {
     Hierarchical,
 }
 
-/// Collectives with a hierarchical form.
+/// Collectives with a hierarchical form. The bytes the model takes: the whole buffer (bcast,
+/// reduce, allreduce, reduce_scatter's input vector), or one rank's block (allgather, gather,
+/// scatter), or the block for one destination (alltoall).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Collective {
     Barrier,
     Bcast,
     Reduce,
     Allreduce,
+    Allgather,
+    Gather,
+    Scatter,
+    ReduceScatter,
+    Alltoall,
+}
+
+impl Collective {
+    pub fn name(self) -> &'static str {
+        match self {
+            Collective::Barrier => "barrier",
+            Collective::Bcast => "bcast",
+            Collective::Reduce => "reduce",
+            Collective::Allreduce => "allreduce",
+            Collective::Allgather => "allgather",
+            Collective::Gather => "gather",
+            Collective::Scatter => "scatter",
+            Collective::ReduceScatter => "reduce_scatter",
+            Collective::Alltoall => "alltoall",
+        }
+    }
 }
 
 /// A communicator's layout and links: what chooses between the flat and hierarchical forms.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub struct Hierarchy {
     pub layout: NodeLayout,
     pub costs: LinkCosts,
+    /// With BRAID_DEBUG: the (collective, bytes) points whose choice has been printed, each once.
+    reported: Option<Mutex<Vec<(Collective, usize)>>>,
 }
 
 impl Hierarchy {
+    pub fn new(layout: NodeLayout, costs: LinkCosts) -> Hierarchy {
+        Hierarchy { layout, costs, reported: None }
+    }
+
+    /// Prints each distinct choice of the cost model once (BRAID_DEBUG), so that a sweep can set
+    /// the model's predictions beside the measured times.
+    pub fn reporting(self) -> Hierarchy {
+        Hierarchy { reported: Some(Mutex::new(Vec::new())), ..self }
+    }
+
+    /// [`Hierarchy::choose`], printing the choice if this hierarchy reports and it is new.
+    pub fn choose_and_report(&self, collective: Collective, bytes: usize, tuning: CollTuning) -> Form {
+        let (form, flat, hierarchical) = self.choose(collective, bytes, tuning);
+        if let Some(reported) = &self.reported {
+            let mut reported = reported.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            if !reported.contains(&(collective, bytes)) {
+                reported.push((collective, bytes));
+                let chosen = if form == Form::Hierarchical { "hierarchical" } else { "flat" };
+                eprintln!("braid: coll model: {} {bytes} B: flat {flat:.0} ns, hierarchical {hierarchical:.0} ns: {chosen}", collective.name());
+            }
+        }
+        form
+    }
+
     /// The form predicted to finish first for `bytes` of data per rank under the flat algorithms'
     /// switch points `tuning`, with the predicted nanoseconds of the flat and hierarchical forms.
     pub fn choose(&self, collective: Collective, bytes: usize, tuning: CollTuning) -> (Form, f64, f64) {
@@ -116,22 +167,59 @@ impl Hierarchy {
     }
 
     /// One round in which each `(from, to)` of `messages` carries `bytes`: the slowest link. Within
-    /// a node every pair has its own cores; the messages leaving one node go one after another
-    /// (its network, and on TCP its CPUs, serve them in turn).
+    /// a node a rank handles its own messages one after another, other ranks at the same time;
+    /// the messages leaving (or reaching) one node go one after another (its network, and on TCP
+    /// its CPUs, serve them in turn).
     fn round(&self, messages: &[(usize, usize)], bytes: usize) -> f64 {
         let mut leaving = vec![0usize; self.layout.nodes.len()];
-        let mut within = false;
+        let mut arriving = vec![0usize; self.layout.nodes.len()];
+        let mut handled = vec![0usize; self.layout.node_of.len()];
         for &(from, to) in messages {
             if self.layout.crosses(from, to) {
                 leaving[self.layout.node_of[from]] += 1;
+                arriving[self.layout.node_of[to]] += 1;
             } else {
-                within = true;
+                handled[from] += 1;
+                handled[to] += 1;
             }
         }
-        let most = leaving.into_iter().max().unwrap_or(0);
+        let most = leaving.into_iter().chain(arriving).max().unwrap_or(0);
         let inter = most as f64 * self.costs.inter.predict(bytes);
-        let intra = if within { self.costs.intra.predict(bytes) } else { 0.0 };
+        let intra = handled.into_iter().max().unwrap_or(0) as f64 * self.costs.intra.predict(bytes);
         inter.max(intra)
+    }
+
+    /// `steps` rounds in which rank i of `ranks` sends `bytes` to rank i + step (step 1, 2, ...):
+    /// a ring (`pairwise` false: always step 1) or a pairwise exchange.
+    fn shifts(&self, ranks: &[usize], bytes: usize, pairwise: bool) -> f64 {
+        let size = ranks.len();
+        (1..size)
+            .map(|step| {
+                let shift = if pairwise { step } else { 1 };
+                let messages: Vec<(usize, usize)> = (0..size).map(|i| (ranks[i], ranks[(i + shift) % size])).collect();
+                self.round(&messages, bytes)
+            })
+            .sum()
+    }
+
+    /// A binomial gather to `ranks[0]` (a scatter's is the same rounds reversed): the subtree
+    /// under each edge carries its blocks of `block` bytes.
+    fn binomial_gather(&self, ranks: &[usize], block: usize) -> f64 {
+        let size = ranks.len();
+        let mut total = 0.0;
+        let mut mask = 1;
+        while mask < size {
+            let edges: Vec<(usize, usize)> = (0..size).filter(|&r| r % (2 * mask) == 0 && r + mask < size).map(|r| (ranks[r + mask], ranks[r])).collect();
+            total += self.round(&edges, mask * block);
+            mask <<= 1;
+        }
+        total
+    }
+
+    /// Every rank of each node sends `bytes` to its node's first rank, at once on every node.
+    fn to_node_leaders(&self, bytes: usize) -> f64 {
+        let messages: Vec<(usize, usize)> = self.layout.nodes.iter().flat_map(|members| members[1..].iter().map(|&member| (member, members[0]))).collect();
+        self.round(&messages, bytes)
     }
 
     /// Both directions of each pair.
@@ -212,6 +300,10 @@ impl Hierarchy {
             Collective::Bcast => self.broadcast(&all, bytes, tuning),
             Collective::Reduce => self.binomial(&all, bytes),
             Collective::Allreduce => self.allreduce(&all, bytes, tuning),
+            Collective::Allgather => self.shifts(&all, bytes, false),
+            Collective::Gather | Collective::Scatter => self.binomial_gather(&all, bytes),
+            Collective::ReduceScatter => self.shifts(&all, bytes / all.len().max(1), true),
+            Collective::Alltoall => self.shifts(&all, bytes, true),
         }
     }
 
@@ -226,6 +318,22 @@ impl Hierarchy {
             Collective::Bcast => self.broadcast(&leaders, bytes, tuning) + self.broadcast(&node, bytes, tuning),
             Collective::Reduce => self.binomial(&node, bytes) + self.binomial(&leaders, bytes),
             Collective::Allreduce => self.binomial(&node, bytes) + self.allreduce(&leaders, bytes, tuning) + self.broadcast(&node, bytes, tuning),
+            Collective::Allgather => {
+                let size = self.layout.node_of.len();
+                self.to_node_leaders(bytes) + self.shifts(&leaders, widest * bytes, false) + self.broadcast(&node, size * bytes, tuning)
+            }
+            Collective::Gather | Collective::Scatter => {
+                let sections: Vec<(usize, usize)> = leaders[1..].iter().map(|&leader| (leader, leaders[0])).collect();
+                self.to_node_leaders(bytes) + self.round(&sections, widest * bytes)
+            }
+            Collective::ReduceScatter => {
+                let block = bytes / self.layout.node_of.len().max(1);
+                self.binomial(&node, bytes) + self.shifts(&leaders, widest * block, true) + self.to_node_leaders(block)
+            }
+            Collective::Alltoall => {
+                let elsewhere = self.layout.node_of.len() - widest;
+                self.shifts(&node, bytes, true) + 2.0 * self.to_node_leaders(elsewhere * bytes) + self.shifts(&leaders, widest * widest * bytes, true)
+            }
         }
     }
 }
@@ -257,17 +365,17 @@ mod tests {
     #[test]
     fn small_allreduces_cross_the_network_once_per_node_in_a_hierarchy() {
         // Flat, 4 ranks exchange all inputs: two messages leave each node.
-        let blocked = Hierarchy { layout: NodeLayout::new(&[0, 0, 1, 1]), costs: costs() };
+        let blocked = Hierarchy::new(NodeLayout::new(&[0, 0, 1, 1]), costs());
         let (form, flat, hierarchical) = blocked.choose(Collective::Allreduce, 8, tuning());
         assert_eq!(form, Form::Hierarchical, "{flat} vs {hierarchical}");
-        let wide = Hierarchy { layout: NodeLayout::new(&[0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]), costs: costs() };
+        let wide = Hierarchy::new(NodeLayout::new(&[0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]), costs());
         assert_eq!(wide.choose(Collective::Allreduce, 8, tuning()).0, Form::Hierarchical);
     }
 
     #[test]
     fn a_large_allreduce_moves_as_much_either_way_and_stays_flat() {
         // Halving first, the flat algorithm sends each node's half across once, as the leaders do.
-        let blocked = Hierarchy { layout: NodeLayout::new(&[0, 0, 1, 1]), costs: costs() };
+        let blocked = Hierarchy::new(NodeLayout::new(&[0, 0, 1, 1]), costs());
         let (form, flat, hierarchical) = blocked.choose(Collective::Allreduce, 4 << 20, tuning());
         assert_eq!(form, Form::Flat);
         assert!((hierarchical - flat).abs() < 0.1 * flat, "{flat} vs {hierarchical}");
@@ -275,8 +383,8 @@ mod tests {
 
     #[test]
     fn a_cyclic_layout_makes_every_flat_round_cross_the_network() {
-        let blocked = Hierarchy { layout: NodeLayout::new(&[0, 0, 1, 1]), costs: costs() };
-        let cyclic = Hierarchy { layout: NodeLayout::new(&[0, 1, 0, 1]), costs: costs() };
+        let blocked = Hierarchy::new(NodeLayout::new(&[0, 0, 1, 1]), costs());
+        let cyclic = Hierarchy::new(NodeLayout::new(&[0, 1, 0, 1]), costs());
         let (_, blocked_flat, _) = blocked.choose(Collective::Bcast, 1 << 10, tuning());
         let (form, cyclic_flat, cyclic_hierarchical) = cyclic.choose(Collective::Bcast, 1 << 10, tuning());
         assert!(cyclic_flat > 1.5 * blocked_flat, "{cyclic_flat} vs {blocked_flat}");
@@ -287,11 +395,24 @@ mod tests {
     #[test]
     fn equal_links_leave_the_flat_form() {
         let same = Profile::from_model(300.0, 10e9, 1 << 24);
-        let flat = Hierarchy { layout: NodeLayout::new(&[0, 0, 1, 1]), costs: LinkCosts { intra: same.clone(), inter: same } };
+        let flat = Hierarchy::new(NodeLayout::new(&[0, 0, 1, 1]), LinkCosts { intra: same.clone(), inter: same });
         for collective in [Collective::Barrier, Collective::Bcast, Collective::Reduce] {
             for bytes in [8, 1 << 16, 4 << 20] {
                 assert_eq!(flat.choose(collective, bytes, tuning()).0, Form::Flat, "{collective:?}, {bytes} bytes");
             }
         }
+    }
+
+    #[test]
+    fn node_sections_cross_the_network_once_per_node() {
+        // Cyclic, 4 ranks: the flat ring and pairwise rounds cross the network every round.
+        let cyclic = Hierarchy::new(NodeLayout::new(&[0, 1, 0, 1]), costs());
+        for collective in [Collective::Allgather, Collective::Alltoall, Collective::ReduceScatter, Collective::Gather, Collective::Scatter] {
+            let (form, flat, hierarchical) = cyclic.choose(collective, 64, tuning());
+            assert_eq!(form, Form::Hierarchical, "{collective:?}: {flat} vs {hierarchical}");
+        }
+        // A large reduce-scatter sends half the vector across instead of every rank's blocks.
+        let blocked = Hierarchy::new(NodeLayout::new(&[0, 0, 1, 1]), costs());
+        assert_eq!(blocked.choose(Collective::ReduceScatter, 4 << 20, tuning()).0, Form::Hierarchical);
     }
 }

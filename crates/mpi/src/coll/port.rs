@@ -162,7 +162,7 @@ impl Port {
         let chosen = match self.tuning.hierarchy {
             HierarchyMode::Off => Form::Flat,
             HierarchyMode::Always => Form::Hierarchical,
-            HierarchyMode::Auto => hierarchy.choose(collective, bytes, self.tuning).0,
+            HierarchyMode::Auto => hierarchy.choose_and_report(collective, bytes, self.tuning),
         };
         (chosen == Form::Hierarchical).then_some(hierarchy)
     }

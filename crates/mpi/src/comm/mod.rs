@@ -114,7 +114,10 @@ impl CommShared {
             if debug {
                 eprintln!("braid: rank {}: a communicator of {} ranks on nodes {:?}: hierarchical collectives where the cost model predicts they pay", engine.rank(), self.size(), layout.nodes());
             }
-            layout.is_hierarchical().then(|| Arc::new(Hierarchy { layout, costs }))
+            let hierarchy = Hierarchy::new(layout, costs);
+            // One rank prints the model's choices: every rank makes the same ones.
+            let hierarchy = if debug && self.rank == 0 { hierarchy.reporting() } else { hierarchy };
+            hierarchy.layout.is_hierarchical().then(|| Arc::new(hierarchy))
         });
         found.clone()
     }

@@ -1018,7 +1018,7 @@ fn a_port_with_a_hierarchy_runs_the_form_the_model_picks_and_gets_the_same_resul
     // Links so unequal that a cyclic layout always goes hierarchical.
     let costs = LinkCosts { intra: braid_lane::Profile::from_model(10.0, 1e12, 1 << 24), inter: braid_lane::Profile::from_model(1e6, 1e6, 1 << 24) };
     let ids = [0, 1, 0, 1, 0, 1];
-    let hierarchy = Arc::new(Hierarchy { layout: NodeLayout::new(&ids), costs });
+    let hierarchy = Arc::new(Hierarchy::new(NodeLayout::new(&ids), costs));
     let operation = &OPERATIONS[0];
     let inputs = inputs_for(operation, ids.len(), 8);
     let expected = reference(operation, &inputs);
@@ -1040,5 +1040,125 @@ fn a_port_with_a_hierarchy_runs_the_form_the_model_picks_and_gets_the_same_resul
             assert_eq!(root_data, expected);
         }
         assert_eq!(message, pattern(1, 40, 9));
+    }
+}
+
+/// A port on each layout of [`LAYOUTS`] that always takes the hierarchical forms.
+fn run_hierarchical<T: Send>(ids: &[u32], body: impl Fn(&mut SimulatedRank) -> T + Sync) -> Vec<T> {
+    let costs = LinkCosts { intra: braid_lane::Profile::from_model(300.0, 10e9, 1 << 24), inter: braid_lane::Profile::from_model(20_000.0, 200e6, 1 << 24) };
+    let hierarchy = Arc::new(Hierarchy::new(NodeLayout::new(ids), costs));
+    let tuning = CollTuning { hierarchy: braid_config::HierarchyMode::Always, ..CollTuning::default() };
+    run_groups_with(&[ids.len()], tuning, Some(hierarchy), body)
+}
+
+#[test]
+fn hierarchical_allgather_and_allgatherv_put_blocks_in_rank_order_on_every_layout() {
+    for ids in LAYOUTS {
+        let size = ids.len();
+        for block in [0, 1, 5, 3000] {
+            let expected: Vec<u8> = (0..size).flat_map(|rank| pattern(rank, block, 4)).collect();
+            let results = run_hierarchical(ids, |ch| {
+                let mut all = vec![0; block * size];
+                ch.run(allgather(&ch.port(), &pattern(ch.rank(), block, 4), &mut all)).unwrap();
+                all
+            });
+            assert!(results.iter().all(|r| *r == expected), "allgather, layout {ids:?}, {block} bytes");
+        }
+        let (blocks, len) = scattered_blocks(size);
+        let results = run_hierarchical(ids, |ch| {
+            let mut all = vec![0xEE; len];
+            let mine = pattern(ch.rank(), blocks[ch.rank()].len(), 6);
+            ch.run(allgatherv(&ch.port(), Some(&mine), &mut all, &blocks)).unwrap();
+            all
+        });
+        for all in results {
+            for (rank, block) in blocks.iter().enumerate() {
+                assert_eq!(all[block.clone()], pattern(rank, block.len(), 6), "allgatherv, layout {ids:?}, block {rank}");
+            }
+        }
+    }
+}
+
+#[test]
+fn hierarchical_gather_and_scatter_round_trip_every_root_on_every_layout() {
+    for ids in LAYOUTS {
+        let size = ids.len();
+        for block in [0, 3, 2000] {
+            for root in 0..size {
+                for in_place in [false, true] {
+                    let results = run_hierarchical(ids, |ch| {
+                        let port = ch.port();
+                        let rank = ch.rank();
+                        let mine = pattern(rank, block, 8);
+                        let mut all = vec![0; block * size];
+                        if rank == root && in_place {
+                            all[rank * block..(rank + 1) * block].copy_from_slice(&mine);
+                        }
+                        let own = (rank != root || !in_place).then_some(&mine[..]);
+                        ch.run(gather(&port, own, &mut all, root)).unwrap();
+                        let source: Vec<u8> = if rank == root { (0..size).flat_map(|r| pattern(r, block, 9)).collect() } else { Vec::new() };
+                        let mut back = vec![0; block];
+                        let into = (rank != root || !in_place).then_some(&mut back[..]);
+                        ch.run(scatter(&port, &source, into, root)).unwrap();
+                        (all, back)
+                    });
+                    let gathered: Vec<u8> = (0..size).flat_map(|r| pattern(r, block, 8)).collect();
+                    assert_eq!(results[root].0, gathered, "gather to {root}, layout {ids:?}, {block} bytes");
+                    for (rank, (_, back)) in results.iter().enumerate() {
+                        if rank != root || !in_place {
+                            assert_eq!(*back, pattern(rank, block, 9), "scatter from {root} to {rank}, layout {ids:?}, {block} bytes");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn hierarchical_reduce_scatter_gives_each_rank_its_part_on_every_layout() {
+    let operation = &OPERATIONS[0];
+    for ids in LAYOUTS {
+        let size = ids.len();
+        for per_rank in [0, 1, 7] {
+            // Uneven parts: rank r gets per_rank + r elements.
+            let counts: Vec<usize> = (0..size).map(|rank| per_rank + rank).collect();
+            let elements: usize = counts.iter().sum();
+            let inputs = inputs_for(operation, size, elements);
+            let expected = reference(operation, &inputs);
+            let results = run_hierarchical(ids, |ch| {
+                let mut data = inputs[ch.rank()].clone();
+                let mut out = vec![0; counts[ch.rank()] * operation.element_size];
+                ch.run(reduce_scatter(&ch.port(), &mut data, &counts, operation.element_size, &operation.combine, true, &mut out)).unwrap();
+                out
+            });
+            let mut offset = 0;
+            for (rank, out) in results.iter().enumerate() {
+                let len = counts[rank] * operation.element_size;
+                assert_eq!(*out, expected[offset..offset + len], "layout {ids:?}, rank {rank}, {per_rank} elements each");
+                offset += len;
+            }
+        }
+    }
+}
+
+#[test]
+fn hierarchical_alltoall_transposes_blocks_on_every_layout() {
+    for ids in LAYOUTS {
+        let size = ids.len();
+        for block in [0, 1, 9, 1500] {
+            let results = run_hierarchical(ids, |ch| {
+                let send = pattern(ch.rank(), block * size, 10);
+                let mut recv = vec![0; block * size];
+                ch.run(alltoall(&ch.port(), &send, &mut recv)).unwrap();
+                recv
+            });
+            for (rank, recv) in results.iter().enumerate() {
+                for source in 0..size {
+                    let sent = pattern(source, block * size, 10);
+                    assert_eq!(recv[source * block..(source + 1) * block], sent[rank * block..(rank + 1) * block], "layout {ids:?}, {source} -> {rank}, {block} bytes");
+                }
+            }
+        }
     }
 }
