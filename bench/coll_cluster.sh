@@ -24,6 +24,8 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BRAID="$ROOT/target/release/braid"
+# shellcheck source=bench/cluster-lib.sh
+source "$ROOT/bench/cluster-lib.sh"
 REPS=3
 RAILS=2gbit,1gbit
 SIZES=8,1024,65536,524288,4194304
@@ -85,27 +87,9 @@ CLUSTER_UP=1
 "$BRAID" sample --cluster "$CLUSTER" >"$WORK/sample.log" 2>&1 || { echo "# braid sample failed:" >&2; cat "$WORK/sample.log" >&2; }
 
 # Address of node N on network NET (mgmt, rail0, ...), from `braid cluster status`.
-address() {
-    "$BRAID" cluster status "$CLUSTER" | awk -v node="braid-$CLUSTER-n$1" -v net="$2" '
-        $1 == "node" { for (i = 2; i <= NF; i++) column[$i] = i }
-        $1 == node { print $(column[net]) }'
-}
 RAIL_NAMES=$(IFS=,; read -r -a rates <<<"$RAILS"; for i in "${!rates[@]}"; do printf 'rail%s,' "$i"; done)
 RAIL_NAMES=${RAIL_NAMES%,}
-# Each node gets a /dev/shm of its own, as a real node has: both namespaces share one host name,
-# so Open MPI's shared-memory segment names would collide.
-{
-    echo '#!/bin/sh'
-    echo '# Open MPI rsh agent: runs the command in the namespaces of the node with that address.'
-    echo 'host=$1; shift'
-    echo 'case $host in'
-    for node in 0 1; do
-        echo "$(address "$node" mgmt)) exec ip netns exec braid-$CLUSTER-n$node unshare -m sh -c \"mount -t tmpfs tmpfs /dev/shm && \$*\" ;;"
-    done
-    echo '*) echo "rsh agent: unknown host $host" >&2; exit 1 ;;'
-    echo 'esac'
-} >"$WORK/rsh-agent"
-chmod +x "$WORK/rsh-agent"
+write_rsh_agent "$WORK/rsh-agent" 2
 
 ARGS=(-c "$COLLECTIVES" -s "$SIZES" -t "$SECONDS_PER_POINT")
 map_option() { [ "$1" = cyclic ] && echo node || echo core; }
@@ -128,7 +112,7 @@ openmpi_coll() {
     local placement=$1 map=slot
     [ "$placement" = cyclic ] && map=node
     (cd "$WORK" && timeout "$RUN_LIMIT" ip netns exec "braid-$CLUSTER-n0" mpirun.openmpi --allow-run-as-root -np 4 \
-        --host "$(address 0 mgmt):2,$(address 1 mgmt):2" --map-by "$map" --bind-to none --mca plm_rsh_agent "$WORK/rsh-agent" \
+        --host "$(cluster_address 0 mgmt):2,$(cluster_address 1 mgmt):2" --map-by "$map" --bind-to none --mca plm_rsh_agent "$WORK/rsh-agent" \
         --mca btl tcp,self,vader --mca btl_tcp_if_include "$RAIL_NAMES" --mca oob_tcp_if_include mgmt \
         "$WORK/coll-openmpi" "${ARGS[@]}" 2>>"$WORK/errors.log") || echo "# failed: Open MPI $placement" >&2
 }

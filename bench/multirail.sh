@@ -37,6 +37,8 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BRAID="$ROOT/target/release/braid"
+# shellcheck source=bench/cluster-lib.sh
+source "$ROOT/bench/cluster-lib.sh"
 MODE=quick
 REPS=1
 MTU=9000
@@ -141,11 +143,6 @@ record() {
 }
 
 # Address of node N on network NET (mgmt, rail0, ...), from `braid cluster status`.
-address() {
-    "$BRAID" cluster status "$CLUSTER" | awk -v node="braid-$CLUSTER-n$1" -v net="$2" '
-        $1 == "node" { for (i = 2; i <= NF; i++) column[$i] = i }
-        $1 == node { print $(column[net]) }'
-}
 
 # iperf3 from n0 to n1 for SECONDS over each rail in RAIL..., all at once; prints the Mbit/s
 # received in all.
@@ -153,13 +150,13 @@ iperf_rails() {
     local seconds=$1 rail servers=() clients=()
     shift
     for rail in "$@"; do
-        ip netns exec "braid-$CLUSTER-n1" iperf3 -s -1 -B "$(address 1 "rail$rail")" -p $((5201 + rail)) >/dev/null 2>&1 &
+        ip netns exec "braid-$CLUSTER-n1" iperf3 -s -1 -B "$(cluster_address 1 "rail$rail")" -p $((5201 + rail)) >/dev/null 2>&1 &
         servers+=("$!")
         BACKGROUND+=("$!")
     done
     sleep 0.3
     for rail in "$@"; do
-        ip netns exec "braid-$CLUSTER-n0" iperf3 -c "$(address 1 "rail$rail")" -B "$(address 0 "rail$rail")" \
+        ip netns exec "braid-$CLUSTER-n0" iperf3 -c "$(cluster_address 1 "rail$rail")" -B "$(cluster_address 0 "rail$rail")" \
             -p $((5201 + rail)) -t "$seconds" -J >"$WORK/iperf-rail$rail.json" &
         clients+=("$!")
     done
@@ -175,8 +172,8 @@ iperf_rails() {
 # Starts an iperf3 flow on rail0 that lasts until cleanup (or `stop_load`).
 start_load() {
     local server client
-    server=$(address 1 rail0)
-    client=$(address 0 rail0)
+    server=$(cluster_address 1 rail0)
+    client=$(cluster_address 0 rail0)
     ip netns exec "braid-$CLUSTER-n1" iperf3 -s -1 -B "$server" -p 5299 >/dev/null 2>&1 &
     LOAD_SERVER=$!
     BACKGROUND+=("$LOAD_SERVER")
@@ -212,26 +209,11 @@ openmpi_osu() {
         done
     fi
     (cd "$WORK" && timeout "$RUN_LIMIT" ip netns exec "braid-$CLUSTER-n0" mpirun.openmpi --allow-run-as-root -np 2 \
-        --host "$(address 0 mgmt),$(address 1 mgmt)" --bind-to none --mca plm_rsh_agent "$WORK/rsh-agent" \
+        --host "$(cluster_address 0 mgmt),$(cluster_address 1 mgmt)" --bind-to none --mca plm_rsh_agent "$WORK/rsh-agent" \
         --mca btl tcp,self --mca btl_tcp_if_include "$rails_list" --mca oob_tcp_if_include mgmt \
         "${weights[@]}" "$WORK/osu-openmpi" "$@" 2>>"$WORK/errors.log") || echo "# failed: Open MPI ($variant) osu $*" >&2
 }
 
-write_rsh_agent() {
-    {
-        echo '#!/bin/sh'
-        echo '# Open MPI rsh agent: runs the command in the namespace of the node with that address.'
-        echo 'host=$1; shift'
-        echo 'case $host in'
-        local node
-        for node in 0 1; do
-            echo "$(address "$node" mgmt)) exec ip netns exec braid-$CLUSTER-n$node sh -c \"\$*\" ;;"
-        done
-        echo '*) echo "rsh agent: unknown host $host" >&2; exit 1 ;;'
-        echo 'esac'
-    } >"$WORK/rsh-agent"
-    chmod +x "$WORK/rsh-agent"
-}
 
 # bw, then latency, 8 B .. 16 MiB, through RUNNER (braid_osu or openmpi_osu VARIANT).
 bandwidths() {
@@ -265,7 +247,7 @@ for rails in $RAIL_SETS; do
     "$BRAID" sample --cluster "$CLUSTER" >"$WORK/sample.log" 2>&1 || { echo "# braid sample failed:" >&2; cat "$WORK/sample.log" >&2; }
 
     if [ "$OPENMPI" = 1 ]; then
-        write_rsh_agent
+        write_rsh_agent "$WORK/rsh-agent" 2
     fi
     # Latencies run in a phase of their own, interleaved across implementations: each follows
     # another latency run, not its own implementation's 16 MiB stream.

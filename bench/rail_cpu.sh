@@ -31,6 +31,8 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BRAID="$ROOT/target/release/braid"
+# shellcheck source=bench/cluster-lib.sh
+source "$ROOT/bench/cluster-lib.sh"
 REPS=3
 MTU=1500
 RAILS="2gbit,1gbit,250mbit"
@@ -99,13 +101,8 @@ CLUSTER_UP=1
 "$BRAID" cluster up "$CLUSTER" --nodes 2 --rails "$RAILS" --mtu "$MTU" >/dev/null
 N0="braid-$CLUSTER-n0"
 N1="braid-$CLUSTER-n1"
-STATUS="$("$BRAID" cluster status "$CLUSTER")"
+CLUSTER_STATUS="$("$BRAID" cluster status "$CLUSTER")"
 # Address of node N on network NET (mgmt, rail0, ...).
-address() {
-    awk -v node="braid-$CLUSTER-n$1" -v net="$2" '
-        $1 == "node" { for (i = 2; i <= NF; i++) column[$i] = i }
-        $1 == node { print $(column[net]) }' <<<"$STATUS"
-}
 "$BRAID" sample --cluster "$CLUSTER" >"$WORK/sample.log" 2>&1 || { echo "rail_cpu.sh: braid sample failed:" >&2; cat "$WORK/sample.log" >&2; exit 1; }
 
 # One snapshot: machine busy ticks, bytes received on n1's rails, and the workload's ticks.
@@ -175,13 +172,13 @@ run_idle() {
 run_iperf3() {
     local rep=$1 rail pids=()
     for rail in "${!RATES[@]}"; do
-        ip netns exec "$N1" iperf3 -s -1 -B "$(address 1 "rail$rail")" -p $((5201 + rail)) >/dev/null 2>&1 &
+        ip netns exec "$N1" iperf3 -s -1 -B "$(cluster_address 1 "rail$rail")" -p $((5201 + rail)) >/dev/null 2>&1 &
         pids+=("$!")
     done
     RUNNING+=("${pids[@]}")
     sleep 0.3
     for rail in "${!RATES[@]}"; do
-        ip netns exec "$N0" iperf3 -c "$(address 1 "rail$rail")" -B "$(address 0 "rail$rail")" -p $((5201 + rail)) \
+        ip netns exec "$N0" iperf3 -c "$(cluster_address 1 "rail$rail")" -B "$(cluster_address 0 "rail$rail")" -p $((5201 + rail)) \
             -t $((WARM + WINDOW + 2)) >/dev/null 2>&1 &
         pids+=("$!")
     done

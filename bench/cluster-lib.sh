@@ -1,0 +1,32 @@
+# Shared by the benchmarks that run on a virtual cluster (multirail.sh, coll_cluster.sh,
+# rail_cpu.sh); sourced, with BRAID (the braid binary) and CLUSTER (the cluster's name) set.
+
+# cluster_address NODE NET: the address of node NODE (0, 1, ...) on network NET (mgmt, rail0, ...),
+# from `braid cluster status`, or from CLUSTER_STATUS when the caller has kept a copy of it.
+cluster_address() {
+    local status="${CLUSTER_STATUS:-}"
+    [ -n "$status" ] || status="$("$BRAID" cluster status "$CLUSTER")"
+    awk -v node="braid-$CLUSTER-n$1" -v net="$2" '
+        $1 == "node" { for (i = 2; i <= NF; i++) column[$i] = i }
+        $1 == node { print $(column[net]) }' <<<"$status"
+}
+
+# write_rsh_agent FILE NODES: an rsh agent for Open MPI's mpirun (`--mca plm_rsh_agent FILE`) that
+# runs a command in the namespaces of the node whose management address it is given. Each node gets
+# a /dev/shm of its own, as a real node has: the namespaces share one host name, so Open MPI's
+# shared-memory segment names would collide.
+write_rsh_agent() {
+    local file="$1" nodes="$2" node
+    {
+        echo '#!/bin/sh'
+        echo '# Open MPI rsh agent: runs the command in the namespaces of the node with that address.'
+        echo 'host=$1; shift'
+        echo 'case $host in'
+        for node in $(seq 0 $((nodes - 1))); do
+            echo "$(cluster_address "$node" mgmt)) exec ip netns exec braid-$CLUSTER-n$node unshare -m sh -c \"mount -t tmpfs tmpfs /dev/shm && \$*\" ;;"
+        done
+        echo '*) echo "rsh agent: unknown host $host" >&2; exit 1 ;;'
+        echo 'esac'
+    } >"$file"
+    chmod +x "$file"
+}
