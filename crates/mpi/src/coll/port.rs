@@ -381,10 +381,21 @@ mod tests {
         assert_eq!(poll_once(next.as_mut()), Poll::Ready(Ok(())));
     }
 
+    /// Sends one byte to `dest` (a rank of the current group) and returns the port rank the
+    /// transfer named.
+    fn port_rank_of_send(port: &Port, dest: usize) -> usize {
+        let data = [1u8];
+        let mut round = Box::pin(port.send(dest, &data));
+        assert!(poll_once(round.as_mut()).is_pending());
+        let Some(Transfer::Send { peer, .. }) = port.take_transfer() else { panic!("no send posted") };
+        port.finish_transfer(Ok(()));
+        assert_eq!(poll_once(round.as_mut()), Poll::Ready(Ok(())));
+        peer
+    }
+
     #[test]
     fn a_subgroup_has_its_own_ranks_and_posts_port_ranks() {
         let port = Port::new(5, 8, CollTuning::default());
-        let data = [1u8];
         {
             let _odd = port.within(&[1, 3, 5, 7]);
             assert_eq!((port.rank(), port.size()), (2, 4));
@@ -392,18 +403,10 @@ mod tests {
                 // Ranks 2 and 3 of the odd ranks: port ranks 5 and 7.
                 let _pair = port.within(&[2, 3]);
                 assert_eq!((port.rank(), port.size()), (0, 2));
-                let mut round = Box::pin(port.send(1, &data));
-                assert!(poll_once(round.as_mut()).is_pending());
-                assert!(matches!(port.take_transfer(), Some(Transfer::Send { peer: 7, .. })));
-                port.finish_transfer(Ok(()));
-                assert_eq!(poll_once(round.as_mut()), Poll::Ready(Ok(())));
+                assert_eq!(port_rank_of_send(&port, 1), 7);
             }
             assert_eq!((port.rank(), port.size()), (2, 4));
-            let mut round = Box::pin(port.send(0, &data));
-            assert!(poll_once(round.as_mut()).is_pending());
-            assert!(matches!(port.take_transfer(), Some(Transfer::Send { peer: 1, .. })));
-            port.finish_transfer(Ok(()));
-            assert_eq!(poll_once(round.as_mut()), Poll::Ready(Ok(())));
+            assert_eq!(port_rank_of_send(&port, 0), 1);
         }
         assert_eq!((port.rank(), port.size()), (5, 8));
     }
