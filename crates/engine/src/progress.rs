@@ -64,6 +64,12 @@ pub(crate) enum Doorbell {
 /// a frame from those may be seen once the rank has gone to sleep.
 pub(crate) const MIXED_SLEEP_MAX: Duration = Duration::from_micros(100);
 
+/// How long a waiter on the rails spins before it sleeps. A rails poll costs a system call per
+/// rail (a shared-memory poll a few loads), so `BRAID_SPIN_COUNT` polls there would spin for tens
+/// of milliseconds, longer than a streaming rank is ever idle: it would never sleep, and its
+/// spinning would take the CPU the kernel's packet processing needs.
+pub(crate) const RAIL_SPIN_WINDOW: Duration = Duration::from_micros(20);
+
 /// A sleep shorter than this is not worth its system calls (and the wake-up): yield instead.
 const SLEEP_MIN: Duration = Duration::from_micros(20);
 
@@ -86,6 +92,9 @@ impl WaitPolicy {
             // that follows keeps a long wait from burning CPU.
             WaitMode::Auto if self.oversubscribed => {
                 if idle_for() < self.yield_window { Idle::Yield } else { Idle::Block }
+            }
+            WaitMode::Auto if matches!(self.doorbell, Doorbell::Rails { .. }) => {
+                if idle_polls < self.spin_count && idle_for() < RAIL_SPIN_WINDOW { Idle::Spin } else { Idle::Block }
             }
             WaitMode::Auto => {
                 if idle_polls < self.spin_count { Idle::Spin } else { Idle::Block }
@@ -306,6 +315,15 @@ mod wait_policy_tests {
         assert_eq!(auto.after_idle_poll(1, || Duration::from_micros(100)), Idle::Block);
         let no_window = WaitPolicy { yield_window: Duration::ZERO, ..policy(WaitMode::Auto, true) };
         assert_eq!(no_window.after_idle_poll(1, || Duration::ZERO), Idle::Block);
+    }
+
+    #[test]
+    fn a_waiter_on_the_rails_spins_only_briefly() {
+        let rails = WaitPolicy { doorbell: Doorbell::Rails { bounded: false }, spin_count: 20_000, ..policy(WaitMode::Auto, false) };
+        assert_eq!(rails.after_idle_poll(100, || Duration::from_micros(5)), Idle::Spin);
+        assert_eq!(rails.after_idle_poll(100, || RAIL_SPIN_WINDOW), Idle::Block);
+        assert_eq!(rails.after_idle_poll(20_000, || Duration::ZERO), Idle::Block);
+        assert_eq!(WaitPolicy { mode: WaitMode::Poll, ..rails }.after_idle_poll(100, || Duration::MAX), Idle::Spin);
     }
 
     #[test]
