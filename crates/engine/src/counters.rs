@@ -103,6 +103,7 @@ pub(crate) struct Counters {
     unexpected_total: u64,
     blocked_ns: u64,
     sleeps: u64,
+    rail_bytes_placed: u64,
 }
 
 impl Counters {
@@ -201,6 +202,12 @@ impl Counters {
         self.unexpected_level = self.unexpected_level.saturating_sub(1);
     }
 
+    /// `bytes` of a rail's chunk were received straight into the receive buffer.
+    #[inline]
+    pub(crate) fn rail_bytes_placed(&mut self, bytes: usize) {
+        self.rail_bytes_placed += bytes as u64;
+    }
+
     /// Runs `wait` (a yield of the core) and counts its duration as time blocked.
     #[inline]
     pub(crate) fn time_blocked<R>(&mut self, wait: impl FnOnce() -> R) -> R {
@@ -256,6 +263,7 @@ impl Counters {
             unexpected_total: self.unexpected_total,
             blocked_ns: self.blocked_ns,
             sleeps: self.sleeps,
+            rail_bytes_placed: self.rail_bytes_placed,
         }
     }
 }
@@ -282,6 +290,9 @@ pub struct CounterValues {
     pub blocked_ns: u64,
     /// Sleeps on the doorbell.
     pub sleeps: u64,
+    /// Rendezvous bytes received over the rails straight into the receive buffer (with no copy
+    /// out of a transport's buffer).
+    pub rail_bytes_placed: u64,
 }
 
 impl CounterValues {

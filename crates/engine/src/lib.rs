@@ -13,7 +13,8 @@
 //!   (`dispatch.rs`, `eager.rs`, `rendezvous.rs`, `single_copy.rs`, `pipeline.rs`, `cancel.rs`).
 //! * `progress.rs`: the progress step, the wait loop and its `WaitPolicy`.
 //! * `rails/`: the rail set (`control.rs`: the sequenced control channel; `transfer.rs`: split
-//!   transfers; `horizon.rs`: how far ahead chunks are queued; `rates.rs`: drain rates).
+//!   transfers; `horizon.rs`: how far ahead chunks are queued; `rates.rs`: drain rates;
+//!   `doorbell.rs`: sleeping on every rail at once).
 //! * `matching.rs`, `requests.rs`, `counters.rs`, `frame.rs` (the wire format), `agents.rs`,
 //!   `offload.rs`, `node.rs`, `sampling.rs`.
 //!
@@ -42,6 +43,9 @@
 //! 5. **Waiting**: `wait` spins on `progress`; after `spin_count` idle polls (at once when the
 //!    node is oversubscribed, always with `BRAID_WAIT=block`) it arms the shared-memory doorbell,
 //!    polls once more, and sleeps on the futex until a frame arrives or `block_timeout_ms` passes.
+//!    A rank with network peers spins for at most 20 us, then sleeps on every rail's doorbell at
+//!    once instead, no longer than its rails allow (and at most 100 us when it has shared-memory
+//!    peers too).
 
 mod agents;
 mod counters;

@@ -1,12 +1,40 @@
 //! The progress step (poll every transport and the rails once, advance the protocols that run
 //! over many steps, then the progress agents) and the wait loop around it, with its
-//! [`WaitPolicy`]: spin, yield the core, or sleep on the one doorbell every peer rings.
+//! [`WaitPolicy`]: spin, yield the core, or sleep on a doorbell: the one every peer rings (a
+//! single direct transport's), or every rail's at once.
 
 use std::time::{Duration, Instant};
 
 use braid_config::WaitMode;
 
+use braid_lane::PeerId;
+use braid_transport::{Incoming, Sink};
+
 use crate::{Core, Engine, EngineError};
+
+/// What one rail's `poll` hands its frames to: the engine, which also says where a NET_DATA
+/// chunk's payload goes, so that the transport receives it there.
+struct RailSink<'a> {
+    core: &'a mut Core,
+    rail: usize,
+}
+
+impl Sink for RailSink<'_> {
+    fn deliver(&mut self, incoming: Incoming<'_>) {
+        self.core.counters.rail_frame_received(self.rail, incoming.payload.len());
+        self.core.on_frame(incoming)
+    }
+
+    fn place(&mut self, peer: PeerId, header: &[u8], len: usize) -> Option<&mut [u8]> {
+        self.core.place_rail_data(peer, header, len)
+    }
+
+    fn placed(&mut self, peer: PeerId, header: &[u8], len: usize) {
+        self.core.counters.rail_frame_received(self.rail, len);
+        self.core.counters.rail_bytes_placed(len);
+        self.core.on_placed(peer, header, len)
+    }
+}
 
 /// When a waiter spins, yields its core or sleeps.
 pub(crate) struct WaitPolicy {
@@ -16,9 +44,34 @@ pub(crate) struct WaitPolicy {
     pub(crate) yield_window: Duration,
     pub(crate) timeout: Duration,
     pub(crate) oversubscribed: bool,
-    /// The one transport whose doorbell every peer rings; `None`: keep polling.
-    pub(crate) sleeper: Option<usize>,
+    pub(crate) doorbell: Doorbell,
 }
+
+/// What a waiter sleeps on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Doorbell {
+    /// Nothing: it keeps polling, yielding its core between polls.
+    None,
+    /// The doorbell of the one direct transport every peer rings (the shared-memory futex).
+    Direct(usize),
+    /// Every rail's doorbell at once, for as long as the rails allow. `bounded`: direct
+    /// transports carry traffic too, and their doorbell cannot join the rails' (a futex is no
+    /// descriptor), so each sleep lasts at most [`MIXED_SLEEP_MAX`] and they are polled between.
+    Rails { bounded: bool },
+}
+
+/// Longest sleep on the rails of a rank that also has direct (shared-memory) peers: how late
+/// a frame from those may be seen once the rank has gone to sleep.
+pub(crate) const MIXED_SLEEP_MAX: Duration = Duration::from_micros(100);
+
+/// How long a waiter on the rails spins before it sleeps. A rails poll costs a system call per
+/// rail (a shared-memory poll a few loads), so `BRAID_SPIN_COUNT` polls there would spin for tens
+/// of milliseconds, longer than a streaming rank is ever idle: it would never sleep, and its
+/// spinning would take the CPU the kernel's packet processing needs.
+pub(crate) const RAIL_SPIN_WINDOW: Duration = Duration::from_micros(20);
+
+/// A sleep shorter than this is not worth its system calls (and the wake-up): yield instead.
+const SLEEP_MIN: Duration = Duration::from_micros(20);
 
 /// What a waiter does after an unsuccessful poll.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +93,9 @@ impl WaitPolicy {
             WaitMode::Auto if self.oversubscribed => {
                 if idle_for() < self.yield_window { Idle::Yield } else { Idle::Block }
             }
+            WaitMode::Auto if matches!(self.doorbell, Doorbell::Rails { .. }) => {
+                if idle_polls < self.spin_count && idle_for() < RAIL_SPIN_WINDOW { Idle::Spin } else { Idle::Block }
+            }
             WaitMode::Auto => {
                 if idle_polls < self.spin_count { Idle::Spin } else { Idle::Block }
             }
@@ -54,16 +110,14 @@ impl Core {
     }
 
     /// Polls every rail once; a rail's frames are counted per rail (the others per peer, by the
-    /// frame handlers).
+    /// frame handlers). A rendezvous chunk's payload may be received straight into the receive
+    /// buffer ([`RailSink`]).
     #[inline(never)]
     pub(crate) fn poll_rails(&mut self) -> usize {
         let mut links = self.net.lend_links();
         let mut delivered = 0;
         for (rail, link) in links.iter_mut().enumerate() {
-            delivered += link.poll(&mut |incoming| {
-                self.counters.rail_frame_received(rail, incoming.payload.len());
-                self.on_frame(incoming)
-            });
+            delivered += link.poll_placing(&mut RailSink { core: self, rail });
         }
         self.net.return_links(links);
         delivered
@@ -105,7 +159,14 @@ impl Engine {
                 }
                 Idle::Block => {}
             }
-            let sleeper = self.wait.sleeper.filter(|_| !self.core.has_local_work());
+            let sleeper = match self.wait.doorbell {
+                Doorbell::Direct(transport) => Some(transport).filter(|_| !self.core.has_local_work()),
+                Doorbell::Rails { bounded } => {
+                    self.sleep_on_rails(bounded)?;
+                    continue;
+                }
+                Doorbell::None => None,
+            };
             let Some((sleeper, token)) = sleeper.and_then(|t| self.transports[t].prepare_sleep().map(|token| (t, token))) else {
                 self.core.counters.time_blocked(std::thread::yield_now);
                 continue;
@@ -119,6 +180,40 @@ impl Engine {
             self.transports[sleeper].finish_sleep();
             polled?;
         }
+    }
+
+    /// Sleeps on every rail's doorbell for as long as the rails allow (a frame arriving, or room
+    /// in a socket the rank waits for, ends it), unless work on a direct lane needs polling.
+    /// No arming is needed: the doorbells are level-triggered, so what arrived since the last
+    /// poll ends the sleep at once.
+    fn sleep_on_rails(&mut self, bounded: bool) -> Result<(), EngineError> {
+        let core = &mut self.core;
+        if core.backlog_len != 0 || !core.streams.is_empty() || !core.reads.is_empty() || !core.writes.is_empty() {
+            core.counters.time_blocked(std::thread::yield_now);
+            return Ok(());
+        }
+        // Frames held for aggregation would wait for the whole sleep.
+        if core.net.has_unsent() {
+            let flushed = core.net.flush_unsent();
+            core.complete_sent_controls();
+            if flushed? {
+                return Ok(());
+            }
+        }
+        let mut timeout = self.wait.timeout;
+        if bounded {
+            timeout = timeout.min(MIXED_SLEEP_MAX);
+        }
+        if let Some(limit) = core.net.sleep_limit() {
+            timeout = timeout.min(limit);
+        }
+        if timeout < SLEEP_MIN {
+            core.counters.time_blocked(std::thread::yield_now);
+            return Ok(());
+        }
+        let Core { counters, net, .. } = core;
+        counters.time_asleep(|| net.sleep(timeout));
+        Ok(())
     }
 
     /// Makes progress, waiting per the wait policy, until `poll` finds what it looks for (a probed
@@ -202,7 +297,7 @@ mod wait_policy_tests {
             yield_window: Duration::from_micros(100),
             timeout: Duration::from_millis(1),
             oversubscribed,
-            sleeper: Some(1),
+            doorbell: Doorbell::Direct(1),
         }
     }
 
@@ -220,6 +315,15 @@ mod wait_policy_tests {
         assert_eq!(auto.after_idle_poll(1, || Duration::from_micros(100)), Idle::Block);
         let no_window = WaitPolicy { yield_window: Duration::ZERO, ..policy(WaitMode::Auto, true) };
         assert_eq!(no_window.after_idle_poll(1, || Duration::ZERO), Idle::Block);
+    }
+
+    #[test]
+    fn a_waiter_on_the_rails_spins_only_briefly() {
+        let rails = WaitPolicy { doorbell: Doorbell::Rails { bounded: false }, spin_count: 20_000, ..policy(WaitMode::Auto, false) };
+        assert_eq!(rails.after_idle_poll(100, || Duration::from_micros(5)), Idle::Spin);
+        assert_eq!(rails.after_idle_poll(100, || RAIL_SPIN_WINDOW), Idle::Block);
+        assert_eq!(rails.after_idle_poll(20_000, || Duration::ZERO), Idle::Block);
+        assert_eq!(WaitPolicy { mode: WaitMode::Poll, ..rails }.after_idle_poll(100, || Duration::MAX), Idle::Spin);
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::counters::Counters;
 use crate::endpoint::{ControlLane, Endpoint};
 use crate::frame::EAGER_HEADER_MAX;
 use crate::matching::{Matching, Probed};
-use crate::progress::WaitPolicy;
+use crate::progress::{Doorbell, WaitPolicy};
 use crate::rails::Network;
 use crate::requests::Requests;
 use crate::{node, sampling, Core, Engine, EngineError};
@@ -120,10 +120,12 @@ impl Engine {
         let net = Network::new(config, &policy, rank, rail_profiles, links, rail_peers, &node);
         let caps: Vec<Capabilities> = all.iter().map(|transport| transport.capabilities()).collect();
         let carriers: Vec<usize> = (0..rail_base).filter(|&t| router.peers_of(t).any(|peer| peer != rank)).collect();
-        // Only a single direct transport's doorbell is rung by every peer; the rails have none.
-        let sleeper = match carriers.as_slice() {
-            [only] if !polls_rails && caps[*only].wakes_receiver => Some(*only),
-            _ => None,
+        // A single direct transport's doorbell is rung by every peer; the rails' doorbells are
+        // slept on together, and with direct peers too only for short sleeps.
+        let doorbell = match carriers.as_slice() {
+            [only] if !polls_rails && caps[*only].wakes_receiver => Doorbell::Direct(*only),
+            _ if polls_rails && net.can_sleep() => Doorbell::Rails { bounded: !carriers.is_empty() },
+            _ => Doorbell::None,
         };
         let wait = WaitPolicy {
             mode: config.wait,
@@ -131,7 +133,7 @@ impl Engine {
             yield_window: Duration::from_micros(config.yield_us.into()),
             timeout: Duration::from_millis(config.block_timeout_ms.into()),
             oversubscribed: node.oversubscribed,
-            sleeper,
+            doorbell,
         };
         if config.debug {
             let names: Vec<&str> = (0..size)
@@ -141,11 +143,16 @@ impl Engine {
                 })
                 .collect();
             eprintln!(
-                "braid: rank {rank}: routes {names:?}, node ranks {:?}, oversubscribed {}, wait {:?}, sleeps on {:?}, {}",
+                "braid: rank {rank}: routes {names:?}, node ranks {:?}, oversubscribed {}, wait {:?}, sleeps on {}, {}",
                 node.ranks,
                 node.oversubscribed,
                 config.wait,
-                sleeper.map(|t| all[t].name()),
+                match doorbell {
+                    Doorbell::Direct(t) => all[t].name(),
+                    Doorbell::Rails { bounded: false } => "the rails",
+                    Doorbell::Rails { bounded: true } => "the rails (bounded sleeps)",
+                    Doorbell::None => "nothing",
+                },
                 net.describe()
             );
         }

@@ -329,11 +329,18 @@ fn node_local_and_network_peers_mix_in_one_job() {
 /// Two TCP rails over loopback addresses 127.0.0.1 and 127.0.0.2 between threads of this
 /// process (`BRAID_SHM=off`: every peer is a network peer).
 fn run_tcp_job<T: Send + 'static>(size: u32, body: impl Fn(&mut braid_engine::Engine) -> T + Send + Sync + 'static) -> Vec<T> {
+    run_tcp_job_with(size, config(), body)
+}
+
+/// [`run_tcp_job`] with `config` (shared memory off, a fresh profile directory).
+fn run_tcp_job_with<T: Send + 'static>(size: u32, config: Config, body: impl Fn(&mut braid_engine::Engine) -> T + Send + Sync + 'static) -> Vec<T> {
     use braid_transport::tcp::{Rail, TcpTransport};
-    let profile_dir = std::env::temp_dir().join(format!("braid-engine-tcp-test-{}", std::process::id()));
-    let config = Config { shm: false, profile_dir: profile_dir.display().to_string(), ..config() };
+    static JOBS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let job = JOBS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let profile_dir = std::env::temp_dir().join(format!("braid-engine-tcp-test-{}-{job}", std::process::id()));
+    let config = Config { shm: false, profile_dir: profile_dir.display().to_string(), ..config };
     let body = Arc::new(body);
-    let handles: Vec<_> = braid_pmi::threads::ThreadBootstrap::job(&format!("braid-engine-tcp-{}", std::process::id()), size)
+    let handles: Vec<_> = braid_pmi::threads::ThreadBootstrap::job(&format!("braid-engine-tcp-{}-{job}", std::process::id()), size)
         .into_iter()
         .map(|bootstrap| {
             let (config, body) = (config.clone(), Arc::clone(&body));
@@ -384,6 +391,90 @@ fn tcp_rails_over_loopback_keep_order_and_move_large_messages_intact() {
         ordered
     });
     assert_eq!(results[2], 400);
+}
+
+/// While its receiver is away, both rails fill up; the sender's progress steps then read neither
+/// rail's backlog (a full rail takes no chunk, so its backlog does not matter yet), and the
+/// message completes once the receiver is back.
+#[test]
+fn full_rails_are_not_asked_for_their_backlog() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    const LEN: usize = 32 << 20;
+    let back = Arc::new(AtomicBool::new(false));
+    let steps_reading = Arc::new(std::sync::Mutex::new(None));
+    let (back_in, steps_in) = (Arc::clone(&back), Arc::clone(&steps_reading));
+    run_rail_job(vec![0, 1], two_rails(), config(), move |engine, net| {
+        let peer = 1 - engine.rank();
+        if engine.rank() == 1 {
+            let incoming = post(engine, LEN, Source::Rank(peer), TagSelector::Tag(1));
+            while net.data_bytes(0) + net.data_bytes(1) == 0 {
+                engine.progress().unwrap();
+            }
+            while !back_in.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let (status, received) = engine.wait_receive(incoming).unwrap();
+            assert_eq!(status.count, LEN);
+            assert_eq!(checksum(received), checksum(&pattern(0, LEN)));
+            return;
+        }
+        let outgoing = send(engine, pattern(0, LEN), peer, 1);
+        while net.data_bytes(0) + net.data_bytes(1) == 0 {
+            engine.progress().unwrap();
+        }
+        // The receiver no longer polls: within a few steps both rails are full.
+        for _ in 0..100 {
+            engine.progress().unwrap();
+        }
+        let before = [net.backlog_reads(0), net.backlog_reads(1)];
+        for _ in 0..1000 {
+            engine.progress().unwrap();
+        }
+        *steps_in.lock().unwrap() = Some([net.backlog_reads(0) - before[0], net.backlog_reads(1) - before[1]]);
+        back_in.store(true, Ordering::SeqCst);
+        engine.wait(outgoing).unwrap();
+    });
+    assert_eq!(*steps_reading.lock().unwrap(), Some([0, 0]), "backlog reads of full rails over 1000 progress steps");
+}
+
+/// A rank waiting on TCP rails sleeps on their doorbells and wakes when a frame arrives (the
+/// sleeps may last 10 s, so only the doorbell can end them in time); a sender holding chunk
+/// bytes back under the queue horizon sleeps only until a rail needs more, so a large message
+/// does not stall; and the receiver gets the chunks' payloads straight into its buffer.
+#[test]
+fn tcp_rails_ring_a_sleeping_rank_and_place_chunks_in_the_receive_buffer() {
+    const LEN: usize = 64 << 20;
+    let config = Config { block_timeout_ms: 10_000, spin_count: 10, ..config() };
+    let results = run_tcp_job_with(2, config, |engine| {
+        let peer = 1 - engine.rank();
+        if engine.rank() == 1 {
+            let incoming = post(engine, 8, Source::Rank(peer), TagSelector::Tag(1));
+            let started = Instant::now();
+            engine.wait_receive(incoming).unwrap();
+            let woken_after = started.elapsed();
+            let sleeps = engine.counter_values().sleeps;
+            assert!(sleeps > 0, "the receiver never slept");
+            assert!(woken_after < Duration::from_secs(5), "the arriving frame did not wake the receiver ({woken_after:?})");
+            let incoming = post(engine, LEN, Source::Rank(peer), TagSelector::Tag(2));
+            let (status, received) = engine.wait_receive(incoming).unwrap();
+            assert_eq!(status.count, LEN);
+            assert_eq!(checksum(received), checksum(&pattern(0, LEN)), "the placed message is corrupted");
+            let placed = engine.counter_values().rail_bytes_placed;
+            assert!(placed >= LEN as u64 / 2, "only {placed} of {LEN} bytes were received in place");
+            return Duration::ZERO;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let outgoing = send(engine, vec![1; 8], peer, 1);
+        engine.wait(outgoing).unwrap();
+        let sleeps_before = engine.counter_values().sleeps;
+        let started = Instant::now();
+        let outgoing = send(engine, pattern(0, LEN), peer, 2);
+        engine.wait(outgoing).unwrap();
+        let took = started.elapsed();
+        assert!(engine.counter_values().sleeps > sleeps_before, "the sender never slept while its chunks drained");
+        took
+    });
+    assert!(results[0] < Duration::from_secs(5), "64 MiB over loopback took {:?}: a sender holding bytes back slept too long", results[0]);
 }
 
 fn sample_pair(plan: braid_engine::sampling::SamplePlan) -> (braid_lane::Profile, Vec<usize>) {

@@ -317,6 +317,30 @@ impl Poller {
     pub fn last(&self) -> &[Ready] {
         &self.ready
     }
+
+    /// Sleeps until some descriptor of the set is ready or `timeout` passes (to the
+    /// nanosecond, where `wait` counts whole milliseconds); returns whether one is. Nothing is
+    /// taken from the set: the next `wait` reports what woke it (the set is level-triggered).
+    pub fn sleep(&self, timeout: Duration) -> io::Result<bool> {
+        let mut entry = libc::pollfd { fd: self.epoll.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let limit = libc::timespec { tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t, tv_nsec: timeout.subsec_nanos() as libc::c_long };
+        // SAFETY: `entry` and `limit` are live for the call; a null signal mask keeps the
+        // caller's; the epoll descriptor is owned by `self`.
+        let count = unsafe { libc::ppoll(&mut entry, 1, &limit, std::ptr::null()) };
+        if count < 0 {
+            let error = io::Error::last_os_error();
+            return if error.kind() == io::ErrorKind::Interrupted { Ok(false) } else { Err(error) };
+        }
+        Ok(count > 0)
+    }
+}
+
+/// An epoll set is itself a descriptor, readable while some member is ready: several sets nest
+/// into one (a rank sleeping on all its rails at once).
+impl AsFd for Poller {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.epoll.as_fd()
+    }
 }
 
 #[cfg(test)]
@@ -362,6 +386,20 @@ mod tests {
         assert!(ready.len() == 1 && ready[0].readable() && ready[0].writable(), "an empty send buffer has room");
         poller.watch_output(accepted.as_fd(), 7, false).unwrap();
         assert!(!poller.wait(Duration::ZERO).unwrap()[0].writable());
+        // A sleep takes nothing: the byte still waiting is reported by the next wait, and a set
+        // nested in another makes that one ready too.
+        assert!(poller.sleep(Duration::from_secs(5)).unwrap());
+        let mut outer = Poller::new(1).unwrap();
+        outer.add(poller.as_fd(), 1).unwrap();
+        assert!(outer.sleep(Duration::from_secs(5)).unwrap(), "the nested set is ready");
+        assert_eq!(poller.wait(Duration::ZERO).unwrap().len(), 1);
+        let mut byte = [0u8; 1];
+        accepted.read_exact(&mut byte).unwrap();
+        let started = std::time::Instant::now();
+        assert!(!poller.sleep(Duration::from_micros(300)).unwrap(), "nothing is ready");
+        assert!(!outer.sleep(Duration::from_micros(300)).unwrap());
+        let slept = started.elapsed();
+        assert!(slept >= Duration::from_micros(600) && slept < Duration::from_millis(500), "sub-millisecond sleeps: {slept:?}");
         drop(accepted);
         let mut refused = None;
         for _ in 0..100 {

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use braid_lane::PeerId;
 use braid_pmi::threads::ThreadBootstrap;
 
-use crate::{RemoteRegion, SendOutcome, Transport, TransportError, MAX_HEADER};
+use crate::{Incoming, RemoteRegion, SendOutcome, Sink, Transport, TransportError, MAX_HEADER};
 
 /// How long one check may take before it is declared hung.
 const CHECK_DEADLINE: Duration = Duration::from_secs(30);
@@ -84,6 +84,7 @@ where
         self.backpressure();
         self.remote_access();
         self.sleep_and_wake();
+        self.placed_payloads();
     }
 
     /// A job id unique in this process (and across concurrent test processes).
@@ -369,6 +370,108 @@ where
                 me.send(receiver, b"early", &[]);
                 me.barrier();
             }
+        });
+    }
+}
+
+/// A sink that places the payloads of frames whose header starts with `P` (one place per peer
+/// and header), and begins placing those starting with `D` only to decline them when asked again;
+/// every other frame goes to the inbox.
+struct PlacingSink<'a> {
+    inbox: &'a mut Vec<Received>,
+    places: &'a mut Vec<(PeerId, Vec<u8>, Vec<u8>)>,
+    placed: &'a mut Vec<(PeerId, Vec<u8>)>,
+    asked: &'a mut Vec<(PeerId, Vec<u8>)>,
+}
+
+impl Sink for PlacingSink<'_> {
+    fn deliver(&mut self, frame: Incoming<'_>) {
+        let mut payload = Vec::new();
+        frame.payload.append_to(&mut payload);
+        self.inbox.push(Received { peer: frame.peer, header: frame.header.to_vec(), payload })
+    }
+
+    fn place(&mut self, peer: PeerId, header: &[u8], len: usize) -> Option<&mut [u8]> {
+        match header.first() {
+            Some(b'D') if self.asked.iter().any(|(p, h)| *p == peer && h == header) => None,
+            Some(b'D') => {
+                self.asked.push((peer, header.to_vec()));
+                // A scratch place: whatever lands there is never looked at.
+                self.places.push((peer, header.to_vec(), vec![0; len]));
+                self.places.last_mut().map(|(_, _, place)| place.as_mut_slice())
+            }
+            Some(b'P') => {
+                let index = match self.places.iter().position(|(p, h, _)| *p == peer && h == header) {
+                    Some(index) => index,
+                    None => {
+                        self.places.push((peer, header.to_vec(), vec![0; len]));
+                        self.places.len() - 1
+                    }
+                };
+                Some(self.places[index].2.as_mut_slice())
+            }
+            _ => None,
+        }
+    }
+
+    fn placed(&mut self, peer: PeerId, header: &[u8], len: usize) {
+        assert_eq!(header.first(), Some(&b'P'), "a declined payload was reported placed");
+        assert!(self.places.iter().any(|(p, h, place)| *p == peer && h == header && place.len() == len));
+        self.placed.push((peer, header.to_vec()));
+    }
+}
+
+impl<T, F> Suite<F>
+where
+    T: Transport + Send + 'static,
+    F: Fn(u32, u32) -> T + Send + Sync + 'static,
+{
+    /// Frames whose payload the sink places arrive in their place, in order with the frames
+    /// around them, whether the transport places them or delivers them whole; one whose placing
+    /// the sink declines once begun is dropped (or delivered whole, by a transport that does not
+    /// place), and the frames after it arrive intact.
+    pub fn placed_payloads(&self) {
+        self.run_job("placed", |me| {
+            let len = me.transport.capabilities().max_payload.min(1 << 20);
+            let peers = me.peers();
+            let frames: [&[u8]; 7] = [b"s0", b"P1", b"s2", b"D3", b"s4", b"P5", b"s6"];
+            for (seq, header) in frames.iter().enumerate() {
+                let payload = if header[0] == b's' { pattern(me.rank, seq as u32, 100) } else { pattern(me.rank, seq as u32, len) };
+                for &peer in &peers {
+                    me.send(peer, header, &[IoSlice::new(&payload)]);
+                }
+            }
+            let (mut places, mut placed, mut asked) = (Vec::new(), Vec::new(), Vec::new());
+            let arrived = |inbox: &[Received], placed: &[(PeerId, Vec<u8>)], peer: PeerId, header: &[u8]| {
+                inbox.iter().any(|f| f.peer == peer && f.header == header) || placed.iter().any(|(p, h)| *p == peer && h == header)
+            };
+            loop {
+                let done = peers.iter().all(|&peer| [&b"s6"[..], b"P1", b"P5"].iter().all(|header| arrived(&me.inbox, &placed, peer, header)));
+                if done {
+                    break;
+                }
+                let mut sink = PlacingSink { inbox: &mut me.inbox, places: &mut places, placed: &mut placed, asked: &mut asked };
+                if me.transport.poll_placing(&mut sink) == 0 {
+                    std::thread::yield_now();
+                }
+                me.check_alive();
+            }
+            for &peer in &peers {
+                let order: Vec<&[u8]> = me.inbox.iter().filter(|f| f.peer == peer).map(|f| f.header.as_slice()).filter(|h| h[0] == b's').collect();
+                assert_eq!(order, [&b"s0"[..], b"s2", b"s4", b"s6"], "rank {} from {peer}: small frames out of order", me.rank);
+                for frame in me.inbox.iter().filter(|f| f.peer == peer) {
+                    let seq = u32::from(frame.header[1] - b'0');
+                    let expected = if frame.header[0] == b's' { pattern(peer, seq, 100) } else { pattern(peer, seq, len) };
+                    assert!(frame.payload == expected, "rank {} from {peer}: frame {:?} corrupted", me.rank, frame.header);
+                }
+                for (p, header) in placed.iter().filter(|(p, _)| *p == peer) {
+                    let seq = u32::from(header[1] - b'0');
+                    let place = places.iter().find(|(q, h, _)| q == p && h == header).map(|(_, _, place)| place).expect("a place");
+                    assert!(*place == pattern(peer, seq, len), "rank {} from {peer}: placed payload {header:?} corrupted", me.rank);
+                }
+            }
+            // Every rank stays until every other has read what it sent.
+            me.barrier_polling();
         });
     }
 }

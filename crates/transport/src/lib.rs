@@ -13,6 +13,7 @@ pub mod tcp;
 
 use std::fmt;
 use std::io::IoSlice;
+use std::os::fd::BorrowedFd;
 
 use braid_lane::{Capabilities, PeerId, Profile};
 use braid_pmi::Bootstrap;
@@ -35,6 +36,39 @@ pub struct Incoming<'a> {
     pub peer: PeerId,
     pub header: &'a [u8],
     pub payload: Payload<'a>,
+}
+
+/// Where `poll` hands what arrived ([`Transport::poll_placing`]): whole frames, and, for a
+/// transport that can receive a payload straight into its destination, the place a frame's
+/// payload belongs once its header is in.
+pub trait Sink {
+    /// A whole frame (as the callback of [`Transport::poll`] gets it).
+    fn deliver(&mut self, incoming: Incoming<'_>);
+
+    /// The header of a frame from `peer` whose payload of `len` bytes is still arriving: where
+    /// those bytes go, or `None` to have the frame delivered whole as usual. Asked again, with
+    /// the same header, by every later `poll` that receives more of the payload, so the answer
+    /// may change (an unneeded payload is then dropped; it must not change for one still
+    /// needed); the slice is written only during the call that returned it.
+    fn place(&mut self, peer: PeerId, header: &[u8], len: usize) -> Option<&mut [u8]> {
+        let _ = (peer, header, len);
+        None
+    }
+
+    /// Every byte of the `len`-byte payload of the frame with `header` from `peer` is in the
+    /// place the last [`Sink::place`] gave.
+    fn placed(&mut self, peer: PeerId, header: &[u8], len: usize) {
+        let _ = (peer, header, len);
+    }
+}
+
+/// A [`Sink`] that places nothing: every frame is delivered whole to the callback.
+pub struct Deliver<F>(pub F);
+
+impl<F: FnMut(Incoming<'_>)> Sink for Deliver<F> {
+    fn deliver(&mut self, incoming: Incoming<'_>) {
+        (self.0)(incoming)
+    }
 }
 
 /// A payload still being written by its sender: its bytes become readable from the front.
@@ -207,6 +241,13 @@ pub trait Transport {
     /// Delivers arrived frames to `deliver`, in order per peer; returns how many were delivered.
     fn poll(&mut self, deliver: &mut dyn FnMut(Incoming<'_>)) -> usize;
 
+    /// Like `poll`, and a payload that `sink` can place (see [`Sink::place`]) is received
+    /// straight into its place instead of this transport's buffer (TCP does so: one copy fewer
+    /// for each rendezvous chunk). Frames delivered and placed count alike in the result.
+    fn poll_placing(&mut self, sink: &mut dyn Sink) -> usize {
+        self.poll(&mut |incoming| sink.deliver(incoming))
+    }
+
     /// Lends a writer for `peer` to another thread, if this transport can (TCP can when nothing
     /// is queued for that peer; shared memory and self cannot). `None`: submit from this thread.
     fn lend_writer(&mut self, peer: PeerId) -> Option<Box<dyn FrameWriter>> {
@@ -268,6 +309,23 @@ pub trait Transport {
 
     /// Ends a sleep phase started by `prepare_sleep` (senders stop ringing).
     fn finish_sleep(&mut self) {}
+
+    /// A descriptor that is readable while `poll` has something to do (input, or room for a
+    /// connection waiting for it), with no arming needed: the engine sleeps on several such
+    /// transports at once (the network rails) by waiting on all their descriptors. `None`: no
+    /// such descriptor (the shared-memory doorbell is a futex).
+    fn doorbell(&self) -> Option<BorrowedFd<'_>> {
+        None
+    }
+
+    /// Whether a frame to `peer` would be handed to the kernel now: false while the connection
+    /// waits for room after a short write (frames then only queue behind its pending bytes). Its
+    /// backlog then only shrinks, and the engine neither reads it nor posts more chunks to it
+    /// until the doorbell reports room.
+    fn has_room(&self, peer: PeerId) -> bool {
+        let _ = peer;
+        true
+    }
 
     /// Bytes posted to `peer` that have not left this host yet (kernel send queue plus the
     /// transport's own queue): the strategy turns it into "time until this rail is idle".

@@ -34,6 +34,20 @@
 //!   front only when little room is left: once per buffer's worth instead of once per frame (a
 //!   128 KiB buffer receiving 64 KiB frames had moved nearly every byte once more).
 //!
+//! - **Payloads placed where they belong.** With [`Transport::poll_placing`], once a frame's
+//!   header is in and at least [`PLACE_MIN`] bytes of its payload are still to come, the sink is
+//!   asked where the payload goes (the engine answers for a rendezvous chunk: its spot in the
+//!   user's buffer). The part already read is copied there and the rest is received straight
+//!   into it, over as many polls as it takes (the sink is asked again each time, and may decline
+//!   a payload it no longer needs, which is then dropped). After a placed payload the next read
+//!   takes only a frame's prefix and largest header, so that the next chunk's payload is placed
+//!   too; a frame not placed returns the connection to block reads.
+//!
+//! ## Sleeping
+//! The epoll set is the doorbell: it is level-triggered, so nothing needs arming, and a rank
+//! sleeps on it (or on several rails' sets at once, through [`Transport::doorbell`]) until a
+//! connection has input or a connection waiting for room has some.
+//!
 //! ## Lent writers (chunk-submission offload)
 //! `lend_writer` gives another thread a [`FrameWriter`] on a duplicate of a peer's socket
 //! (duplicated once per connection and cached) when nothing is pending for that peer. Until the
@@ -59,7 +73,7 @@ mod rail_selection;
 use std::cell::Cell;
 use std::io::{self, IoSlice, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -71,7 +85,7 @@ use braid_pmi::Bootstrap;
 use braid_sys::net::{self as sysnet, Poller};
 use braid_sys::{fd, process};
 
-use crate::{profile_cache, FrameWriter, Incoming, Payload, SendOutcome, Transport, TransportError, MAX_HEADER};
+use crate::{profile_cache, Deliver, FrameWriter, Incoming, Payload, SendOutcome, Sink, Transport, TransportError, MAX_HEADER};
 
 pub use rail_selection::{rails, Rail, MANAGEMENT_INTERFACE};
 
@@ -110,6 +124,9 @@ const RECEIVE_BUFFER_INITIAL: usize = 64 << 10;
 const READS_PER_POLL: usize = 32;
 /// A read into less room than this first makes room (see `Connection::make_room`).
 const READ_MIN: usize = 16 << 10;
+/// A payload with fewer bytes than this still to come is read into the receive buffer and
+/// copied as usual: placing it would cost a system call more than the copy it saves.
+pub const PLACE_MIN: usize = 8 << 10;
 /// Ready connections reported by one epoll wait; the rest are reported by the next one.
 const EPOLL_BATCH: usize = 64;
 const NO_CONNECTION: u32 = u32::MAX;
@@ -138,8 +155,29 @@ struct Connection {
     received_end: usize,
     /// The last read filled the buffer's free space: more was probably waiting.
     read_filled: bool,
+    /// A payload being received straight into the place the sink gave for it.
+    placing: Option<Placing>,
+    /// The last frame's payload was placed: the next read takes only a frame's front (see the
+    /// module comment).
+    placed_last: bool,
+    /// Send-queue (`SIOCOUTQ`) reads so far.
+    queue_reads: Cell<u64>,
+    /// Placed payload bytes received straight into their place, and those copied there from the
+    /// receive buffer (read before the frame's header was seen).
+    placed_directly: u64,
+    placed_by_copy: u64,
     /// The socket duplicate lent writers write through, made on the first loan.
     loan: Option<Arc<Loan>>,
+}
+
+/// A payload being placed: its frame's header, its length, the bytes in place so far; `dropping`
+/// once the sink declined it after it was begun (its remaining bytes are read and dropped).
+struct Placing {
+    header: [u8; MAX_HEADER],
+    header_len: usize,
+    len: usize,
+    filled: usize,
+    dropping: bool,
 }
 
 /// What a lent writer shares with its connection.
@@ -167,6 +205,11 @@ impl Connection {
             received_start: 0,
             received_end: 0,
             read_filled: false,
+            placing: None,
+            placed_last: false,
+            queue_reads: Cell::new(0),
+            placed_directly: 0,
+            placed_by_copy: 0,
             loan: None,
         }
     }
@@ -231,6 +274,7 @@ impl Connection {
             Some((read_at, queued, handed_over)) if read_at == polls && !self.is_lent() => queued + (self.handed_over - handed_over),
             _ => {
                 let queued = sysnet::send_queue_len(stream.as_fd()).unwrap_or(0);
+                self.queue_reads.set(self.queue_reads.get() + 1);
                 self.kernel_queue.set(Some((polls, queued, self.handed_over)));
                 queued
             }
@@ -238,27 +282,43 @@ impl Connection {
         queued + self.unsent() as u64
     }
 
-    /// Reads what has arrived and delivers every complete frame, in order; the receive buffer
-    /// grows up to `block` bytes.
-    fn receive(&mut self, block: usize, deliver: &mut dyn FnMut(Incoming<'_>)) -> (usize, Result<(), Broken>) {
+    /// Reads what has arrived and delivers every complete frame, in order, or places its payload
+    /// where the sink says; the receive buffer grows up to `block` bytes.
+    fn receive(&mut self, block: usize, sink: &mut dyn Sink) -> (usize, Result<(), Broken>) {
         let mut delivered = 0;
         for _ in 0..READS_PER_POLL {
+            if self.placing.is_some() {
+                match self.continue_placing(sink) {
+                    Ok((placed, drained)) => {
+                        delivered += placed;
+                        if drained {
+                            break;
+                        }
+                        continue;
+                    }
+                    Err(Broken) => return (delivered, Err(Broken)),
+                }
+            }
             self.make_room(block);
             let Some(stream) = &mut self.stream else { return (delivered, Err(Broken)) };
             let space = self.received.len() - self.received_end;
-            match stream.read(&mut self.received[self.received_end..]) {
+            // Behind a placed payload, probably the next chunk: its front only, so that its
+            // payload can be placed too.
+            let wanted = if self.placed_last { space.min(FRAME_PREFIX + MAX_HEADER) } else { space };
+            match stream.read(&mut self.received[self.received_end..self.received_end + wanted]) {
                 Ok(0) => {
-                    let complete = self.deliver_complete(deliver);
+                    let complete = self.deliver_complete(sink);
                     return (delivered + complete.unwrap_or(0), Err(Broken));
                 }
                 Ok(count) => {
                     self.received_end += count;
                     self.read_filled = count == space;
-                    match self.deliver_complete(deliver) {
+                    match self.deliver_complete(sink) {
                         Ok(complete) => delivered += complete,
                         Err(Broken) => return (delivered, Err(Broken)),
                     }
-                    if count < space {
+                    self.start_placing(sink);
+                    if count < wanted {
                         break;
                     }
                 }
@@ -270,8 +330,73 @@ impl Connection {
         (delivered, Ok(()))
     }
 
+    /// The frame at the front has its header in and [`PLACE_MIN`] or more payload bytes to
+    /// come: if the sink gives a place for its payload, what arrived of it goes there and the
+    /// rest will be received there.
+    fn start_placing(&mut self, sink: &mut dyn Sink) {
+        let Ok(Some((header_len, len))) = self.next_frame_lengths() else { return };
+        let buffered = self.received_end - self.received_start;
+        let header_start = self.received_start + FRAME_PREFIX;
+        let payload_start = header_start + header_len;
+        if buffered < FRAME_PREFIX + header_len || len - (self.received_end - payload_start) < PLACE_MIN {
+            return;
+        }
+        let header = &self.received[header_start..payload_start];
+        match sink.place(self.peer, header, len) {
+            Some(place) if place.len() == len => {
+                let arrived = self.received_end - payload_start;
+                place[..arrived].copy_from_slice(&self.received[payload_start..self.received_end]);
+                self.placed_by_copy += arrived as u64;
+                let mut copy = [0u8; MAX_HEADER];
+                copy[..header_len].copy_from_slice(header);
+                self.placing = Some(Placing { header: copy, header_len, len, filled: arrived, dropping: false });
+                self.received_start = 0;
+                self.received_end = 0;
+            }
+            _ => self.placed_last = false,
+        }
+    }
+
+    /// Receives more of the payload being placed, straight into its place (or, once declined,
+    /// drops it). Returns whether it was completed (1 or 0 frames) and whether the socket ran dry.
+    fn continue_placing(&mut self, sink: &mut dyn Sink) -> Result<(usize, bool), Broken> {
+        let Connection { peer, stream, placing, received, received_end, placed_directly, .. } = self;
+        let (Some(stream), Some(state)) = (stream.as_mut(), placing.as_mut()) else { return Err(Broken) };
+        let header = &state.header[..state.header_len];
+        let wanted = state.len - state.filled;
+        let place = if state.dropping { None } else { sink.place(*peer, header, state.len).filter(|place| place.len() == state.len) };
+        let read = match place {
+            Some(place) => stream.read(&mut place[state.filled..]).inspect(|&count| *placed_directly += count as u64),
+            None => {
+                state.dropping = true;
+                let scratch = received.len() - *received_end;
+                stream.read(&mut received[*received_end..*received_end + wanted.min(scratch)])
+            }
+        };
+        let count = match read {
+            Ok(0) => return Err(Broken),
+            Ok(count) => count,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => return Ok((0, false)),
+            Err(error) if transient(&error) => return Ok((0, true)),
+            Err(_) => return Err(Broken),
+        };
+        state.filled += count;
+        if state.filled < state.len {
+            return Ok((0, count < wanted));
+        }
+        let placed = if state.dropping {
+            0
+        } else {
+            sink.placed(*peer, header, state.len);
+            1
+        };
+        *placing = None;
+        self.placed_last = true;
+        Ok((placed, false))
+    }
+
     /// Delivers the complete frames at the front of the receive buffer.
-    fn deliver_complete(&mut self, deliver: &mut dyn FnMut(Incoming<'_>)) -> Result<usize, Broken> {
+    fn deliver_complete(&mut self, sink: &mut dyn Sink) -> Result<usize, Broken> {
         let mut delivered = 0;
         while let Some((header_len, payload_len)) = self.next_frame_lengths()? {
             let frame_len = FRAME_PREFIX + header_len + payload_len;
@@ -280,13 +405,14 @@ impl Connection {
             }
             let header_start = self.received_start + FRAME_PREFIX;
             let payload_start = header_start + header_len;
-            deliver(Incoming {
+            sink.deliver(Incoming {
                 peer: self.peer,
                 header: &self.received[header_start..payload_start],
                 payload: Payload::Complete(&self.received[payload_start..payload_start + payload_len]),
             });
             self.received_start += frame_len;
             delivered += 1;
+            self.placed_last = false;
         }
         if self.received_start == self.received_end {
             self.received_start = 0;
@@ -355,6 +481,8 @@ impl Connection {
         self.received_start = 0;
         self.received_end = 0;
         self.read_filled = false;
+        self.placing = None;
+        self.placed_last = false;
     }
 }
 
@@ -567,6 +695,17 @@ impl TcpTransport {
         self.socket_buffer = Some(bytes);
     }
 
+    /// Bytes of placed payloads (see [`Transport::poll_placing`]) received straight into their
+    /// place, and bytes copied there from the receive buffer, over every connection.
+    pub fn placed_bytes(&self) -> (u64, u64) {
+        self.connections.iter().fold((0, 0), |(direct, copied), connection| (direct + connection.placed_directly, copied + connection.placed_by_copy))
+    }
+
+    /// How many times the kernel send queue (`SIOCOUTQ`) was read, over every connection.
+    pub fn send_queue_reads(&self) -> u64 {
+        self.connections.iter().map(|connection| connection.queue_reads.get()).sum()
+    }
+
     fn connection_of(&self, peer: PeerId) -> Option<usize> {
         match self.route.get(peer as usize) {
             Some(&index) if index != NO_CONNECTION && self.connections[index as usize].stream.is_some() => Some(index as usize),
@@ -745,7 +884,7 @@ impl Transport for TcpTransport {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities { max_payload: MAX_PAYLOAD, max_inline: MAX_INLINE, remote_read: false, wakes_receiver: false }
+        Capabilities { max_payload: MAX_PAYLOAD, max_inline: MAX_INLINE, remote_read: false, wakes_receiver: true }
     }
 
     fn profile(&self) -> &Profile {
@@ -822,6 +961,10 @@ impl Transport for TcpTransport {
     }
 
     fn poll(&mut self, deliver: &mut dyn FnMut(Incoming<'_>)) -> usize {
+        self.poll_placing(&mut Deliver(deliver))
+    }
+
+    fn poll_placing(&mut self, sink: &mut dyn Sink) -> usize {
         self.polls += 1;
         let TcpTransport { poller, connections, receive_block, .. } = self;
         let ready = match poller.as_mut().map(|poller| poller.wait(Duration::ZERO)) {
@@ -836,7 +979,7 @@ impl Transport for TcpTransport {
             // Input first: frames that arrived whole are delivered even if the write then fails.
             let mut state = Ok(());
             if ready.readable() {
-                let (count, received) = connection.receive(*receive_block, deliver);
+                let (count, received) = connection.receive(*receive_block, sink);
                 delivered += count;
                 state = received;
             }
@@ -874,6 +1017,24 @@ impl Transport for TcpTransport {
     fn backlog(&self, peer: PeerId) -> u64 {
         let Some(index) = self.connection_of(peer) else { return 0 };
         self.connections[index].backlog(self.polls)
+    }
+
+    fn has_room(&self, peer: PeerId) -> bool {
+        self.connection_of(peer).is_none_or(|index| !self.connections[index].waiting_for_room)
+    }
+
+    fn prepare_sleep(&mut self) -> Option<u32> {
+        self.poller.as_ref().map(|_| 0)
+    }
+
+    fn sleep(&mut self, _token: u32, timeout: Duration) {
+        if let Some(poller) = &self.poller {
+            let _ = poller.sleep(timeout);
+        }
+    }
+
+    fn doorbell(&self) -> Option<BorrowedFd<'_>> {
+        self.poller.as_ref().map(|poller| poller.as_fd())
     }
 }
 
@@ -1005,6 +1166,7 @@ mod tests {
             me.send(1, b"big", &[IoSlice::new(&pattern(0, 0, LEN))]);
             let index = me.transport.connection_of(1).unwrap();
             assert!(me.transport.connections[index].waiting_for_room, "128 KiB cannot fit 16 KiB socket buffers");
+            assert!(!me.transport.has_room(1), "a socket waiting for room says so");
             for seq in 1..=SMALL {
                 let before = me.transport.connections[index].unsent();
                 assert_eq!(me.transport.try_send(1, &seq.to_le_bytes(), &[]), Ok(SendOutcome::Sent));
@@ -1016,8 +1178,60 @@ mod tests {
                 me.poll();
                 me.check_alive();
             }
+            assert!(me.transport.has_room(1));
             me.send(1, b"", &[IoSlice::new(&large)]);
             me.receive_until(|inbox| inbox.iter().any(|f| f.header == b"ok"));
+        });
+    }
+
+    /// Payloads the sink places are received straight into their place: after the first, only a
+    /// frame's front passes through the receive buffer. The payloads are intact, and the small
+    /// frames between them are delivered whole, in order.
+    #[test]
+    fn placed_payloads_are_received_straight_into_their_place() {
+        const FRAMES: usize = 24;
+        const LEN: usize = 256 << 10;
+        struct Places {
+            places: Vec<Vec<u8>>,
+            placed: Vec<usize>,
+            small: Vec<Vec<u8>>,
+        }
+        impl Sink for Places {
+            fn deliver(&mut self, incoming: Incoming<'_>) {
+                assert_eq!(incoming.header[0], b's', "a placeable frame was delivered whole");
+                self.small.push(incoming.header.to_vec());
+            }
+            fn place(&mut self, _peer: PeerId, header: &[u8], len: usize) -> Option<&mut [u8]> {
+                (header[0] == b'P' && len == LEN).then(|| self.places[header[1] as usize].as_mut_slice())
+            }
+            fn placed(&mut self, _peer: PeerId, header: &[u8], _len: usize) {
+                self.placed.push(header[1] as usize);
+            }
+        }
+        loopback_suite("place", Some(64 << 10)).run_job("place", |me| {
+            if me.rank == 0 {
+                for seq in 0..FRAMES as u8 {
+                    me.send(1, &[b'P', seq], &[IoSlice::new(&pattern(0, u32::from(seq), LEN))]);
+                    me.send(1, &[b's', seq], &[]);
+                }
+                me.receive_until(|inbox| !inbox.is_empty());
+                return;
+            }
+            let mut sink = Places { places: vec![vec![0; LEN]; FRAMES], placed: Vec::new(), small: Vec::new() };
+            while sink.small.len() < FRAMES {
+                me.transport.poll_placing(&mut sink);
+                me.check_alive();
+            }
+            assert_eq!(sink.placed, (0..FRAMES).collect::<Vec<_>>());
+            assert_eq!(sink.small, (0..FRAMES as u8).map(|seq| vec![b's', seq]).collect::<Vec<_>>());
+            for (seq, place) in sink.places.iter().enumerate() {
+                assert!(*place == pattern(0, seq as u32, LEN), "payload {seq} corrupted");
+            }
+            let (direct, copied) = me.transport.placed_bytes();
+            assert_eq!(direct + copied, (FRAMES * LEN) as u64);
+            // The first payload may have been read in a block; after it, a frame's front at most.
+            assert!(copied <= (LEN + FRAMES * (FRAME_PREFIX + MAX_HEADER)) as u64, "{copied} bytes copied");
+            me.send(0, b"done", &[]);
         });
     }
 

@@ -64,7 +64,7 @@ fn names_and_capabilities() {
     assert_eq!(tcp.name(), "tcp:lo");
     let caps = tcp.capabilities();
     assert_eq!(caps.max_payload, MAX_PAYLOAD);
-    assert!(!caps.remote_read && !caps.wakes_receiver);
+    assert!(!caps.remote_read && caps.wakes_receiver, "its epoll set is a doorbell");
     assert!(tcp.identity().starts_with("lo-127.0.0.1"), "{}", tcp.identity());
     assert!(!tcp.profile_is_measured());
 }

@@ -41,6 +41,31 @@ impl Core {
         }
     }
 
+    /// Where the payload of a frame from `peer` whose header is in goes, if it can be received
+    /// there directly: a rails chunk (NET_DATA) that a receive still waits for, its place in that
+    /// receive's buffer. Anything else (`None`) is delivered whole, through [`Core::on_frame`].
+    pub(crate) fn place_rail_data(&mut self, peer: PeerId, header: &[u8], len: usize) -> Option<&mut [u8]> {
+        let Some(NetFrame::Data { receiver, offset, transfer }) = NetFrame::decode(header) else { return None };
+        if self.endpoints.get(peer as usize)?.lane.control != ControlLane::Rails || !self.net.expects(peer, receiver, transfer) {
+            return None;
+        }
+        self.data_place(peer, receiver, usize::try_from(offset).ok()?, len).ok()
+    }
+
+    /// The payload of the frame with `header` from `peer` was received where
+    /// [`Core::place_rail_data`] said.
+    #[inline(never)]
+    pub(crate) fn on_placed(&mut self, peer: PeerId, header: &[u8], len: usize) {
+        self.counters.frame_received(peer, len);
+        let result = match NetFrame::decode(header) {
+            Some(NetFrame::Data { receiver, offset, transfer }) => self.arrive_placed_data(peer, receiver, offset, transfer, len),
+            _ => Err(protocol_error(peer, "a placed payload that is no rails chunk")),
+        };
+        if let Err(error) = result {
+            self.failure.get_or_insert(error);
+        }
+    }
+
     /// A frame from a direct lane.
     #[inline]
     fn accept_direct(&mut self, peer: PeerId, header: &[u8], payload: Payload<'_>) -> Result<(), EngineError> {

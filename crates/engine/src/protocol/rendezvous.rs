@@ -116,18 +116,32 @@ impl Core {
                 None => return Ok(()),
             },
         };
+        payload.copy_front_to(self.data_place(peer, receiver, offset, payload.len())?);
+        self.add_received(peer, receiver, fresh)
+    }
+
+    /// A rails chunk (NET_DATA) whose `len` bytes the transport received straight into their
+    /// place ([`Core::place_rail_data`]): only its range is recorded, like any chunk's.
+    pub(crate) fn arrive_placed_data(&mut self, peer: PeerId, receiver: u32, offset: u64, transfer: u64, len: usize) -> Result<(), EngineError> {
+        let offset = usize::try_from(offset).map_err(|_| protocol_error(peer, "DATA offset out of range"))?;
+        match self.net.place_data(peer, receiver, offset, transfer, len)? {
+            Some(fresh) => self.add_received(peer, receiver, fresh),
+            None => Ok(()),
+        }
+    }
+
+    /// Where the `len` bytes of a DATA chunk at `offset` of receive `receiver` go.
+    pub(crate) fn data_place(&mut self, peer: PeerId, receiver: u32, offset: usize, len: usize) -> Result<&mut [u8], EngineError> {
         let Some(slot) = self.requests.get_mut(receiver) else {
             return Err(protocol_error(peer, "DATA for an unknown receive"));
         };
         let Operation::Recv { buffer, expected, .. } = &mut slot.operation else {
             return Err(protocol_error(peer, "DATA for a send request"));
         };
-        let end = offset.checked_add(payload.len()).filter(|&end| end <= *expected);
-        let Some(end) = end else {
-            return Err(protocol_error(peer, "DATA beyond the expected length"));
-        };
-        payload.copy_front_to(&mut buffer[offset..end]);
-        self.add_received(peer, receiver, fresh)
+        match offset.checked_add(len).filter(|&end| end <= *expected) {
+            Some(end) => Ok(&mut buffer[offset..end]),
+            None => Err(protocol_error(peer, "DATA beyond the expected length")),
+        }
     }
 
     /// `bytes` more of receive `request` are in place; completes it when all are, and answers

@@ -35,6 +35,14 @@ impl ProgressGaps {
         }
     }
 
+    /// The rank slept, planning to be back by `planned`: only a later return is an absence (a
+    /// sleep ends by itself when the rails need the rank).
+    pub(super) fn slept_until(&mut self, planned: Instant) {
+        if let Some(last) = self.last_step {
+            self.last_step = Some(last.max(planned));
+        }
+    }
+
     /// Nothing outstanding: the time until the next chunk is not an absence.
     pub(super) fn idle(&mut self) {
         self.last_step = None;
@@ -79,5 +87,24 @@ mod tests {
         now += Duration::from_secs(1);
         gaps.step(now);
         assert_eq!(gaps.horizon_ns(base), GAP_HORIZON_MAX.as_nanos() as f64);
+    }
+
+    #[test]
+    fn a_planned_sleep_is_no_absence_but_oversleeping_is() {
+        let base = 5e6;
+        let mut gaps = ProgressGaps::default();
+        let mut now = Instant::now();
+        gaps.step(now);
+        gaps.slept_until(now + Duration::from_millis(20));
+        now += Duration::from_millis(20);
+        gaps.step(now);
+        assert_eq!(gaps.horizon_ns(base), base, "a 20 ms sleep as planned");
+        gaps.slept_until(now + Duration::from_millis(10));
+        now += Duration::from_millis(13);
+        gaps.step(now);
+        assert_eq!(gaps.horizon_ns(base), 6e6, "back 3 ms late: covered twice");
+        gaps.idle();
+        gaps.slept_until(now + Duration::from_millis(10));
+        assert_eq!(gaps.last_step, None, "nothing outstanding: nothing to extend");
     }
 }

@@ -25,9 +25,11 @@
 //! The rail set owns its rail transports. Its parts: `control.rs` (the sequenced control
 //! channel: sequence numbers, acknowledgements, re-sending, aggregation), `transfer.rs`
 //! (rendezvous payloads split over the rails, received ranges, takeover and hedging),
-//! `horizon.rs` (how far ahead chunks are queued), `rates.rs` (drain-rate observation).
+//! `horizon.rs` (how far ahead chunks are queued), `rates.rs` (drain-rate observation),
+//! `doorbell.rs` (sleeping on every rail at once, and for how long).
 
 mod control;
+mod doorbell;
 mod horizon;
 mod rates;
 mod transfer;
@@ -93,6 +95,8 @@ pub(crate) struct Network {
     /// The rail transports, in rail order. Lent out while they are polled (see
     /// [`Network::lend_links`]): the frames they deliver update this rail set.
     links: Vec<Box<dyn Transport>>,
+    /// Every rail's doorbell in one epoll set (`None`: some rail has none).
+    doorbell: Option<braid_sys::net::Poller>,
     /// How long this rank recently went between two progress steps with chunks to post.
     gaps: ProgressGaps,
     /// `post_chunks`' room left per (rail, peer), kept for its capacity.
@@ -235,6 +239,7 @@ impl Network {
             batch_max: settings.aggregate_max.min(frame_room),
             sent: Vec::new(),
             traffic: vec![TransportTraffic::default(); transports.len()],
+            doorbell: doorbell::open(&links),
             links,
         }
     }

@@ -20,7 +20,8 @@ impl Network {
     /// stretch after the rail was idle.
     pub(super) fn observe_rates(&mut self, now: Instant) {
         for (index, rail) in self.rails.iter_mut().enumerate() {
-            if rail.peers.is_empty() {
+            // A socket waiting for room is busy: its stretch goes on, read when it has room.
+            if rail.peers.is_empty() || rail.peers.iter().any(|&peer| !self.links[index].has_room(peer)) {
                 continue;
             }
             let backlog: u64 = rail.peers.iter().map(|&peer| self.links[index].backlog(peer)).sum();

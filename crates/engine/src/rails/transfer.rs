@@ -78,7 +78,7 @@ pub(super) struct Receive {
 
 /// Largest NET_DATA frame when the strategy limits what a rail holds: the unit in which a
 /// rail's queue is topped up, small enough that the cap is kept to within a frame.
-const QUEUED_FRAME_MAX: usize = 64 << 10;
+pub(super) const QUEUED_FRAME_MAX: usize = 64 << 10;
 
 /// Hands the pieces of a fresh split (`transfer.pieces[first..]`) to offload workers when
 /// seed 004's equation 1 says that submitting them in parallel beats submitting them one after
@@ -163,6 +163,11 @@ impl Network {
                 rail.peers.clear();
             }
         }
+    }
+
+    /// Whether receive `receiver` still waits for chunks of `transfer` from `peer`.
+    pub(crate) fn expects(&self, peer: PeerId, receiver: u32, transfer: u64) -> bool {
+        self.receives.iter().any(|r| r.peer == peer && r.request == receiver && r.transfer == transfer)
     }
 
     /// Receive `request` sent CTS `transfer` for `expected` bytes of `peer`'s send.
@@ -258,6 +263,11 @@ impl Network {
                     piece.posted_mark.get_or_insert(transfer.posted_on[piece.rail]);
                     continue;
                 }
+                // A socket waiting for room takes no chunk until its doorbell says it has some:
+                // neither its backlog is read nor a frame queued behind its pending bytes.
+                if !self.links[piece.rail].has_room(transfer.peer) {
+                    continue;
+                }
                 let slot = horizon.map(|horizon| {
                     rooms.iter().position(|&(r, peer, _)| r == piece.rail && peer == transfer.peer).unwrap_or_else(|| {
                         let cap = rail.queue_cap(horizon);
@@ -326,7 +336,8 @@ impl Network {
         for transfer in &mut self.transfers {
             let Some(state) = self.peers.get(transfer.peer as usize).and_then(Option::as_ref) else { continue };
             for thief in 0..self.rails.len() {
-                if !state.rail_up[thief] || waiting[thief] > 0 {
+                // A rail waiting for room in its socket is not about to run dry.
+                if !state.rail_up[thief] || waiting[thief] > 0 || !self.links[thief].has_room(transfer.peer) {
                     continue;
                 }
                 let dry = self.rails[thief].chunk_max.min(QUEUED_FRAME_MAX) as u64;
@@ -379,7 +390,7 @@ impl Network {
 impl Rail {
     /// Most bytes kept queued on this rail: `horizon_ns` of its corrected sustained rate, and
     /// at least two frames so that it never runs dry between two progress steps.
-    fn queue_cap(&self, horizon_ns: f64) -> u64 {
+    pub(super) fn queue_cap(&self, horizon_ns: f64) -> u64 {
         let rate = self.profile.bandwidth() * multirail::usable_factor(self.rate.factor());
         let floor = 2 * self.chunk_max.min(QUEUED_FRAME_MAX) as u64;
         let cap = horizon_ns * rate / 1e9;

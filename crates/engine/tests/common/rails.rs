@@ -52,6 +52,7 @@ struct Rail {
     released: AtomicBool,
     data_bytes: AtomicU64,
     frames: AtomicU64,
+    backlog_reads: AtomicU64,
 }
 
 /// The shared state of one job's rails.
@@ -82,6 +83,7 @@ impl RailNet {
                     released: AtomicBool::new(false),
                     data_bytes: AtomicU64::new(0),
                     frames: AtomicU64::new(0),
+                    backlog_reads: AtomicU64::new(0),
                 })
                 .collect(),
         })
@@ -90,6 +92,11 @@ impl RailNet {
     /// Rendezvous payload bytes rail `rail` carried.
     pub fn data_bytes(&self, rail: usize) -> u64 {
         self.rails[rail].data_bytes.load(Ordering::SeqCst)
+    }
+
+    /// How many times a rank asked rail `rail` for its backlog.
+    pub fn backlog_reads(&self, rail: usize) -> u64 {
+        self.rails[rail].backlog_reads.load(Ordering::SeqCst)
     }
 
     /// Frames of any kind rail `rail` carried.
@@ -206,8 +213,15 @@ impl Transport for RailTransport {
         count
     }
 
+    /// A rail with `capacity` frames in flight to `peer` is full, as a socket waiting for room.
+    fn has_room(&self, peer: PeerId) -> bool {
+        let rail = self.state();
+        peer >= self.net.size || rail.in_flight[(self.rank * self.net.size + peer) as usize].load(Ordering::SeqCst) < rail.options.capacity
+    }
+
     fn backlog(&self, peer: PeerId) -> u64 {
         let rail = self.state();
+        rail.backlog_reads.fetch_add(1, Ordering::SeqCst);
         rail.in_flight[(self.rank * self.net.size + peer) as usize].load(Ordering::SeqCst) as u64 * rail.options.max_payload as u64 / 2
     }
 }

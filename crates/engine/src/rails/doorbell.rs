@@ -1,0 +1,114 @@
+//! Sleeping on the rails: one epoll set holds every rail transport's doorbell, so a waiting rank
+//! sleeps on all its rails at once, and the rails say how long it may sleep before they need it
+//! while no frame arrives: until a rail holding chunk bytes back has drained under its queue
+//! cap, or a rail with none left has drained dry enough to take over or hedge.
+
+use std::time::{Duration, Instant};
+
+use braid_strategy::multirail;
+use braid_sys::net::Poller;
+use braid_transport::Transport;
+
+use super::transfer::{waiting_bytes, QUEUED_FRAME_MAX};
+use super::{Network, Rail};
+
+/// One epoll set holding the doorbell of every rail in `links`; `None` if some rail has none
+/// (the rank then keeps polling) or there are no rails.
+pub(super) fn open(links: &[Box<dyn Transport>]) -> Option<Poller> {
+    if links.is_empty() {
+        return None;
+    }
+    let mut set = Poller::new(links.len()).ok()?;
+    for (index, link) in links.iter().enumerate() {
+        set.add(link.doorbell()?, index as u64).ok()?;
+    }
+    Some(set)
+}
+
+impl Network {
+    /// Whether a waiting rank can sleep on the rails (every rail has a doorbell).
+    pub(crate) fn can_sleep(&self) -> bool {
+        self.doorbell.is_some()
+    }
+
+    /// How long this rank may sleep when nothing arrives, as far as the rails are concerned:
+    /// `None` when only arrivals matter (no transfer of ours in flight); zero when it must not
+    /// sleep. A connection waiting for room is left out: its doorbell rings when it has some.
+    pub(crate) fn sleep_limit(&self) -> Option<Duration> {
+        if self.transfers.is_empty() {
+            return None;
+        }
+        let horizon = self.strategy.queue_horizon_ns().map(|horizon| self.gaps.horizon_ns(horizon));
+        let waiting = waiting_bytes(&self.transfers, self.rails.len());
+        let mut limit: Option<Duration> = None;
+        for transfer in &self.transfers {
+            let Some(state) = self.peers.get(transfer.peer as usize).and_then(Option::as_ref) else { continue };
+            for (index, rail) in self.rails.iter().enumerate() {
+                let link = &self.links[index];
+                if !state.rail_up[index] || !link.has_room(transfer.peer) {
+                    continue;
+                }
+                let backlog = link.backlog(transfer.peer);
+                let excess = if waiting[index] > 0 {
+                    // Without a horizon every chunk is posted until the socket is full, or
+                    // posted by offload workers, which ring no doorbell: keep polling.
+                    let Some(horizon) = horizon else { return Some(Duration::ZERO) };
+                    // Under the cap already (the last step could not post): one frame's time.
+                    backlog.saturating_sub(rail.queue_cap(horizon)).max(QUEUED_FRAME_MAX as u64)
+                } else {
+                    let dry = rail.chunk_max.min(QUEUED_FRAME_MAX) as u64;
+                    if backlog <= dry {
+                        continue;
+                    }
+                    backlog - dry
+                };
+                let time = rail.drain_time(excess);
+                limit = Some(limit.map_or(time, |limit| limit.min(time)));
+            }
+        }
+        limit
+    }
+
+    /// Sleeps until a rail's doorbell rings or `timeout` passes. The sleep is no absence from
+    /// progress: the queue horizon need not cover it (it ends when the rails need the rank).
+    pub(crate) fn sleep(&mut self, timeout: Duration) {
+        let Some(doorbell) = &self.doorbell else { return };
+        let planned = Instant::now() + timeout;
+        let _ = doorbell.sleep(timeout);
+        self.gaps.slept_until(planned);
+    }
+}
+
+impl Rail {
+    /// How long this rail takes to drain `bytes`, at its sustained rate as corrected online.
+    fn drain_time(&self, bytes: u64) -> Duration {
+        let rate = self.profile.bandwidth() * multirail::usable_factor(self.rate.factor());
+        let seconds = bytes as f64 / rate;
+        if seconds.is_finite() && seconds > 0.0 { Duration::from_secs_f64(seconds.min(1.0)) } else { Duration::ZERO }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use braid_lane::Profile;
+    use braid_strategy::multirail::SplitSettings;
+
+    #[test]
+    fn drain_time_follows_the_rail_rate() {
+        let settings = SplitSettings::from_config(&braid_config::Config::default());
+        let rail = Rail {
+            profile: Profile::from_model(10_000.0, 250e6, 16 << 20),
+            rate: settings.rate_estimator(),
+            chunk_max: 1 << 20,
+            posted: 0,
+            backlog: 0,
+            observed_at: Instant::now(),
+            peers: Vec::new(),
+            first_stretch: false,
+        };
+        let time = rail.drain_time(2_500_000);
+        assert!((time.as_secs_f64() - 0.01).abs() < 0.001, "{time:?}");
+        assert_eq!(rail.drain_time(0), Duration::ZERO);
+    }
+}
