@@ -15,8 +15,8 @@ pub(crate) struct NodeInfo {
     /// The ranks on this machine outnumber the distinct CPUs in the union of their affinity masks
     /// (the nodes of a virtual cluster are one machine's network namespaces: they share its CPUs).
     pub(crate) oversubscribed: bool,
-    /// CPUs of this machine that could run helper threads (chunk-submission offload) without taking
-    /// a rank's.
+    /// CPUs of this node that could run helper threads (chunk-submission offload) without taking
+    /// one of the node's ranks' (on a virtual cluster, the other nodes' ranks share them too).
     pub(crate) spare: SpareCpus,
 }
 
@@ -48,8 +48,9 @@ pub(crate) fn exchange(bootstrap: &mut dyn Bootstrap) -> Result<NodeInfo, Engine
     bootstrap.put(&format!("braid-cpus-{rank}"), &topology::format_cpu_list(&cpus)).map_err(bootstrap_error)?;
     bootstrap.fence().map_err(bootstrap_error)?;
     let mut ranks = Vec::new();
-    // The CPU sets of the ranks on this machine, whatever their network namespace.
+    // The CPU sets of the ranks on this machine, whatever their network namespace, and on this node.
     let mut masks = Vec::new();
+    let mut node_masks = Vec::new();
     let mut identities: Vec<String> = Vec::new();
     let mut node_of = Vec::new();
     for peer in 0..bootstrap.size() {
@@ -71,13 +72,14 @@ pub(crate) fn exchange(bootstrap: &mut dyn Bootstrap) -> Result<NodeInfo, Engine
         });
         if peer_identity == identity {
             ranks.push(peer);
+            node_masks.push(peer_cpus.clone());
         }
         if machine(&peer_identity) == machine(&identity) {
             masks.push(peer_cpus);
         }
     }
     let online: Vec<usize> = topology::Topology::detect().map(|topology| topology.cpus.iter().map(|cpu| cpu.id).collect()).unwrap_or_default();
-    Ok(NodeInfo { oversubscribed: oversubscribed(&masks), spare: spare_cpus(&masks, &online), ranks, node_of })
+    Ok(NodeInfo { oversubscribed: oversubscribed(&masks), spare: spare_cpus(&node_masks, &online), ranks, node_of })
 }
 
 /// The machine part of a node identity: without its network namespace.
