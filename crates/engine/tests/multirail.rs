@@ -329,11 +329,12 @@ fn node_local_and_network_peers_mix_in_one_job() {
 /// Two TCP rails over loopback addresses 127.0.0.1 and 127.0.0.2 between threads of this
 /// process (`BRAID_SHM=off`: every peer is a network peer).
 fn run_tcp_job<T: Send + 'static>(size: u32, body: impl Fn(&mut braid_engine::Engine) -> T + Send + Sync + 'static) -> Vec<T> {
-    run_tcp_job_with(size, config(), body)
+    run_tcp_job_with(size, config(), None, body)
 }
 
-/// [`run_tcp_job`] with `config` (shared memory off, a fresh profile directory).
-fn run_tcp_job_with<T: Send + 'static>(size: u32, config: Config, body: impl Fn(&mut braid_engine::Engine) -> T + Send + Sync + 'static) -> Vec<T> {
+/// [`run_tcp_job`] with `config` (shared memory off, a fresh profile directory) and the rails'
+/// kernel socket buffers set to `socket_buffer` bytes, if given.
+fn run_tcp_job_with<T: Send + 'static>(size: u32, config: Config, socket_buffer: Option<usize>, body: impl Fn(&mut braid_engine::Engine) -> T + Send + Sync + 'static) -> Vec<T> {
     use braid_transport::tcp::{Rail, TcpTransport};
     static JOBS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let job = JOBS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -350,7 +351,11 @@ fn run_tcp_job_with<T: Send + 'static>(size: u32, config: Config, body: impl Fn(
                     .into_iter()
                     .map(|(name, address)| {
                         let rail = Rail { name: name.to_string(), address: address.into() };
-                        Box::new(TcpTransport::new(&config, rail).expect("tcp rail")) as Box<dyn braid_transport::Transport>
+                        let mut transport = TcpTransport::new(&config, rail).expect("tcp rail");
+                        if let Some(bytes) = socket_buffer {
+                            transport.set_socket_buffer(bytes);
+                        }
+                        Box::new(transport) as Box<dyn braid_transport::Transport>
                     })
                     .collect();
                 let mut engine = braid_engine::Engine::with_rails(
@@ -400,9 +405,9 @@ fn tcp_rails_over_loopback_keep_order_and_move_large_messages_intact() {
 fn full_rails_are_not_asked_for_their_backlog() {
     use std::sync::atomic::{AtomicBool, Ordering};
     const LEN: usize = 32 << 20;
-    let back = Arc::new(AtomicBool::new(false));
+    let (away, back) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
     let steps_reading = Arc::new(std::sync::Mutex::new(None));
-    let (back_in, steps_in) = (Arc::clone(&back), Arc::clone(&steps_reading));
+    let (away_in, back_in, steps_in) = (Arc::clone(&away), Arc::clone(&back), Arc::clone(&steps_reading));
     run_rail_job(vec![0, 1], two_rails(), config(), move |engine, net| {
         let peer = 1 - engine.rank();
         if engine.rank() == 1 {
@@ -410,7 +415,10 @@ fn full_rails_are_not_asked_for_their_backlog() {
             while net.data_bytes(0) + net.data_bytes(1) == 0 {
                 engine.progress().unwrap();
             }
+            away_in.store(true, Ordering::SeqCst);
+            let deadline = Instant::now() + Duration::from_secs(30);
             while !back_in.load(Ordering::SeqCst) {
+                assert!(Instant::now() < deadline, "the sender never finished its steps");
                 std::thread::sleep(Duration::from_millis(1));
             }
             let (status, received) = engine.wait_receive(incoming).unwrap();
@@ -419,7 +427,7 @@ fn full_rails_are_not_asked_for_their_backlog() {
             return;
         }
         let outgoing = send(engine, pattern(0, LEN), peer, 1);
-        while net.data_bytes(0) + net.data_bytes(1) == 0 {
+        while !away_in.load(Ordering::SeqCst) {
             engine.progress().unwrap();
         }
         // The receiver no longer polls: within a few steps both rails are full.
@@ -445,7 +453,10 @@ fn full_rails_are_not_asked_for_their_backlog() {
 fn tcp_rails_ring_a_sleeping_rank_and_place_chunks_in_the_receive_buffer() {
     const LEN: usize = 64 << 20;
     let config = Config { block_timeout_ms: 10_000, spin_count: 10, ..config() };
-    let results = run_tcp_job_with(2, config, |engine| {
+    // Loopback carries 64 KiB segments, so with large socket buffers most reads would end just
+    // short of a chunk's end, where placing is not worth it; small buffers cut them anywhere, as
+    // a real link's 1500 or 9000-byte packets do.
+    let results = run_tcp_job_with(2, config, Some(32 << 10), |engine| {
         let peer = 1 - engine.rank();
         if engine.rank() == 1 {
             let incoming = post(engine, 8, Source::Rank(peer), TagSelector::Tag(1));

@@ -41,7 +41,8 @@
 //!   into it, over as many polls as it takes (the sink is asked again each time, and may decline
 //!   a payload it no longer needs, which is then dropped). After a placed payload the next read
 //!   takes only a frame's prefix and largest header, so that the next chunk's payload is placed
-//!   too; a frame not placed returns the connection to block reads.
+//!   too; a large frame not placed, or small frames filling such a read with more waiting,
+//!   return the connection to block reads.
 //!
 //! ## Sleeping
 //! The epoll set is the doorbell: it is level-triggered, so nothing needs arming, and a rank
@@ -318,6 +319,12 @@ impl Connection {
                         Err(Broken) => return (delivered, Err(Broken)),
                     }
                     self.start_placing(sink);
+                    // Small frames filled a front-sized read and more is waiting: not a run
+                    // of chunks, so back to block reads. A read that drained the socket keeps
+                    // the mode (a chunk's small neighbours, its acknowledgements, come alone).
+                    if self.placed_last && self.placing.is_none() && count == wanted {
+                        self.placed_last = false;
+                    }
                     if count < wanted {
                         break;
                     }
@@ -412,7 +419,6 @@ impl Connection {
             });
             self.received_start += frame_len;
             delivered += 1;
-            self.placed_last = false;
         }
         if self.received_start == self.received_end {
             self.received_start = 0;
