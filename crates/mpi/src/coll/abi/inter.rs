@@ -12,6 +12,7 @@ use std::future::Future;
 
 use super::{combiner, count_of, mixed, reduction_input, reduction_of, spread, times, typed, typed_elements, Counts, Landing, Outcome, Start, Typed};
 use crate::coll::algorithms::inter::{self as algorithms, Role};
+use crate::coll::port::Port;
 use crate::consts::*;
 use crate::error::{error, MpiResult};
 
@@ -62,6 +63,28 @@ impl Arrival {
     unsafe fn finish(&self) {
         // SAFETY: per the caller.
         unsafe { self.recv.store(&self.landing) };
+    }
+}
+
+/// A rooted collective between the groups that moves one typed buffer each way (gather, scatter):
+/// the side with `send` passes its elements to `algorithm`, the side with `recv` gets its bytes
+/// unpacked, and a rank with neither takes no part.
+fn rooted(start: &Start, send: Option<Typed>, recv: Option<Typed>, role: Role, algorithm: impl AsyncFn(&Port, &[u8], &mut [u8], Role) -> Outcome + 'static) -> impl Future<Output = Outcome> + 'static {
+    let port = start.port();
+    async move {
+        if let Some(send) = send {
+            // SAFETY: the caller's send buffer holds the elements.
+            return algorithm(&port, &unsafe { send.read() }, &mut [], role).await;
+        }
+        let Some(recv) = recv else {
+            return Ok(());
+        };
+        // SAFETY: the caller's receive buffer holds the elements; only this collective uses it.
+        let mut arrival = unsafe { Arrival::new(recv) };
+        algorithm(&port, &[], arrival.bytes(), role).await?;
+        // SAFETY: as above.
+        unsafe { arrival.finish() };
+        Ok(())
     }
 }
 
@@ -177,22 +200,7 @@ pub(super) unsafe fn gather(start: &Start, sendbuf: *const c_void, sendcount: c_
     let role = role_of(start, root)?;
     let recv = if role == Role::Root { Some(typed_elements(comm, recvbuf, times(comm, count_of(comm, recvcount)?, start.remote_size())?, recvtype)?) } else { None };
     let send = if matches!(role, Role::Remote { .. }) { Some(typed_send(start, sendbuf, sendcount, sendtype)?) } else { None };
-    let port = start.port();
-    Ok(async move {
-        if let Some(send) = send {
-            // SAFETY: the caller's send buffer holds the elements.
-            return algorithms::gather(&port, &unsafe { send.read() }, &mut [], role).await;
-        }
-        let Some(recv) = recv else {
-            return Ok(());
-        };
-        // SAFETY: the caller's receive buffer holds the elements; only this collective uses it.
-        let mut arrival = unsafe { Arrival::new(recv) };
-        algorithms::gather(&port, &[], arrival.bytes(), role).await?;
-        // SAFETY: as above.
-        unsafe { arrival.finish() };
-        Ok(())
-    })
+    Ok(rooted(start, send, recv, role, algorithms::gather))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -231,22 +239,7 @@ pub(super) unsafe fn scatter(start: &Start, sendbuf: *const c_void, sendcount: c
     } else {
         None
     };
-    let port = start.port();
-    Ok(async move {
-        if let Some(send) = send {
-            // SAFETY: the caller's send buffer holds the elements.
-            return algorithms::scatter(&port, &unsafe { send.read() }, &mut [], role).await;
-        }
-        let Some(recv) = recv else {
-            return Ok(());
-        };
-        // SAFETY: the caller's receive buffer holds the elements; only this collective uses it.
-        let mut arrival = unsafe { Arrival::new(recv) };
-        algorithms::scatter(&port, &[], arrival.bytes(), role).await?;
-        // SAFETY: as above.
-        unsafe { arrival.finish() };
-        Ok(())
-    })
+    Ok(rooted(start, send, recv, role, algorithms::scatter))
 }
 
 #[allow(clippy::too_many_arguments)]
