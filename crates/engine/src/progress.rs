@@ -73,48 +73,6 @@ pub(crate) const RAIL_SPIN_WINDOW: Duration = Duration::from_micros(20);
 /// A sleep shorter than this is not worth its system calls (and the wake-up): yield instead.
 const SLEEP_MIN: Duration = Duration::from_micros(20);
 
-/// How long a waiter with a core of its own goes on spinning, past `BRAID_SPIN_COUNT` polls,
-/// while a peer waits for a CPU: about two scheduler ticks at 250 Hz. The peer answers as soon as
-/// it runs again, whereas a sleeper's core goes to what else is runnable there (a nice-19 job),
-/// which the kernel may leave running for the rest of its tick after the wake-up; the peer, in
-/// turn waiting for that late answer, sleeps too, and every message of a ping-pong can then cost
-/// a tick.
-const PREEMPTED_PEER_SPIN_MAX: Duration = Duration::from_millis(10);
-
-/// How often a waiter spinning for a preempted peer looks again (each look reads the peers'
-/// run delays: system calls). The first look only records them, so a waiter whose peers compute
-/// sleeps this much later than `BRAID_SPIN_COUNT` polls alone would make it.
-const PREEMPTED_PEER_LOOK_EVERY: Duration = Duration::from_micros(100);
-
-/// The spin past `BRAID_SPIN_COUNT` polls while a peer waits for a CPU; starts with each wait
-/// (and again after anything arrives).
-#[derive(Debug, Default)]
-struct PreemptedPeerSpin {
-    /// When the first look was made, and the latest.
-    looked: Option<(Instant, Instant)>,
-}
-
-impl PreemptedPeerSpin {
-    /// Whether to spin on rather than sleep at `now`; `peers_wait_for_cpu` answers whether a peer
-    /// has waited for a CPU since the previous look.
-    fn keep_spinning(&mut self, now: Instant, peers_wait_for_cpu: impl FnOnce() -> bool) -> bool {
-        match self.looked {
-            None => {
-                peers_wait_for_cpu();
-                self.looked = Some((now, now));
-                true
-            }
-            Some((first, latest)) => {
-                if now.duration_since(latest) < PREEMPTED_PEER_LOOK_EVERY {
-                    return true;
-                }
-                self.looked = Some((first, now));
-                now.duration_since(first) < PREEMPTED_PEER_SPIN_MAX && peers_wait_for_cpu()
-            }
-        }
-    }
-}
-
 /// What a waiter does after an unsuccessful poll.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Idle {
@@ -124,13 +82,6 @@ pub(crate) enum Idle {
 }
 
 impl WaitPolicy {
-    /// Whether a waiter about to sleep first spins on while a peer waits for a CPU: only one
-    /// that spins at all and has a core of its own (oversubscribed, the peer may be waiting for
-    /// this very core).
-    fn spins_for_preempted_peers(&self) -> bool {
-        self.mode == WaitMode::Auto && !self.oversubscribed && self.spin_count > 0
-    }
-
     /// `idle_polls` unsuccessful polls so far, `idle_for` since the first of them.
     pub(crate) fn after_idle_poll(&self, idle_polls: u32, idle_for: impl FnOnce() -> Duration) -> Idle {
         match self.mode {
@@ -190,7 +141,6 @@ impl Engine {
         }
         let mut idle_polls: u32 = 0;
         let mut idle_since: Option<Instant> = None;
-        let mut preempted_peer = PreemptedPeerSpin::default();
         loop {
             if done(self) {
                 return Ok(());
@@ -198,7 +148,6 @@ impl Engine {
             if self.progress()? {
                 idle_polls = 0;
                 idle_since = None;
-                preempted_peer = PreemptedPeerSpin::default();
                 continue;
             }
             idle_polls = idle_polls.saturating_add(1);
@@ -211,7 +160,6 @@ impl Engine {
                 Idle::Block => {}
             }
             let sleeper = match self.wait.doorbell {
-                Doorbell::Direct(transport) if self.wait.spins_for_preempted_peers() && preempted_peer.keep_spinning(Instant::now(), || self.transports[transport].peers_wait_for_cpu()) => continue,
                 Doorbell::Direct(transport) => Some(transport).filter(|_| !self.core.has_local_work()),
                 Doorbell::Rails { bounded } => {
                     self.sleep_on_rails(bounded)?;
@@ -376,30 +324,6 @@ mod wait_policy_tests {
         assert_eq!(rails.after_idle_poll(100, || RAIL_SPIN_WINDOW), Idle::Block);
         assert_eq!(rails.after_idle_poll(20_000, || Duration::ZERO), Idle::Block);
         assert_eq!(WaitPolicy { mode: WaitMode::Poll, ..rails }.after_idle_poll(100, || Duration::MAX), Idle::Spin);
-    }
-
-    #[test]
-    fn a_waiter_spins_on_while_a_peer_waits_for_a_cpu_and_no_longer_than_the_limit() {
-        let start = Instant::now();
-        let at = |micros: u64| start + Duration::from_micros(micros);
-        let mut spin = PreemptedPeerSpin::default();
-        assert!(spin.keep_spinning(at(0), || true), "the first look only records the run delays");
-        assert!(spin.keep_spinning(at(50), || panic!("looked again too soon")));
-        assert!(spin.keep_spinning(at(100), || true));
-        assert!(!spin.keep_spinning(at(250), || false), "no peer waits for a CPU: sleep");
-        let mut spin = PreemptedPeerSpin::default();
-        let limit = PREEMPTED_PEER_SPIN_MAX.as_micros() as u64;
-        assert!(spin.keep_spinning(at(0), || false));
-        assert!(spin.keep_spinning(at(limit - 1), || true));
-        assert!(!spin.keep_spinning(at(limit + 200), || true), "a peer preempted for longer than the limit");
-    }
-
-    #[test]
-    fn only_a_spinning_waiter_with_a_core_of_its_own_spins_for_preempted_peers() {
-        assert!(policy(WaitMode::Auto, false).spins_for_preempted_peers());
-        assert!(!policy(WaitMode::Auto, true).spins_for_preempted_peers());
-        assert!(!policy(WaitMode::Block, false).spins_for_preempted_peers());
-        assert!(!WaitPolicy { spin_count: 0, ..policy(WaitMode::Auto, false) }.spins_for_preempted_peers());
     }
 
     #[test]

@@ -310,13 +310,6 @@ pub trait Transport {
     /// Ends a sleep phase started by `prepare_sleep` (senders stop ringing).
     fn finish_sleep(&mut self) {}
 
-    /// Whether a peer of this transport has waited for a CPU (runnable, not running) since the
-    /// previous call: a waiter then keeps its core rather than sleep, since the peer answers as
-    /// soon as it runs again. Called only by a waiter about to sleep (it may make system calls).
-    fn peers_wait_for_cpu(&mut self) -> bool {
-        false
-    }
-
     /// A descriptor that is readable while `poll` has something to do (input, or room for a
     /// connection waiting for it), with no arming needed: the engine sleeps on several such
     /// transports at once (the network rails) by waiting on all their descriptors. `None`: no

@@ -63,7 +63,6 @@
 
 mod pool;
 pub mod ring;
-mod run_delay;
 mod segment;
 
 use std::io::{self, IoSlice};
@@ -75,7 +74,6 @@ use braid_sys::{cma, process, shm};
 
 use crate::{Incoming, Payload, RemoteRegion, SendOutcome, Transport, TransportError, MAX_HEADER};
 use ring::{frame_cells, Consumer, Producer, ONE_CELL_BYTES};
-use run_delay::RunDelays;
 use segment::{Layout, Segment};
 
 /// Tag bit of a descriptor frame whose payload is in a pool buffer.
@@ -130,8 +128,6 @@ pub struct ShmTransport {
     next_inbound: usize,
     pool_cursor: usize,
     scratch: Vec<u8>,
-    /// How long each local peer has waited for a CPU (see [`Transport::peers_wait_for_cpu`]).
-    peer_run_delays: RunDelays,
     /// Indexed by local index: every local rank's segment, this rank's own included. Mapped for as
     /// long as the ring and pool views above are used (dropped last).
     segments: Vec<Segment>,
@@ -174,7 +170,6 @@ impl ShmTransport {
             next_inbound: 0,
             pool_cursor: 0,
             scratch: vec![0; ring::Consumer::scratch_len(largest_ring_data)],
-            peer_run_delays: RunDelays::open([]),
             segments: Vec::new(),
         })
     }
@@ -386,7 +381,6 @@ impl ShmTransport {
             .filter(|&sender| sender != own_local)
             .map(|sender| Inbound { peer: local_ranks[sender], share_token: 0, consumer: Consumer::new(self.segments[own_local].ring(ring_slot(sender, own_local))), segment: sender })
             .collect();
-        self.peer_run_delays = RunDelays::open((0..local_ranks.len()).filter(|&peer| peer != own_local).map(|peer| self.segments[peer].owner_pid()));
         Ok(())
     }
 }
@@ -566,10 +560,6 @@ impl Transport for ShmTransport {
         if let Some(segment) = self.own_segment() {
             segment.doorbell().finish_sleep();
         }
-    }
-
-    fn peers_wait_for_cpu(&mut self) -> bool {
-        self.peer_run_delays.any_grew()
     }
 }
 

@@ -128,11 +128,6 @@ impl Segment {
         unsafe { self.at::<Header>(0).as_ref() }
     }
 
-    /// The process id of the rank that owns this segment (as its creator saw it).
-    pub fn owner_pid(&self) -> u32 {
-        self.header().owner_pid.load(Ordering::Relaxed) as u32
-    }
-
     /// The doorbell of the rank that owns this segment.
     pub fn doorbell(&self) -> &Doorbell {
         // SAFETY: a zero-valid, 64-byte aligned Doorbell at a fixed offset inside the mapping,
