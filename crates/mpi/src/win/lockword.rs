@@ -11,6 +11,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::sync::LockKind;
 
+/// A lock word (loom's model of one under loom, where only this module's tests run).
+pub type Word = AtomicU64;
+
 /// The lock word's value while an exclusive lock is held.
 pub const EXCLUSIVE: u64 = u64::MAX;
 

@@ -6,7 +6,6 @@
 use std::collections::VecDeque;
 use std::ffi::c_int;
 use std::rc::Rc;
-use std::sync::atomic::AtomicU64;
 
 use braid_engine::{Engine, EngineError, RequestId, SendMode, Source, TagSelector};
 use braid_sys::shm::SharedMapping;
@@ -50,16 +49,16 @@ pub const LOCK_SLOT: usize = 64;
 
 impl Segment {
     /// The lock word (MPI_Win_lock) of window rank `rank`.
-    pub fn lock_word(&self, rank: u32) -> &AtomicU64 {
+    pub fn lock_word(&self, rank: u32) -> &lockword::Word {
         // SAFETY: the header holds one 64-byte slot per rank (the creator sized it so), the
         // mapping is page aligned, and these words are only ever accessed atomically.
-        unsafe { &*self.mapping.as_ptr().add(rank as usize * LOCK_SLOT).cast::<AtomicU64>() }
+        unsafe { &*self.mapping.as_ptr().add(rank as usize * LOCK_SLOT).cast::<lockword::Word>() }
     }
 
     /// The accumulate lock of window rank `rank`.
-    pub fn accumulate_word(&self, rank: u32) -> &AtomicU64 {
+    pub fn accumulate_word(&self, rank: u32) -> &lockword::Word {
         // SAFETY: as in `lock_word`, the slot's second word.
-        unsafe { &*self.mapping.as_ptr().add(rank as usize * LOCK_SLOT + 8).cast::<AtomicU64>() }
+        unsafe { &*self.mapping.as_ptr().add(rank as usize * LOCK_SLOT + 8).cast::<lockword::Word>() }
     }
 }
 
