@@ -28,3 +28,4 @@ pub mod threaded;
 pub mod tools;
 pub mod topo;
 pub mod unsupported;
+pub mod win;
