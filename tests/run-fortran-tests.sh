@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end Fortran tests: builds every program in tests/fortran (mpif.h in fixed form, the `mpi`
-# module in free form) with the implementation's Fortran wrapper and runs it at 1-4 ranks (4 ranks
-# are oversubscribed on a 2-core machine).
+# and `mpi_f08` modules in free form) with the implementation's Fortran wrapper and runs it at 1-4
+# ranks (4 ranks are oversubscribed on a 2-core machine).
 #
 # Usage:  tests/run-fortran-tests.sh                  # against Braid (bin/braidfort; needs
 #                                                     # `cargo build --release` and gfortran)
@@ -76,7 +76,7 @@ explain() {
 }
 
 echo "# implementation: $MPI_IMPL; logs: $LOG_DIR"
-PROGRAMS=(f77_layer.f f90_module.f90)
+PROGRAMS=(f77_layer.f f90_module.f90 f08_module.f90)
 for source in "${PROGRAMS[@]}"; do
     program="${source%.*}"
     selected "$program" || continue

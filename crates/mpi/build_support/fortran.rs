@@ -132,7 +132,7 @@ impl Scalar {
 const LOGICAL_NAMES: &[&str] = &["flag", "periods", "reorder", "remain_dims", "high", "commute", "weighted"];
 
 /// C handle types: ints in Braid, INTEGER in Fortran.
-const HANDLE_TYPES: &[&str] = &["MPI_Comm", "MPI_Datatype", "MPI_Op", "MPI_Group", "MPI_Request", "MPI_Errhandler", "MPI_Info", "MPI_Win", "MPI_File", "MPI_Message", "MPI_Fint"];
+pub const HANDLE_TYPES: &[&str] = &["MPI_Comm", "MPI_Datatype", "MPI_Op", "MPI_Group", "MPI_Request", "MPI_Errhandler", "MPI_Info", "MPI_Win", "MPI_File", "MPI_Message", "MPI_Fint"];
 
 /// Why a parameter has no automatic binding, or its kind.
 pub fn classify(function: &str, param: &Param) -> Result<Kind, String> {
@@ -297,7 +297,7 @@ fn c_param_type(kind: Kind) -> &'static str {
     }
 }
 
-fn c_return_type(returns: &str) -> &'static str {
+pub fn c_return_type(returns: &str) -> &'static str {
     match returns {
         "double" => "f64",
         "MPI_Aint" => "MPI_Aint",
@@ -456,7 +456,7 @@ fn integer_value(text: &str) -> Option<i64> {
 }
 
 /// The constants that Fortran has and C has not, or has with another value or type.
-fn fortran_only_constants(header: &str) -> Vec<(String, String, String)> {
+pub fn fortran_only_constants(header: &str) -> Vec<(String, String, String)> {
     let value = |name: &str| integer_constants_with_f(header).into_iter().find(|(n, _)| n == name).map(|(_, v)| v).unwrap_or_else(|| panic!("mpi.h lacks {name}"));
     let size = value("MPI_F_STATUS_SIZE");
     vec![
@@ -486,7 +486,7 @@ fn integer_constants_with_f(header: &str) -> Vec<(String, i64)> {
 }
 
 /// Constants whose Fortran type is not INTEGER.
-fn fortran_type_of(name: &str) -> &'static str {
+pub fn fortran_type_of(name: &str) -> &'static str {
     match name {
         "MPI_DISPLACEMENT_CURRENT" => "INTEGER(KIND=MPI_OFFSET_KIND)",
         _ => "INTEGER",
@@ -561,7 +561,7 @@ pub fn mpif_h(header: &str) -> String {
 }
 
 /// The Fortran declaration of one parameter in an interface body.
-fn fortran_declaration(param: &Param, kind: Kind) -> Vec<String> {
+pub fn fortran_declaration(param: &Param, kind: Kind) -> Vec<String> {
     let name = fortran_name(&param.name);
     let dims = |array: bool| -> String {
         if !param.inner_dims.is_empty() {
@@ -589,7 +589,7 @@ fn fortran_declaration(param: &Param, kind: Kind) -> Vec<String> {
     }
 }
 
-fn fortran_name(name: &str) -> String {
+pub fn fortran_name(name: &str) -> String {
     match name {
         "function" => "handler_fn".to_string(),
         other => other.to_string(),
@@ -597,7 +597,7 @@ fn fortran_name(name: &str) -> String {
 }
 
 /// Wraps a Fortran free-form statement at 100 columns with `&` continuations.
-fn wrap(indent: &str, statement: &str) -> String {
+pub fn wrap(indent: &str, statement: &str) -> String {
     let mut out = String::new();
     let mut line = String::from(indent);
     for (i, word) in statement.split(' ').enumerate() {
@@ -647,6 +647,14 @@ fn interface(function: &Function, kinds: &[Kind]) -> String {
     out
 }
 
+/// The interfaces of the handwritten MPI_Init and MPI_Init_thread, with `ierror` declared as given.
+pub fn init_interfaces(ierror: &str) -> String {
+    format!(
+        "    SUBROUTINE MPI_Init(ierror)\n      IMPLICIT NONE\n      {ierror}\n    END SUBROUTINE MPI_Init\n    \
+         SUBROUTINE MPI_Init_thread(required, provided, ierror)\n      IMPLICIT NONE\n      INTEGER :: required, provided\n      {ierror}\n    END SUBROUTINE MPI_Init_thread\n"
+    )
+}
+
 /// The source of the `mpi` module: the constants of mpif.h and an explicit interface for every
 /// generated routine (choice buffers take any type, kind and rank through gfortran's
 /// NO_ARG_CHECK). The handwritten routines have no interface and behave as with mpif.h.
@@ -659,6 +667,7 @@ pub fn mpi_module(header: &str) -> String {
         let _ = writeln!(out, "  EXTERNAL {}", chunk.join(", "));
     }
     out.push_str("  INTERFACE\n");
+    out.push_str(&init_interfaces("INTEGER :: ierror"));
     for function in functions(header) {
         if let Binding::Generated(kinds) = binding(&function) {
             out.push_str(&interface(&function, &kinds));
