@@ -12,6 +12,7 @@ pub mod datatype;
 pub mod dynamic;
 pub mod error;
 pub mod fortran;
+mod fortran_binding;
 pub mod grequest;
 pub mod group;
 pub mod info;
