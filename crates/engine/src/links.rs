@@ -90,4 +90,27 @@ mod tests {
         assert!(both.predict(8) >= 0.9 * rail.predict(8));
         assert_eq!(LinkProfiles::new(None, &[]).inter_node, None);
     }
+
+    #[test]
+    fn every_rank_takes_rank_0s_links_and_its_wake_up_cost_where_it_is_oversubscribed() {
+        for oversubscribed in [false, true] {
+            let jobs = braid_pmi::threads::ThreadBootstrap::job(&format!("braid-links-test-{oversubscribed}"), 4);
+            let handles: Vec<_> = jobs
+                .into_iter()
+                .map(|mut bootstrap| {
+                    std::thread::spawn(move || {
+                        // Each rank's rails differ, as profiles cached on different nodes may.
+                        let rail = Profile::from_model(10_000.0 * (bootstrap.rank() + 1) as f64, 100e6, 1 << 20);
+                        agree(&mut bootstrap, &[0, 0, 1, 1], oversubscribed, LinkProfiles::new(None, &[rail])).unwrap()
+                    })
+                })
+                .collect();
+            let links: Vec<LinkProfiles> = handles.into_iter().map(|handle| handle.join().unwrap()).collect();
+            assert!(links.iter().all(|agreed| *agreed == links[0]), "{links:?}");
+            let rank_0s = LinkProfiles::new(None, &[Profile::from_model(10_000.0, 100e6, 1 << 20)]);
+            let predicted = links[0].inter_node.as_ref().unwrap().predict(1 << 10);
+            assert!((predicted - rank_0s.inter_node.unwrap().predict(1 << 10)).abs() < 1.0, "{predicted}");
+            assert_eq!(links[0].wake_up_ns.is_some(), oversubscribed);
+        }
+    }
 }
