@@ -303,7 +303,7 @@ pub async fn alltoall(port: &Port, layout: &NodeLayout, send: &[u8], recv: &mut 
     if elsewhere.is_empty() {
         return Ok(());
     }
-    let leaving: Vec<u8> = elsewhere.iter().flat_map(|&dest| send[by_rank(dest)].iter().copied()).collect();
+    let leaving = concatenated(elsewhere.iter().map(|&dest| &send[by_rank(dest)]));
     let span = leaving.len();
     let leader = port.rank() == node[0];
     let mut gathered = vec![0u8; if leader { node.len() * span } else { 0 }];
@@ -386,6 +386,15 @@ async fn node_lengths(port: &Port, node: &[usize], node_root: usize, own: &[usiz
     all[node_root * encoded.len()..(node_root + 1) * encoded.len()].copy_from_slice(&encoded);
     flat_gather(port, None, &mut all, node_root).await?;
     Ok(all.chunks_exact(LEN).map(|bytes| u64::from_le_bytes(bytes.try_into().expect("a chunk of LEN bytes")) as usize).collect())
+}
+
+/// The blocks one after another, each copied whole.
+fn concatenated<'a>(blocks: impl Iterator<Item = &'a [u8]> + Clone) -> Vec<u8> {
+    let mut all = Vec::with_capacity(blocks.clone().map(<[u8]>::len).sum());
+    for block in blocks {
+        all.extend_from_slice(block);
+    }
+    all
 }
 
 /// Consecutive ranges of the lengths `lens`, and their total.
@@ -536,7 +545,7 @@ pub async fn alltoallv(port: &Port, layout: &NodeLayout, send: &[u8], send_block
     let lens = node_lengths(port, &node, 0, &own_lens).await?;
     let sent_len = |member: usize, to: usize| lens[member * 2 * others + to];
     let received_len = |member: usize, from: usize| lens[member * 2 * others + others + from];
-    let leaving: Vec<u8> = elsewhere.iter().flat_map(|&dest| send[send_blocks[dest].clone()].iter().copied()).collect();
+    let leaving = concatenated(elsewhere.iter().map(|&dest| &send[send_blocks[dest].clone()]));
     let (gathered_blocks, gathered_len) = if leader { consecutive((0..node.len()).map(|member| (0..others).map(|to| sent_len(member, to)).sum())) } else { (Vec::new(), 0) };
     let mut gathered = vec![0u8; gathered_len];
     {
