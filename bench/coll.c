@@ -2,7 +2,8 @@
  *
  * Usage: coll [-c LIST] [-s LIST] [-t SECONDS] [-i ITERATIONS]
  *   -c  collectives, comma-separated (default
- *       allreduce,bcast,alltoall,allgather,reduce_scatter,gather,iallreduce)
+ *       allreduce,bcast,alltoall,allgather,reduce_scatter,gather,iallreduce; also gatherv and
+ *       alltoallv, with every count equal, as the v-variants)
  *   -s  sizes in bytes, comma-separated (default 8,1024,65536,524288,4194304)
  *   -t  seconds to spend timing each point (default 0.3); the iteration count comes from one
  *       untimed call, at least 3 and at most 2000
@@ -21,6 +22,8 @@
 
 static int rank, size;
 static int *send_buffer, *receive_buffer;
+/* The v-variants' counts and displacements: `count` elements per rank, in rank order. */
+static int *counts, *displacements;
 
 static void die(const char *message)
 {
@@ -44,6 +47,15 @@ static void run(const char *collective, long bytes)
         MPI_Bcast(receive_buffer, count, MPI_INT, 0, MPI_COMM_WORLD);
     } else if (strcmp(collective, "alltoall") == 0) {
         MPI_Alltoall(send_buffer, count, MPI_INT, receive_buffer, count, MPI_INT, MPI_COMM_WORLD);
+    } else if (strcmp(collective, "alltoallv") == 0 || strcmp(collective, "gatherv") == 0) {
+        for (int s = 0; s < size; s++) {
+            counts[s] = count;
+            displacements[s] = s * count;
+        }
+        if (collective[0] == 'a')
+            MPI_Alltoallv(send_buffer, counts, displacements, MPI_INT, receive_buffer, counts, displacements, MPI_INT, MPI_COMM_WORLD);
+        else
+            MPI_Gatherv(send_buffer, count, MPI_INT, receive_buffer, counts, displacements, MPI_INT, 0, MPI_COMM_WORLD);
     } else if (strcmp(collective, "allgather") == 0) {
         MPI_Allgather(send_buffer, count, MPI_INT, receive_buffer, count, MPI_INT, MPI_COMM_WORLD);
     } else if (strcmp(collective, "gather") == 0) {
@@ -80,13 +92,13 @@ static void check(const char *collective, long bytes)
         for (int i = 0; i < count; i++)
             if (receive_buffer[i] != i % 13)
                 die("bcast result is wrong");
-    } else if (strcmp(collective, "alltoall") == 0) {
+    } else if (strcmp(collective, "alltoall") == 0 || strcmp(collective, "alltoallv") == 0) {
         /* Block s came from rank s's block `rank`, elements rank * count + i there. */
         for (int s = 0; s < size; s++)
             for (int i = 0; i < count; i++)
                 if (receive_buffer[s * count + i] != s * 7 + (rank * count + i) % 13)
                     die("alltoall result is wrong");
-    } else if (strcmp(collective, "allgather") == 0 || (strcmp(collective, "gather") == 0 && rank == 0)) {
+    } else if (strcmp(collective, "allgather") == 0 || ((strcmp(collective, "gather") == 0 || strcmp(collective, "gatherv") == 0) && rank == 0)) {
         for (int s = 0; s < size; s++)
             for (int i = 0; i < count; i++)
                 if (receive_buffer[s * count + i] != s * 7 + i % 13)
@@ -140,7 +152,9 @@ int main(int argc, char **argv)
     long elements = (largest / (long)sizeof(int) + 1) * size;
     send_buffer = malloc((size_t)elements * sizeof(int));
     receive_buffer = malloc((size_t)elements * sizeof(int));
-    if (!send_buffer || !receive_buffer)
+    counts = malloc((size_t)size * sizeof(int));
+    displacements = malloc((size_t)size * sizeof(int));
+    if (!send_buffer || !receive_buffer || !counts || !displacements)
         die("out of memory");
     if (rank == 0)
         printf("# coll: %d ranks, slowest rank's mean time per call\n", size);
@@ -175,6 +189,8 @@ int main(int argc, char **argv)
     free(sizes);
     free(send_buffer);
     free(receive_buffer);
+    free(counts);
+    free(displacements);
     MPI_Finalize();
     return 0;
 }

@@ -6,7 +6,8 @@
 # default collective component; mpirun inside n0 with an rsh agent, as in multirail.sh).
 # Repetitions are interleaved (repetition 1 of every variant, then 2, ...); the table shows
 # medians, auto/Open MPI and auto/flat ratios, and the cost model's choice at each point (from one
-# untimed BRAID_DEBUG pass: the `coll model` lines) against the faster of off and always.
+# untimed BRAID_DEBUG pass: the `coll model` lines) against the faster of off and always. The
+# v-variants (gatherv, alltoallv) are chosen once for every size: their model column is empty.
 #
 # Usage: bench/coll_cluster.sh [--reps R] [--rails RATES] [--sizes LIST] [--collectives LIST]
 #                              [--placements "blocked cyclic"] [--seconds S] [--no-openmpi]
@@ -29,7 +30,7 @@ source "$ROOT/bench/cluster-lib.sh"
 REPS=3
 RAILS=2gbit,1gbit
 SIZES=8,1024,65536,524288,4194304
-COLLECTIVES=allreduce,bcast,alltoall,allgather,reduce_scatter,gather,iallreduce
+COLLECTIVES=allreduce,bcast,alltoall,allgather,reduce_scatter,gather,iallreduce,gatherv,alltoallv
 PLACEMENTS="blocked cyclic"
 SECONDS_PER_POINT=0.3
 OPENMPI=1
@@ -151,14 +152,21 @@ with open(sys.argv[2], "w") as out:
     for (placement, collective, size, variant), value in sorted(median.items()):
         out.write(f"{placement},{collective},{size},{variant},{value:g}\n")
 
-# `coll model` lines: "<placement>: braid: coll model: <collective> <bytes> B: flat <ns> ns, hierarchical <ns> ns: <form>"
+# `coll model` lines: "<placement>: braid: coll model: <collective> <bytes> B: flat <ns> ns, hierarchical <ns> ns: <form>",
+# or for a v-variant "<placement>: braid: coll model: <collective> any size (...): <form>".
 decided = {}
+any_size = {}
 pattern = re.compile(r"^(\w+): .*coll model: (\w+) (\d+) B: flat ([\d.e+]+) ns, hierarchical ([\d.e+]+) ns: (\w+)")
+any_pattern = re.compile(r"^(\w+): .*coll model: (\w+) any size .*: (\w+)$")
 for line in open(sys.argv[3]):
     match = pattern.match(line)
     if match:
         placement, collective, size, flat, hier, form = match.groups()
         decided[(placement, collective, int(size))] = (float(flat) / 1e3, float(hier) / 1e3, form)
+    match = any_pattern.match(line.strip())
+    if match:
+        placement, collective, form = match.groups()
+        any_size[(placement, collective)] = (None, None, form)
 
 # The bench names collectives as MPI does; the model names the algorithm it runs.
 model_name = {"iallreduce": "allreduce"}
@@ -166,6 +174,9 @@ points = sorted({key[:3] for key in median}, key=lambda key: (key[0], key[1], ke
 print(f'{"placement":<9}{"collective":<15}{"bytes":>8}{"off":>10}{"always":>10}{"auto":>10}{"openmpi":>10}'
       f'{"auto/ompi":>10}{"auto/off":>9}{"model flat/hier us":>21}{"pick":>6}{"best":>6}{"ok":>4}')
 agree = total = 0
+# Points where the model rates both forms alike (within 1%: on this layout they exchange the
+# same messages, e.g. a blocked bcast), so that the measured "best" is noise.
+alike_agree = alike_total = 0
 for placement, collective, size in points:
     get = lambda variant: median.get((placement, collective, size, variant))
     off, always, auto, ompi = get("braid:off"), get("braid:always"), get("braid:auto"), get("openmpi:default")
@@ -173,7 +184,7 @@ for placement, collective, size in points:
     ratio = lambda a, b: f"{a / b:.2f}" if a is not None and b else "-"
     # reduce_scatter's model bytes are the whole vector: n blocks of at least one int.
     model_size = max(size // 16, 1) * 16 if collective == "reduce_scatter" else size
-    model = decided.get((placement, model_name.get(collective, collective), model_size))
+    model = decided.get((placement, model_name.get(collective, collective), model_size)) or any_size.get((placement, collective))
     pick = best = ok = "-"
     if model and off is not None and always is not None:
         pick = "hier" if model[2] == "hierarchical" else "flat"
@@ -183,11 +194,17 @@ for placement, collective, size in points:
         ok = "yes" if good else "NO"
         agree += good
         total += 1
-    model_text = f"{model[0]:.0f}/{model[1]:.0f}" if model else "-"
+        if model[0] is not None and abs(model[0] - model[1]) <= 0.01 * min(model[0], model[1]):
+            alike_agree += good
+            alike_total += 1
+    model_text = f"{model[0]:.0f}/{model[1]:.0f}" if model and model[0] is not None else "-"
     print(f"{placement:<9}{collective:<15}{size:>8}{cell(off):>10}{cell(always):>10}{cell(auto):>10}{cell(ompi):>10}"
           f"{ratio(auto, ompi):>10}{ratio(auto, off):>9}{model_text:>21}{pick:>6}{best:>6}{ok:>4}")
 if total:
     print(f"model agreement: {agree}/{total} points ({100 * agree / total:.0f}%); a tie is within 5%")
+    if alike_total < total:
+        rest = total - alike_total
+        print(f"  without the {alike_total} points where the model rates both forms alike: {agree - alike_agree}/{rest} ({100 * (agree - alike_agree) / rest:.0f}%)")
 print(f"CSV: {sys.argv[2]} (medians; every run in the -raw file)")
 EOF
 if [ -s "$WORK/errors.log" ]; then

@@ -61,6 +61,7 @@ mod rails;
 mod requests;
 pub mod sampling;
 mod startup;
+mod wake_up;
 
 use std::fmt;
 use std::io::IoSlice;

@@ -113,7 +113,7 @@ impl Engine {
             }
         };
         let link_profiles = LinkProfiles::new(all.get(1).map(|node_transport| node_transport.profile()), &rail_profiles);
-        let link_profiles = crate::links::agree(bootstrap.as_mut(), &node.node_of, link_profiles)?;
+        let link_profiles = crate::links::agree(bootstrap.as_mut(), &node.node_of, node.oversubscribed, link_profiles)?;
         let polls_rails = !rail_peers.is_empty();
         let rail_count = links.len();
         let policy = ProtocolPolicy::from_config(config);

@@ -329,10 +329,14 @@ async fn scatter_to_children(port: &Port, relative: usize, limit: usize, block: 
 }
 
 /// Gathers blocks of varying sizes to `root`: rank r's `mine` lands in `all[blocks[r]]`.
-/// `blocks` and `all` matter at the root only; the root's `mine` is `None` when in place.
+/// `blocks` and `all` matter at the root only; the root's `mine` is `None` when in place. The
+/// root receives every block in one round.
 pub async fn gatherv(port: &Port, mine: Option<&[u8]>, all: &mut [u8], blocks: &[Range<usize>], root: usize) -> Result<(), i32> {
     let (rank, size) = (port.rank(), port.size());
     check_root(root, size)?;
+    if let Some(hierarchy) = port.hierarchy_for_any_size(Collective::Gatherv) {
+        return Box::pin(hier::gatherv(port, &hierarchy.layout, mine, all, blocks, root)).await;
+    }
     if rank != root {
         return port.send(root, mine.ok_or(MPI_ERR_BUFFER)?).await;
     }
@@ -341,29 +345,29 @@ pub async fn gatherv(port: &Port, mine: Option<&[u8]>, all: &mut [u8], blocks: &
         require(mine.len() == blocks[root].len(), MPI_ERR_ARG)?;
         all[blocks[root].clone()].copy_from_slice(mine);
     }
-    for source in (0..size).filter(|&source| source != root) {
-        port.recv(source, &mut all[blocks[source].clone()]).await?;
-    }
-    Ok(())
+    let sources: Vec<Option<usize>> = (0..size).map(|source| (source != root).then_some(source)).collect();
+    port.exchange_with(&sources, all, blocks, &[], &[], &[])?.await
 }
 
 /// Scatters `all[blocks[r]]` from `root` to rank r's `mine`. `blocks` and `all` matter at the
-/// root only; the root's `mine` is `None` when it keeps its block in place.
+/// root only; the root's `mine` is `None` when it keeps its block in place. The root sends every
+/// block in one round.
 pub async fn scatterv(port: &Port, all: &[u8], blocks: &[Range<usize>], mine: Option<&mut [u8]>, root: usize) -> Result<(), i32> {
     let (rank, size) = (port.rank(), port.size());
     check_root(root, size)?;
+    if let Some(hierarchy) = port.hierarchy_for_any_size(Collective::Scatterv) {
+        return Box::pin(hier::scatterv(port, &hierarchy.layout, all, blocks, mine, root)).await;
+    }
     if rank != root {
         return port.recv(root, mine.ok_or(MPI_ERR_BUFFER)?).await;
     }
     check_blocks(blocks, size, all.len())?;
-    for dest in (0..size).filter(|&dest| dest != root) {
-        port.send(dest, &all[blocks[dest].clone()]).await?;
-    }
     if let Some(mine) = mine {
         require(mine.len() == blocks[root].len(), MPI_ERR_ARG)?;
         mine.copy_from_slice(&all[blocks[root].clone()]);
     }
-    Ok(())
+    let destinations: Vec<Option<usize>> = (0..size).map(|dest| (dest != root).then_some(dest)).collect();
+    port.exchange_with(&[], &mut [], &[], &destinations, all, blocks)?.await
 }
 
 /// Personalized exchange of equal blocks: block d of `send` goes to rank d, block s of `recv`
@@ -376,12 +380,19 @@ pub async fn alltoall(port: &Port, send: &[u8], recv: &mut [u8]) -> Result<(), i
         return Box::pin(hier::alltoall(port, &hierarchy.layout, send, recv)).await;
     }
     let blocks: Vec<Range<usize>> = (0..size).map(|index| index * block..(index + 1) * block).collect();
-    alltoallv(port, send, &blocks, recv, &blocks).await
+    alltoallv_pairwise(port, send, &blocks, recv, &blocks).await
 }
 
 /// Personalized exchange of varying blocks: `send[send_blocks[d]]` goes to rank d and arrives
 /// in its `recv[recv_blocks[me]]`. Pairwise exchange, n - 1 rounds.
 pub async fn alltoallv(port: &Port, send: &[u8], send_blocks: &[Range<usize>], recv: &mut [u8], recv_blocks: &[Range<usize>]) -> Result<(), i32> {
+    if let Some(hierarchy) = port.hierarchy_for_any_size(Collective::Alltoallv) {
+        return Box::pin(hier::alltoallv(port, &hierarchy.layout, send, send_blocks, recv, recv_blocks)).await;
+    }
+    alltoallv_pairwise(port, send, send_blocks, recv, recv_blocks).await
+}
+
+async fn alltoallv_pairwise(port: &Port, send: &[u8], send_blocks: &[Range<usize>], recv: &mut [u8], recv_blocks: &[Range<usize>]) -> Outcome {
     let (rank, size) = (port.rank(), port.size());
     check_blocks(send_blocks, size, send.len())?;
     check_blocks(recv_blocks, size, recv.len())?;

@@ -10,7 +10,7 @@
 //! fixed cut-offs. The model is I/O-free; the communicator builds it once from the engine's node
 //! map and profiles.
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
 use braid_lane::Profile;
 
@@ -77,11 +77,13 @@ impl NodeLayout {
     }
 }
 
-/// The links a collective's messages take: within a node and between nodes.
+/// The links a collective's messages take: within a node and between nodes, and what waking a
+/// sleeping receiver adds to every round (nanoseconds; 0 where ranks spin while they wait).
 #[derive(Debug, Clone, PartialEq)]
 pub struct LinkCosts {
     pub intra: Profile,
     pub inter: Profile,
+    pub wake_up: f64,
 }
 
 /// Which form of a collective to run.
@@ -89,6 +91,15 @@ pub struct LinkCosts {
 pub enum Form {
     Flat,
     Hierarchical,
+}
+
+impl Form {
+    fn name(self) -> &'static str {
+        match self {
+            Form::Flat => "flat",
+            Form::Hierarchical => "hierarchical",
+        }
+    }
 }
 
 /// Collectives with a hierarchical form. The bytes the model takes: the whole buffer (bcast,
@@ -105,9 +116,15 @@ pub enum Collective {
     Scatter,
     ReduceScatter,
     Alltoall,
+    Gatherv,
+    Scatterv,
+    Alltoallv,
 }
 
 impl Collective {
+    /// How many there are (the variants are numbered from 0 in order).
+    const COUNT: usize = Collective::Alltoallv as usize + 1;
+
     pub fn name(self) -> &'static str {
         match self {
             Collective::Barrier => "barrier",
@@ -119,42 +136,123 @@ impl Collective {
             Collective::Scatter => "scatter",
             Collective::ReduceScatter => "reduce_scatter",
             Collective::Alltoall => "alltoall",
+            Collective::Gatherv => "gatherv",
+            Collective::Scatterv => "scatterv",
+            Collective::Alltoallv => "alltoallv",
         }
     }
 }
 
+/// Sizes the model tells apart: exact below 8 bytes, then four classes per doubling. A class
+/// takes the choice made for its smallest size, so that every rank makes the same choice for
+/// the same class whatever sizes it saw first.
+const SIZE_CLASSES: usize = 8 + 4 * (usize::BITS as usize - 3);
+/// The slot after the size classes: the choice for a collective whose sizes not every rank
+/// knows (the v-variants), made without a size.
+const ANY_SIZE: usize = SIZE_CLASSES;
+const SLOTS_PER_COLLECTIVE: usize = SIZE_CLASSES + 1;
+/// Sizes at which a choice made without a size must hold: from one element to 64 MiB.
+const ANY_SIZE_PROBES: [usize; 6] = [8, 512, 32 << 10, 512 << 10, 4 << 20, 64 << 20];
+
+/// The class of `bytes` and its smallest size.
+fn size_class(bytes: usize) -> (usize, usize) {
+    if bytes < 8 {
+        return (bytes, bytes);
+    }
+    let top = (usize::BITS - 1 - bytes.leading_zeros()) as usize;
+    let quarter = (bytes >> (top - 2)) & 3;
+    (8 + 4 * (top - 3) + quarter, (1 << top) | (quarter << (top - 2)))
+}
+
+/// Bytes a rank's size takes in the round that tells it to its representative.
+const COUNT_BYTES: usize = 8;
+
+/// A cached choice: not made yet, or the form.
+const UNCHOSEN: u8 = 0;
+const FLAT: u8 = 1;
+const HIERARCHICAL: u8 = 2;
+
 /// A communicator's layout and links: what chooses between the flat and hierarchical forms.
+///
+/// The choices are cached per collective and size class, so that a call's choice is a lookup;
+/// they are remade when the flat algorithms' switch points change (MPI_T may write them). The
+/// collectives of one communicator run one at a time (MPI's rule), so the cache needs no lock.
 #[derive(Debug)]
 pub struct Hierarchy {
     pub layout: NodeLayout,
     pub costs: LinkCosts,
-    /// With BRAID_DEBUG: the (collective, bytes) points whose choice has been printed, each once.
-    reported: Option<Mutex<Vec<(Collective, usize)>>>,
+    /// With BRAID_DEBUG: each choice is printed as it is made.
+    reporting: bool,
+    /// `UNCHOSEN`, `FLAT` or `HIERARCHICAL` per collective (`SLOTS_PER_COLLECTIVE` each).
+    choices: Box<[AtomicU8]>,
+    /// The switch points the cached choices were made under.
+    chosen_under: [AtomicUsize; 3],
 }
 
 impl Hierarchy {
     pub fn new(layout: NodeLayout, costs: LinkCosts) -> Hierarchy {
-        Hierarchy { layout, costs, reported: None }
+        let choices = (0..Collective::COUNT * SLOTS_PER_COLLECTIVE).map(|_| AtomicU8::new(UNCHOSEN)).collect();
+        let default = CollTuning::default();
+        let chosen_under = [AtomicUsize::new(default.bcast_split_min), AtomicUsize::new(default.allreduce_split_min), AtomicUsize::new(default.allreduce_exchange_max)];
+        Hierarchy { layout, costs, reporting: false, choices, chosen_under }
     }
 
-    /// Prints each distinct choice of the cost model once (BRAID_DEBUG), so that a sweep can set
+    /// Prints each choice of the cost model as it is made (BRAID_DEBUG), so that a sweep can set
     /// the model's predictions beside the measured times.
     pub fn reporting(self) -> Hierarchy {
-        Hierarchy { reported: Some(Mutex::new(Vec::new())), ..self }
+        Hierarchy { reporting: true, ..self }
     }
 
-    /// [`Hierarchy::choose`], printing the choice if this hierarchy reports and it is new.
-    pub fn choose_and_report(&self, collective: Collective, bytes: usize, tuning: CollTuning) -> Form {
-        let (form, flat, hierarchical) = self.choose(collective, bytes, tuning);
-        if let Some(reported) = &self.reported {
-            let mut reported = reported.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            if !reported.contains(&(collective, bytes)) {
-                reported.push((collective, bytes));
-                let chosen = if form == Form::Hierarchical { "hierarchical" } else { "flat" };
-                eprintln!("braid: coll model: {} {bytes} B: flat {flat:.0} ns, hierarchical {hierarchical:.0} ns: {chosen}", collective.name());
+    /// The form for `collective` on `bytes` under `tuning`: the cached choice for the size's
+    /// class, made (at the class's smallest size) on first use.
+    pub fn pick(&self, collective: Collective, bytes: usize, tuning: CollTuning) -> Form {
+        let (class, smallest) = size_class(bytes);
+        self.cached(collective, class, tuning, || {
+            let (form, flat, hierarchical) = self.choose(collective, smallest, tuning);
+            if self.reporting {
+                eprintln!("braid: coll model: {} {smallest} B: flat {flat:.0} ns, hierarchical {hierarchical:.0} ns: {}", collective.name(), form.name());
+            }
+            form
+        })
+    }
+
+    /// The form for a collective whose sizes not every rank knows (gatherv, scatterv,
+    /// alltoallv: a rank knows its own blocks only), so every rank must choose without them:
+    /// hierarchical only where the model predicts it pays at every size from one element to
+    /// 64 MiB. Its price includes the extra round in which the node's ranks tell their
+    /// representative their sizes.
+    pub fn pick_for_any_size(&self, collective: Collective, tuning: CollTuning) -> Form {
+        self.cached(collective, ANY_SIZE, tuning, || {
+            let predictions: Vec<(Form, f64, f64)> = ANY_SIZE_PROBES.iter().map(|&bytes| self.choose(collective, bytes, tuning)).collect();
+            let form = if predictions.iter().all(|(form, _, _)| *form == Form::Hierarchical) { Form::Hierarchical } else { Form::Flat };
+            if self.reporting {
+                let text: Vec<String> = ANY_SIZE_PROBES.iter().zip(&predictions).map(|(bytes, (_, flat, hierarchical))| format!("{bytes} B {flat:.0}/{hierarchical:.0}")).collect();
+                eprintln!("braid: coll model: {} any size (flat/hierarchical ns: {}): {}", collective.name(), text.join(", "), form.name());
+            }
+            form
+        })
+    }
+
+    fn cached(&self, collective: Collective, class: usize, tuning: CollTuning, choose: impl FnOnce() -> Form) -> Form {
+        let under = [tuning.bcast_split_min, tuning.allreduce_split_min, tuning.allreduce_exchange_max];
+        if self.chosen_under.iter().zip(under).any(|(chosen, current)| chosen.load(Ordering::Relaxed) != current) {
+            for choice in self.choices.iter() {
+                choice.store(UNCHOSEN, Ordering::Relaxed);
+            }
+            for (chosen, current) in self.chosen_under.iter().zip(under) {
+                chosen.store(current, Ordering::Relaxed);
             }
         }
-        form
+        let index = collective as usize * SLOTS_PER_COLLECTIVE + class;
+        match self.choices[index].load(Ordering::Relaxed) {
+            FLAT => Form::Flat,
+            HIERARCHICAL => Form::Hierarchical,
+            _ => {
+                let form = choose();
+                self.choices[index].store(if form == Form::Hierarchical { HIERARCHICAL } else { FLAT }, Ordering::Relaxed);
+                form
+            }
+        }
     }
 
     /// The form predicted to finish first for `bytes` of data per rank under the flat algorithms'
@@ -169,8 +267,12 @@ impl Hierarchy {
     /// One round in which each `(from, to)` of `messages` carries `bytes`: the slowest link. Within
     /// a node a rank handles its own messages one after another, other ranks at the same time;
     /// the messages leaving (or reaching) one node go one after another (its network, and on TCP
-    /// its CPUs, serve them in turn).
+    /// its CPUs, serve them in turn). Where ranks sleep while they wait, the round's end waits
+    /// for a wake-up too.
     fn round(&self, messages: &[(usize, usize)], bytes: usize) -> f64 {
+        if messages.is_empty() {
+            return 0.0;
+        }
         let mut leaving = vec![0usize; self.layout.nodes.len()];
         let mut arriving = vec![0usize; self.layout.nodes.len()];
         let mut handled = vec![0usize; self.layout.node_of.len()];
@@ -186,7 +288,7 @@ impl Hierarchy {
         let most = leaving.into_iter().chain(arriving).max().unwrap_or(0);
         let inter = most as f64 * self.costs.inter.predict(bytes);
         let intra = handled.into_iter().max().unwrap_or(0) as f64 * self.costs.intra.predict(bytes);
-        inter.max(intra)
+        inter.max(intra) + self.costs.wake_up
     }
 
     /// `steps` rounds in which rank i of `ranks` sends `bytes` to rank i + step (step 1, 2, ...):
@@ -228,27 +330,50 @@ impl Hierarchy {
         self.round(&messages, bytes)
     }
 
-    /// Recursive doubling over `ranks` (a power-of-two prefix; the others fold in first and out
-    /// last), round k exchanging `bytes(k)`; `halving_too` doubles every round (Rabenseifner's
-    /// reduce-scatter by halving, then allgather by doubling).
-    fn doubling(&self, ranks: &[usize], bytes: impl Fn(usize) -> usize, halving_too: bool) -> f64 {
+    /// Recursive doubling over `ranks` as the flat algorithms run it: with n = 2^k + extra ranks,
+    /// the even ranks below 2 * extra first hand `bytes` to the odd rank above and get the result
+    /// back last; the 2^k others exchange `bytes` at distances 1, 2, 4, ... of their folded
+    /// numbering. With `halving`, Rabenseifner's: the exchange at distance d carries
+    /// `bytes * d / 2^k`, twice (reduce-scatter by halving, allgather by doubling).
+    fn doubling(&self, ranks: &[usize], bytes: usize, halving: bool) -> f64 {
         let size = ranks.len();
         if size < 2 {
             return 0.0;
         }
         let participants = 1 << (usize::BITS - 1 - size.leading_zeros());
-        let extra: Vec<(usize, usize)> = (participants..size).map(|rank| (ranks[rank], ranks[rank - participants])).collect();
-        let mut total = if extra.is_empty() { 0.0 } else { 2.0 * self.exchange(&extra, bytes(0)) };
-        let mut mask = 1;
-        let mut step = 0;
-        while mask < participants {
-            let pairs: Vec<(usize, usize)> = (0..participants).filter(|&r| r & mask == 0).map(|r| (ranks[r], ranks[r | mask])).collect();
-            let once = self.exchange(&pairs, bytes(step));
-            total += if halving_too { 2.0 * once } else { once };
-            mask <<= 1;
-            step += 1;
+        let extra = size - participants;
+        let unfolded = |folded: usize| if folded < extra { 2 * folded + 1 } else { folded + extra };
+        let folds: Vec<(usize, usize)> = (0..extra).map(|index| (ranks[2 * index], ranks[2 * index + 1])).collect();
+        let mut total = self.round(&folds, bytes) + self.round(&folds.iter().map(|&(even, odd)| (odd, even)).collect::<Vec<_>>(), bytes);
+        let mut distance = 1;
+        while distance < participants {
+            let pairs: Vec<(usize, usize)> = (0..participants).filter(|&folded| folded & distance == 0).map(|folded| (ranks[unfolded(folded)], ranks[unfolded(folded | distance)])).collect();
+            total += if halving { 2.0 * self.exchange(&pairs, bytes / participants * distance) } else { self.exchange(&pairs, bytes) };
+            distance <<= 1;
         }
         total
+    }
+
+    /// A dissemination barrier over `ranks`: ceil(log2 n) rounds of empty messages, rank i to
+    /// rank i + d.
+    fn dissemination(&self, ranks: &[usize]) -> f64 {
+        let size = ranks.len();
+        let mut total = 0.0;
+        let mut distance = 1;
+        while distance < size {
+            let messages: Vec<(usize, usize)> = (0..size).map(|i| (ranks[i], ranks[(i + distance) % size])).collect();
+            total += self.round(&messages, 0);
+            distance <<= 1;
+        }
+        total
+    }
+
+    /// Alltoall by node aggregation: pairwise within the node, the blocks for other nodes
+    /// gathered to the node's first rank, exchanged among those, scattered.
+    fn node_aggregated_alltoall(&self, node: &[usize], leaders: &[usize], bytes: usize) -> f64 {
+        let widest = node.len();
+        let elsewhere = self.layout.node_of.len() - widest;
+        self.shifts(node, bytes, true) + 2.0 * self.to_node_leaders(elsewhere * bytes) + self.shifts(leaders, widest * widest * bytes, true)
     }
 
     /// A binomial tree over `ranks` from `ranks[0]` (a broadcast's; a reduction's is the same
@@ -287,54 +412,65 @@ impl Hierarchy {
             let all: Vec<(usize, usize)> = ranks.iter().flat_map(|&a| ranks.iter().filter(move |&&b| b != a).map(move |&b| (a, b))).collect();
             return self.round(&all, bytes);
         }
-        if bytes >= tuning.allreduce_split_min {
-            return self.doubling(ranks, |step| bytes >> (step + 1), true);
-        }
-        self.doubling(ranks, |_| bytes, false)
+        self.doubling(ranks, bytes, bytes >= tuning.allreduce_split_min)
     }
 
     fn flat_time(&self, collective: Collective, bytes: usize, tuning: CollTuning) -> f64 {
         let all: Vec<usize> = (0..self.layout.node_of.len()).collect();
         match collective {
-            Collective::Barrier => self.doubling(&all, |_| 0, false),
+            Collective::Barrier => self.dissemination(&all),
             Collective::Bcast => self.broadcast(&all, bytes, tuning),
             Collective::Reduce => self.binomial(&all, bytes),
             Collective::Allreduce => self.allreduce(&all, bytes, tuning),
             Collective::Allgather => self.shifts(&all, bytes, false),
             Collective::Gather | Collective::Scatter => self.binomial_gather(&all, bytes),
             Collective::ReduceScatter => self.shifts(&all, bytes / all.len().max(1), true),
-            Collective::Alltoall => self.shifts(&all, bytes, true),
+            Collective::Alltoall | Collective::Alltoallv => self.shifts(&all, bytes, true),
+            Collective::Gatherv | Collective::Scatterv => {
+                let to_root: Vec<(usize, usize)> = all[1..].iter().map(|&rank| (rank, 0)).collect();
+                self.round(&to_root, bytes)
+            }
         }
     }
 
     /// Within the nodes, among their representatives, within the nodes again. The nodes' phases
-    /// run at once; the widest node sets their time.
+    /// run at once; the widest node sets their time. The forms that stage blocks in node order
+    /// also pay for their local copies.
     fn hierarchical_time(&self, collective: Collective, bytes: usize, tuning: CollTuning) -> f64 {
+        let size = self.layout.node_of.len();
         let widest = self.layout.widest();
+        let elsewhere = size - widest;
         let node: Vec<usize> = self.layout.nodes.iter().find(|members| members.len() == widest).cloned().unwrap_or_default();
         let leaders = self.layout.representatives(0);
+        let sections: Vec<(usize, usize)> = leaders[1..].iter().map(|&leader| (leader, leaders[0])).collect();
         match collective {
-            Collective::Barrier => 2.0 * self.doubling(&node, |_| 0, false) + self.doubling(&leaders, |_| 0, false),
+            Collective::Barrier => 2.0 * self.dissemination(&node) + self.dissemination(&leaders),
             Collective::Bcast => self.broadcast(&leaders, bytes, tuning) + self.broadcast(&node, bytes, tuning),
             Collective::Reduce => self.binomial(&node, bytes) + self.binomial(&leaders, bytes),
             Collective::Allreduce => self.binomial(&node, bytes) + self.allreduce(&leaders, bytes, tuning) + self.broadcast(&node, bytes, tuning),
-            Collective::Allgather => {
-                let size = self.layout.node_of.len();
-                self.to_node_leaders(bytes) + self.shifts(&leaders, widest * bytes, false) + self.broadcast(&node, size * bytes, tuning)
-            }
-            Collective::Gather | Collective::Scatter => {
-                let sections: Vec<(usize, usize)> = leaders[1..].iter().map(|&leader| (leader, leaders[0])).collect();
-                self.to_node_leaders(bytes) + self.round(&sections, widest * bytes)
-            }
+            // Staged in node order, put back in rank order.
+            Collective::Allgather => self.to_node_leaders(bytes) + self.shifts(&leaders, widest * bytes, false) + self.broadcast(&node, size * bytes, tuning) + self.copy(2 * size * bytes),
+            // The root stages every block.
+            Collective::Gather | Collective::Scatter => self.to_node_leaders(bytes) + self.round(&sections, widest * bytes) + self.copy(size * bytes),
+            // The representatives stage the whole vector.
             Collective::ReduceScatter => {
-                let block = bytes / self.layout.node_of.len().max(1);
-                self.binomial(&node, bytes) + self.shifts(&leaders, widest * block, true) + self.to_node_leaders(block)
+                let block = bytes / size.max(1);
+                self.binomial(&node, bytes) + self.shifts(&leaders, widest * block, true) + self.to_node_leaders(block) + self.copy(bytes)
             }
-            Collective::Alltoall => {
-                let elsewhere = self.layout.node_of.len() - widest;
-                self.shifts(&node, bytes, true) + 2.0 * self.to_node_leaders(elsewhere * bytes) + self.shifts(&leaders, widest * widest * bytes, true)
+            Collective::Alltoall => self.node_aggregated_alltoall(&node, &leaders, bytes) + self.copy((2 * widest + 2) * elsewhere * bytes),
+            // The node's ranks first tell their representative their sizes (one per rank, or
+            // two per rank and peer).
+            Collective::Gatherv | Collective::Scatterv => self.to_node_leaders(COUNT_BYTES) + self.to_node_leaders(bytes) + self.round(&sections, widest * bytes) + self.copy(size * bytes),
+            Collective::Alltoallv => {
+                self.to_node_leaders(2 * COUNT_BYTES * size) + self.node_aggregated_alltoall(&node, &leaders, bytes) + self.copy((2 * widest + 2) * elsewhere * bytes)
             }
         }
+    }
+
+    /// A local copy of `bytes`, at the rate shared memory moves them (a transfer there is one or
+    /// two copies, without its fixed cost).
+    fn copy(&self, bytes: usize) -> f64 {
+        (self.costs.intra.predict(bytes) - self.costs.intra.predict(0)).max(0.0)
     }
 }
 
@@ -344,7 +480,7 @@ mod tests {
 
     fn costs() -> LinkCosts {
         // Shared memory: 0.3 us, 10 GB/s. Network: 20 us, 200 MB/s.
-        LinkCosts { intra: Profile::from_model(300.0, 10e9, 1 << 24), inter: Profile::from_model(20_000.0, 200e6, 1 << 24) }
+        LinkCosts { intra: Profile::from_model(300.0, 10e9, 1 << 24), inter: Profile::from_model(20_000.0, 200e6, 1 << 24), wake_up: 0.0 }
     }
 
     fn tuning() -> CollTuning {
@@ -373,12 +509,83 @@ mod tests {
     }
 
     #[test]
-    fn a_large_allreduce_moves_as_much_either_way_and_stays_flat() {
-        // Halving first, the flat algorithm sends each node's half across once, as the leaders do.
+    fn a_large_allreduce_goes_hierarchical_where_the_flat_halving_sends_its_large_halves_across() {
+        // Blocked, the flat halving's first step (distance 2) crosses the network with half the
+        // vector, and the doubling's last step again; the leaders send half the vector once each way.
         let blocked = Hierarchy::new(NodeLayout::new(&[0, 0, 1, 1]), costs());
         let (form, flat, hierarchical) = blocked.choose(Collective::Allreduce, 4 << 20, tuning());
-        assert_eq!(form, Form::Flat);
-        assert!((hierarchical - flat).abs() < 0.1 * flat, "{flat} vs {hierarchical}");
+        assert_eq!(form, Form::Hierarchical, "{flat} vs {hierarchical}");
+        // Cyclic, the crossing steps (distance 1) carry a quarter from each of two ranks: as much
+        // as the leaders send, and the node phases cost extra.
+        let cyclic = Hierarchy::new(NodeLayout::new(&[0, 1, 0, 1]), costs());
+        let (form, flat, hierarchical) = cyclic.choose(Collective::Allreduce, 4 << 20, tuning());
+        assert_eq!(form, Form::Flat, "{flat} vs {hierarchical}");
+        assert!(hierarchical < 1.2 * flat, "{flat} vs {hierarchical}");
+    }
+
+    #[test]
+    fn waking_sleeping_ranks_makes_extra_rounds_cost_more() {
+        // A one-element gather: the hierarchical form has as many rounds as the flat binomial
+        // tree on a blocked layout, so wake-ups leave the near tie (the staging copy aside); with the v-variant's extra round
+        // of sizes, wake-ups decide for the flat form.
+        let mut sleeping = costs();
+        sleeping.wake_up = 50_000.0;
+        let blocked = Hierarchy::new(NodeLayout::new(&[0, 0, 1, 1]), sleeping.clone());
+        let (_, flat, hierarchical) = blocked.choose(Collective::Gather, 8, tuning());
+        assert!((flat - hierarchical).abs() < 100.0, "{flat} vs {hierarchical}");
+        assert_eq!(blocked.choose(Collective::Gatherv, 8, tuning()).0, Form::Flat);
+        // Every round pays once: three rounds of the hierarchical allreduce against the flat
+        // one-round exchange.
+        let spinning = Hierarchy::new(NodeLayout::new(&[0, 0, 1, 1]), costs());
+        let (_, flat_spinning, hierarchical_spinning) = spinning.choose(Collective::Allreduce, 8, tuning());
+        let (_, flat_sleeping, hierarchical_sleeping) = blocked.choose(Collective::Allreduce, 8, tuning());
+        assert!((flat_sleeping - flat_spinning - 50_000.0).abs() < 1.0, "{flat_spinning} -> {flat_sleeping}");
+        assert!((hierarchical_sleeping - hierarchical_spinning - 150_000.0).abs() < 1.0, "{hierarchical_spinning} -> {hierarchical_sleeping}");
+    }
+
+    #[test]
+    fn choices_are_cached_per_size_class_and_remade_when_the_switch_points_change() {
+        assert_eq!(size_class(0), (0, 0));
+        assert_eq!(size_class(7), (7, 7));
+        assert_eq!(size_class(8), (8, 8));
+        assert_eq!(size_class(65536).1, 65536);
+        assert_eq!(size_class(65536 + 100), size_class(65536));
+        assert_eq!(size_class(3 << 20).1, 3 << 20);
+        assert_ne!(size_class(3 << 20).0, size_class(4 << 20).0);
+        assert!(size_class(usize::MAX).0 < SIZE_CLASSES);
+        let blocked = Hierarchy::new(NodeLayout::new(&[0, 0, 1, 1]), costs());
+        let big = 4 << 20;
+        assert_eq!(blocked.pick(Collective::Bcast, big, tuning()), blocked.choose(Collective::Bcast, big, tuning()).0);
+        // A cached choice stands for the whole class, whatever size asks.
+        let slot = Collective::Bcast as usize * SLOTS_PER_COLLECTIVE + size_class(big).0;
+        blocked.choices[slot].store(HIERARCHICAL, Ordering::Relaxed);
+        assert_eq!(blocked.pick(Collective::Bcast, big + 1000, tuning()), Form::Hierarchical);
+        blocked.choices[slot].store(FLAT, Ordering::Relaxed);
+        assert_eq!(blocked.pick(Collective::Bcast, big, tuning()), Form::Flat);
+        // New switch points clear the cache.
+        let retuned = CollTuning { bcast_split_min: 1, ..tuning() };
+        let chosen = blocked.choose(Collective::Bcast, big, retuned).0;
+        assert_eq!(blocked.pick(Collective::Bcast, big, retuned), chosen);
+        assert_ne!(blocked.choices[slot].load(Ordering::Relaxed), UNCHOSEN);
+    }
+
+    #[test]
+    fn v_variants_go_hierarchical_only_where_that_pays_at_every_size() {
+        // Two ranks per node: the extra round of sizes and the node phases do not pay for large
+        // blocks, which cross the network once either way.
+        let blocked = Hierarchy::new(NodeLayout::new(&[0, 0, 1, 1]), costs());
+        for collective in [Collective::Gatherv, Collective::Scatterv, Collective::Alltoallv] {
+            assert_eq!(blocked.pick_for_any_size(collective, tuning()), Form::Flat, "{collective:?}");
+        }
+        // Sixteen ranks per node whose copies are nearly free, behind a 1 ms network: sending
+        // each node's blocks as one message saves more than the extra rounds and copies cost,
+        // at every size.
+        let slow = LinkCosts { intra: Profile::from_model(300.0, 1e12, 1 << 24), inter: Profile::from_model(1e6, 200e6, 1 << 24), wake_up: 0.0 };
+        let ids: Vec<u32> = (0..64).map(|rank| rank / 16).collect();
+        let wide = Hierarchy::new(NodeLayout::new(&ids), slow);
+        for collective in [Collective::Gatherv, Collective::Scatterv] {
+            assert_eq!(wide.pick_for_any_size(collective, tuning()), Form::Hierarchical, "{collective:?}");
+        }
     }
 
     #[test]
@@ -395,7 +602,7 @@ mod tests {
     #[test]
     fn equal_links_leave_the_flat_form() {
         let same = Profile::from_model(300.0, 10e9, 1 << 24);
-        let flat = Hierarchy::new(NodeLayout::new(&[0, 0, 1, 1]), LinkCosts { intra: same.clone(), inter: same });
+        let flat = Hierarchy::new(NodeLayout::new(&[0, 0, 1, 1]), LinkCosts { intra: same.clone(), inter: same, wake_up: 0.0 });
         for collective in [Collective::Barrier, Collective::Bcast, Collective::Reduce] {
             for bytes in [8, 1 << 16, 4 << 20] {
                 assert_eq!(flat.choose(collective, bytes, tuning()).0, Form::Flat, "{collective:?}, {bytes} bytes");

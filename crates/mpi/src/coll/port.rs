@@ -155,6 +155,16 @@ impl Port {
     /// The hierarchy, if `collective` on `bytes` should take its hierarchical form: never inside
     /// a subgroup (whose steps are the flat ones).
     pub fn hierarchy_for(&self, collective: Collective, bytes: usize) -> Option<&Hierarchy> {
+        self.hierarchy_if(|hierarchy| hierarchy.pick(collective, bytes, self.tuning))
+    }
+
+    /// The hierarchy, if `collective`, whose sizes not every rank knows, should take its
+    /// hierarchical form whatever its sizes (see [`Hierarchy::pick_for_any_size`]).
+    pub fn hierarchy_for_any_size(&self, collective: Collective) -> Option<&Hierarchy> {
+        self.hierarchy_if(|hierarchy| hierarchy.pick_for_any_size(collective, self.tuning))
+    }
+
+    fn hierarchy_if(&self, model: impl FnOnce(&Hierarchy) -> Form) -> Option<&Hierarchy> {
         let hierarchy = self.hierarchy.as_deref()?;
         if self.members.borrow().is_some() {
             return None;
@@ -162,7 +172,7 @@ impl Port {
         let chosen = match self.tuning.hierarchy {
             HierarchyMode::Off => Form::Flat,
             HierarchyMode::Always => Form::Hierarchical,
-            HierarchyMode::Auto => hierarchy.choose_and_report(collective, bytes, self.tuning),
+            HierarchyMode::Auto => model(hierarchy),
         };
         (chosen == Form::Hierarchical).then_some(hierarchy)
     }

@@ -303,7 +303,7 @@ pub async fn alltoall(port: &Port, layout: &NodeLayout, send: &[u8], recv: &mut 
     if elsewhere.is_empty() {
         return Ok(());
     }
-    let leaving: Vec<u8> = elsewhere.iter().flat_map(|&dest| send[by_rank(dest)].iter().copied()).collect();
+    let leaving = concatenated(elsewhere.iter().map(|&dest| &send[by_rank(dest)]));
     let span = leaving.len();
     let leader = port.rank() == node[0];
     let mut gathered = vec![0u8; if leader { node.len() * span } else { 0 }];
@@ -367,6 +367,270 @@ pub async fn alltoall(port: &Port, layout: &NodeLayout, send: &[u8], recv: &mut 
     }
     for (index, &source) in elsewhere.iter().enumerate() {
         recv[by_rank(source)].copy_from_slice(&mine[index * block..(index + 1) * block]);
+    }
+    Ok(())
+}
+
+/// Tells each node's representative (rank `node_root` of `node`) the lengths its ranks give:
+/// `own` from every rank, one flat gather within the node. The representative gets them all,
+/// rank by rank in node order (its own included); the others get nothing.
+async fn node_lengths(port: &Port, node: &[usize], node_root: usize, own: &[usize]) -> Result<Vec<usize>, i32> {
+    const LEN: usize = std::mem::size_of::<u64>();
+    let encoded: Vec<u8> = own.iter().flat_map(|&len| (len as u64).to_le_bytes()).collect();
+    let _node = port.within(node);
+    if port.rank() != node_root {
+        flat_gather(port, Some(&encoded), &mut [], node_root).await?;
+        return Ok(Vec::new());
+    }
+    let mut all = vec![0u8; node.len() * encoded.len()];
+    all[node_root * encoded.len()..(node_root + 1) * encoded.len()].copy_from_slice(&encoded);
+    flat_gather(port, None, &mut all, node_root).await?;
+    Ok(all.chunks_exact(LEN).map(|bytes| u64::from_le_bytes(bytes.try_into().expect("a chunk of LEN bytes")) as usize).collect())
+}
+
+/// The blocks one after another, each copied whole.
+fn concatenated<'a>(blocks: impl Iterator<Item = &'a [u8]> + Clone) -> Vec<u8> {
+    let mut all = Vec::with_capacity(blocks.clone().map(<[u8]>::len).sum());
+    for block in blocks {
+        all.extend_from_slice(block);
+    }
+    all
+}
+
+/// Consecutive ranges of the lengths `lens`, and their total.
+fn consecutive(lens: impl IntoIterator<Item = usize>) -> (Vec<Range<usize>>, usize) {
+    let mut offset = 0;
+    let ranges = lens
+        .into_iter()
+        .map(|len| {
+            offset += len;
+            offset - len..offset
+        })
+        .collect();
+    (ranges, offset)
+}
+
+/// Gathers blocks of varying sizes to `root`: the ranks of each node but the root's tell their
+/// representative their sizes, send it their blocks, and the representatives send the root
+/// their nodes' sections. `blocks` and `all` matter at the root only; the root's `mine` is
+/// `None` when its block is in place.
+pub async fn gatherv(port: &Port, layout: &NodeLayout, mine: Option<&[u8]>, all: &mut [u8], blocks: &[Range<usize>], root: usize) -> Outcome {
+    let (rank, size) = (port.rank(), port.size());
+    check_root(root, size)?;
+    let (node, representatives, node_root) = phases(port, layout, root);
+    let root_index = representatives.iter().position(|&member| member == root).expect("the root represents its node");
+    if rank == root {
+        check_blocks(blocks, size, all.len())?;
+        if let Some(mine) = mine {
+            require(mine.len() == blocks[root].len(), super::MPI_ERR_ARG)?;
+            all[blocks[root].clone()].copy_from_slice(mine);
+        }
+        let staging = Staging::new(layout, |member| blocks[member].len());
+        let section = node_index(layout, rank);
+        let mut staged = vec![0u8; staging.total];
+        {
+            let _node = port.within(&node);
+            let member_blocks = staging.within_section(&node, section);
+            let at = staging.sections[section].clone();
+            staged[at.clone()][member_blocks[node_root].clone()].copy_from_slice(&all[blocks[root].clone()]);
+            flat_gatherv(port, None, &mut staged[at], &member_blocks, node_root).await?;
+        }
+        {
+            let _representatives = port.within(&representatives);
+            flat_gatherv(port, None, &mut staged, &staging.sections, root_index).await?;
+        }
+        for (member, block) in blocks.iter().enumerate() {
+            all[block.clone()].copy_from_slice(&staged[staging.by_rank[member].clone()]);
+        }
+        return Ok(());
+    }
+    let own = mine.ok_or(super::MPI_ERR_BUFFER)?;
+    if node.contains(&root) {
+        let _node = port.within(&node);
+        return flat_gatherv(port, Some(own), &mut [], &[], node_root).await;
+    }
+    let lens = node_lengths(port, &node, node_root, &[own.len()]).await?;
+    if !representatives.contains(&rank) {
+        let _node = port.within(&node);
+        return flat_gatherv(port, Some(own), &mut [], &[], node_root).await;
+    }
+    let (member_blocks, total) = consecutive(lens);
+    let mut section = vec![0u8; total];
+    section[member_blocks[node_root].clone()].copy_from_slice(own);
+    {
+        let _node = port.within(&node);
+        flat_gatherv(port, None, &mut section, &member_blocks, node_root).await?;
+    }
+    let _representatives = port.within(&representatives);
+    flat_gatherv(port, Some(&section), &mut [], &[], root_index).await
+}
+
+/// Scatters `all[blocks[r]]` from `root` to rank r's `mine`: the ranks of each node but the
+/// root's tell their representative their sizes, the root sends each representative its node's
+/// section, which it scatters within the node. `blocks` and `all` matter at the root only; the
+/// root's `mine` is `None` when it keeps its block in place.
+pub async fn scatterv(port: &Port, layout: &NodeLayout, all: &[u8], blocks: &[Range<usize>], mine: Option<&mut [u8]>, root: usize) -> Outcome {
+    let (rank, size) = (port.rank(), port.size());
+    check_root(root, size)?;
+    let (node, representatives, node_root) = phases(port, layout, root);
+    let root_index = representatives.iter().position(|&member| member == root).expect("the root represents its node");
+    if rank == root {
+        check_blocks(blocks, size, all.len())?;
+        let staging = Staging::new(layout, |member| blocks[member].len());
+        let mut staged = vec![0u8; staging.total];
+        for (member, range) in staging.by_rank.iter().enumerate() {
+            staged[range.clone()].copy_from_slice(&all[blocks[member].clone()]);
+        }
+        {
+            let _representatives = port.within(&representatives);
+            flat_scatterv(port, &staged, &staging.sections, None, root_index).await?;
+        }
+        let section = node_index(layout, rank);
+        let _node = port.within(&node);
+        return flat_scatterv(port, &staged[staging.sections[section].clone()], &staging.within_section(&node, section), mine, node_root).await;
+    }
+    let mine = mine.ok_or(super::MPI_ERR_BUFFER)?;
+    if node.contains(&root) {
+        let _node = port.within(&node);
+        return flat_scatterv(port, &[], &[], Some(mine), node_root).await;
+    }
+    let lens = node_lengths(port, &node, node_root, &[mine.len()]).await?;
+    if !representatives.contains(&rank) {
+        let _node = port.within(&node);
+        return flat_scatterv(port, &[], &[], Some(mine), node_root).await;
+    }
+    let (member_blocks, total) = consecutive(lens);
+    let mut section = vec![0u8; total];
+    {
+        let _representatives = port.within(&representatives);
+        flat_scatterv(port, &[], &[], Some(&mut section), root_index).await?;
+    }
+    let _node = port.within(&node);
+    flat_scatterv(port, &section, &member_blocks, Some(mine), node_root).await
+}
+
+/// Personalized exchange of varying blocks, by node as [`alltoall`] does it: within each node
+/// directly; each rank tells its node's lowest rank the sizes of its blocks for, and from, the
+/// other nodes' ranks, and sends it the blocks for them; the lowest ranks exchange one message
+/// per pair of nodes and scatter what they receive within their nodes.
+pub async fn alltoallv(port: &Port, layout: &NodeLayout, send: &[u8], send_blocks: &[Range<usize>], recv: &mut [u8], recv_blocks: &[Range<usize>]) -> Outcome {
+    let (rank, size) = (port.rank(), port.size());
+    check_blocks(send_blocks, size, send.len())?;
+    check_blocks(recv_blocks, size, recv.len())?;
+    require(send_blocks[rank].len() == recv_blocks[rank].len(), super::MPI_ERR_ARG)?;
+    let (node, representatives, _) = phases(port, layout, 0);
+    let home = node_index(layout, rank);
+    {
+        let _node = port.within(&node);
+        let node_send: Vec<Range<usize>> = node.iter().map(|&member| send_blocks[member].clone()).collect();
+        let node_recv: Vec<Range<usize>> = node.iter().map(|&member| recv_blocks[member].clone()).collect();
+        flat_alltoallv(port, send, &node_send, recv, &node_recv).await?;
+    }
+    let nodes = layout.nodes();
+    // The ranks of the other nodes, in node order, and where each other node's ranks start in it.
+    let elsewhere: Vec<usize> = nodes.iter().enumerate().filter(|&(index, _)| index != home).flat_map(|(_, members)| members.iter().copied()).collect();
+    if elsewhere.is_empty() {
+        return Ok(());
+    }
+    let mut first_elsewhere = vec![0; nodes.len()];
+    let mut count = 0;
+    for (index, members) in nodes.iter().enumerate().filter(|&(index, _)| index != home) {
+        first_elsewhere[index] = count;
+        count += members.len();
+    }
+    let others = elsewhere.len();
+    let own_lens: Vec<usize> = elsewhere.iter().map(|&dest| send_blocks[dest].len()).chain(elsewhere.iter().map(|&source| recv_blocks[source].len())).collect();
+    let leader = port.rank() == node[0];
+    // At the leader: member k's lengths for (and from) the rank elsewhere[j].
+    let lens = node_lengths(port, &node, 0, &own_lens).await?;
+    let sent_len = |member: usize, to: usize| lens[member * 2 * others + to];
+    let received_len = |member: usize, from: usize| lens[member * 2 * others + others + from];
+    let leaving = concatenated(elsewhere.iter().map(|&dest| &send[send_blocks[dest].clone()]));
+    let (gathered_blocks, gathered_len) = if leader { consecutive((0..node.len()).map(|member| (0..others).map(|to| sent_len(member, to)).sum())) } else { (Vec::new(), 0) };
+    let mut gathered = vec![0u8; gathered_len];
+    {
+        let _node = port.within(&node);
+        if leader {
+            gathered[gathered_blocks[0].clone()].copy_from_slice(&leaving);
+            flat_gatherv(port, None, &mut gathered, &gathered_blocks, 0).await?;
+        } else {
+            flat_gatherv(port, Some(&leaving), &mut [], &[], 0).await?;
+        }
+    }
+    let mut arrived = Vec::new();
+    let mut arrived_blocks = Vec::new();
+    if leader {
+        // Where member k's block for elsewhere[j] lies in `gathered`.
+        let mut sent_at = vec![0..0; node.len() * others];
+        for member in 0..node.len() {
+            let mut offset = gathered_blocks[member].start;
+            for to in 0..others {
+                sent_at[member * others + to] = offset..offset + sent_len(member, to);
+                offset += sent_len(member, to);
+            }
+        }
+        // To node n: for each of this node's ranks (node order), its blocks for n's ranks; from
+        // node n: for each of n's ranks, its blocks for this node's ranks.
+        let mut outgoing = Vec::with_capacity(gathered.len());
+        let mut node_send = Vec::with_capacity(nodes.len());
+        let mut node_recv = Vec::with_capacity(nodes.len());
+        let mut incoming_len = 0;
+        for (index, members) in nodes.iter().enumerate() {
+            let start = outgoing.len();
+            let mut len = 0;
+            if index != home {
+                let first = first_elsewhere[index];
+                for member in 0..node.len() {
+                    for to in first..first + members.len() {
+                        outgoing.extend_from_slice(&gathered[sent_at[member * others + to].clone()]);
+                    }
+                }
+                len = (first..first + members.len()).map(|from| (0..node.len()).map(|member| received_len(member, from)).sum::<usize>()).sum();
+            }
+            node_send.push(start..outgoing.len());
+            node_recv.push(incoming_len..incoming_len + len);
+            incoming_len += len;
+        }
+        let mut incoming = vec![0u8; incoming_len];
+        {
+            let _representatives = port.within(&representatives);
+            flat_alltoallv(port, &outgoing, &node_send, &mut incoming, &node_recv).await?;
+        }
+        // Where the block from elsewhere[j] to member k lies in `incoming`: source-major within
+        // its node's message.
+        let mut received_at = vec![0..0; node.len() * others];
+        for (index, members) in nodes.iter().enumerate().filter(|&(index, _)| index != home) {
+            let mut offset = node_recv[index].start;
+            for from in first_elsewhere[index]..first_elsewhere[index] + members.len() {
+                for member in 0..node.len() {
+                    received_at[member * others + from] = offset..offset + received_len(member, from);
+                    offset += received_len(member, from);
+                }
+            }
+        }
+        arrived.reserve(incoming.len());
+        for member in 0..node.len() {
+            let start = arrived.len();
+            for from in 0..others {
+                arrived.extend_from_slice(&incoming[received_at[member * others + from].clone()]);
+            }
+            arrived_blocks.push(start..arrived.len());
+        }
+    }
+    let mut mine = vec![0u8; elsewhere.iter().map(|&source| recv_blocks[source].len()).sum()];
+    {
+        let _node = port.within(&node);
+        if leader {
+            flat_scatterv(port, &arrived, &arrived_blocks, Some(&mut mine), 0).await?;
+        } else {
+            flat_scatterv(port, &[], &[], Some(&mut mine), 0).await?;
+        }
+    }
+    let mut offset = 0;
+    for &source in &elsewhere {
+        let len = recv_blocks[source].len();
+        recv[recv_blocks[source].clone()].copy_from_slice(&mine[offset..offset + len]);
+        offset += len;
     }
     Ok(())
 }

@@ -1016,7 +1016,7 @@ fn hierarchical_bcast_and_barrier_work_on_every_layout() {
 #[test]
 fn a_port_with_a_hierarchy_runs_the_form_the_model_picks_and_gets_the_same_results() {
     // Links so unequal that a cyclic layout always goes hierarchical.
-    let costs = LinkCosts { intra: braid_lane::Profile::from_model(10.0, 1e12, 1 << 24), inter: braid_lane::Profile::from_model(1e6, 1e6, 1 << 24) };
+    let costs = LinkCosts { intra: braid_lane::Profile::from_model(10.0, 1e12, 1 << 24), inter: braid_lane::Profile::from_model(1e6, 1e6, 1 << 24), wake_up: 0.0 };
     let ids = [0, 1, 0, 1, 0, 1];
     let hierarchy = Arc::new(Hierarchy::new(NodeLayout::new(&ids), costs));
     let operation = &OPERATIONS[0];
@@ -1045,7 +1045,7 @@ fn a_port_with_a_hierarchy_runs_the_form_the_model_picks_and_gets_the_same_resul
 
 /// A port on each layout of [`LAYOUTS`] that always takes the hierarchical forms.
 fn run_hierarchical<T: Send>(ids: &[u32], body: impl Fn(&mut SimulatedRank) -> T + Sync) -> Vec<T> {
-    let costs = LinkCosts { intra: braid_lane::Profile::from_model(300.0, 10e9, 1 << 24), inter: braid_lane::Profile::from_model(20_000.0, 200e6, 1 << 24) };
+    let costs = LinkCosts { intra: braid_lane::Profile::from_model(300.0, 10e9, 1 << 24), inter: braid_lane::Profile::from_model(20_000.0, 200e6, 1 << 24), wake_up: 0.0 };
     let hierarchy = Arc::new(Hierarchy::new(NodeLayout::new(ids), costs));
     let tuning = CollTuning { hierarchy: braid_config::HierarchyMode::Always, ..CollTuning::default() };
     run_groups_with(&[ids.len()], tuning, Some(hierarchy), body)
@@ -1157,6 +1157,84 @@ fn hierarchical_alltoall_transposes_blocks_on_every_layout() {
                 for source in 0..size {
                     let sent = pattern(source, block * size, 10);
                     assert_eq!(recv[source * block..(source + 1) * block], sent[rank * block..(rank + 1) * block], "layout {ids:?}, {source} -> {rank}, {block} bytes");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn hierarchical_gatherv_and_scatterv_round_trip_every_root_on_every_layout() {
+    for ids in LAYOUTS {
+        let size = ids.len();
+        let (blocks, len) = scattered_blocks(size);
+        for root in 0..size {
+            for in_place in [false, true] {
+                let results = run_hierarchical(ids, |ch| {
+                    let port = ch.port();
+                    let rank = ch.rank();
+                    let mine = pattern(rank, blocks[rank].len(), 11);
+                    let mut all = vec![0xEE; len];
+                    if rank == root && in_place {
+                        all[blocks[rank].clone()].copy_from_slice(&mine);
+                    }
+                    let own = (rank != root || !in_place).then_some(&mine[..]);
+                    ch.run(gatherv(&port, own, &mut all, &blocks, root)).unwrap();
+                    let mut source = vec![0; len];
+                    if rank == root {
+                        for (r, block) in blocks.iter().enumerate() {
+                            source[block.clone()].copy_from_slice(&pattern(r, block.len(), 12));
+                        }
+                    }
+                    let mut back = vec![0; blocks[rank].len()];
+                    let into = (rank != root || !in_place).then_some(&mut back[..]);
+                    ch.run(scatterv(&port, &source, &blocks, into, root)).unwrap();
+                    (all, back)
+                });
+                for (rank, block) in blocks.iter().enumerate() {
+                    assert_eq!(results[root].0[block.clone()], pattern(rank, block.len(), 11), "gatherv to {root}, layout {ids:?}, block {rank}");
+                }
+                for (rank, (_, back)) in results.iter().enumerate() {
+                    if rank != root || !in_place {
+                        assert_eq!(*back, pattern(rank, blocks[rank].len(), 12), "scatterv from {root} to {rank}, layout {ids:?}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn hierarchical_alltoallv_delivers_blocks_of_every_size_on_every_layout() {
+    // Rank s sends (s + 2 * d) % 5 * scale bytes to rank d (some pairs nothing), blocks in
+    // reverse rank order with gaps, so no two ranks' layouts of their buffers agree.
+    let len = |source: usize, dest: usize, scale: usize| (source + 2 * dest) % 5 * scale;
+    let blocks = |lens: &dyn Fn(usize) -> usize, size: usize| -> (Vec<Range<usize>>, usize) {
+        let mut ranges = vec![0..0; size];
+        let mut offset = 0;
+        for peer in (0..size).rev() {
+            ranges[peer] = offset..offset + lens(peer);
+            offset += lens(peer) + 1;
+        }
+        (ranges, offset)
+    };
+    for ids in LAYOUTS {
+        let size = ids.len();
+        for scale in [1, 700] {
+            let results = run_hierarchical(ids, |ch| {
+                let rank = ch.rank();
+                let (send_blocks, send_len) = blocks(&|dest| len(rank, dest, scale), size);
+                let (recv_blocks, recv_len) = blocks(&|source| len(source, rank, scale), size);
+                let send = pattern(rank, send_len, 13);
+                let mut recv = vec![0xEE; recv_len];
+                ch.run(alltoallv(&ch.port(), &send, &send_blocks, &mut recv, &recv_blocks)).unwrap();
+                (recv, recv_blocks)
+            });
+            for (rank, (recv, recv_blocks)) in results.iter().enumerate() {
+                for source in 0..size {
+                    let (send_blocks, send_len) = blocks(&|dest| len(source, dest, scale), size);
+                    let sent = pattern(source, send_len, 13);
+                    assert_eq!(recv[recv_blocks[source].clone()], sent[send_blocks[rank].clone()], "layout {ids:?}, {source} -> {rank}, scale {scale}");
                 }
             }
         }
