@@ -96,6 +96,10 @@ impl RailMachine {
         self.acknowledged(peer, ack)?;
         let state = self.peer(peer)?;
         if seq <= state.received {
+            // Sent again after a failover: the acknowledgement the peer lacks may have been lost
+            // with the failed rail, so it is owed again.
+            state.acknowledged = state.acknowledged.min(seq.saturating_sub(1));
+            self.ack_due = true;
             return Ok(false);
         }
         if seq != state.received + 1 {

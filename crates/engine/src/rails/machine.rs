@@ -229,10 +229,11 @@ impl RailMachine {
         format!("strategy {}, eager up to {} bytes, control rails (rank, rail) {controls:?}, {offload}", self.strategy.name(), self.eager_limit)
     }
 
-    /// Something to send, re-send or acknowledge: the driver runs [`RailMachine::advance`].
+    /// Something to send, re-send or acknowledge, or chunks to wait for (whose rails must be
+    /// watched): the driver runs [`RailMachine::advance`].
     #[inline]
     pub(crate) fn active(&self) -> bool {
-        self.unsent > 0 || self.unacked > 0 || self.ack_due || !self.transfers.is_empty()
+        self.unsent > 0 || self.unacked > 0 || self.ack_due || !self.transfers.is_empty() || !self.receives.is_empty()
     }
 
     /// Frames or chunks not yet handed to a rail (finalize waits for them).
@@ -270,14 +271,19 @@ impl RailMachine {
         Ok(moved)
     }
 
-    /// A rail that stopped reaching a peer with frames or chunks outstanding is failed over.
+    /// A rail that stopped reaching a peer with frames or chunks outstanding, either way, is
+    /// failed over. A receiver waiting for chunks watches too: with nothing of its own in flight
+    /// it would otherwise never learn that every rail to the sender has failed, and wait forever.
     fn detect_failures(&mut self, io: &impl RailIo) -> Result<(), EngineError> {
-        if self.unacked == 0 && self.unsent == 0 && self.transfers.is_empty() {
+        if self.unacked == 0 && self.unsent == 0 && self.transfers.is_empty() && self.receives.is_empty() {
             return Ok(());
         }
         for peer in 0..self.peers.len() as PeerId {
             let Some(state) = self.peers[peer as usize].as_ref() else { continue };
-            let busy = !state.unacked.is_empty() || !state.unsent.is_empty() || self.transfers.iter().any(|transfer| transfer.peer == peer);
+            let busy = !state.unacked.is_empty()
+                || !state.unsent.is_empty()
+                || self.transfers.iter().any(|transfer| transfer.peer == peer)
+                || self.receives.iter().any(|receive| receive.peer == peer);
             if !busy {
                 continue;
             }
@@ -310,12 +316,14 @@ impl RailMachine {
             if !up[state.control_rail] {
                 state.control_rail = up.iter().position(|&up| up).expect("a rail is up");
             }
-            // Everything not acknowledged may have died with the rail: re-send it, in order.
-            self.unacked -= state.unacked.len();
-            self.unsent += state.unacked.len();
-            while let Some(control) = state.unacked.pop_back() {
-                state.unsent.push_front(control);
-            }
+        }
+        // Everything not acknowledged may have died with the rail, if it was ours, or its
+        // acknowledgement may have, if it was the peer's control rail (each side picks its own):
+        // re-send it, in order. The peer drops what it has and acknowledges again.
+        self.unacked -= state.unacked.len();
+        self.unsent += state.unacked.len();
+        while let Some(control) = state.unacked.pop_back() {
+            state.unsent.push_front(control);
         }
         for transfer in self.transfers.iter_mut().filter(|transfer| transfer.peer == peer) {
             for piece in transfer.pieces.iter().filter(|piece| piece.rail == rail) {
