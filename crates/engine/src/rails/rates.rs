@@ -1,5 +1,5 @@
-//! Drain-rate observation: while a rail stays busy, what it drained over the engine's clock
-//! corrects its profile online.
+//! Drain-rate observation: while a rail stays busy, what it drained between two progress steps
+//! (at the times the driver passes in) corrects its profile online.
 
 use std::time::{Duration, Instant};
 
