@@ -125,8 +125,8 @@ impl RailMachine {
 
     /// Hands queued control frames of `peer` to its control rail: one by one, or, where the
     /// strategy aggregates and several wait, as NET_BATCH frames of up to `batch_max` bytes.
-    pub(crate) fn flush_control(&mut self, peer: PeerId, now: Instant, io: &mut impl RailIo) -> Result<bool, EngineError> {
-        self.recheck_control_rail(peer, now, io);
+    pub(crate) fn flush_control(&mut self, peer: PeerId, io: &mut impl RailIo) -> Result<bool, EngineError> {
+        self.recheck_control_rail(peer, io);
         let mut moved = false;
         loop {
             let Some(state) = self.peers.get_mut(peer as usize).and_then(Option::as_mut) else { return Ok(moved) };
@@ -170,9 +170,14 @@ impl RailMachine {
     /// Chooses `peer`'s control rail again when the last choice is [`CONTROL_RAIL_RECHECK`] old
     /// and no control frame is in flight: frames on the old rail have all arrived, so those on
     /// the new one cannot overtake them.
-    fn recheck_control_rail(&mut self, peer: PeerId, now: Instant, io: &impl RailIo) {
+    fn recheck_control_rail(&mut self, peer: PeerId, io: &impl RailIo) {
         let Some(state) = self.peers.get(peer as usize).and_then(Option::as_ref) else { return };
-        if !state.unacked.is_empty() || state.unsent.is_empty() || now.saturating_duration_since(state.control_chosen) < CONTROL_RAIL_RECHECK {
+        // The time is asked for last: a streaming sender always has frames in flight.
+        if !state.unacked.is_empty() || state.unsent.is_empty() {
+            return;
+        }
+        let now = io.now();
+        if now.saturating_duration_since(state.control_chosen) < CONTROL_RAIL_RECHECK {
             return;
         }
         let waiting = waiting_bytes(&self.transfers, self.rails.len());
@@ -232,12 +237,12 @@ impl RailMachine {
     }
 
     /// Hands every peer's queued control frames (waiting ones included) to its control rail.
-    pub(crate) fn flush_unsent(&mut self, now: Instant, io: &mut impl RailIo) -> Result<bool, EngineError> {
+    pub(crate) fn flush_unsent(&mut self, io: &mut impl RailIo) -> Result<bool, EngineError> {
         let mut moved = false;
         if self.unsent > 0 {
             for peer in 0..self.peers.len() as PeerId {
                 if self.peers[peer as usize].as_ref().is_some_and(|state| !state.unsent.is_empty()) {
-                    moved |= self.flush_control(peer, now, io)?;
+                    moved |= self.flush_control(peer, io)?;
                 }
             }
         }

@@ -1,9 +1,9 @@
 //! The rail set's core: every piece of protocol state of the rails (per-peer control channels,
 //! transfers and receives, failover, rate observation) as one state machine. It reads no clock
-//! (`now` comes with every call that needs the time) and calls no transport: it hands the frames
-//! it wants written to a [`RailIo`] and takes the rails' answers and reports as inputs, so the
-//! same logic runs over the real transports ([`super::Network`]) and over a simulated network
-//! in the tests.
+//! (the time is an input, asked of its [`RailIo`] where needed) and calls no transport: it
+//! hands the frames it wants written to its [`RailIo`] and takes the rails' answers and
+//! reports as inputs, so the same logic runs over the real transports ([`super::Network`]) and
+//! over a simulated network in the tests.
 
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -253,15 +253,16 @@ impl RailMachine {
     /// Checks the rails of every peer with something outstanding, splits new transfers, posts
     /// chunks, sends acknowledgements and observes drain rates. `idle`: nothing else happened in
     /// this progress step.
-    pub(crate) fn advance(&mut self, idle: bool, now: Instant, io: &mut impl RailIo) -> Result<bool, EngineError> {
+    pub(crate) fn advance(&mut self, idle: bool, io: &mut impl RailIo) -> Result<bool, EngineError> {
         let mut moved = false;
         // A new step: the control rails are free again for whatever waits for them.
         self.step += 1;
         self.detect_failures(io)?;
-        moved |= self.flush_unsent(now, io)?;
+        moved |= self.flush_unsent(io)?;
         if self.transfers.is_empty() {
             self.gaps.idle();
         } else {
+            let now = io.now();
             self.gaps.step(now);
             // Observed before posting: a rail that ran dry must be seen empty, not refilled.
             self.observe_rates(now, io);

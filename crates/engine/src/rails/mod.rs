@@ -24,9 +24,11 @@
 //!
 //! The rail set is split as quinn-proto splits a QUIC connection from its endpoint:
 //! * **The core** ([`RailMachine`], `machine.rs`) holds every piece of protocol state and reads
-//!   neither a clock nor a transport. Its inputs: the time (`now`, passed in), the frames that
-//!   arrived, and what the rails report through [`io::RailIo`] (`io.rs`): whether a rail took a
-//!   frame, has room, still reaches a peer, and its backlog. Its outputs: the frames to write
+//!   neither a clock nor a transport. Its inputs: the time, the frames that arrived, and what the
+//!   rails report through [`io::RailIo`] (`io.rs`): whether a rail took a frame, has room, still
+//!   reaches a peer, and its backlog. The time comes through `RailIo::now`, asked for only where
+//!   it is needed, as often as the rail set read the clock before it was split: a clock read
+//!   costs as much as the rest of a small message's way through the core. Its outputs: the frames to write
 //!   (handed to [`io::RailIo::transmit`], borrowed from its queues), the sends completed
 //!   (`take_sent`), the receives filled, and how long the rank may sleep (`sleep_limit`). Its
 //!   parts: `control.rs` (the sequenced control channel: sequence numbers, acknowledgements,
@@ -34,7 +36,7 @@
 //!   ranges, takeover and hedging), `horizon.rs` (how far ahead chunks are queued), `rates.rs`
 //!   (drain-rate observation), `doorbell.rs` (how long the rank may sleep).
 //! * **The driver** ([`Network`], this file) owns the rail transports and their doorbell set,
-//!   reads the clock once per call, and feeds the core.
+//!   answers the core's questions from them and from the clock, and feeds it.
 //! * **The tests** run the same core on a simulated network (`simulated.rs`: rails with rates,
 //!   latencies and buffers, a virtual clock, a seeded generator), rails failing included
 //!   (`properties.rs`).
@@ -137,7 +139,7 @@ impl Network {
 
     /// A progress step of the rails (see [`RailMachine::advance`]).
     pub(crate) fn advance(&mut self, idle: bool) -> Result<bool, EngineError> {
-        self.machine.advance(idle, Instant::now(), &mut self.links)
+        self.machine.advance(idle, &mut self.links)
     }
 
     /// Queues a control frame to `peer` (see [`RailMachine::queue_control`]).
@@ -173,7 +175,7 @@ impl Network {
     /// Hands `peer`'s queued control frames to its control rail.
     #[inline]
     pub(crate) fn flush_control(&mut self, peer: PeerId) -> Result<bool, EngineError> {
-        self.machine.flush_control(peer, Instant::now(), &mut self.links)
+        self.machine.flush_control(peer, &mut self.links)
     }
 
     /// Whether control frames wait to be handed to a rail.
@@ -184,7 +186,7 @@ impl Network {
 
     /// Hands every peer's queued control frames to its control rail.
     pub(crate) fn flush_unsent(&mut self) -> Result<bool, EngineError> {
-        self.machine.flush_unsent(Instant::now(), &mut self.links)
+        self.machine.flush_unsent(&mut self.links)
     }
 
     /// CTS `transfer` from `peer`: send `data` to its request `receiver`.

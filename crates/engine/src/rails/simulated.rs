@@ -191,6 +191,10 @@ pub(super) struct RankIo<'a> {
 }
 
 impl RailIo for RankIo<'_> {
+    fn now(&self) -> Instant {
+        self.net.now
+    }
+
     fn name(&self, _rail: usize) -> &str {
         "simulated"
     }
@@ -330,8 +334,7 @@ impl Rank {
         } else {
             self.machine.queue_control(to, Frame::Rts { context: 0, tag, len: len as u64, sender: request, pid: 0, address: 0 }, &[], None);
         }
-        let now = net.now;
-        let flushed = self.machine.flush_control(to, now, &mut net.port(self.id));
+        let flushed = self.machine.flush_control(to, &mut net.port(self.id));
         self.settle(flushed);
     }
 
@@ -351,8 +354,7 @@ impl Rank {
             }
         }
         if self.machine.active() {
-            let now = net.now;
-            let advanced = self.machine.advance(!moved, now, &mut net.port(self.id));
+            let advanced = self.machine.advance(!moved, &mut net.port(self.id));
             moved |= matches!(advanced, Ok(true));
             self.settle(advanced);
         }
