@@ -416,7 +416,7 @@ impl Engine {
             ControlLane::Direct(transport) => Some(transport),
             ControlLane::Rails => None,
         };
-        self.core.counters.values(direct_route, &self.core.net.traffic, names)
+        self.core.counters.values(direct_route, self.core.net.traffic(), names)
     }
 
     /// Starts a new interval of the unexpected queue's high watermark, at its current level.

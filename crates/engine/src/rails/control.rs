@@ -8,16 +8,17 @@ use std::time::{Duration, Instant};
 
 use braid_strategy::multirail::{Aggregator, Decision};
 use braid_lane::PeerId;
-use braid_transport::{SendOutcome, Transport, TransportError};
+use braid_transport::{SendOutcome, TransportError};
 
-use super::{views, Network};
-use crate::frame::{push_batch_entry, Frame, Header, BATCH_ENTRY_OVERHEAD, CONTROL_OVERHEAD, EAGER_HEADER_MAX};
-use crate::{gather, protocol_error, transport_error, EngineError};
+use super::io::RailIo;
+use super::machine::{rail_error, views, RailMachine};
 use super::transfer::waiting_bytes;
+use crate::frame::{push_batch_entry, Frame, Header, BATCH_ENTRY_OVERHEAD, CONTROL_OVERHEAD, EAGER_HEADER_MAX};
+use crate::{gather, protocol_error, EngineError};
 
 /// A receiver acknowledges at least every this many control frames without waiting to be idle:
 /// it bounds the copies a streaming sender keeps for re-sending.
-const ACK_EVERY: u64 = 32;
+pub(super) const ACK_EVERY: u64 = 32;
 
 /// Payload buffers kept for reuse.
 const SPARE_BUFFERS: usize = 64;
@@ -54,9 +55,9 @@ pub(super) struct Peer {
 /// that control frames stop queueing behind chunks piled on one rail.
 const CONTROL_RAIL_RECHECK: Duration = Duration::from_millis(2);
 
-impl Network {
+impl RailMachine {
     /// Queues a control frame (payload copied) to `peer`; returns its sequence number. When it
-    /// leaves, send request `completes` is done (collected by [`Network::take_sent`]).
+    /// leaves, send request `completes` is done (collected by [`RailMachine::take_sent`]).
     pub(crate) fn queue_control(&mut self, peer: PeerId, frame: Frame, payload: &[u8], completes: Option<u32>) -> u64 {
         let mut copy = self.spare.pop().unwrap_or_default();
         copy.clear();
@@ -95,6 +96,10 @@ impl Network {
         self.acknowledged(peer, ack)?;
         let state = self.peer(peer)?;
         if seq <= state.received {
+            // Sent again after a failover: the acknowledgement the peer lacks may have been lost
+            // with the failed rail, so it is owed again.
+            state.acknowledged = state.acknowledged.min(seq.saturating_sub(1));
+            self.ack_due = true;
             return Ok(false);
         }
         if seq != state.received + 1 {
@@ -120,8 +125,8 @@ impl Network {
 
     /// Hands queued control frames of `peer` to its control rail: one by one, or, where the
     /// strategy aggregates and several wait, as NET_BATCH frames of up to `batch_max` bytes.
-    pub(crate) fn flush_control(&mut self, peer: PeerId) -> Result<bool, EngineError> {
-        self.recheck_control_rail(peer);
+    pub(crate) fn flush_control(&mut self, peer: PeerId, io: &mut impl RailIo) -> Result<bool, EngineError> {
+        self.recheck_control_rail(peer, io);
         let mut moved = false;
         loop {
             let Some(state) = self.peers.get_mut(peer as usize).and_then(Option::as_mut) else { return Ok(moved) };
@@ -130,14 +135,13 @@ impl Network {
                 return Ok(moved);
             }
             let rail = state.control_rail;
-            let transport = &mut self.links[rail];
             let frames = match self.aggregates && state.unsent.len() > 1 {
                 true => fill_batch(&mut self.batch, &state.unsent, state.received, self.batch_max),
                 false => 1,
             };
             let outcome = match frames {
-                1 => send_one(transport.as_mut(), peer, &state.unsent[0], state.received),
-                _ => transport.try_send(peer, Header::net_batch().as_bytes(), &[std::io::IoSlice::new(&self.batch)]),
+                1 => send_one(io, rail, peer, &state.unsent[0], state.received),
+                _ => io.transmit(rail, peer, Header::net_batch().as_bytes(), &[std::io::IoSlice::new(&self.batch)]),
             };
             match outcome {
                 Ok(SendOutcome::Sent) => {
@@ -155,10 +159,10 @@ impl Network {
                 }
                 Ok(SendOutcome::WouldBlock) => return Ok(moved),
                 Err(TransportError::Unreachable(_)) => {
-                    self.fail_rail(peer, rail)?;
+                    self.fail_rail(peer, rail, io)?;
                     moved = true;
                 }
-                Err(error) => return Err(transport_error(transport.as_ref(), peer, error)),
+                Err(error) => return Err(rail_error(io, rail, peer, error)),
             }
         }
     }
@@ -166,15 +170,20 @@ impl Network {
     /// Chooses `peer`'s control rail again when the last choice is [`CONTROL_RAIL_RECHECK`] old
     /// and no control frame is in flight: frames on the old rail have all arrived, so those on
     /// the new one cannot overtake them.
-    fn recheck_control_rail(&mut self, peer: PeerId) {
+    fn recheck_control_rail(&mut self, peer: PeerId, io: &impl RailIo) {
         let Some(state) = self.peers.get(peer as usize).and_then(Option::as_ref) else { return };
-        if !state.unacked.is_empty() || state.unsent.is_empty() || state.control_chosen.elapsed() < CONTROL_RAIL_RECHECK {
+        // The time is asked for last: a streaming sender always has frames in flight.
+        if !state.unacked.is_empty() || state.unsent.is_empty() {
+            return;
+        }
+        let now = io.now();
+        if now.saturating_duration_since(state.control_chosen) < CONTROL_RAIL_RECHECK {
             return;
         }
         let waiting = waiting_bytes(&self.transfers, self.rails.len());
-        let chosen = self.strategy.eager_rail(self.eager_limit, &views(&self.rails, &self.links, peer, &state.rail_up, &waiting));
+        let chosen = self.strategy.eager_rail(self.eager_limit, &views(&self.rails, io, peer, &state.rail_up, &waiting));
         let Some(state) = self.peers.get_mut(peer as usize).and_then(Option::as_mut) else { return };
-        state.control_chosen = Instant::now();
+        state.control_chosen = now;
         if chosen != state.control_rail && state.rail_up.get(chosen) == Some(&true) {
             if self.debug {
                 eprintln!("braid: rank {}: control rail to rank {peer} moves from {} to {chosen}", self.rank, state.control_rail);
@@ -185,7 +194,7 @@ impl Network {
 
     /// Sends bare acknowledgements: to every peer owed one when `idle`, else only where
     /// [`ACK_EVERY`] frames are waiting.
-    pub(super) fn send_acks(&mut self, idle: bool) -> Result<bool, EngineError> {
+    pub(super) fn send_acks(&mut self, idle: bool, io: &mut impl RailIo) -> Result<bool, EngineError> {
         if !self.ack_due {
             return Ok(false);
         }
@@ -203,7 +212,7 @@ impl Network {
             }
             let rail = state.control_rail;
             let header = Header::net_ack(state.received);
-            match self.links[rail].try_send(peer, header.as_bytes(), &[]) {
+            match io.transmit(rail, peer, header.as_bytes(), &[]) {
                 Ok(SendOutcome::Sent) => {
                     self.traffic[rail].sent(1, 0);
                     state.acknowledged = state.received;
@@ -212,9 +221,9 @@ impl Network {
                 Ok(SendOutcome::WouldBlock) => still_due = true,
                 Err(TransportError::Unreachable(_)) => {
                     still_due = true;
-                    self.fail_rail(peer, rail)?;
+                    self.fail_rail(peer, rail, io)?;
                 }
-                Err(error) => return Err(transport_error(self.links[rail].as_ref(), peer, error)),
+                Err(error) => return Err(rail_error(io, rail, peer, error)),
             }
         }
         self.ack_due = still_due;
@@ -228,12 +237,12 @@ impl Network {
     }
 
     /// Hands every peer's queued control frames (waiting ones included) to its control rail.
-    pub(crate) fn flush_unsent(&mut self) -> Result<bool, EngineError> {
+    pub(crate) fn flush_unsent(&mut self, io: &mut impl RailIo) -> Result<bool, EngineError> {
         let mut moved = false;
         if self.unsent > 0 {
             for peer in 0..self.peers.len() as PeerId {
                 if self.peers[peer as usize].as_ref().is_some_and(|state| !state.unsent.is_empty()) {
-                    moved |= self.flush_control(peer)?;
+                    moved |= self.flush_control(peer, io)?;
                 }
             }
         }
@@ -242,9 +251,9 @@ impl Network {
 }
 
 /// Posts one control frame, acknowledging everything up to `received`.
-fn send_one(transport: &mut dyn Transport, peer: PeerId, control: &Control, received: u64) -> Result<SendOutcome, TransportError> {
+fn send_one(io: &mut impl RailIo, rail: usize, peer: PeerId, control: &Control, received: u64) -> Result<SendOutcome, TransportError> {
     let header = Header::control(control.seq, received, &control.header);
-    transport.try_send(peer, header.as_bytes(), &gather(&control.payload))
+    io.transmit(rail, peer, header.as_bytes(), &gather(&control.payload))
 }
 
 /// Fills `batch` with the first of `unsent` (at least one) that fit in `max` bytes; returns how

@@ -1,16 +1,18 @@
 //! Sleeping on the rails: one epoll set holds every rail transport's doorbell, so a waiting rank
-//! sleeps on all its rails at once, and the rails say how long it may sleep before they need it
-//! while no frame arrives: until a rail holding chunk bytes back has drained under its queue
-//! cap, or a rail with none left has drained dry enough to take over or hedge.
+//! sleeps on all its rails at once (the driver's part), and the rail set's core says how long it
+//! may sleep before the rails need it while no frame arrives: until a rail holding chunk bytes
+//! back has drained under its queue cap, or a rail with none left has drained dry enough to take
+//! over or hedge.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use braid_strategy::multirail;
 use braid_sys::net::Poller;
 use braid_transport::Transport;
 
+use super::io::RailIo;
+use super::machine::{Rail, RailMachine};
 use super::transfer::{waiting_bytes, QUEUED_FRAME_MAX};
-use super::{Network, Rail};
 
 /// One epoll set holding the doorbell of every rail in `links`; `None` if some rail has none
 /// (the rank then keeps polling) or there are no rails.
@@ -25,16 +27,11 @@ pub(super) fn open(links: &[Box<dyn Transport>]) -> Option<Poller> {
     Some(set)
 }
 
-impl Network {
-    /// Whether a waiting rank can sleep on the rails (every rail has a doorbell).
-    pub(crate) fn can_sleep(&self) -> bool {
-        self.doorbell.is_some()
-    }
-
+impl RailMachine {
     /// How long this rank may sleep when nothing arrives, as far as the rails are concerned:
     /// `None` when only arrivals matter (no transfer of ours in flight); zero when it must not
     /// sleep. A connection waiting for room is left out: its doorbell rings when it has some.
-    pub(crate) fn sleep_limit(&self) -> Option<Duration> {
+    pub(crate) fn sleep_limit(&self, io: &impl RailIo) -> Option<Duration> {
         if self.transfers.is_empty() {
             return None;
         }
@@ -44,11 +41,10 @@ impl Network {
         for transfer in &self.transfers {
             let Some(state) = self.peers.get(transfer.peer as usize).and_then(Option::as_ref) else { continue };
             for (index, rail) in self.rails.iter().enumerate() {
-                let link = &self.links[index];
-                if !state.rail_up[index] || !link.has_room(transfer.peer) {
+                if !state.rail_up[index] || !io.has_room(index, transfer.peer) {
                     continue;
                 }
-                let backlog = link.backlog(transfer.peer);
+                let backlog = io.backlog(index, transfer.peer);
                 let excess = if waiting[index] > 0 {
                     // Without a horizon every chunk is posted until the socket is full, or
                     // posted by offload workers, which ring no doorbell: keep polling.
@@ -68,15 +64,6 @@ impl Network {
         }
         limit
     }
-
-    /// Sleeps until a rail's doorbell rings or `timeout` passes. The sleep is no absence from
-    /// progress: the queue horizon need not cover it (it ends when the rails need the rank).
-    pub(crate) fn sleep(&mut self, timeout: Duration) {
-        let Some(doorbell) = &self.doorbell else { return };
-        let planned = Instant::now() + timeout;
-        let _ = doorbell.sleep(timeout);
-        self.gaps.slept_until(planned);
-    }
 }
 
 impl Rail {
@@ -93,6 +80,7 @@ mod tests {
     use super::*;
     use braid_lane::Profile;
     use braid_strategy::multirail::SplitSettings;
+    use std::time::Instant;
 
     #[test]
     fn drain_time_follows_the_rail_rate() {

@@ -3,15 +3,17 @@
 //! the end of another's remainder or hedging its undelivered tail; the receiver's ranges.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use braid_strategy::multirail::{self, Chunk, MultirailStrategy, RailView};
 use braid_lane::PeerId;
-use braid_transport::{SendOutcome, Transport, TransportError};
+use braid_transport::{SendOutcome, TransportError};
 
-use super::{views, Network, Rail};
+use super::io::RailIo;
+use super::machine::{rail_error, views, Rail, RailMachine};
 use crate::frame::Header;
 use crate::offload::{Offload, OffloadJob};
-use crate::{gather, protocol_error, transport_error, EngineError};
+use crate::{gather, protocol_error, EngineError};
 
 /// A piece of a rendezvous payload assigned to one rail; `posted` is the next byte to post.
 /// An offloaded piece is posted by a worker thread (`job`), which reports how far it got.
@@ -90,7 +92,7 @@ pub(super) const QUEUED_FRAME_MAX: usize = 64 << 10;
 fn offload_split(
     offload: &Offload,
     rails: &[Rail],
-    transports: &mut [Box<dyn Transport>],
+    io: &mut impl RailIo,
     transfer: &mut Transfer,
     first: usize,
     control_rail: usize,
@@ -120,7 +122,7 @@ fn offload_split(
         if piece.rail == control_rail || piece.posted > piece.start {
             continue;
         }
-        let Some(writer) = transports[piece.rail].lend_writer(transfer.peer) else { continue };
+        let Some(writer) = io.lend_writer(piece.rail, transfer.peer) else { continue };
         let frame_max = rails[piece.rail].chunk_max;
         let frames: Vec<(Vec<u8>, &'static [u8])> = (piece.start..piece.end)
             .step_by(frame_max)
@@ -144,7 +146,7 @@ pub(super) fn waiting_bytes(transfers: &[Transfer], rails: usize) -> Vec<u64> {
     waiting
 }
 
-impl Network {
+impl RailMachine {
     /// CTS `transfer` from `peer`: send `len` bytes of `data` to its request `receiver`.
     pub(crate) fn start_transfer(&mut self, peer: PeerId, request: u32, receiver: u32, transfer: u64, data: &'static [u8]) {
         self.transfers.push(Transfer { request, peer, receiver, transfer, data, pieces: Vec::new(), unassigned: vec![(0, data.len())], posted_on: vec![0; self.rails.len()] });
@@ -193,7 +195,7 @@ impl Network {
     }
 
     /// Splits unassigned ranges and posts chunks while the rails take them.
-    pub(super) fn post_chunks(&mut self) -> Result<bool, EngineError> {
+    pub(super) fn post_chunks(&mut self, now: Instant, io: &mut impl RailIo) -> Result<bool, EngineError> {
         let mut moved = false;
         let mut failed: Option<(PeerId, usize)> = None;
         let mut chunks: Vec<Chunk> = Vec::new();
@@ -215,7 +217,7 @@ impl Network {
                 let first_new = transfer.pieces.len();
                 for (start, end) in transfer.unassigned.drain(..) {
                     chunks.clear();
-                    self.strategy.split(end - start, &views(&self.rails, &self.links, transfer.peer, up, &waiting), &mut chunks);
+                    self.strategy.split(end - start, &views(&self.rails, io, transfer.peer, up, &waiting), &mut chunks);
                     for chunk in &chunks {
                         // A strategy that picked a failed rail is overruled: the first rail up takes it.
                         let rail = if up[chunk.rail] { chunk.rail } else { up.iter().position(|&up| up).unwrap_or(chunk.rail) };
@@ -225,22 +227,22 @@ impl Network {
                     }
                 }
                 if let (Some(offload), None) = (&self.offload, horizon) {
-                    let views = views(&self.rails, &self.links, transfer.peer, up, &waiting);
-                    let offloaded = offload_split(offload, &self.rails, &mut self.links, transfer, first_new, state.control_rail, &views);
+                    let views = views(&self.rails, io, transfer.peer, up, &waiting);
+                    let offloaded = offload_split(offload, &self.rails, io, transfer, first_new, state.control_rail, &views);
                     if offloaded > 0 && self.debug {
                         eprintln!("braid: rank {}: {offloaded} pieces of {} bytes to rank {} offloaded", self.rank, transfer.data.len(), transfer.peer);
                     }
                 }
                 if self.debug {
                     let split: Vec<(usize, usize)> = transfer.pieces.iter().map(|piece| (piece.rail, piece.end - piece.posted)).collect();
-                    let rails: Vec<(u64, f64)> = views(&self.rails, &self.links, transfer.peer, up, &waiting).iter().map(|view| (view.backlog_bytes, view.rate_factor)).collect();
+                    let rails: Vec<(u64, f64)> = views(&self.rails, io, transfer.peer, up, &waiting).iter().map(|view| (view.backlog_bytes, view.rate_factor)).collect();
                     eprintln!("braid: rank {}: {} bytes to rank {} split (rail, bytes) {split:?}; rails then (backlog, rate factor) {rails:?}", self.rank, transfer.data.len(), transfer.peer);
                 }
             }
             for piece in &mut transfer.pieces {
                 let rail = &mut self.rails[piece.rail];
                 if piece.posted < piece.end && !rail.peers.contains(&transfer.peer) {
-                    rail.watch(transfer.peer, self.links[piece.rail].as_ref());
+                    rail.watch(transfer.peer, io.backlog(piece.rail, transfer.peer), now);
                 }
                 if let Some(job) = &piece.job {
                     let posted = piece.start + job.posted();
@@ -265,13 +267,13 @@ impl Network {
                 }
                 // A socket waiting for room takes no chunk until its doorbell says it has some:
                 // neither its backlog is read nor a frame queued behind its pending bytes.
-                if !self.links[piece.rail].has_room(transfer.peer) {
+                if !io.has_room(piece.rail, transfer.peer) {
                     continue;
                 }
                 let slot = horizon.map(|horizon| {
                     rooms.iter().position(|&(r, peer, _)| r == piece.rail && peer == transfer.peer).unwrap_or_else(|| {
                         let cap = rail.queue_cap(horizon);
-                        rooms.push((piece.rail, transfer.peer, cap.saturating_sub(self.links[piece.rail].backlog(transfer.peer))));
+                        rooms.push((piece.rail, transfer.peer, cap.saturating_sub(io.backlog(piece.rail, transfer.peer))));
                         rooms.len() - 1
                     })
                 });
@@ -283,8 +285,7 @@ impl Network {
                     let end = piece.end.min(piece.posted + frame_max);
                     room = room.saturating_sub((end - piece.posted) as u64);
                     let header = Header::net_data(transfer.receiver, piece.posted as u64, transfer.transfer);
-                    let transport = &mut self.links[piece.rail];
-                    match transport.try_send(transfer.peer, header.as_bytes(), &gather(&transfer.data[piece.posted..end])) {
+                    match io.transmit(piece.rail, transfer.peer, header.as_bytes(), &gather(&transfer.data[piece.posted..end])) {
                         Ok(SendOutcome::Sent) => {
                             self.traffic[piece.rail].sent(1, (end - piece.posted) as u64);
                             rail.posted += (end - piece.posted) as u64;
@@ -303,7 +304,7 @@ impl Network {
                             failed.get_or_insert((transfer.peer, piece.rail));
                             break;
                         }
-                        Err(error) => return Err(transport_error(transport.as_ref(), transfer.peer, error)),
+                        Err(error) => return Err(rail_error(io, piece.rail, transfer.peer, error)),
                     }
                 }
                 if let Some(slot) = slot {
@@ -313,11 +314,11 @@ impl Network {
         }
         self.rooms = rooms;
         if let Some((peer, rail)) = failed {
-            self.fail_rail(peer, rail)?;
+            self.fail_rail(peer, rail, io)?;
             moved = true;
         }
         if horizon.is_some() {
-            moved |= self.rebalance();
+            moved |= self.rebalance(io);
         }
         Ok(moved)
     }
@@ -328,7 +329,7 @@ impl Network {
     /// two rails from trading the same bytes back and forth on noisy rate estimates. When no
     /// rail holds a remainder, the dry rail may send again what a slower rail has posted but
     /// not yet delivered (see [`hedge`]).
-    pub(super) fn rebalance(&mut self) -> bool {
+    pub(super) fn rebalance(&mut self, io: &impl RailIo) -> bool {
         let mut waiting = waiting_bytes(&self.transfers, self.rails.len());
         let mut moved = false;
         // A rail's backlog holds one transfer's bytes only when one transfer is in flight.
@@ -337,7 +338,7 @@ impl Network {
             let Some(state) = self.peers.get(transfer.peer as usize).and_then(Option::as_ref) else { continue };
             for thief in 0..self.rails.len() {
                 // A rail waiting for room in its socket is not about to run dry.
-                if !state.rail_up[thief] || waiting[thief] > 0 || !self.links[thief].has_room(transfer.peer) {
+                if !state.rail_up[thief] || waiting[thief] > 0 || !io.has_room(thief, transfer.peer) {
                     continue;
                 }
                 let dry = self.rails[thief].chunk_max.min(QUEUED_FRAME_MAX) as u64;
@@ -349,9 +350,9 @@ impl Network {
                     })
                     .max_by_key(|&index| remainder(&transfer.pieces[index]))
                 else {
-                    if hedging && self.links[thief].backlog(transfer.peer) <= dry {
-                        let views = views(&self.rails, &self.links, transfer.peer, &state.rail_up, &waiting);
-                        if let Some(hedged) = hedge(self.strategy.as_mut(), transfer, thief, &self.links, &views) {
+                    if hedging && io.backlog(thief, transfer.peer) <= dry {
+                        let views = views(&self.rails, io, transfer.peer, &state.rail_up, &waiting);
+                        if let Some(hedged) = hedge(self.strategy.as_mut(), transfer, thief, io, &views) {
                             waiting[thief] += hedged as u64;
                             moved = true;
                             if self.debug {
@@ -362,10 +363,10 @@ impl Network {
                     continue;
                 };
                 let piece = transfer.pieces[victim].clone();
-                if self.links[thief].backlog(transfer.peer) > dry {
+                if io.backlog(thief, transfer.peer) > dry {
                     continue;
                 }
-                let views = views(&self.rails, &self.links, transfer.peer, &state.rail_up, &waiting);
+                let views = views(&self.rails, io, transfer.peer, &state.rail_up, &waiting);
                 let taken = self.strategy.takeover(thief, piece.rail, remainder(&piece), &views);
                 if taken == 0 {
                     continue;
@@ -405,10 +406,10 @@ impl Rail {
 /// keeps whichever copy lands first and ignores the other, so a rail slowed after the split
 /// no longer holds the message up. The copy left on the slow rail costs that rail its time,
 /// which its backlog shows the next split. Returns the bytes hedged.
-fn hedge(strategy: &mut dyn MultirailStrategy, transfer: &mut Transfer, thief: usize, transports: &[Box<dyn Transport>], views: &[RailView<'_>]) -> Option<usize> {
+fn hedge(strategy: &mut dyn MultirailStrategy, transfer: &mut Transfer, thief: usize, io: &impl RailIo, views: &[RailView<'_>]) -> Option<usize> {
     let undelivered = |piece: &Piece, mark: u64| {
         let behind = transfer.posted_on[piece.rail] - mark;
-        let own = transports[piece.rail].backlog(transfer.peer).saturating_sub(behind);
+        let own = io.backlog(piece.rail, transfer.peer).saturating_sub(behind);
         let first = piece.end.saturating_sub(usize::try_from(own).unwrap_or(usize::MAX)).max(piece.start);
         piece.unhedged_end.saturating_sub(first)
     };

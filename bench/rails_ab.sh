@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Two builds of Braid side by side on one 2-node virtual cluster, interleaved: is a change to the
+# rails faster or slower? (Needs root, iproute2 and python3.) Each build is a directory holding
+# its `braid` and `libbraid.so` (copies of target/release from the two trees). The cluster is
+# built once and its rails sampled once (by the second build's `braid sample`, profiles in a
+# private directory); then every repetition runs, for build A and then build B, bench/osu.c's
+# bw at 1 MiB (8 windows of 64) and 16 MiB (1 window), latency at 8 B and mr at 8 B, with
+# BRAID_STRATEGY as set (default hetero). Prints per point and build the median, quartiles
+# and extremes over the repetitions, and the load average after each repetition (this machine
+# is shared: read the spreads with it).
+#
+# Usage: bench/rails_ab.sh DIR_A DIR_B [--reps R] [--rails "2gbit,1gbit"] [--mtu M]
+# Output: the table on stdout; every run in bench/results/rails-ab-<date>.csv
+#   (build,repetition,bench,size,value,unit).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+REPS=5
+RAILS=2gbit,1gbit
+MTU=9000
+[ $# -ge 2 ] || { sed -n '2,/^set -euo/{/^#/p}' "$0"; exit 2; }
+A="$(cd "$1" && pwd)"
+B="$(cd "$2" && pwd)"
+shift 2
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --reps) REPS="$2"; shift ;;
+    --rails) RAILS="$2"; shift ;;
+    --mtu) MTU="$2"; shift ;;
+    *) echo "rails_ab.sh: unknown argument $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+[[ "$REPS" =~ ^[1-9][0-9]*$ ]] || { echo "rails_ab.sh: --reps needs a positive number" >&2; exit 2; }
+for dir in "$A" "$B"; do
+    if [ ! -x "$dir/braid" ] || [ ! -f "$dir/libbraid.so" ]; then
+        echo "rails_ab.sh: $dir has no braid and libbraid.so" >&2
+        exit 2
+    fi
+done
+[ "$(id -u)" = 0 ] || { echo "rails_ab.sh: building virtual clusters needs root" >&2; exit 1; }
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/braid-rails-ab.XXXXXX")"
+CSV="$ROOT/bench/results/rails-ab-$(date +%Y-%m-%d-%H%M%S).csv"
+mkdir -p "$ROOT/bench/results"
+export BRAID_PROFILE_DIR="$WORK/profiles"
+CLUSTER="ab$$"
+trap '"$B/braid" cluster down "$CLUSTER" >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
+trap 'exit 130' INT TERM
+
+# Each build's osu links its own libbraid.so (rpath).
+BRAID_LIBDIR="$A" "$ROOT/bin/braidcc" -std=c99 -O2 "$ROOT/bench/osu.c" -o "$WORK/osu-a"
+BRAID_LIBDIR="$B" "$ROOT/bin/braidcc" -std=c99 -O2 "$ROOT/bench/osu.c" -o "$WORK/osu-b"
+"$B/braid" cluster up "$CLUSTER" --nodes 2 --rails "$RAILS" --mtu "$MTU" >/dev/null
+"$B/braid" sample --cluster "$CLUSTER" >"$WORK/sample.log" 2>&1 || { cat "$WORK/sample.log" >&2; exit 1; }
+export BRAID_STRATEGY="${BRAID_STRATEGY:-hetero}"
+
+echo "build,repetition,bench,size,value,unit" >"$CSV"
+for rep in $(seq 1 "$REPS"); do
+    for build in a b; do
+        dir=$A
+        [ "$build" = b ] && dir=$B
+        for args in "bw -n 1048576 -m 1048576 -i 8" "bw -n 16777216 -m 16777216 -i 1" "latency -n 8 -m 8" "mr -n 8 -m 8"; do
+            # shellcheck disable=SC2086
+            timeout 180 "$dir/braid" run --cluster "$CLUSTER" -n 2 --ppn 1 "$WORK/osu-$build" $args 2>>"$WORK/errors.log" \
+                | grep -v '^#' | grep ',' | sed "s/^/$build,$rep,/" >>"$CSV" || echo "# failed: build $build osu $args" >&2
+        done
+    done
+    echo "# repetition $rep of $REPS done, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+done
+python3 - "$CSV" "$A" "$B" <<'EOF'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+names = {"a": sys.argv[2], "b": sys.argv[3]}
+points = sorted({(row["bench"], int(row["size"]), row["unit"]) for row in rows})
+print("bench,size,unit,build,median,q1,q3,min,max,n")
+for bench, size, unit in points:
+    for build in "ab":
+        values = sorted(float(row["value"]) for row in rows if row["build"] == build and row["bench"] == bench and int(row["size"]) == size)
+        if values:
+            n = len(values)
+            print(f"{bench},{size},{unit},{names[build]},{statistics.median(values):.1f},{values[n // 4]:.1f},{values[3 * n // 4]:.1f},{values[0]:.1f},{values[-1]:.1f},{n}")
+EOF
+echo "# every run: $CSV"

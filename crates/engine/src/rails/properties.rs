@@ -1,0 +1,361 @@
+//! The rail set's promises, checked on the simulated network (`simulated.rs`) over many seeded
+//! runs: every message arrives once, in MPI order per pair, with its bytes intact, and every send
+//! completes, also when a rail fails at any moment; losing every rail is a clear error, not a
+//! hang; a split over unequal rails ends its chunks together; eager messages posted back to back
+//! leave as one batch; acknowledgements are cumulative and bounded.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use braid_config::{Config, StrategyKind};
+use braid_lane::{PeerId, Profile};
+
+use super::control::ACK_EVERY;
+use super::io::RailIo;
+use super::simulated::{sim_config, Kind, RailModel, Rank, Rng, SimNetwork};
+use crate::EngineError;
+
+/// Virtual time after which a run that has not finished counts as hung.
+const HANG: Duration = Duration::from_secs(20);
+
+/// A run: the rails, the ranks, the messages each rank sends, in order.
+struct Scenario {
+    models: Vec<RailModel>,
+    ranks: usize,
+    /// `(from, to, len)`, in posting order per sender.
+    messages: Vec<(PeerId, PeerId, usize)>,
+    config: Config,
+}
+
+/// How a run ended.
+struct Run {
+    ranks: Vec<Rank>,
+    net: SimNetwork,
+    /// Tags sent per `(from, to)`.
+    sent: Vec<Vec<i32>>,
+    /// Virtual time from the start to the last rank's quiet (or error).
+    took: Duration,
+}
+
+fn random_rail(rng: &mut Rng) -> RailModel {
+    RailModel {
+        bytes_per_second: rng.range(50, 2_000) as f64 * 1e6,
+        latency: Duration::from_micros(rng.range(5, 200)),
+        buffer: rng.range(64 << 10, 4 << 20),
+    }
+}
+
+fn random_scenario(rng: &mut Rng, rails: std::ops::Range<u64>) -> Scenario {
+    let ranks = rng.range(2, 4) as usize;
+    let models: Vec<RailModel> = (0..rng.range(rails.start, rails.end)).map(|_| random_rail(rng)).collect();
+    let strategy = match rng.range(0, 8) {
+        0 => StrategyKind::Iso,
+        1 => StrategyKind::Weighted,
+        2 => StrategyKind::Greedy,
+        3 => StrategyKind::Single,
+        _ => StrategyKind::Hetero,
+    };
+    let mut messages = Vec::new();
+    for _ in 0..rng.range(10, 60) {
+        let from = rng.range(0, ranks as u64) as PeerId;
+        let to = (from + rng.range(1, ranks as u64) as PeerId) % ranks as PeerId;
+        let len = match rng.range(0, 10) {
+            0..=5 => rng.range(0, 2048),
+            6 | 7 => rng.range(2048, 40 << 10),
+            _ => rng.range(40 << 10, 2 << 20),
+        } as usize;
+        messages.push((from, to, len));
+    }
+    Scenario { models, ranks, messages, config: sim_config(strategy) }
+}
+
+/// Runs `scenario` from `net` (failures already scheduled): each rank, in turn, posts a burst of
+/// its next sends and makes a progress step, and now and then misses its turn (descheduled);
+/// the clock moves a few microseconds between turns. Ends when every rank is quiet or failed.
+fn run(rng: &mut Rng, scenario: &Scenario, mut net: SimNetwork, profiles: Option<Vec<Profile>>) -> Run {
+    let start = net.now;
+    let mut ranks: Vec<Rank> = (0..scenario.ranks as PeerId)
+        .map(|id| match &profiles {
+            Some(profiles) => Rank::with_profiles(id, scenario.ranks, &mut net, &scenario.config, profiles.clone()),
+            None => Rank::new(id, scenario.ranks, &mut net, &scenario.config),
+        })
+        .collect();
+    let mut sent = vec![Vec::new(); scenario.ranks * scenario.ranks];
+    let mut programs: Vec<VecDeque<(PeerId, i32, usize)>> = vec![VecDeque::new(); scenario.ranks];
+    for &(from, to, len) in &scenario.messages {
+        let tags = &mut sent[from as usize * scenario.ranks + to as usize];
+        tags.push(tags.len() as i32);
+        programs[from as usize].push_back((to, *tags.last().expect("pushed"), len));
+    }
+    loop {
+        for rank in &mut ranks {
+            if rng.chance(10) {
+                continue;
+            }
+            for _ in 0..rng.range(0, 4) {
+                let Some((to, tag, len)) = programs[rank.id as usize].pop_front() else { break };
+                if rank.error.is_none() {
+                    rank.send(&mut net, to, tag, len);
+                }
+            }
+            rank.progress(&mut net);
+        }
+        let finished = |rank: &Rank| rank.error.is_some() || (programs[rank.id as usize].is_empty() && rank.quiet());
+        // Frames still on a wire must arrive (or be lost) first, unless a rank has failed.
+        if ranks.iter().all(finished) && (ranks.iter().any(|rank| rank.error.is_some()) || !net.in_flight()) {
+            return Run { took: net.now - start, ranks, net, sent };
+        }
+        assert!(
+            net.now - start < HANG,
+            "hung: (rank, sends not done, transfers, receives, unsent, unacked, error) {:?}, frames in flight: {}",
+            ranks.iter().map(|rank| (rank.id, rank.sends.iter().filter(|send| !send.done).count(), rank.machine.transfers.len(), rank.machine.receives.len(), rank.machine.unsent, rank.machine.unacked, rank.error.is_some())).collect::<Vec<_>>(),
+            net.in_flight()
+        );
+        net.now += Duration::from_micros(rng.range(1, 40));
+    }
+}
+
+/// Every message arrived once, in order per pair, intact (checked on arrival), every send
+/// completed, and no rank failed.
+fn check_delivery(run: &Run, what: &str) {
+    let n = run.ranks.len();
+    for rank in &run.ranks {
+        assert!(rank.error.is_none(), "{what}: rank {} failed: {:?}", rank.id, rank.error);
+        assert!(rank.sends.iter().all(|send| send.done), "{what}: rank {} has sends not complete", rank.id);
+        for from in 0..n {
+            let sent = &run.sent[from * n + rank.id as usize];
+            assert_eq!(&rank.matched[from], sent, "{what}: messages from {from} to {} matched out of order, twice or not at all", rank.id);
+            let mut completed = rank.completed[from].clone();
+            completed.sort_unstable();
+            assert_eq!(&completed, sent, "{what}: messages from {from} to {} not all filled", rank.id);
+        }
+    }
+}
+
+#[test]
+fn every_message_arrives_once_in_order_and_intact_and_every_send_completes() {
+    for seed in 0..60 {
+        let mut rng = Rng::new(seed);
+        let scenario = random_scenario(&mut rng, 1..5);
+        let net = SimNetwork::new(scenario.models.clone(), scenario.ranks);
+        let run = run(&mut rng, &scenario, net, None);
+        check_delivery(&run, &format!("seed {seed}"));
+    }
+}
+
+#[test]
+fn a_rail_failing_at_any_moment_loses_nothing_and_gets_no_more_traffic() {
+    for seed in 0..50 {
+        let mut rng = Rng::new(1000 + seed);
+        let scenario = random_scenario(&mut rng, 2..5);
+        // How long the run takes without the failure, to place it anywhere within.
+        let quiet_run = run(&mut Rng::new(seed), &scenario, SimNetwork::new(scenario.models.clone(), scenario.ranks), None);
+        let mut net = SimNetwork::new(scenario.models.clone(), scenario.ranks);
+        let rail = rng.range(0, scenario.models.len() as u64) as usize;
+        let offset = Duration::from_nanos(rng.range(0, quiet_run.took.as_nanos() as u64 + 1));
+        let at = net.now + offset;
+        let noticed_after = Duration::from_micros(rng.range(0, 3000));
+        net.fail(rail, at, noticed_after);
+        let run = run(&mut Rng::new(seed), &scenario, net, None);
+        let what = format!("seed {seed}, rail {rail} of {} failing at {offset:?} of {:?}", scenario.models.len(), quiet_run.took);
+        check_delivery(&run, &what);
+        assert_eq!(run.net.after_told, 0, "{what}: a rank wrote on a rail after it was told the rail had failed");
+        let late = run.net.log.iter().filter(|sent| sent.rail == rail && sent.at >= at + noticed_after).count();
+        assert_eq!(late, 0, "{what}: the failed rail took frames after the failure showed");
+    }
+}
+
+#[test]
+fn losing_every_rail_is_a_clear_error_for_every_rank_waiting_on_the_rails() {
+    for seed in 0..30 {
+        let mut rng = Rng::new(2000 + seed);
+        let models = vec![random_rail(&mut rng), random_rail(&mut rng)];
+        // Rank 1 only receives in every other run: it has nothing of its own to send.
+        let mut messages = vec![(0, 1, 100), (0, 1, 4 << 20), (0, 1, 10)];
+        if seed % 2 == 1 {
+            messages.push((1, 0, 3 << 20));
+        }
+        let scenario = Scenario { models: models.clone(), ranks: 2, messages, config: sim_config(StrategyKind::Hetero) };
+        let quiet_run = run(&mut Rng::new(seed), &scenario, SimNetwork::new(models.clone(), 2), None);
+        let mut net = SimNetwork::new(models, 2);
+        let at = net.now + Duration::from_nanos(rng.range(0, quiet_run.took.as_nanos() as u64 * 3 / 4));
+        net.fail(0, at, Duration::from_micros(rng.range(0, 3000)));
+        net.fail(1, at, Duration::from_micros(rng.range(0, 3000)));
+        let run = run(&mut Rng::new(seed), &scenario, net, None);
+        for rank in &run.ranks {
+            let waiting = rank.sends.iter().any(|send| !send.done) || !rank.machine.receives.is_empty();
+            match &rank.error {
+                Some(EngineError::Unreachable { rank: peer, reason }) => {
+                    assert_eq!(*peer, 1 - rank.id, "seed {seed}");
+                    assert!(reason.contains("every network rail"), "seed {seed}: {reason}");
+                }
+                Some(other) => panic!("seed {seed}: rank {} failed with {other:?}", rank.id),
+                None => assert!(!waiting, "seed {seed}: rank {} waits on dead rails without an error", rank.id),
+            }
+        }
+    }
+}
+
+/// The last NET_DATA arrival on each rail.
+fn last_chunk_per_rail(net: &SimNetwork) -> Vec<Duration> {
+    let start = net.log.first().expect("something was sent").at;
+    (0..net.models.len()).map(|rail| net.log.iter().filter(|sent| sent.rail == rail && sent.kind == Kind::Data).map(|sent| sent.arrives - start).max().unwrap_or_default()).collect()
+}
+
+#[test]
+fn a_split_over_unequal_rails_ends_its_chunks_together() {
+    let models = vec![
+        RailModel { bytes_per_second: 1.25e9, latency: Duration::from_micros(30), buffer: 4 << 20 },
+        RailModel { bytes_per_second: 0.3e9, latency: Duration::from_micros(60), buffer: 4 << 20 },
+        RailModel { bytes_per_second: 0.6e9, latency: Duration::from_micros(40), buffer: 4 << 20 },
+    ];
+    let scenario = Scenario { models: models.clone(), ranks: 2, messages: vec![(0, 1, 16 << 20)], config: sim_config(StrategyKind::Hetero) };
+    // As profiled, and with the slowest rail at half the rate its profile claims (another
+    // job's traffic): rate observation and takeover must close the gap.
+    let as_profiled: Vec<Profile> = models.iter().map(|model| Profile::from_model(model.latency.as_nanos() as f64, model.bytes_per_second, 16 << 20)).collect();
+    let mut slowed = models.clone();
+    slowed[1].bytes_per_second /= 2.0;
+    for (what, net_models) in [("as profiled", models.clone()), ("one rail at half its profiled rate", slowed)] {
+        let run = run(&mut Rng::new(7), &scenario, SimNetwork::new(net_models, 2), Some(as_profiled.clone()));
+        check_delivery(&run, what);
+        let ends = last_chunk_per_rail(&run.net);
+        let filled = run.ranks[1].filled_at[0] - run.net.log[0].at;
+        // The receive was filled when the rails together allow (one queued frame on the slowest
+        // rail is the resolution of the split)...
+        let frame = Duration::from_secs_f64((64 << 10) as f64 / 0.15e9);
+        let combined: f64 = run.net.models.iter().map(|model| model.bytes_per_second).sum();
+        let ideal = Duration::from_secs_f64((16 << 20) as f64 / combined);
+        assert!(filled < ideal * 11 / 10 + frame, "{what}: filled after {filled:?}, against {ideal:?} at the rails' combined rate");
+        // ... and every rail's useful chunks ended together: a rail whose last chunk came in
+        // after the receive was filled carried a copy hedged by a faster one.
+        let first = *ends.iter().min().expect("rails");
+        assert!(filled - first.min(filled) <= filled / 20 + frame, "{what}: rails' last chunks in at {ends:?}, receive filled at {filled:?}");
+    }
+}
+
+#[test]
+fn eager_messages_posted_back_to_back_leave_as_one_batch() {
+    let models = vec![RailModel { bytes_per_second: 1.25e9, latency: Duration::from_micros(20), buffer: 4 << 20 }];
+    let mut net = SimNetwork::new(models, 2);
+    let config = sim_config(StrategyKind::Hetero);
+    let mut sender = Rank::new(0, 2, &mut net, &config);
+    let mut receiver = Rank::new(1, 2, &mut net, &config);
+    for tag in 0..10 {
+        sender.send(&mut net, 1, tag, 8);
+    }
+    assert_eq!(sender.sends.iter().filter(|send| send.done).count(), 1, "the first leaves at once, the rest wait for the busy rail");
+    sender.progress(&mut net);
+    assert!(sender.sends.iter().all(|send| send.done), "the waiting ones leave at the next step");
+    let kinds: Vec<Kind> = net.log.iter().map(|sent| sent.kind).collect();
+    assert_eq!(kinds, vec![Kind::Control { ack: 0 }, Kind::Batch { frames: 9 }]);
+    net.now += Duration::from_millis(1);
+    receiver.progress(&mut net);
+    assert_eq!(receiver.matched[0], (0..10).collect::<Vec<i32>>());
+}
+
+#[test]
+fn acknowledgements_are_cumulative_and_bounded() {
+    for seed in 0..10 {
+        let mut rng = Rng::new(3000 + seed);
+        let models: Vec<RailModel> = (0..rng.range(1, 4)).map(|_| random_rail(&mut rng)).collect();
+        let config = sim_config(StrategyKind::Hetero);
+        let mut net = SimNetwork::new(models, 2);
+        let mut ranks = vec![Rank::new(0, 2, &mut net, &config), Rank::new(1, 2, &mut net, &config)];
+        let mut tag = 0;
+        for step in 0..4000 {
+            // Rank 0 streams small messages (and rank 1 a few back) without pause.
+            if step < 3000 {
+                for _ in 0..rng.range(0, 4) {
+                    ranks[0].send(&mut net, 1, tag, rng.range(0, 256) as usize);
+                    tag += 1;
+                }
+                if rng.chance(5) {
+                    let back = ranks[1].sends.len() as i32;
+                    ranks[1].send(&mut net, 0, back, 64);
+                }
+            }
+            for rank in &mut ranks {
+                rank.progress(&mut net);
+                let state = rank.machine.peers[1 - rank.id as usize].as_ref().expect("a rail peer");
+                let owed = state.received - state.acknowledged;
+                let rail = state.control_rail;
+                assert!(owed < ACK_EVERY || !net.port(rank.id).has_room(rail, 1 - rank.id), "seed {seed}: rank {} owes {owed} acknowledgements", rank.id);
+            }
+            net.now += Duration::from_micros(rng.range(1, 40));
+        }
+        for rank in &ranks {
+            assert!(rank.error.is_none() && rank.sends.iter().all(|send| send.done), "seed {seed}");
+            assert!(rank.machine.peers[1 - rank.id as usize].as_ref().expect("a rail peer").unacked.is_empty(), "seed {seed}: rank {} still holds copies", rank.id);
+        }
+        for from in 0..2 {
+            let acks: Vec<u64> = net.log.iter().filter(|sent| sent.from == from).filter_map(|sent| match sent.kind {
+                Kind::Control { ack } | Kind::Ack { ack } => Some(ack),
+                _ => None,
+            }).collect();
+            assert!(acks.windows(2).all(|pair| pair[0] <= pair[1]), "seed {seed}: acknowledgements from {from} went back");
+            let bare = net.log.iter().filter(|sent| sent.from == from && matches!(sent.kind, Kind::Ack { .. })).count();
+            let carried = net.log.iter().filter(|sent| sent.from == 1 - from && matches!(sent.kind, Kind::Control { .. } | Kind::Batch { .. })).count();
+            assert!(bare <= carried, "seed {seed}: {bare} bare acknowledgements for {carried} frames");
+        }
+    }
+}
+
+#[test]
+fn a_receiver_waiting_for_chunks_learns_that_every_rail_failed() {
+    let model = RailModel { bytes_per_second: 0.6e9, latency: Duration::from_micros(20), buffer: 4 << 20 };
+    let mut net = SimNetwork::new(vec![model; 2], 2);
+    let config = sim_config(StrategyKind::Hetero);
+    let mut ranks = [Rank::new(0, 2, &mut net, &config), Rank::new(1, 2, &mut net, &config)];
+    ranks[0].send(&mut net, 1, 0, 8 << 20);
+    // Until the receive is filling and its CTS acknowledged: the receiver has nothing more to
+    // send until its FIN.
+    let waiting = |rank: &Rank| rank.machine.receives.len() == 1 && rank.machine.unacked == 0 && !rank.machine.ack_due;
+    while !waiting(&ranks[1]) {
+        assert!(ranks[1].completed[0].is_empty(), "the receive completed before its CTS was acknowledged");
+        for rank in &mut ranks {
+            rank.progress(&mut net);
+        }
+        net.now += Duration::from_micros(20);
+    }
+    let now = net.now;
+    net.fail(0, now, Duration::ZERO);
+    net.fail(1, now, Duration::ZERO);
+    for _ in 0..100 {
+        for rank in &mut ranks {
+            rank.progress(&mut net);
+        }
+        net.now += Duration::from_micros(20);
+    }
+    for rank in &ranks {
+        assert!(matches!(rank.error, Some(EngineError::Unreachable { rank: peer, .. }) if peer == 1 - rank.id), "rank {}: {:?}", rank.id, rank.error);
+    }
+}
+
+#[test]
+fn an_acknowledgement_lost_with_the_peers_control_rail_is_sent_again() {
+    let model = RailModel { bytes_per_second: 1e9, latency: Duration::from_micros(50), buffer: 4 << 20 };
+    let mut net = SimNetwork::new(vec![model; 2], 2);
+    let config = sim_config(StrategyKind::Hetero);
+    let mut ranks = [Rank::new(0, 2, &mut net, &config), Rank::new(1, 2, &mut net, &config)];
+    // Each side chooses its own control rail: here rank 0 sends on rail 0, rank 1 acknowledges
+    // on rail 1.
+    ranks[0].machine.peers[1].as_mut().expect("a rail peer").control_rail = 0;
+    ranks[1].machine.peers[0].as_mut().expect("a rail peer").control_rail = 1;
+    ranks[0].send(&mut net, 1, 0, 100);
+    while net.log.iter().all(|sent| !matches!(sent.kind, Kind::Ack { .. })) {
+        net.now += Duration::from_micros(10);
+        ranks[1].progress(&mut net);
+    }
+    // Rail 1 fails with the acknowledgement on it.
+    let now = net.now;
+    net.fail(1, now, Duration::ZERO);
+    for _ in 0..1000 {
+        for rank in &mut ranks {
+            rank.progress(&mut net);
+        }
+        net.now += Duration::from_micros(10);
+    }
+    assert_eq!(ranks[0].machine.unacked, 0, "rank 0 still holds a copy of a frame rank 1 has");
+    assert_eq!(ranks[1].matched[0], vec![0]);
+    assert!(ranks.iter().all(|rank| rank.error.is_none()));
+}
