@@ -13,6 +13,8 @@ pub mod handlers;
 
 use std::ffi::c_int;
 
+use braid_engine::EngineError;
+
 use crate::consts::*;
 
 pub use codes::class_text;
@@ -34,6 +36,16 @@ pub type MpiResult<T> = Result<T, MpiError>;
 #[inline(never)]
 pub fn error(comm: MPI_Comm, class: c_int, detail: impl Into<String>) -> MpiError {
     MpiError { comm, class, detail: detail.into() }
+}
+
+/// Maps an engine failure to an MPI error on `comm`.
+#[cold]
+pub fn engine_error(comm: MPI_Comm, failure: EngineError) -> MpiError {
+    let class = match failure {
+        EngineError::BadRequest => MPI_ERR_REQUEST,
+        _ => MPI_ERR_OTHER,
+    };
+    error(comm, class, failure.to_string())
 }
 
 /// Applies `comm`'s error handler to an error of `class` in `function`. Returns `class` under
@@ -106,7 +118,7 @@ mod tests {
         assert_eq!(size, -1);
         let mut flag = -1;
         // SAFETY: a valid out-pointer.
-        assert_eq!(unsafe { crate::runtime::MPI_Initialized(&mut flag) }, MPI_SUCCESS);
+        assert_eq!(unsafe { crate::runtime::abi::MPI_Initialized(&mut flag) }, MPI_SUCCESS);
         assert_eq!(flag, 0);
     }
 }
