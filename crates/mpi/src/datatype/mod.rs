@@ -264,6 +264,12 @@ impl DatatypeRef {
     }
 }
 
+/// `count` elements of `datatype` once packed, in bytes (an error on `comm` when that overflows).
+#[inline]
+pub(crate) fn packed_bytes(comm: MPI_Comm, datatype: &DatatypeRef, count: usize) -> error::MpiResult<usize> {
+    datatype.size.checked_mul(count).ok_or_else(|| error::error(comm, MPI_ERR_COUNT, format!("{count} elements are more bytes than memory holds")))
+}
+
 struct Entry {
     info: Arc<TypeInfo>,
     committed: bool,
