@@ -158,7 +158,7 @@ fn duplicate(comm: MPI_Comm, hints: Option<Hints>) -> MpiResult<MPI_Comm> {
         rt.comms.get_mut(created)?.hints = hints.unwrap_or(parent_hints);
         Ok(())
     })?;
-    if let Err(failure) = attr::copy_all(Object::Comm(comm), Object::Comm(created)) {
+    if let Err(failure) = attr::access::copy_all(Object::Comm(comm), Object::Comm(created)) {
         // copy_all deleted the copies it had made: nothing refers to the communicator any more.
         runtime::with(|rt| rt.comms.remove(created).map(drop))?;
         return Err(failure);

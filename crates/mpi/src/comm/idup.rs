@@ -69,7 +69,7 @@ fn start(comm: MPI_Comm) -> MpiResult<(MPI_Comm, MPI_Request)> {
         let prototype = Comm { shared: original.shared.clone(), errhandler: original.errhandler, name: String::new(), hints: original.hints.clone(), topology: original.topology.clone() };
         Ok((rt.comms.reserve_handle(), prototype))
     })?;
-    let copied = attr::copy_all(Object::Comm(comm), Object::Comm(handle));
+    let copied = attr::access::copy_all(Object::Comm(comm), Object::Comm(handle));
     // The agreement starts even if a copy callback failed: the other members count on this one.
     let agreed = Rc::new(Cell::new(None));
     let launched = runtime::with(|rt| {

@@ -345,7 +345,7 @@ fn compare(first: &CommShared, second: &CommShared) -> c_int {
 /// handle. A failing delete callback leaves the communicator in place.
 pub(crate) fn free(comm: MPI_Comm) -> MpiResult<()> {
     runtime::with(|rt| rt.comms.check_freeable(comm))?;
-    attr::delete_all(Object::Comm(comm))?;
+    attr::access::delete_all(Object::Comm(comm))?;
     runtime::with(|rt| rt.comms.remove(comm).map(drop))
 }
 

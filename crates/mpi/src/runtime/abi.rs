@@ -74,7 +74,7 @@ pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Finalize() -> c_int {
-    if let Err(e) = crate::attr::delete_at_finalize() {
+    if let Err(e) = crate::attr::access::delete_at_finalize() {
         return raise(e.comm, "MPI_Finalize", e.class, &e.detail);
     }
     let runtime = match runtime::finalize() {
