@@ -13,7 +13,7 @@ use std::sync::Arc;
 use braid_engine::{Engine, EngineError, RequestId, SendMode, Status};
 
 use crate::coll::drive::Outcome;
-use crate::comm::idup::ComingComm;
+use crate::comm::coming::ComingComm;
 use crate::comm::CommShared;
 use crate::consts::*;
 use crate::datatype;
@@ -536,7 +536,7 @@ fn wait_one(rt: &mut Runtime, request: MPI_Request) -> MpiResult<(Completion, MP
     let completion = pending.wait(engine).map_err(|e| engine_error(comm, e))?;
     let (completion, handle, coming) = requests.retire(request, completion);
     if let Some(coming) = coming {
-        coming.arrive(rt, completion.error == MPI_SUCCESS);
+        coming.arrive(&mut rt.comms, &mut rt.attributes, completion.error == MPI_SUCCESS);
     }
     Ok((completion, handle, comm))
 }
@@ -552,7 +552,7 @@ fn test_one(rt: &mut Runtime, request: MPI_Request) -> MpiResult<Option<(Complet
     let completion = pending.done.take().unwrap_or(Completion::EMPTY);
     let (completion, handle, coming) = requests.retire(request, completion);
     if let Some(coming) = coming {
-        coming.arrive(rt, completion.error == MPI_SUCCESS);
+        coming.arrive(&mut rt.comms, &mut rt.attributes, completion.error == MPI_SUCCESS);
     }
     Ok(Some((completion, handle, comm)))
 }

@@ -95,7 +95,7 @@ mod tests {
     fn calls_before_init_fail_with_err_other() {
         let mut size = -1;
         // SAFETY: a valid out-pointer.
-        assert_eq!(unsafe { crate::comm::MPI_Comm_size(MPI_COMM_WORLD, &mut size) }, MPI_ERR_OTHER);
+        assert_eq!(unsafe { crate::comm::abi::MPI_Comm_size(MPI_COMM_WORLD, &mut size) }, MPI_ERR_OTHER);
         assert_eq!(size, -1);
         let mut flag = -1;
         // SAFETY: a valid out-pointer.
