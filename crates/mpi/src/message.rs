@@ -16,7 +16,8 @@ use crate::comm::CommShared;
 use crate::consts::*;
 use crate::error::{error, raise, MpiError, MpiResult};
 use crate::p2p::{check_buffer, check_count, describe_datatype, probe_completion, probe_target, receive_target, source_translation};
-use crate::request::{completion_error, write_status, Completion, Operation, Pending};
+use crate::request::abi::completion_error;
+use crate::request::{write_status, Completion, Operation, Pending};
 use crate::runtime::{self, engine_error, Runtime};
 
 /// A message matched by a probe and not received yet.

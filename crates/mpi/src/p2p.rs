@@ -17,7 +17,8 @@ use crate::comm::{CommShared, TAG_UB};
 use crate::consts::*;
 use crate::datatype::{self, packed_bytes, DatatypeRef};
 use crate::error::{error, finish, raise, MpiResult};
-use crate::request::{completion_error, write_status, Completion, Operation, Pending, Persistent, Staging, Unpack, COMPLETED_SEND};
+use crate::request::abi::completion_error;
+use crate::request::{write_status, Completion, Operation, Pending, Persistent, Staging, Unpack, COMPLETED_SEND};
 use crate::runtime::{self, engine_error, Runtime};
 
 /// The count argument: non-negative.
