@@ -295,6 +295,7 @@ pub(crate) fn initialize(required: c_int) -> MpiResult<c_int> {
     let progress_thread = config.progress_thread;
     let bootstrap = bootstrap().map_err(|e| error(MPI_COMM_WORLD, MPI_ERR_OTHER, format!("cannot reach the launcher: {e}")))?;
     let engine = Engine::new(&config, bootstrap).map_err(|e| error(MPI_COMM_WORLD, MPI_ERR_OTHER, e.to_string()))?;
+    crate::attr::predefined::set_universe_size(engine.size());
     let comms = CommTable::new(engine.rank(), engine.size());
     let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE);
     let runtime = Runtime {

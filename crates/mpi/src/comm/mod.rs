@@ -28,7 +28,6 @@ pub use ids::ContextIds;
 
 use braid_engine::Engine;
 
-use crate::attr;
 use crate::coll::hierarchy::{Hierarchy, LinkCosts, NodeLayout};
 use crate::consts::*;
 use crate::error::{error, MpiError, MpiResult};
@@ -203,7 +202,6 @@ pub struct CommTable {
 impl CommTable {
     /// MPI_COMM_WORLD and MPI_COMM_SELF of job rank `rank` in a job of `size`.
     pub fn new(rank: u32, size: u32) -> CommTable {
-        attr::predefined::set_universe_size(size);
         let mut world = Comm::new(Arc::new(CommShared::new((0..size).collect(), rank, 0)), MPI_ERRORS_ARE_FATAL);
         world.name = "MPI_COMM_WORLD".to_string();
         let mut own = Comm::new(Arc::new(CommShared::new(Arc::from(vec![rank]), rank, 1)), MPI_ERRORS_ARE_FATAL);

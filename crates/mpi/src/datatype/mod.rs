@@ -10,6 +10,7 @@
 mod abi;
 mod arrays;
 mod build;
+mod contents;
 mod envelope;
 mod external32;
 mod f90;
@@ -28,7 +29,8 @@ use crate::error::{self, MpiError};
 pub use abi::*;
 pub use arrays::*;
 use build::{build_blocks, build_resized, build_struct, Blocks};
-pub use envelope::*;
+pub use contents::*;
+use envelope::{Envelope, Origin};
 pub use external32::*;
 pub use f90::*;
 use layout::{Layout, Piece};
