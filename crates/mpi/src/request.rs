@@ -154,6 +154,7 @@ pub struct Pending {
 
 impl Pending {
     /// An operation that completed at once (MPI_PROC_NULL peers).
+    #[inline]
     pub fn completed(comm: MPI_Comm, completion: Completion) -> Pending {
         Pending { comm, shared: None, engine: None, staging: Staging::None, done: Some(completion), persistent: None, generalized: None, coming: None }
     }
@@ -169,6 +170,7 @@ impl Pending {
     }
 
     /// Whether the operation is still in flight (a persistent request between starts is not).
+    #[inline]
     fn is_active(&self) -> bool {
         self.engine.is_some() || self.done.is_some() || self.generalized.is_some() || matches!(self.staging, Staging::Collective(_))
     }
@@ -204,11 +206,13 @@ impl Pending {
 
     /// A generalized request not completed with MPI_Grequest_complete: nothing can complete it
     /// while a call waits for it (MPI_THREAD_SERIALIZED), so a wait would never end.
+    #[inline]
     fn waits_forever(&self) -> bool {
         self.done.is_none() && self.generalized.as_ref().is_some_and(|generalized| !generalized.complete)
     }
 
     /// Turns the engine's status into the MPI completion, unpacking a staged receive.
+    #[inline]
     fn complete(&mut self, status: Status) -> Completion {
         self.engine = None;
         let source = match &self.shared {
@@ -246,6 +250,7 @@ impl Pending {
     }
 
     /// Makes progress once; whether the operation is complete.
+    #[inline]
     pub fn poll(&mut self, engine: &mut Engine) -> Result<bool, EngineError> {
         if self.done.is_some() {
             return Ok(true);
@@ -284,6 +289,7 @@ impl Pending {
     }
 
     /// Whether the operation is complete, without making progress.
+    #[inline]
     fn is_complete(&self, engine: &Engine) -> bool {
         if self.generalized.is_some() {
             return self.done.is_some();
@@ -295,6 +301,7 @@ impl Pending {
     }
 
     /// Waits for the operation and takes its completion (an inactive request gives EMPTY).
+    #[inline]
     pub fn wait(&mut self, engine: &mut Engine) -> Result<Completion, EngineError> {
         if let Some(id) = self.engine {
             let status = engine.wait(id)?;
@@ -340,7 +347,7 @@ impl RequestTable {
         RequestTable::default()
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn insert(&mut self, pending: Pending) -> MPI_Request {
         match self.free.pop() {
             Some(index) => {
@@ -385,6 +392,7 @@ impl RequestTable {
     /// Completes `request`'s work after a wait or a successful test: frees a normal request, keeps
     /// a persistent one (inactive). Returns the completion, the handle's new value, and the
     /// communicator an MPI_Comm_idup request completes.
+    #[inline(always)]
     fn retire(&mut self, request: MPI_Request, completion: Completion) -> (Completion, MPI_Request, Option<Box<ComingComm>>) {
         let Some(index) = slot_index(request) else { return (completion, MPI_REQUEST_NULL, None) };
         if let Some(Some(pending)) = self.slots.get_mut(index) {

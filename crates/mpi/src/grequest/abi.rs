@@ -79,6 +79,7 @@ fn run_due_frees(function: &str, code: c_int) -> c_int {
 ///
 /// # Safety
 /// `requests` must be NULL or point to `count` handles (none are read when `count` < 1).
+#[inline]
 pub(crate) unsafe fn around(function: &str, requests: *const MPI_Request, count: c_int, call: impl FnOnce() -> c_int) -> c_int {
     if LIVE.load(Ordering::Relaxed) != 0 {
         let handles = match usize::try_from(count) {
