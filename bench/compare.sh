@@ -2,7 +2,7 @@
 # Braid against Open MPI and MPICH on this node, with bench/osu.c.
 #
 # Usage: bench/compare.sh [--full] [--reps R] [--impls "braid openmpi mpich"] [--only BENCH] [--no-plots]
-#                         [--baseline DIR] [--background N]
+#                         [--baseline DIR] [--background N] [--plan "RANKS BENCH ARGS..."]
 #   (default) quick mode: R=3, every fourth power of two as message size, fewer iterations
 #   --full    R=5, every power of two, full iteration counts, plus multi-pair runs at 4 ranks
 #   --reps R  repetitions (medians are taken over them)
@@ -14,6 +14,8 @@
 #             braid/braid-before column is the change's ratio measured under the same load
 #   --background N  keep N busy processes at nice 19 running during every benchmark (a node with a
 #             low-priority job on it); they are ended on exit
+#   --plan "RANKS BENCH ARGS..."  run this entry instead of the mode's plan (repeatable), e.g.
+#             --plan "2 latency -n 8 -m 8" for 8-byte latency alone; implies --no-plots
 # Needs for Braid: `cargo build --release` (bin/braidcc, target/release/braid, libbraid.so).
 #
 # The implementations run INTERLEAVED so that drifting machine load hits all of them alike:
@@ -28,7 +30,9 @@
 # Output: a table of medians with Braid/peer ratios on stdout (the `better` column says whether
 # lower or higher values win for that row); bench/results/<date>.csv (medians,
 # the input of braid-report), bench/results/<date>-raw.csv (every repetition) and, through
-# `braid-report`, docs/img/latency.svg, docs/img/bandwidth.svg and docs/img/oversubscribed.svg.
+# `braid-report`, docs/img/latency.svg, docs/img/bandwidth.svg and docs/img/oversubscribed.svg;
+# bench/results/<date>-load.csv: the 1-minute load average at the start of every round (the
+# background processes included), since a loaded node lands in the slow modes more often.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -39,6 +43,7 @@ ONLY=""
 PLOTS=1
 BASELINE=""
 BACKGROUND=0
+CUSTOM_PLAN=()
 while [ $# -gt 0 ]; do
     case "$1" in
     --full) MODE=full ;;
@@ -48,7 +53,8 @@ while [ $# -gt 0 ]; do
     --only) ONLY="$2"; PLOTS=0; shift ;;
     --baseline) BASELINE="$(cd "$2" && pwd)"; IMPLS="$IMPLS braid-before"; PLOTS=0; shift ;;
     --background) BACKGROUND="$2"; PLOTS=0; shift ;;
-    -h | --help) sed -n '2,29p' "$0"; exit 0 ;;
+    --plan) CUSTOM_PLAN+=("$2"); PLOTS=0; shift ;;
+    -h | --help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
@@ -114,6 +120,8 @@ else
     PLAN=("2 latency -q -m 1048576" "2 bw -q -m 4194304" "2 bibw -q -m 4194304" "2 mr -q" "2 ring -q" "4 ring -q" "4 allreduce -q" "2 waitcpu -q -w 50" "4 waitcpu -q -w 50")
 fi
 
+[ "${#CUSTOM_PLAN[@]}" -gt 0 ] && PLAN=("${CUSTOM_PLAN[@]}")
+
 if [ -n "$ONLY" ]; then
     SELECTED=()
     for entry in "${PLAN[@]}"; do
@@ -126,10 +134,14 @@ fi
 
 RAW="$WORK/raw.csv"
 echo "impl,rep,bench,ranks,size,value,unit" >"$RAW"
+LOAD="$WORK/load.csv"
+echo "bench,ranks,rep,load1" >"$LOAD"
 echo "# compare.sh: mode=$MODE reps=$REPS implementations=${AVAILABLE[*]} cores=$(nproc) background=$BACKGROUND $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 for entry in "${PLAN[@]}"; do
     read -r ranks args <<<"$entry"
     for rep in $(seq 1 "$REPS"); do
+        read -r load1 _ </proc/loadavg
+        echo "${args%% *},$ranks,$rep,$load1" >>"$LOAD"
         for turn in $(seq 0 $((${#AVAILABLE[@]} - 1))); do
             impl="${AVAILABLE[$(((rep + turn) % ${#AVAILABLE[@]}))]}"
             log="$WORK/run.log"
@@ -211,8 +223,10 @@ STAMP="$(date +%Y-%m-%d)"
 [ -e "$ROOT/bench/results/$STAMP.csv" ] && STAMP="$(date +%Y-%m-%d-%H%M%S)"
 cp "$MEDIANS" "$ROOT/bench/results/$STAMP.csv"
 cp "$RAW" "$ROOT/bench/results/$STAMP-raw.csv"
+cp "$LOAD" "$ROOT/bench/results/$STAMP-load.csv"
 echo
-echo "# medians: bench/results/$STAMP.csv   every repetition: bench/results/$STAMP-raw.csv"
+echo "# load average (1 min) at the rounds' starts: $(tail -n +2 "$LOAD" | cut -d, -f4 | sort -g | awk '{v[++n] = $1} END {if (n) printf "median %s [%s %s]", v[int((n + 1) / 2)], v[1], v[n]}')"
+echo "# medians: bench/results/$STAMP.csv   every repetition: bench/results/$STAMP-raw.csv   load: bench/results/$STAMP-load.csv"
 
 if [ "$PLOTS" = 1 ]; then
     if (cd "$ROOT" && cargo build --release -q -p braid-report); then

@@ -1,6 +1,5 @@
 /* Under MPI_ERRORS_RETURN every bad argument comes back as a code of the right class, and the
- * library keeps working afterwards. Built with -DTEST_BRAID_ONLY for Braid, which also checks that
- * one-sided windows report MPI_ERR_UNSUPPORTED_OPERATION. Runs on any number of ranks. */
+ * library keeps working afterwards. Runs on any number of ranks. */
 #include <string.h>
 #include "check.h"
 
@@ -73,15 +72,6 @@ static void still_works_afterwards(void)
     CHECK(rc == MPI_SUCCESS && total == size * (size - 1) / 2, "MPI_Allreduce after errors: rc %d total %d", rc, total);
 }
 
-#ifdef TEST_BRAID_ONLY
-static void windows_are_unsupported(void)
-{
-    int memory[4];
-    MPI_Win window;
-    expect_class(MPI_Win_create(memory, sizeof memory, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &window), MPI_ERR_UNSUPPORTED_OPERATION,
-                 "MPI_Win_create");
-}
-#endif
 
 int main(int argc, char **argv)
 {
@@ -96,9 +86,6 @@ int main(int argc, char **argv)
     argument_errors();
     truncation();
     still_works_afterwards();
-#ifdef TEST_BRAID_ONLY
-    windows_are_unsupported();
-#endif
     report_ok("errors");
     MPI_Finalize();
     return 0;

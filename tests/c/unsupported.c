@@ -2,8 +2,8 @@
  * parent (MPI_Comm_get_parent gives MPI_COMM_NULL); an I/O error comes back to the caller under
  * the default file error handler even when MPI_COMM_WORLD's is MPI_ERRORS_ARE_FATAL, or goes to
  * the handler set on MPI_FILE_NULL; a call on MPI_WIN_NULL fails under MPI_ERRORS_RETURN. Under
- * TEST_BRAID_ONLY: every call of dynamic process management, MPI-IO and one-sided communication
- * returns MPI_ERR_UNSUPPORTED_OPERATION. With the argument "fatal" it calls MPI_Win_fence on
+ * TEST_BRAID_ONLY: every call of dynamic process management and MPI-IO returns
+ * MPI_ERR_UNSUPPORTED_OPERATION. With the argument "fatal" it calls MPI_Win_fence on
  * MPI_WIN_NULL under MPI_ERRORS_ARE_FATAL, which must end the job with a message naming
  * MPI_Win_fence. Runs on any number of ranks. */
 #include <string.h>
@@ -65,31 +65,6 @@ static void io(void)
     expect_unsupported(MPI_File_sync(file), "MPI_File_sync");
     expect_unsupported(MPI_Register_datarep("mine", MPI_CONVERSION_FN_NULL, MPI_CONVERSION_FN_NULL, NULL, NULL), "MPI_Register_datarep");
 }
-
-static void one_sided(void)
-{
-    int memory[4] = {0}, result = 0, flag = 0;
-    MPI_Win window = MPI_WIN_NULL;
-    MPI_Request request;
-    MPI_Group group;
-    void *base = NULL;
-    MPI_Aint size = 0;
-    int disp_unit = 0;
-    expect_unsupported(MPI_Win_create(memory, sizeof memory, sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &window), "MPI_Win_create");
-    expect_unsupported(MPI_Win_allocate_shared(16, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &window), "MPI_Win_allocate_shared");
-    expect_unsupported(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &window), "MPI_Win_create_dynamic");
-    expect_unsupported(MPI_Win_shared_query(window, 0, &size, &disp_unit, &base), "MPI_Win_shared_query");
-    expect_unsupported(MPI_Win_fence(0, window), "MPI_Win_fence");
-    expect_unsupported(MPI_Win_get_group(window, &group), "MPI_Win_get_group");
-    expect_unsupported(MPI_Win_test(window, &flag), "MPI_Win_test");
-    expect_unsupported(MPI_Win_flush_local_all(window), "MPI_Win_flush_local_all");
-    expect_unsupported(MPI_Put(memory, 1, MPI_INT, 0, 0, 1, MPI_INT, window), "MPI_Put");
-    expect_unsupported(MPI_Rget(memory, 1, MPI_INT, 0, 0, 1, MPI_INT, window, &request), "MPI_Rget");
-    expect_unsupported(MPI_Fetch_and_op(memory, &result, MPI_INT, 0, 0, MPI_SUM, window), "MPI_Fetch_and_op");
-    expect_unsupported(MPI_Compare_and_swap(memory, memory + 1, &result, MPI_INT, 0, 0, window), "MPI_Compare_and_swap");
-    expect_unsupported(MPI_Rget_accumulate(memory, 1, MPI_INT, &result, 1, MPI_INT, 0, 0, 1, MPI_INT, MPI_SUM, window, &request),
-                       "MPI_Rget_accumulate");
-}
 #endif
 
 static int file_errors;
@@ -132,7 +107,6 @@ int main(int argc, char **argv)
 #ifdef TEST_BRAID_ONLY
     dynamic_processes();
     io();
-    one_sided();
 #endif
     report_ok("unsupported");
     MPI_Finalize();

@@ -46,6 +46,8 @@ pub struct Runtime {
     pub infos: InfoTable,
     pub attributes: AttributeStore,
     pub errhandlers: ErrhandlerTable,
+    /// One-sided communication windows.
+    pub windows: crate::win::WinTable,
     pub error_codes: ErrorCodes,
     pub tuning: CollTuning,
     /// What blocking collectives reuse between calls.
@@ -308,6 +310,7 @@ pub(crate) fn initialize(required: c_int) -> MpiResult<c_int> {
         infos: InfoTable::new(),
         attributes: AttributeStore::new(),
         errhandlers: ErrhandlerTable::new(),
+        windows: crate::win::WinTable::new(),
         error_codes: ErrorCodes::new(),
         tuning: CollTuning::from_config(&config),
         coll_spare: Default::default(),

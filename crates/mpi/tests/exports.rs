@@ -69,7 +69,9 @@ fn every_exported_function_is_declared_and_has_its_twin() {
     let pmpi: BTreeSet<&String> = exported.iter().filter(|s| s.starts_with("PMPI_")).collect();
     assert!(!mpi.is_empty(), "{} exports no MPI_ function", library().display());
 
-    let undeclared: Vec<&&String> = mpi.iter().filter(|name| !declared.contains(**name)).collect();
+    // The Fortran binding's upper-case symbols (MPI_SEND) are MPI functions' names in capitals.
+    let fortran: BTreeSet<String> = declared.iter().map(|name| name.to_ascii_uppercase()).collect();
+    let undeclared: Vec<&&String> = mpi.iter().filter(|name| !declared.contains(**name) && !fortran.contains(**name)).collect();
     assert!(undeclared.is_empty(), "exported but not declared in mpi.h: {undeclared:?}");
     let without_pmpi: Vec<&&String> = mpi.iter().filter(|name| !is_callback_name(name) && !exported.contains(&format!("P{name}"))).collect();
     assert!(without_pmpi.is_empty(), "exported without a PMPI_ twin: {without_pmpi:?}");

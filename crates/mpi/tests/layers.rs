@@ -7,8 +7,9 @@
 //! A module names another through a `crate::`, `super::` or `self::` path, a path that starts
 //! with one of its child modules or with a module a `use` brought in, in a `use` or in code.
 //! Comments, strings and the `#[cfg(test)] mod tests { ... }` at the end of a file are skipped.
-//! A parent's `pub use` of its own child's items is not counted: it only gives them a shorter path
-//! (as `error` re-exports `raise` from `error::report`).
+//! A parent's `pub use` of its own child's items is not a dependency of the parent: it gives them
+//! a shorter path, which is followed to the child (naming `error::raise` names `error::report`,
+//! where `error` re-exports it from; a glob re-export is not followed).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
@@ -18,6 +19,9 @@ type Place = (String, usize);
 
 /// The modules each module names: from -> (to -> place).
 type Graph = BTreeMap<String, BTreeMap<String, Place>>;
+
+/// The names each module re-exports from its children: module -> (name -> the module it is in).
+type ReExports = BTreeMap<String, BTreeMap<String, String>>;
 
 #[test]
 fn no_module_that_runtime_depends_on_depends_on_runtime() {
@@ -50,7 +54,18 @@ fn abi_modules_and_re_exports_of_them_may_name_the_runtime() {
     let report = source("error::report", "error/report.rs", "use crate::runtime;\n");
     let graph = module_graph(&[runtime, comm, abi, error, report]);
     assert_eq!(check(&graph), Ok(()));
-    assert!(graph["comm::abi"].contains_key("runtime") && graph["comm::abi"].contains_key("error"));
+    assert!(graph["comm::abi"].contains_key("runtime") && graph["comm::abi"].contains_key("error::report"));
+    assert!(graph["comm"].is_empty() && graph["error"].is_empty());
+}
+
+#[test]
+fn a_re_export_leads_to_the_module_the_item_is_in() {
+    let runtime = source("runtime", "runtime.rs", "pub struct Runtime { pub windows: crate::win::WinTable }\n");
+    let win = source("win", "win/mod.rs", "pub mod abi;\npub mod table;\n\npub use table::WinTable;\n");
+    let table = source("win::table", "win/table.rs", "pub struct WinTable;\nfn step() { crate::runtime::with(|rt| 1); }\n");
+    let failure = check(&module_graph(&[runtime, win, table])).unwrap_err();
+    assert!(failure.contains("src/win/table.rs:2: `win::table` names `runtime`"), "{failure}");
+    assert!(failure.contains("src/runtime.rs:1 names win::table (in runtime)"), "{failure}");
 }
 
 #[test]
@@ -143,14 +158,15 @@ fn route(reached: &BTreeMap<String, Option<String>>, module: &str) -> Vec<(Strin
 /// Which modules each module of `sources` names, with the place of the first mention.
 fn module_graph(sources: &[(String, String, String)]) -> Graph {
     let modules: Vec<&str> = sources.iter().map(|(module, _, _)| module.as_str()).collect();
+    let codes: Vec<String> = sources.iter().map(|(_, _, text)| without_tests(&blank_comments_and_strings(text))).collect();
+    let re_exports = re_exports(sources, &codes, &modules);
     let mut graph = Graph::new();
-    for (module, file, text) in sources {
-        let code = without_tests(&blank_comments_and_strings(text));
+    for ((module, file, _), code) in sources.iter().zip(&codes) {
         let children: Vec<&str> = modules.iter().filter_map(|m| child_name(module, m)).collect();
         let mut edges = BTreeMap::new();
         let mut aliases: BTreeMap<String, String> = BTreeMap::new();
         let mut used_spans = Vec::new();
-        for statement in use_statements(&code) {
+        for statement in use_statements(code) {
             used_spans.push(statement.span.clone());
             for path in expand(&code[statement.tree.clone()]) {
                 let (path, alias) = match path.split_once(" as ") {
@@ -168,21 +184,46 @@ fn module_graph(sources: &[(String, String, String)]) -> Graph {
                 }
                 // The line of the path's last segment, for a tree over several lines.
                 let last = segments.last().map_or(statement.span.start, |last| code[statement.span.clone()].find(last).map_or(statement.span.start, |p| statement.span.start + p));
-                add_edge(&mut edges, module, &modules, &full, (file.clone(), line_of(&code, last)));
+                add_edge(&mut edges, module, &modules, &re_exports, &full, (file.clone(), line_of(code, last)));
             }
         }
-        for (start, path) in code_paths(&code) {
+        for (start, path) in code_paths(code) {
             if used_spans.iter().any(|span| span.contains(&start)) {
                 continue;
             }
             let segments: Vec<&str> = path.split("::").collect();
             if let Some(full) = full_path(module, &segments, &children, &aliases) {
-                add_edge(&mut edges, module, &modules, &full, (file.clone(), line_of(&code, start)));
+                add_edge(&mut edges, module, &modules, &re_exports, &full, (file.clone(), line_of(code, start)));
             }
         }
         graph.insert(module.clone(), edges);
     }
     graph
+}
+
+/// What each module re-exports from its children by name (`pub use child::Name`).
+fn re_exports(sources: &[(String, String, String)], codes: &[String], modules: &[&str]) -> ReExports {
+    let mut re_exports = ReExports::new();
+    for ((module, _, _), code) in sources.iter().zip(codes) {
+        let children: Vec<&str> = modules.iter().filter_map(|m| child_name(module, m)).collect();
+        for statement in use_statements(code).into_iter().filter(|statement| statement.re_export) {
+            for path in expand(&code[statement.tree.clone()]) {
+                let (path, alias) = match path.split_once(" as ") {
+                    Some((path, alias)) => (path.trim().to_string(), Some(alias.trim().to_string())),
+                    None => (path, None),
+                };
+                let segments: Vec<&str> = path.split("::").filter(|s| !s.is_empty() && *s != "self").collect();
+                if !segments.first().is_some_and(|first| children.contains(first)) || segments.last() == Some(&"*") {
+                    continue;
+                }
+                let Some(full) = full_path(module, &segments, &children, &BTreeMap::new()) else { continue };
+                let Some(home) = (1..=full.len()).rev().map(|n| full[..n].join("::")).find(|candidate| modules.contains(&candidate.as_str())) else { continue };
+                let name = alias.unwrap_or_else(|| full.last().cloned().unwrap_or_default());
+                re_exports.entry(module.clone()).or_default().insert(name, home);
+            }
+        }
+    }
+    re_exports
 }
 
 /// The name of `candidate` under `module` when it is a direct child.
@@ -219,9 +260,17 @@ fn full_path(module: &str, segments: &[&str], children: &[&str], aliases: &BTree
 }
 
 /// Records that `module` names the module that is the longest prefix of `full`.
-fn add_edge(edges: &mut BTreeMap<String, Place>, module: &str, modules: &[&str], full: &[String], place: Place) {
-    let target = (1..=full.len()).rev().map(|n| full[..n].join("::")).find(|candidate| modules.contains(&candidate.as_str()));
-    if let Some(target) = target.filter(|target| target != module) {
+/// Records that `module` names the module that is the longest prefix of `full`, or, when the
+/// next segment is a name that module re-exports from a child, that child.
+fn add_edge(edges: &mut BTreeMap<String, Place>, module: &str, modules: &[&str], re_exports: &ReExports, full: &[String], place: Place) {
+    let Some(length) = (1..=full.len()).rev().find(|&n| modules.contains(&full[..n].join("::").as_str())) else { return };
+    let mut target = full[..length].join("::");
+    if let Some(name) = full.get(length) {
+        while let Some(home) = re_exports.get(&target).and_then(|names| names.get(name)).filter(|home| **home != target) {
+            target = home.clone();
+        }
+    }
+    if target != module {
         edges.entry(target).or_insert(place);
     }
 }

@@ -54,15 +54,8 @@ fn check_object(rt: &Runtime, object: Object) -> MpiResult<()> {
     match object {
         Object::Comm(comm) => rt.comms.get(comm).map(|_| ()),
         Object::Datatype(datatype) => crate::datatype::lookup(datatype).map(|_| ()).map_err(|class| error(MPI_COMM_WORLD, class, format!("{datatype} is not a valid datatype"))),
-        Object::Win(win) => Err(invalid_window(win)),
+        Object::Win(win) => rt.windows.get(win).map(|_| ()),
     }
-}
-
-/// Every window handle is invalid: one-sided windows do not exist yet.
-#[cold]
-pub(crate) fn invalid_window(win: MPI_Win) -> MpiError {
-    let detail = if win == MPI_WIN_NULL { "MPI_WIN_NULL is not a window".to_string() } else { format!("{win} is not a window (one-sided windows are not supported yet)") };
-    error(MPI_COMM_WORLD, MPI_ERR_WIN, detail)
 }
 
 fn keyval_error(object: Object, detail: String) -> MpiError {
@@ -108,6 +101,9 @@ pub(crate) fn get(object: Object, keyval: c_int) -> MpiResult<Option<*mut c_void
         if let Some(kind) = predefined::kind_of(keyval) {
             if kind != object.kind() {
                 return Err(keyval_error(object, format!("keyval {keyval} is predefined for {}s, not {}s", kind.noun(), object.kind().noun())));
+            }
+            if let Object::Win(win) = object {
+                return rt.windows.predefined_attribute(win, keyval);
             }
             return Ok(predefined::value(object, keyval));
         }

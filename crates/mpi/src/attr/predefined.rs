@@ -36,8 +36,8 @@ pub fn kind_of(keyval: c_int) -> Option<Kind> {
     }
 }
 
-/// The value of predefined attribute `keyval` on `object`: a pointer to its int. Communicators all
-/// carry the same values; windows do not exist yet, so none has a value.
+/// The value of predefined attribute `keyval` on a communicator: a pointer to its int (they all
+/// carry the same values). Windows have their own (`WinTable::predefined_attribute`).
 pub fn value(object: Object, keyval: c_int) -> Option<*mut c_void> {
     if !matches!(object, Object::Comm(_)) {
         return None;

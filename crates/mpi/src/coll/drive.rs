@@ -229,6 +229,12 @@ impl Outcome {
     pub fn result(&self) -> Option<Result<(), i32>> {
         self.0.get()
     }
+
+    /// Records the end of an operation other than a schedule that a request watches (an RMA
+    /// operation whose answer arrives in progress).
+    pub(crate) fn finish(&self, result: Result<(), i32>) {
+        self.0.set(Some(result));
+    }
 }
 
 /// A non-blocking collective, as the engine advances it.

@@ -134,6 +134,43 @@ pub(crate) fn as_single_runs(pieces: &[Piece], extent: isize, count: usize) -> O
     }
 }
 
+/// Calls `visit(offset, len)` for every byte run of `count` elements, in type-map order,
+/// offsets relative to the buffer pointer; runs that continue one another are merged.
+pub(crate) fn visit_runs(pieces: &[Piece], extent: isize, count: usize, visit: &mut impl FnMut(isize, usize)) {
+    let mut pending: Option<(isize, usize)> = None;
+    let mut emit = |offset: isize, len: usize| match &mut pending {
+        Some((start, length)) if *start + *length as isize == offset => *length += len,
+        _ => {
+            if let Some((start, length)) = pending.replace((offset, len)) {
+                visit(start, length);
+            }
+        }
+    };
+    for index in 0..count {
+        visit_pieces(pieces, index as isize * extent, &mut emit);
+    }
+    if let Some((start, length)) = pending {
+        visit(start, length);
+    }
+}
+
+fn visit_pieces(pieces: &[Piece], base: isize, emit: &mut impl FnMut(isize, usize)) {
+    for piece in pieces {
+        match piece {
+            Piece::Runs { offset, len, count, stride } => {
+                for index in 0..*count {
+                    emit(base + offset + index as isize * stride, *len);
+                }
+            }
+            Piece::Nested { offset, count, stride, inner } => {
+                for index in 0..*count {
+                    visit_pieces(inner, base + offset + index as isize * stride, emit);
+                }
+            }
+        }
+    }
+}
+
 /// Copies between `count` elements laid out at `user` and the packed bytes at `packed`: from user
 /// memory into `packed` when `PACK`, the other way otherwise.
 ///
@@ -381,6 +418,14 @@ mod tests {
         let (_, left) = unsafe { transfer_prefix::<false>(&layout.pieces, user.as_mut_ptr(), packed.as_mut_ptr(), 8) };
         assert_eq!(left, 0);
         assert_eq!(user, [1, 2, 0, 0, 3, 0, 0, 0, 4, 5, 0, 0, 6, 0, 0, 0, 7, 8, 0, 0, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn runs_are_listed_in_type_map_order_and_merged() {
+        let unit = [runs(0, 4, 2, 8), runs(20, 4, 1, 0)];
+        let mut found = Vec::new();
+        visit_runs(&unit, 24, 2, &mut |offset, len| found.push((offset, len)));
+        assert_eq!(found, vec![(0, 4), (8, 4), (20, 8), (32, 4), (44, 4)]);
     }
 
     #[test]

@@ -194,6 +194,17 @@ impl TypeInfo {
         }
     }
 
+    /// The byte runs of `count` elements, in type-map order (the order pack emits them), as
+    /// (offset from the buffer pointer, length), runs that continue one another merged.
+    pub fn byte_runs(&self, count: usize) -> Vec<(isize, usize)> {
+        if let Some((offset, len)) = self.contiguous_run(count) {
+            return if len == 0 { Vec::new() } else { vec![(offset, len)] };
+        }
+        let mut runs = Vec::new();
+        layout::visit_runs(&self.pieces, self.extent, count, &mut |offset, len| runs.push((offset, len)));
+        runs
+    }
+
     /// Copies `count` elements at `src` into `out`, which holds at least `count * size` bytes.
     ///
     /// # Safety

@@ -5,9 +5,8 @@
 //! A user handler stays alive while its handle has references (its creation and every
 //! MPI_*_get_errhandler) or while it is attached: to a communicator, or as the handler of
 //! MPI_FILE_NULL (the default for file errors, MPI_ERRORS_RETURN at first). MPI_Errhandler_free
-//! drops one reference; a slot is reused once neither holds. Windows do not exist yet, so the
-//! MPI_Win_* calls on a window report MPI_ERR_WIN; creating a window handler works. Files exist only
-//! as MPI_FILE_NULL.
+//! drops one reference; a slot is reused once neither holds. Windows carry their own handler
+//! (MPI_ERRORS_ARE_FATAL at creation). Files exist only as MPI_FILE_NULL.
 
 pub mod abi;
 

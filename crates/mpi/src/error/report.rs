@@ -37,6 +37,8 @@ pub(crate) enum Target {
     Comm(MPI_Comm),
     /// A file; errors without a file use MPI_FILE_NULL's handler.
     File(MPI_File),
+    /// A window; an invalid one means MPI_COMM_WORLD's handler.
+    Win(MPI_Win),
 }
 
 /// Applies the handler covering `target` to `code` and returns the code the failed call returns:
@@ -54,9 +56,16 @@ pub(crate) fn apply(target: Target, code: c_int, message: impl FnOnce() -> Strin
             let handler = rt.errhandlers.file_default();
             (file, handler, rt.errhandlers.function(handler))
         }
+        Target::Win(win) => match rt.windows.errhandler(win) {
+            Some(handler) => (win, handler, rt.errhandlers.function(handler)),
+            None => {
+                let handler = rt.comms.errhandler(MPI_COMM_WORLD);
+                (MPI_COMM_WORLD, handler, rt.errhandlers.function(handler))
+            }
+        },
     });
     let (mut object, handler, function) = covering.unwrap_or_else(|| match target {
-        Target::Comm(_) => world_errhandler(),
+        Target::Comm(_) | Target::Win(_) => world_errhandler(),
         Target::File(file) => (file, MPI_ERRORS_RETURN, None),
     });
     if let Some(function) = function {

@@ -10,12 +10,12 @@ use super::{remember_world, ErrhandlerFunction, Kind};
 use crate::consts::*;
 use crate::error::codes;
 use crate::error::report::{apply, describe, Target};
-use crate::error::{error, finish, raise, MpiError, MpiResult};
+use crate::error::{error, finish, raise, MpiResult};
 use crate::runtime::{self, Runtime};
 
-/// Whether a communicator of `rt` has `handle` attached.
+/// Whether a communicator or a window of `rt` has `handle` attached.
 fn on_comm(rt: &Runtime, handle: MPI_Errhandler) -> bool {
-    rt.comms.uses_errhandler(handle)
+    rt.comms.uses_errhandler(handle) || rt.windows.uses_errhandler(handle)
 }
 
 /// MPI_*_create_errhandler for `kind`.
@@ -28,8 +28,8 @@ unsafe fn create(name: &str, kind: Kind, function: Option<ErrhandlerFunction>, e
         if errhandler.is_null() {
             return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "errhandler must not be NULL"));
         }
-        let Runtime { comms, errhandlers, .. } = rt;
-        let handle = errhandlers.insert(kind, function, |h| comms.uses_errhandler(h));
+        let Runtime { comms, windows, errhandlers, .. } = rt;
+        let handle = errhandlers.insert(kind, function, |h| comms.uses_errhandler(h) || windows.uses_errhandler(h));
         // SAFETY: checked non-null; the caller's handle.
         unsafe { *errhandler = handle };
         Ok(())
@@ -136,35 +136,53 @@ pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut MPI_Errhandler) ->
     finish("MPI_Errhandler_free", result)
 }
 
-/// The error of a call on window `win`: no window exists yet.
-#[cold]
-fn no_window(win: MPI_Win) -> MpiError {
-    let detail = if win == MPI_WIN_NULL { "MPI_WIN_NULL is not a window".to_string() } else { format!("{win} is not a window (one-sided windows are not supported yet)") };
-    error(MPI_COMM_WORLD, MPI_ERR_WIN, detail)
-}
-
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_create_errhandler(win_errhandler_fn: Option<MPI_Win_errhandler_function>, errhandler: *mut MPI_Errhandler) -> c_int {
     // SAFETY: MPI requires a pointer to an MPI_Errhandler.
     unsafe { create("MPI_Win_create_errhandler", Kind::Win, win_errhandler_fn, errhandler) }
 }
 
+/// Reports a failed window call on the window's handler (MPI_COMM_WORLD's for an invalid one).
+fn finish_on_win(name: &str, win: MPI_Win, result: MpiResult<()>) -> c_int {
+    match result {
+        Ok(()) => MPI_SUCCESS,
+        Err(e) => apply(Target::Win(win), e.class, || format!("Braid: {name}: {}: {}", codes::class_text(e.class), e.detail)),
+    }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_set_errhandler(win: MPI_Win, errhandler: MPI_Errhandler) -> c_int {
-    let _ = errhandler;
-    finish("MPI_Win_set_errhandler", runtime::with(|_| Err(no_window(win))))
+    let result = runtime::with(|rt| {
+        rt.windows.get(win)?;
+        rt.errhandlers.check_attachable(errhandler, Kind::Win, on_comm(rt, errhandler)).map_err(|detail| error(MPI_COMM_WORLD, MPI_ERR_ARG, detail))?;
+        rt.windows.get_mut(win)?.errhandler = errhandler;
+        Ok(())
+    });
+    finish_on_win("MPI_Win_set_errhandler", win, result)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_get_errhandler(win: MPI_Win, errhandler: *mut MPI_Errhandler) -> c_int {
-    let _ = errhandler;
-    finish("MPI_Win_get_errhandler", runtime::with(|_| Err(no_window(win))))
+    let result = runtime::with(|rt| {
+        let handler = rt.windows.get(win)?.errhandler;
+        if errhandler.is_null() {
+            return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "errhandler must not be NULL"));
+        }
+        rt.errhandlers.add_reference(handler);
+        // SAFETY: checked non-null; the caller's handle.
+        unsafe { *errhandler = handler };
+        Ok(())
+    });
+    finish_on_win("MPI_Win_get_errhandler", win, result)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_call_errhandler(win: MPI_Win, errorcode: c_int) -> c_int {
-    let _ = errorcode;
-    finish("MPI_Win_call_errhandler", runtime::with(|_| Err(no_window(win))))
+    if let Err(e) = runtime::with(|rt| rt.windows.get(win).map(|_| ())) {
+        return finish_on_win("MPI_Win_call_errhandler", win, Err(e));
+    }
+    apply(Target::Win(win), errorcode, || format!("Braid: MPI_Win_call_errhandler: {}", describe(errorcode)));
+    MPI_SUCCESS
 }
 
 /// Raises a failed file call on MPI_FILE_NULL's handler, as MPI does for errors without a file.

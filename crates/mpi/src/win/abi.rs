@@ -1,0 +1,1113 @@
+//! The MPI_Win_* entry points and the RMA operations. Creation reports on its communicator; every
+//! other call on its window's error handler. The collective steps (duplicating the communicator,
+//! exchanging sizes, barriers) go through the MPI calls themselves, with the state released.
+
+// The safety contract of the MPI_* entry points is the MPI standard's rules for their arguments.
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::rc::Rc;
+use std::sync::atomic::{fence, Ordering};
+
+use braid_sys::shm::SharedMapping;
+
+use super::agent::WinAgent;
+use super::ops::{self, Action};
+use super::state::{Members, Path, ResultBuffer, Segment, WinState, LOCK_SLOT};
+use super::sync::LockKind;
+use super::table::{AttributeValues, Window};
+use super::wire::{Header, RequestKind};
+use super::lockword;
+use crate::coll::drive::Outcome;
+use crate::consts::*;
+use crate::datatype::{self, Uniform};
+use crate::error::report::{apply, Target};
+use crate::error::{class_text, error, MpiError, MpiResult};
+use crate::group::store;
+use crate::request::{Completion, Pending};
+use crate::runtime::{self, engine_error, Runtime};
+
+/// Reports a window call's failure on the window's error handler.
+fn finish_on(function: &str, win: MPI_Win, result: MpiResult<()>) -> c_int {
+    match result {
+        Ok(()) => MPI_SUCCESS,
+        Err(e) if e.comm != MPI_COMM_WORLD => crate::error::raise(e.comm, function, e.class, &e.detail),
+        Err(e) => apply(Target::Win(win), e.class, || format!("Braid: {function}: {}: {}", class_text(e.class), e.detail)),
+    }
+}
+
+fn win_error(class: c_int, detail: impl Into<String>) -> MpiError {
+    error(MPI_COMM_WORLD, class, detail)
+}
+
+fn sync_error(detail: String) -> MpiError {
+    win_error(MPI_ERR_RMA_SYNC, detail)
+}
+
+/// An MPI call made from inside a window call, with the state released: its failure as an error.
+fn check_call(comm: MPI_Comm, code: c_int, what: &str) -> MpiResult<()> {
+    if code == MPI_SUCCESS {
+        return Ok(());
+    }
+    let mut class = code;
+    // SAFETY: a valid out-pointer.
+    unsafe { crate::error::codes::abi::MPI_Error_class(code, &mut class) };
+    Err(error(comm, class, format!("{what} failed")))
+}
+
+/// The window's state and private communicator.
+fn window_parts(win: MPI_Win) -> MpiResult<(Rc<RefCell<WinState>>, MPI_Comm)> {
+    runtime::with(|rt| {
+        let window = rt.windows.get(win)?;
+        Ok((window.state.clone(), window.comm))
+    })
+}
+
+// ---- Creation and freeing ----
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Flavor {
+    Create,
+    Allocate,
+    Dynamic,
+    Shared,
+}
+
+impl Flavor {
+    fn code(self) -> c_int {
+        match self {
+            Flavor::Create => MPI_WIN_FLAVOR_CREATE,
+            Flavor::Allocate => MPI_WIN_FLAVOR_ALLOCATE,
+            Flavor::Dynamic => MPI_WIN_FLAVOR_DYNAMIC,
+            Flavor::Shared => MPI_WIN_FLAVOR_SHARED,
+        }
+    }
+}
+
+/// Bytes of a page: where the segment's data starts, and how `alloc_shared_noncontig` pads.
+const PAGE: usize = 4096;
+
+/// The shared segment of a window whose members share a node: rank 0 makes it, the others map
+/// it, and it is unlinked once every member has it. Returns the mapping and each member's offset.
+fn shared_segment(dup: MPI_Comm, rank: usize, sizes: &[usize], noncontig: bool) -> MpiResult<(SharedMapping, Vec<usize>)> {
+    let header = (sizes.len() * LOCK_SLOT).next_multiple_of(PAGE);
+    let mut offsets = Vec::with_capacity(sizes.len());
+    let mut end = header;
+    for &size in sizes {
+        offsets.push(end);
+        end = end.checked_add(if noncontig { size.next_multiple_of(PAGE) } else { size }).ok_or_else(|| error(dup, MPI_ERR_NO_MEM, "the window is larger than the address space"))?;
+    }
+    let context = runtime::with(|rt| Ok(rt.comms.get(dup)?.shared.p2p_context))?;
+    // Rank 0 names the segment: its pid and the window's context are unique on the node.
+    let mut announce: [u64; 2] = [0, 0];
+    let mut created = None;
+    if rank == 0 {
+        let name = format!("braid-win-{}-{context}", std::process::id());
+        match SharedMapping::create(&name, end) {
+            Ok(mapping) => {
+                created = Some((mapping, name));
+                announce = [1, std::process::id() as u64];
+            }
+            Err(e) => eprintln!("Braid: rank 0 of a window cannot make its shared segment of {end} bytes: {e}"),
+        }
+    }
+    // SAFETY: two u64s, broadcast over the window's communicator.
+    check_call(dup, unsafe { crate::coll::abi::MPI_Bcast(announce.as_mut_ptr().cast(), 2, MPI_UINT64_T, 0, dup) }, "broadcasting the segment name")?;
+    let (mapping, made_name) = match created {
+        Some((mapping, name)) => (Some(mapping), Some(name)),
+        None if announce[0] == 1 => (SharedMapping::open(&format!("braid-win-{}-{context}", announce[1])).ok(), None),
+        None => (None, None),
+    };
+    let mut ok: c_int = c_int::from(mapping.is_some());
+    let mut all_ok: c_int = 0;
+    // SAFETY: one int each way.
+    check_call(dup, unsafe { crate::coll::abi::MPI_Allreduce((&mut ok as *mut c_int).cast(), (&mut all_ok as *mut c_int).cast(), 1, MPI_INT, MPI_MIN, dup) }, "agreeing on the segment")?;
+    if let Some(name) = &made_name {
+        let _ = braid_sys::shm::unlink(name);
+    }
+    match mapping {
+        Some(mapping) if all_ok == 1 => Ok((mapping, offsets)),
+        _ => Err(error(dup, MPI_ERR_NO_MEM, format!("the window's shared segment of {end} bytes could not be made or mapped by every member"))),
+    }
+}
+
+/// What creation checks before anything collective: the communicator's members and the info hints.
+fn check_creation(comm: MPI_Comm, size: MPI_Aint, disp_unit: c_int, info: MPI_Info, win: *mut MPI_Win) -> MpiResult<crate::comm::Hints> {
+    runtime::with(|rt| {
+        rt.comms.get_intra(comm)?;
+        if size < 0 {
+            return Err(error(comm, MPI_ERR_SIZE, format!("the window size {size} is negative")));
+        }
+        if disp_unit <= 0 {
+            return Err(error(comm, MPI_ERR_DISP, format!("the displacement unit {disp_unit} is not positive")));
+        }
+        if win.is_null() {
+            return Err(error(comm, MPI_ERR_ARG, "win must not be NULL"));
+        }
+        crate::comm::abi::hints_of(rt, comm, info)
+    })
+}
+
+/// Every creation call: checks, duplicates the communicator, exchanges sizes, sets the memory up
+/// (the caller's, allocated, a shared segment, none), and registers the window and its agent.
+fn create(flavor: Flavor, user_base: *mut c_void, size: MPI_Aint, disp_unit: c_int, info: MPI_Info, comm: MPI_Comm, win: *mut MPI_Win) -> MpiResult<*mut c_void> {
+    let hints = check_creation(comm, size, disp_unit, info, win)?;
+    let noncontig = hints.iter().any(|(key, value)| key == "alloc_shared_noncontig" && value == "true");
+    let mut dup: MPI_Comm = MPI_COMM_NULL;
+    // SAFETY: a valid out-pointer.
+    check_call(comm, unsafe { crate::comm::construct::MPI_Comm_dup(comm, &mut dup) }, "duplicating the communicator")?;
+    let built = build(flavor, user_base, size as usize, disp_unit as usize, dup, noncontig, hints);
+    match built {
+        Ok((handle, base)) => {
+            // SAFETY: checked non-null by check_creation.
+            unsafe { *win = handle };
+            Ok(base)
+        }
+        Err(e) => {
+            // SAFETY: the duplicate made above.
+            unsafe { crate::comm::abi::MPI_Comm_free(&mut dup) };
+            Err(MpiError { comm, ..e })
+        }
+    }
+}
+
+fn build(flavor: Flavor, user_base: *mut c_void, size: usize, disp_unit: usize, dup: MPI_Comm, noncontig: bool, hints: crate::comm::Hints) -> MpiResult<(MPI_Win, *mut c_void)> {
+    // SAFETY: MPI_COMM_WORLD's predefined handler, on the window's private communicator.
+    check_call(dup, unsafe { crate::error::handlers::abi::MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN) }, "setting the window communicator's handler")?;
+    let (members, rank, context, same_node) = runtime::with(|rt| {
+        let shared = rt.comms.get(dup)?.shared.clone();
+        let node_of = rt.engine.node_of();
+        let node = |job: u32| node_of.get(job as usize).copied().unwrap_or(job);
+        let same_node = shared.members.iter().all(|&job| node(job) == node(shared.members[0]));
+        Ok((shared.members.clone(), shared.rank as usize, shared.p2p_context, same_node))
+    })?;
+    let mine: [u64; 2] = [size as u64, disp_unit as u64];
+    let mut all = vec![0u64; 2 * members.len()];
+    // SAFETY: 2 u64s from each member into a buffer of 2 * size.
+    check_call(dup, unsafe { crate::coll::abi::MPI_Allgather(mine.as_ptr().cast(), 2, MPI_UINT64_T, all.as_mut_ptr().cast(), 2, MPI_UINT64_T, dup) }, "exchanging the window sizes")?;
+    let sizes: Vec<usize> = all.chunks(2).map(|pair| pair[0] as usize).collect();
+    let disp_units: Vec<usize> = all.chunks(2).map(|pair| pair[1] as usize).collect();
+    if flavor == Flavor::Shared && !same_node {
+        return Err(error(dup, MPI_ERR_RMA_SHARED, "MPI_Win_allocate_shared needs a communicator whose ranks share a node"));
+    }
+    let mut bases: Vec<Option<*mut u8>> = vec![None; members.len()];
+    let mut segment = None;
+    let mut owned = None;
+    let base: *mut c_void = match flavor {
+        Flavor::Shared | Flavor::Allocate if same_node => {
+            let (mapping, offsets) = shared_segment(dup, rank, &sizes, noncontig || flavor == Flavor::Allocate)?;
+            for (r, offset) in offsets.iter().enumerate() {
+                bases[r] = Some(mapping.as_ptr().wrapping_add(*offset));
+            }
+            segment = Some(Rc::new(Segment { mapping }));
+            bases[rank].expect("set above").cast()
+        }
+        Flavor::Allocate => {
+            let memory: &mut Vec<u128> = owned.insert(vec![0u128; size.div_ceil(16).max(1)]);
+            let base = memory.as_mut_ptr().cast::<u8>();
+            bases[rank] = Some(base);
+            base.cast()
+        }
+        Flavor::Create | Flavor::Shared => {
+            bases[rank] = Some(user_base.cast());
+            user_base
+        }
+        Flavor::Dynamic => {
+            bases[rank] = Some(std::ptr::null_mut());
+            std::ptr::null_mut()
+        }
+    };
+    let jobs = members.to_vec();
+    let state = WinState::new(rank as u32, context, Members { jobs, sizes, disp_units }, bases, flavor == Flavor::Dynamic, segment);
+    let state = Rc::new(RefCell::new(state));
+    let handle = runtime::with(|rt| {
+        state.borrow_mut().post_request_receive(&mut rt.engine).map_err(|e| engine_error(dup, e))?;
+        rt.engine.attach_agent(Box::new(WinAgent { state: state.clone() }));
+        let attributes = Box::new(AttributeValues { size: size as MPI_Aint, disp_unit: disp_unit as c_int, flavor: flavor.code(), model: MPI_WIN_UNIFIED });
+        Ok(rt.windows.insert(Window { state: state.clone(), comm: dup, members, base, attributes, name: String::new(), hints, errhandler: MPI_ERRORS_ARE_FATAL, owned }))
+    })?;
+    Ok((handle, base))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_create(base: *mut c_void, size: MPI_Aint, disp_unit: c_int, info: MPI_Info, comm: MPI_Comm, win: *mut MPI_Win) -> c_int {
+    crate::error::finish("MPI_Win_create", create(Flavor::Create, base, size, disp_unit, info, comm, win).map(|_| ()))
+}
+
+/// MPI_Win_allocate and MPI_Win_allocate_shared: `baseptr` is really a `void **`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn allocate(function: &str, flavor: Flavor, size: MPI_Aint, disp_unit: c_int, info: MPI_Info, comm: MPI_Comm, baseptr: *mut c_void, win: *mut MPI_Win) -> c_int {
+    let result = if baseptr.is_null() {
+        Err(error(comm, MPI_ERR_ARG, "baseptr must not be NULL"))
+    } else {
+        create(flavor, std::ptr::null_mut(), size, disp_unit, info, comm, win).map(|base| {
+            // SAFETY: checked non-null; MPI passes a `void **`.
+            unsafe { *baseptr.cast::<*mut c_void>() = base };
+        })
+    };
+    crate::error::finish(function, result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_allocate(size: MPI_Aint, disp_unit: c_int, info: MPI_Info, comm: MPI_Comm, baseptr: *mut c_void, win: *mut MPI_Win) -> c_int {
+    // SAFETY: the caller's arguments.
+    unsafe { allocate("MPI_Win_allocate", Flavor::Allocate, size, disp_unit, info, comm, baseptr, win) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_allocate_shared(size: MPI_Aint, disp_unit: c_int, info: MPI_Info, comm: MPI_Comm, baseptr: *mut c_void, win: *mut MPI_Win) -> c_int {
+    // SAFETY: the caller's arguments.
+    unsafe { allocate("MPI_Win_allocate_shared", Flavor::Shared, size, disp_unit, info, comm, baseptr, win) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_create_dynamic(info: MPI_Info, comm: MPI_Comm, win: *mut MPI_Win) -> c_int {
+    crate::error::finish("MPI_Win_create_dynamic", create(Flavor::Dynamic, std::ptr::null_mut(), 0, 1, info, comm, win).map(|_| ()))
+}
+
+fn free(win: *mut MPI_Win) -> MpiResult<MPI_Win> {
+    if win.is_null() {
+        return Err(win_error(MPI_ERR_ARG, "win must not be NULL"));
+    }
+    // SAFETY: checked non-null.
+    let handle = unsafe { *win };
+    let (state, comm) = window_parts(handle)?;
+    state.borrow().epochs.check_free().map_err(sync_error)?;
+    crate::attr::access::delete_all(crate::attr::Object::Win(handle))?;
+    runtime::with(|rt| rt.engine.wait_until(|_| state.borrow().quiet()).map_err(|e| engine_error(MPI_COMM_WORLD, e)))?;
+    // SAFETY: the window's own communicator.
+    check_call(MPI_COMM_WORLD, unsafe { crate::coll::abi::MPI_Barrier(comm) }, "the barrier of MPI_Win_free")?;
+    runtime::with(|rt| {
+        rt.engine.wait_until(|_| state.borrow().sends_done()).map_err(|e| engine_error(MPI_COMM_WORLD, e))?;
+        let mut state = state.borrow_mut();
+        state.cancel_request_receive(&mut rt.engine);
+        state.freed = true;
+        drop(state);
+        rt.windows.remove(handle)?;
+        Ok(())
+    })?;
+    let mut comm = comm;
+    // SAFETY: the window's own communicator, no longer used.
+    check_call(MPI_COMM_WORLD, unsafe { crate::comm::abi::MPI_Comm_free(&mut comm) }, "freeing the window's communicator")?;
+    // SAFETY: checked non-null.
+    unsafe { *win = MPI_WIN_NULL };
+    Ok(handle)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_free(win: *mut MPI_Win) -> c_int {
+    let handle = if win.is_null() { MPI_WIN_NULL } else {
+        // SAFETY: checked non-null.
+        unsafe { *win }
+    };
+    finish_on("MPI_Win_free", handle, free(win).map(|_| ()))
+}
+
+// ---- Window information ----
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_get_group(win: MPI_Win, group: *mut MPI_Group) -> c_int {
+    let result = runtime::with(|rt| {
+        let members = rt.windows.get(win)?.members.clone();
+        if group.is_null() {
+            return Err(win_error(MPI_ERR_ARG, "group must not be NULL"));
+        }
+        let handle = rt.groups.insert(members);
+        // SAFETY: checked non-null.
+        unsafe { store(group, handle, "group") }
+    });
+    finish_on("MPI_Win_get_group", win, result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_set_name(win: MPI_Win, win_name: *const c_char) -> c_int {
+    let result = runtime::with(|rt| {
+        let window = rt.windows.get_mut(win)?;
+        if win_name.is_null() {
+            return Err(win_error(MPI_ERR_ARG, "win_name must not be NULL"));
+        }
+        // SAFETY: non-null; MPI requires a NUL-terminated string.
+        let name = unsafe { CStr::from_ptr(win_name) }.to_string_lossy();
+        let mut end = name.len().min(MPI_MAX_OBJECT_NAME as usize - 1);
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        window.name = name[..end].to_string();
+        Ok(())
+    });
+    finish_on("MPI_Win_set_name", win, result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_get_name(win: MPI_Win, win_name: *mut c_char, resultlen: *mut c_int) -> c_int {
+    let result = runtime::with(|rt| {
+        let window = rt.windows.get(win)?;
+        if win_name.is_null() || resultlen.is_null() {
+            return Err(win_error(MPI_ERR_ARG, "win_name and resultlen must not be NULL"));
+        }
+        // SAFETY: MPI requires MPI_MAX_OBJECT_NAME characters at `win_name`; both non-null.
+        unsafe { *resultlen = crate::error::write_c_string(&window.name, win_name, MPI_MAX_OBJECT_NAME as usize) };
+        Ok(())
+    });
+    finish_on("MPI_Win_get_name", win, result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_set_info(win: MPI_Win, info: MPI_Info) -> c_int {
+    let result = runtime::with(|rt| {
+        rt.windows.get(win)?;
+        let update = crate::comm::abi::hints_of(rt, MPI_COMM_WORLD, info)?;
+        let window = rt.windows.get_mut(win)?;
+        for (key, value) in update {
+            match window.hints.iter_mut().find(|(known, _)| *known == key) {
+                Some(entry) => entry.1 = value,
+                None => window.hints.push((key, value)),
+            }
+        }
+        Ok(())
+    });
+    finish_on("MPI_Win_set_info", win, result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_get_info(win: MPI_Win, info_used: *mut MPI_Info) -> c_int {
+    let result = runtime::with(|rt| {
+        let hints = rt.windows.get(win)?.hints.clone();
+        if info_used.is_null() {
+            return Err(win_error(MPI_ERR_ARG, "info_used must not be NULL"));
+        }
+        let handle = rt.infos.insert(hints);
+        // SAFETY: checked non-null.
+        unsafe { *info_used = handle };
+        Ok(())
+    });
+    finish_on("MPI_Win_get_info", win, result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_shared_query(win: MPI_Win, rank: c_int, size: *mut MPI_Aint, disp_unit: *mut c_int, baseptr: *mut c_void) -> c_int {
+    let result = runtime::with(|rt| {
+        let window = rt.windows.get(win)?;
+        if window.attributes.flavor != MPI_WIN_FLAVOR_SHARED {
+            return Err(win_error(MPI_ERR_RMA_FLAVOR, "MPI_Win_shared_query needs a window of MPI_Win_allocate_shared"));
+        }
+        if size.is_null() || disp_unit.is_null() || baseptr.is_null() {
+            return Err(win_error(MPI_ERR_ARG, "size, disp_unit and baseptr must not be NULL"));
+        }
+        let state = window.state.borrow();
+        let count = state.targets.len();
+        let chosen = if rank == MPI_PROC_NULL {
+            state.targets.iter().position(|target| target.size > 0).unwrap_or(0)
+        } else if rank >= 0 && (rank as usize) < count {
+            rank as usize
+        } else {
+            return Err(win_error(MPI_ERR_RANK, format!("rank {rank} is not in the window's group of {count}")));
+        };
+        let target = state.targets[chosen];
+        // SAFETY: all three checked non-null; `baseptr` is really a `void **`.
+        unsafe {
+            *size = target.size as MPI_Aint;
+            *disp_unit = target.disp_unit as c_int;
+            *baseptr.cast::<*mut c_void>() = target.base.cast();
+        }
+        Ok(())
+    });
+    finish_on("MPI_Win_shared_query", win, result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_attach(win: MPI_Win, base: *mut c_void, size: MPI_Aint) -> c_int {
+    let result = runtime::with(|rt| {
+        let window = rt.windows.get(win)?;
+        let mut state = window.state.borrow_mut();
+        if !state.dynamic {
+            return Err(win_error(MPI_ERR_RMA_FLAVOR, "MPI_Win_attach needs a window of MPI_Win_create_dynamic"));
+        }
+        if size < 0 {
+            return Err(win_error(MPI_ERR_SIZE, format!("the size {size} is negative")));
+        }
+        let start = base as usize;
+        let end = start.checked_add(size as usize).ok_or_else(|| win_error(MPI_ERR_RMA_ATTACH, "the region wraps around the address space"))?;
+        if state.attached.iter().any(|&(other, length)| start < other + length && other < end) {
+            return Err(win_error(MPI_ERR_RMA_ATTACH, format!("the region at {start:#x} of {size} bytes overlaps memory already attached")));
+        }
+        state.attached.push((start, size as usize));
+        Ok(())
+    });
+    finish_on("MPI_Win_attach", win, result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_detach(win: MPI_Win, base: *const c_void) -> c_int {
+    let result = runtime::with(|rt| {
+        let window = rt.windows.get(win)?;
+        let mut state = window.state.borrow_mut();
+        if !state.dynamic {
+            return Err(win_error(MPI_ERR_RMA_FLAVOR, "MPI_Win_detach needs a window of MPI_Win_create_dynamic"));
+        }
+        let index = state.attached.iter().position(|&(start, _)| start == base as usize).ok_or_else(|| win_error(MPI_ERR_RMA_ATTACH, format!("no memory is attached at {:#x}", base as usize)))?;
+        state.attached.remove(index);
+        Ok(())
+    });
+    finish_on("MPI_Win_detach", win, result)
+}
+
+// ---- Operations ----
+
+/// An RMA operation's arguments.
+struct Rma {
+    action: Action,
+    origin: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    /// Where fetched data goes (get: the origin buffer).
+    result: *mut c_void,
+    result_count: c_int,
+    result_datatype: MPI_Datatype,
+    /// Compare-and-swap's compare value (one element of `origin_datatype`).
+    compare: *const c_void,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+}
+
+fn committed(datatype: MPI_Datatype, count: c_int, what: &str) -> MpiResult<datatype::DatatypeRef> {
+    if count < 0 {
+        return Err(win_error(MPI_ERR_COUNT, format!("the {what} count {count} is negative")));
+    }
+    datatype::lookup_committed(datatype).map_err(|class| win_error(class, format!("the {what} datatype {datatype} is not a committed datatype")))
+}
+
+/// The predefined handle of a uniform datatype's basic element.
+fn basic_handle(info: &datatype::DatatypeRef) -> Option<MPI_Datatype> {
+    match info.uniform {
+        Uniform::One(basic) => datatype::PREDEFINED_DATATYPES.iter().find(|(_, known, _)| *known == basic).map(|(handle, _, _)| *handle),
+        _ => None,
+    }
+}
+
+/// Packs `count` elements of `info` at `address`.
+///
+/// # Safety
+/// The type map of the elements at `address` must be readable.
+unsafe fn packed(info: &datatype::DatatypeRef, count: usize, address: *const c_void) -> Vec<u8> {
+    let mut out = vec![0; info.size * count];
+    // SAFETY: per the caller; `out` holds the packed bytes.
+    unsafe { info.pack(count, address.cast(), &mut out) };
+    out
+}
+
+/// Issues one operation; with `request`, the request that watches it (request-based operations,
+/// which need a passive-target epoch).
+fn rma(rt: &mut Runtime, win: MPI_Win, args: &Rma, request_based: bool) -> MpiResult<Pending> {
+    let window = rt.windows.get(win)?;
+    let (comm, state) = (window.comm, window.state.clone());
+    let mut state = state.borrow_mut();
+    let done = Pending::completed(comm, Completion::EMPTY);
+    if args.target_rank == MPI_PROC_NULL {
+        return Ok(done);
+    }
+    let count = state.targets.len();
+    if args.target_rank < 0 || args.target_rank as usize >= count {
+        return Err(win_error(MPI_ERR_RANK, format!("target rank {} is not in the window's group of {count}", args.target_rank)));
+    }
+    let target = args.target_rank as u32;
+    if request_based {
+        state.epochs.check_passive(target).map_err(|detail| sync_error(format!("request-based operations need a passive-target epoch: {detail}")))?;
+    } else {
+        state.epochs.check_access(target).map_err(sync_error)?;
+    }
+    let action = args.action;
+    let no_op = args.op == MPI_NO_OP && matches!(action, Action::GetAccumulate);
+    let target_info = committed(args.target_datatype, args.target_count, "target")?;
+    let target_len = target_info.size * args.target_count as usize;
+    // The operand: put, accumulate, compare-and-swap's new value (MPI_NO_OP ignores it).
+    let data = if matches!(action, Action::Get) || no_op {
+        Vec::new()
+    } else {
+        let origin_info = committed(args.origin_datatype, args.origin_count, "origin")?;
+        let data_len = origin_info.size * args.origin_count as usize;
+        if data_len != target_len {
+            return Err(win_error(MPI_ERR_ARG, format!("the origin's {data_len} bytes do not match the target's {target_len}")));
+        }
+        if matches!(action, Action::Accumulate | Action::GetAccumulate | Action::CompareAndSwap) && basic_handle(&origin_info) != basic_handle(&target_info) && target_len > 0 {
+            return Err(win_error(MPI_ERR_TYPE, "the origin and target datatypes of an accumulate must be built from the same predefined type"));
+        }
+        // SAFETY: MPI requires the origin buffer to hold its count of elements.
+        unsafe { packed(&origin_info, args.origin_count as usize, args.origin) }
+    };
+    let basic = basic_handle(&target_info).unwrap_or(MPI_BYTE);
+    if matches!(action, Action::Accumulate | Action::GetAccumulate) && !no_op {
+        if crate::op::builtin(args.op).is_none() {
+            return Err(win_error(MPI_ERR_OP, format!("{} is not a predefined operation (accumulates take predefined ones only)", args.op)));
+        }
+        if target_len > 0 {
+            crate::op::reduction(args.op, basic).map_err(|class| win_error(class, format!("operation {} is not defined on the target datatype", args.op)))?;
+        }
+    }
+    let result = if action.fetches() {
+        let result_info = committed(args.result_datatype, args.result_count, "result")?;
+        let result_len = result_info.size * args.result_count as usize;
+        if result_len != target_len {
+            return Err(win_error(MPI_ERR_ARG, format!("the result buffer's {result_len} bytes do not match the target's {target_len}")));
+        }
+        Some(ResultBuffer { address: args.result.cast(), count: args.result_count as usize, datatype: result_info })
+    } else {
+        None
+    };
+    let compare = if action == Action::CompareAndSwap {
+        let info = committed(args.origin_datatype, 1, "compare")?;
+        // SAFETY: MPI requires one element at the compare address.
+        unsafe { packed(&info, 1, args.compare) }
+    } else {
+        Vec::new()
+    };
+    let (disp_unit, dynamic, path) = (state.targets[target as usize].disp_unit, state.dynamic, state.targets[target as usize].path);
+    let displacement = if dynamic { args.target_disp } else { args.target_disp.checked_mul(disp_unit as isize).ok_or_else(|| win_error(MPI_ERR_DISP, "the target displacement overflows"))? };
+    let runs = ops::displaced(target_info.byte_runs(args.target_count as usize), displacement).map_err(|detail| win_error(MPI_ERR_DISP, detail))?;
+    if !dynamic {
+        ops::check_range(&runs, state.targets[target as usize].size, target).map_err(|detail| win_error(MPI_ERR_RMA_RANGE, detail))?;
+    }
+    let op = if no_op { MPI_NO_OP } else { args.op };
+    if path == Path::Direct || target == state.rank {
+        let fetched = state.execute_mapped(target, action, &runs, &data, &compare, op, basic).map_err(|(class, detail)| win_error(class, detail))?;
+        if let Some(result) = &result {
+            // SAFETY: MPI requires the result buffer to hold its count of elements.
+            unsafe { result.fill(&fetched) };
+        }
+        return Ok(done);
+    }
+    let kind = match action {
+        Action::Put => RequestKind::Put,
+        Action::Get => RequestKind::Get,
+        Action::Accumulate => RequestKind::Accumulate,
+        Action::GetAccumulate => RequestKind::GetAccumulate,
+        Action::CompareAndSwap => RequestKind::CompareAndSwap,
+    };
+    let header = Header {
+        kind,
+        sequence: 0,
+        op,
+        basic,
+        runs: runs.len() as u32,
+        data_len: data.len() as u64,
+        compare_len: compare.len() as u64,
+        result_len: if action.fetches() { target_len as u64 } else { 0 },
+    };
+    let outcome = (request_based && action.fetches()).then(|| Rc::new(Outcome::default()));
+    state.issue(&mut rt.engine, target, header, &runs, &data, &compare, result, outcome.clone()).map_err(|e| engine_error(MPI_COMM_WORLD, e))?;
+    Ok(match outcome {
+        Some(outcome) => Pending::collective(comm, outcome),
+        None => done,
+    })
+}
+
+/// A blocking-style RMA call (it completes at synchronisation).
+fn operation(function: &str, win: MPI_Win, args: Rma) -> c_int {
+    finish_on(function, win, runtime::with(|rt| rma(rt, win, &args, false).map(|_| ())))
+}
+
+/// A request-based RMA call.
+unsafe fn request_operation(function: &str, win: MPI_Win, args: Rma, request: *mut MPI_Request) -> c_int {
+    let result = runtime::with(|rt| {
+        if request.is_null() {
+            return Err(win_error(MPI_ERR_ARG, "request must not be NULL"));
+        }
+        let pending = rma(rt, win, &args, true)?;
+        let handle = rt.requests.insert(pending);
+        // SAFETY: checked non-null.
+        unsafe { *request = handle };
+        Ok(())
+    });
+    finish_on(function, win, result)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn put_args(origin: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype) -> Rma {
+    Rma {
+        action: Action::Put,
+        origin,
+        origin_count,
+        origin_datatype,
+        result: std::ptr::null_mut(),
+        result_count: 0,
+        result_datatype: MPI_BYTE,
+        compare: std::ptr::null(),
+        target_rank,
+        target_disp,
+        target_count,
+        target_datatype,
+        op: MPI_REPLACE,
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Put(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win) -> c_int {
+    operation("MPI_Put", win, put_args(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype))
+}
+
+fn get_args(origin: *mut c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype) -> Rma {
+    Rma { action: Action::Get, result: origin, result_count: origin_count, result_datatype: origin_datatype, ..put_args(std::ptr::null(), 0, MPI_BYTE, target_rank, target_disp, target_count, target_datatype) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get(origin_addr: *mut c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win) -> c_int {
+    operation("MPI_Get", win, get_args(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn accumulate_args(origin: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, op: MPI_Op) -> Rma {
+    Rma { action: Action::Accumulate, op, ..put_args(origin, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Accumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win) -> c_int {
+    operation("MPI_Accumulate", win, accumulate_args(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn get_accumulate_args(origin: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, result: *mut c_void, result_count: c_int, result_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, op: MPI_Op) -> Rma {
+    Rma { action: Action::GetAccumulate, result, result_count, result_datatype, ..accumulate_args(origin, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_accumulate(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    result_addr: *mut c_void,
+    result_count: c_int,
+    result_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+) -> c_int {
+    let args = get_accumulate_args(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op);
+    operation("MPI_Get_accumulate", win, args)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Fetch_and_op(origin_addr: *const c_void, result_addr: *mut c_void, datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, op: MPI_Op, win: MPI_Win) -> c_int {
+    let args = get_accumulate_args(origin_addr, 1, datatype, result_addr, 1, datatype, target_rank, target_disp, 1, datatype, op);
+    operation("MPI_Fetch_and_op", win, args)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Compare_and_swap(origin_addr: *const c_void, compare_addr: *const c_void, result_addr: *mut c_void, datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, win: MPI_Win) -> c_int {
+    let args = Rma { action: Action::CompareAndSwap, compare: compare_addr, ..get_accumulate_args(origin_addr, 1, datatype, result_addr, 1, datatype, target_rank, target_disp, 1, datatype, MPI_REPLACE) };
+    operation("MPI_Compare_and_swap", win, args)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rput(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win, request: *mut MPI_Request) -> c_int {
+    // SAFETY: the caller's request pointer.
+    unsafe { request_operation("MPI_Rput", win, put_args(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype), request) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rget(origin_addr: *mut c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win, request: *mut MPI_Request) -> c_int {
+    // SAFETY: the caller's request pointer.
+    unsafe { request_operation("MPI_Rget", win, get_args(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype), request) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Raccumulate(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    let args = accumulate_args(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op);
+    // SAFETY: the caller's request pointer.
+    unsafe { request_operation("MPI_Raccumulate", win, args, request) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rget_accumulate(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    result_addr: *mut c_void,
+    result_count: c_int,
+    result_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    let args = get_accumulate_args(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op);
+    // SAFETY: the caller's request pointer.
+    unsafe { request_operation("MPI_Rget_accumulate", win, args, request) }
+}
+
+// ---- Synchronisation ----
+
+/// Waits (making progress) until `done` holds for the window's state; then reports the failure an
+/// answer brought, if any.
+fn wait_for(rt: &mut Runtime, state: &Rc<RefCell<WinState>>, done: impl Fn(&WinState) -> bool) -> MpiResult<()> {
+    rt.engine.wait_until(|_| done(&state.borrow())).map_err(|e| engine_error(MPI_COMM_WORLD, e))?;
+    match state.borrow_mut().take_failure() {
+        Some(failure) => Err(win_error(failure.class, failure.detail)),
+        None => Ok(()),
+    }
+}
+
+/// Spins (making progress, yielding the core) until `attempt` succeeds: a lock word in shared
+/// memory, whose release rings no doorbell, so the engine's sleeping wait cannot be used.
+fn spin_until(rt: &mut Runtime, mut attempt: impl FnMut() -> bool) -> MpiResult<()> {
+    while !attempt() {
+        rt.engine.progress().map_err(|e| engine_error(MPI_COMM_WORLD, e))?;
+        std::thread::yield_now();
+    }
+    Ok(())
+}
+
+fn check_assert(assert: c_int, allowed: c_int) -> MpiResult<()> {
+    if assert & !allowed != 0 {
+        return Err(win_error(MPI_ERR_ASSERT, format!("assertion {assert:#x} has bits this call does not take")));
+    }
+    Ok(())
+}
+
+fn win_fence(assert: c_int, win: MPI_Win) -> MpiResult<()> {
+    check_assert(assert, MPI_MODE_NOSTORE | MPI_MODE_NOPUT | MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED)?;
+    let (state, comm) = window_parts(win)?;
+    state.borrow_mut().epochs.fence(assert & MPI_MODE_NOSUCCEED != 0).map_err(sync_error)?;
+    runtime::with(|rt| wait_for(rt, &state, |state| state.outstanding_total() == 0))?;
+    fence(Ordering::SeqCst);
+    // SAFETY: the window's own communicator.
+    check_call(MPI_COMM_WORLD, unsafe { crate::coll::abi::MPI_Barrier(comm) }, "the barrier of MPI_Win_fence")?;
+    fence(Ordering::SeqCst);
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_fence(assert: c_int, win: MPI_Win) -> c_int {
+    finish_on("MPI_Win_fence", win, win_fence(assert, win))
+}
+
+fn lock_kind(lock_type: c_int) -> MpiResult<LockKind> {
+    match lock_type {
+        MPI_LOCK_SHARED => Ok(LockKind::Shared),
+        MPI_LOCK_EXCLUSIVE => Ok(LockKind::Exclusive),
+        _ => Err(win_error(MPI_ERR_LOCKTYPE, format!("{lock_type} is neither MPI_LOCK_SHARED nor MPI_LOCK_EXCLUSIVE"))),
+    }
+}
+
+fn checked_rank(state: &WinState, rank: c_int) -> MpiResult<u32> {
+    let count = state.targets.len();
+    if rank < 0 || rank as usize >= count {
+        return Err(win_error(MPI_ERR_RANK, format!("rank {rank} is not in the window's group of {count}")));
+    }
+    Ok(rank as u32)
+}
+
+/// Takes the lock of `target` (already recorded in the epochs) by its path.
+fn acquire(rt: &mut Runtime, state: &Rc<RefCell<WinState>>, target: u32, kind: LockKind) -> MpiResult<()> {
+    let (path, me, segment) = {
+        let state = state.borrow();
+        (state.targets[target as usize].path, state.rank, state.segment.clone())
+    };
+    if let (Path::Direct, Some(segment)) = (path, &segment) {
+        let word = segment.lock_word(target);
+        return spin_until(rt, || lockword::try_lock(word, kind));
+    }
+    if target == me {
+        let granted = {
+            let mut state = state.borrow_mut();
+            state.self_granted = false;
+            let sequence = 0;
+            state.lock.request(me, sequence, kind)
+        };
+        if !granted {
+            wait_for(rt, state, |state| state.self_granted)?;
+        }
+        return Ok(());
+    }
+    state.borrow_mut().issue(&mut rt.engine, target, Header::control(RequestKind::Lock(kind), 0), &[], &[], &[], None, None).map_err(|e| engine_error(MPI_COMM_WORLD, e))?;
+    wait_for(rt, state, |state| state.outstanding_to(target) == 0)
+}
+
+/// Completes the operations to `target` and releases its lock by its path.
+fn release(rt: &mut Runtime, state: &Rc<RefCell<WinState>>, target: u32, kind: LockKind) -> MpiResult<()> {
+    wait_for(rt, state, |state| state.outstanding_to(target) == 0)?;
+    let (path, me, segment) = {
+        let state = state.borrow();
+        (state.targets[target as usize].path, state.rank, state.segment.clone())
+    };
+    if let (Path::Direct, Some(segment)) = (path, &segment) {
+        lockword::unlock(segment.lock_word(target), kind);
+        return Ok(());
+    }
+    if target == me {
+        return state.borrow_mut().release_lock(&mut rt.engine, kind).map_err(|e| engine_error(MPI_COMM_WORLD, e));
+    }
+    state.borrow_mut().issue(&mut rt.engine, target, Header::control(RequestKind::Unlock(kind), 0), &[], &[], &[], None, None).map_err(|e| engine_error(MPI_COMM_WORLD, e))?;
+    wait_for(rt, state, |state| state.outstanding_to(target) == 0)
+}
+
+fn win_lock(lock_type: c_int, rank: c_int, assert: c_int, win: MPI_Win) -> MpiResult<()> {
+    let kind = lock_kind(lock_type)?;
+    check_assert(assert, MPI_MODE_NOCHECK)?;
+    let (state, _) = window_parts(win)?;
+    let target = checked_rank(&state.borrow(), rank)?;
+    state.borrow_mut().epochs.lock(target, kind).map_err(sync_error)?;
+    if assert & MPI_MODE_NOCHECK != 0 {
+        state.borrow_mut().unchecked_locks.push(target);
+        return Ok(());
+    }
+    runtime::with(|rt| acquire(rt, &state, target, kind)).inspect_err(|_| {
+        let _ = state.borrow_mut().epochs.unlock(target);
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_lock(lock_type: c_int, rank: c_int, assert: c_int, win: MPI_Win) -> c_int {
+    finish_on("MPI_Win_lock", win, win_lock(lock_type, rank, assert, win))
+}
+
+fn win_unlock(rank: c_int, win: MPI_Win) -> MpiResult<()> {
+    let (state, _) = window_parts(win)?;
+    let target = checked_rank(&state.borrow(), rank)?;
+    let kind = state.borrow_mut().epochs.unlock(target).map_err(sync_error)?;
+    let unchecked = {
+        let mut state = state.borrow_mut();
+        let position = state.unchecked_locks.iter().position(|&locked| locked == target);
+        position.map(|index| state.unchecked_locks.swap_remove(index)).is_some()
+    };
+    runtime::with(|rt| {
+        if unchecked {
+            wait_for(rt, &state, |state| state.outstanding_to(target) == 0)
+        } else {
+            release(rt, &state, target, kind)
+        }
+    })?;
+    fence(Ordering::SeqCst);
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
+    finish_on("MPI_Win_unlock", win, win_unlock(rank, win))
+}
+
+fn win_lock_all(assert: c_int, win: MPI_Win) -> MpiResult<()> {
+    check_assert(assert, MPI_MODE_NOCHECK)?;
+    let (state, _) = window_parts(win)?;
+    state.borrow_mut().epochs.lock_all().map_err(sync_error)?;
+    if assert & MPI_MODE_NOCHECK != 0 {
+        let count = state.borrow().targets.len() as u32;
+        state.borrow_mut().unchecked_locks.extend(0..count);
+        return Ok(());
+    }
+    let count = state.borrow().targets.len() as u32;
+    runtime::with(|rt| (0..count).try_for_each(|target| acquire(rt, &state, target, LockKind::Shared)))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int {
+    finish_on("MPI_Win_lock_all", win, win_lock_all(assert, win))
+}
+
+fn win_unlock_all(win: MPI_Win) -> MpiResult<()> {
+    let (state, _) = window_parts(win)?;
+    state.borrow_mut().epochs.unlock_all().map_err(sync_error)?;
+    let count = state.borrow().targets.len() as u32;
+    let unchecked = std::mem::take(&mut state.borrow_mut().unchecked_locks);
+    runtime::with(|rt| {
+        (0..count).try_for_each(|target| if unchecked.contains(&target) { wait_for(rt, &state, |state| state.outstanding_to(target) == 0) } else { release(rt, &state, target, LockKind::Shared) })
+    })?;
+    fence(Ordering::SeqCst);
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_unlock_all(win: MPI_Win) -> c_int {
+    finish_on("MPI_Win_unlock_all", win, win_unlock_all(win))
+}
+
+/// MPI_Win_flush and MPI_Win_flush_local: the operations to `rank` are complete (answered)
+/// when they return; `Direct` operations are complete when issued.
+fn win_flush(rank: c_int, win: MPI_Win) -> MpiResult<()> {
+    let (state, _) = window_parts(win)?;
+    let target = checked_rank(&state.borrow(), rank)?;
+    state.borrow().epochs.check_passive(target).map_err(sync_error)?;
+    runtime::with(|rt| wait_for(rt, &state, |state| state.outstanding_to(target) == 0))?;
+    fence(Ordering::SeqCst);
+    Ok(())
+}
+
+fn win_flush_all(win: MPI_Win) -> MpiResult<()> {
+    let (state, _) = window_parts(win)?;
+    state.borrow().epochs.check_any_passive().map_err(sync_error)?;
+    runtime::with(|rt| wait_for(rt, &state, |state| state.outstanding_total() == 0))?;
+    fence(Ordering::SeqCst);
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_flush(rank: c_int, win: MPI_Win) -> c_int {
+    finish_on("MPI_Win_flush", win, win_flush(rank, win))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_flush_local(rank: c_int, win: MPI_Win) -> c_int {
+    finish_on("MPI_Win_flush_local", win, win_flush(rank, win))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_flush_all(win: MPI_Win) -> c_int {
+    finish_on("MPI_Win_flush_all", win, win_flush_all(win))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_flush_local_all(win: MPI_Win) -> c_int {
+    finish_on("MPI_Win_flush_local_all", win, win_flush_all(win))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_sync(win: MPI_Win) -> c_int {
+    let result = window_parts(win).map(|_| fence(Ordering::SeqCst));
+    finish_on("MPI_Win_sync", win, result)
+}
+
+/// The window ranks of `group`'s members; MPI_ERR_GROUP if one is not in the window.
+fn group_ranks(rt: &Runtime, win: MPI_Win, group: MPI_Group) -> MpiResult<Vec<u32>> {
+    let members = rt.groups.get(group).map_err(|e| win_error(e.class, e.detail))?.clone();
+    let window = rt.windows.get(win)?;
+    members
+        .iter()
+        .map(|job| window.members.iter().position(|member| member == job).map(|rank| rank as u32).ok_or_else(|| win_error(MPI_ERR_GROUP, format!("job rank {job} of the group is not in the window"))))
+        .collect()
+}
+
+/// Sends a PSCW frame (`kind`) to each of `ranks`; to itself it counts directly.
+fn notify(rt: &mut Runtime, state: &Rc<RefCell<WinState>>, ranks: &[u32], kind: RequestKind) -> MpiResult<()> {
+    let mut state = state.borrow_mut();
+    for &rank in ranks {
+        if rank == state.rank {
+            match kind {
+                RequestKind::Post => state.posts[rank as usize] += 1,
+                _ => state.completes[rank as usize] += 1,
+            }
+            continue;
+        }
+        state.issue(&mut rt.engine, rank, Header::control(kind, 0), &[], &[], &[], None, None).map_err(|e| engine_error(MPI_COMM_WORLD, e))?;
+    }
+    Ok(())
+}
+
+fn win_post(group: MPI_Group, assert: c_int, win: MPI_Win) -> MpiResult<()> {
+    check_assert(assert, MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT)?;
+    runtime::with(|rt| {
+        let ranks = group_ranks(rt, win, group)?;
+        let state = rt.windows.get(win)?.state.clone();
+        state.borrow_mut().epochs.post(ranks.clone()).map_err(sync_error)?;
+        fence(Ordering::SeqCst);
+        notify(rt, &state, &ranks, RequestKind::Post)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_post(group: MPI_Group, assert: c_int, win: MPI_Win) -> c_int {
+    finish_on("MPI_Win_post", win, win_post(group, assert, win))
+}
+
+fn win_start(group: MPI_Group, assert: c_int, win: MPI_Win) -> MpiResult<()> {
+    check_assert(assert, MPI_MODE_NOCHECK)?;
+    runtime::with(|rt| {
+        let ranks = group_ranks(rt, win, group)?;
+        let state = rt.windows.get(win)?.state.clone();
+        state.borrow_mut().epochs.start(ranks.clone()).map_err(sync_error)?;
+        if assert & MPI_MODE_NOCHECK == 0 {
+            wait_for(rt, &state, |state| ranks.iter().all(|&rank| state.posts[rank as usize] > 0))?;
+            let mut state = state.borrow_mut();
+            for &rank in &ranks {
+                state.posts[rank as usize] -= 1;
+            }
+        }
+        fence(Ordering::SeqCst);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_start(group: MPI_Group, assert: c_int, win: MPI_Win) -> c_int {
+    finish_on("MPI_Win_start", win, win_start(group, assert, win))
+}
+
+fn win_complete(win: MPI_Win) -> MpiResult<()> {
+    runtime::with(|rt| {
+        let state = rt.windows.get(win)?.state.clone();
+        let ranks = state.borrow_mut().epochs.complete().map_err(sync_error)?;
+        wait_for(rt, &state, |state| ranks.iter().all(|&rank| state.outstanding_to(rank) == 0))?;
+        fence(Ordering::SeqCst);
+        notify(rt, &state, &ranks, RequestKind::Complete)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_complete(win: MPI_Win) -> c_int {
+    finish_on("MPI_Win_complete", win, win_complete(win))
+}
+
+/// Whether every origin of the exposure epoch has completed; if so the epoch ends.
+fn exposure_done(state: &mut WinState) -> MpiResult<bool> {
+    let ranks = state.epochs.exposure().map_err(sync_error)?.to_vec();
+    if !ranks.iter().all(|&rank| state.completes[rank as usize] > 0) {
+        return Ok(false);
+    }
+    for &rank in &ranks {
+        state.completes[rank as usize] -= 1;
+    }
+    state.epochs.end_exposure();
+    fence(Ordering::SeqCst);
+    Ok(true)
+}
+
+fn win_wait(win: MPI_Win) -> MpiResult<()> {
+    runtime::with(|rt| {
+        let state = rt.windows.get(win)?.state.clone();
+        let ranks = state.borrow().epochs.exposure().map_err(sync_error)?.to_vec();
+        wait_for(rt, &state, |state| ranks.iter().all(|&rank| state.completes[rank as usize] > 0))?;
+        let done = exposure_done(&mut state.borrow_mut()).map(|_| ());
+        done
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_wait(win: MPI_Win) -> c_int {
+    finish_on("MPI_Win_wait", win, win_wait(win))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_test(win: MPI_Win, flag: *mut c_int) -> c_int {
+    let result = runtime::with(|rt| {
+        let state = rt.windows.get(win)?.state.clone();
+        if flag.is_null() {
+            return Err(win_error(MPI_ERR_ARG, "flag must not be NULL"));
+        }
+        state.borrow().epochs.exposure().map_err(sync_error)?;
+        rt.engine.progress().map_err(|e| engine_error(MPI_COMM_WORLD, e))?;
+        let done = exposure_done(&mut state.borrow_mut())?;
+        // SAFETY: checked non-null.
+        unsafe { *flag = c_int::from(done) };
+        Ok(())
+    });
+    finish_on("MPI_Win_test", win, result)
+}

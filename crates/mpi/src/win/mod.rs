@@ -1,0 +1,17 @@
+//! One-sided communication (MPI 3.1 chapter 11): windows, RMA operations and their
+//! synchronisation. The design (access paths, the wire, where the target's progress is needed)
+//! is in docs/architecture.md, "One-sided communication".
+//!
+//! State modules (`table`, `state`, `sync`, `ops`, `wire`, `lockword`, `agent`) never enter the
+//! runtime; `abi` holds the MPI_* entry points.
+
+pub mod abi;
+pub mod agent;
+pub mod lockword;
+pub mod ops;
+pub mod state;
+pub mod sync;
+pub mod table;
+pub mod wire;
+
+pub use table::WinTable;

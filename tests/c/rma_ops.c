@@ -1,0 +1,249 @@
+/* One-sided operations under every synchronisation, on every window flavor: MPI_Win_create,
+ * MPI_Win_allocate, MPI_Win_allocate_shared (on a communicator of one node) and
+ * MPI_Win_create_dynamic. Fence: put, get, accumulate with derived datatypes on both sides.
+ * Passive target: lock/unlock (shared and exclusive), flush, lock_all, fetch_and_op,
+ * compare_and_swap, get_accumulate (MPI_SUM, MPI_REPLACE, MPI_NO_OP), request-based operations.
+ * PSCW: post/start/complete/wait and MPI_Win_test. Every result is checked. Any number of ranks. */
+#include "check.h"
+#include <string.h>
+
+#define N 16
+
+enum flavor { CREATE, ALLOCATE, SHARED, DYNAMIC, FLAVORS };
+static const char *flavor_name[] = {"create", "allocate", "shared", "dynamic"};
+
+static int rank, size;
+static MPI_Comm comm; /* the communicator of the window under test */
+
+/* A window of N ints per rank of `flavor`; *base is this rank's memory; disps[r] is the
+ * displacement of rank r's element 0 (an address for dynamic windows). */
+static MPI_Win make_window(enum flavor flavor, int **base, MPI_Aint *disps)
+{
+    MPI_Win win;
+    int *memory = NULL;
+    switch (flavor) {
+    case CREATE:
+        memory = malloc(N * sizeof(int));
+        MPI_Win_create(memory, N * sizeof(int), sizeof(int), MPI_INFO_NULL, comm, &win);
+        break;
+    case ALLOCATE:
+        MPI_Win_allocate(N * sizeof(int), sizeof(int), MPI_INFO_NULL, comm, &memory, &win);
+        break;
+    case SHARED:
+        MPI_Win_allocate_shared(N * sizeof(int), sizeof(int), MPI_INFO_NULL, comm, &memory, &win);
+        break;
+    default:
+        memory = malloc(N * sizeof(int));
+        MPI_Win_create_dynamic(MPI_INFO_NULL, comm, &win);
+        MPI_Win_attach(win, memory, N * sizeof(int));
+        break;
+    }
+    MPI_Aint mine = 0;
+    if (flavor == DYNAMIC)
+        MPI_Get_address(memory, &mine);
+    MPI_Allgather(&mine, 1, MPI_AINT, disps, 1, MPI_AINT, comm);
+    if (flavor != DYNAMIC)
+        for (int r = 0; r < size; r++)
+            disps[r] = 0;
+    *base = memory;
+    return win;
+}
+
+/* Displacement of element `index` of rank `r`'s memory. */
+static MPI_Aint at(enum flavor flavor, const MPI_Aint *disps, int r, int index)
+{
+    return flavor == DYNAMIC ? disps[r] + index * (MPI_Aint)sizeof(int) : index;
+}
+
+static void free_window(enum flavor flavor, MPI_Win *win, int *memory)
+{
+    if (flavor == DYNAMIC)
+        MPI_Win_detach(*win, memory);
+    MPI_Win_free(win);
+    CHECK(*win == MPI_WIN_NULL, "MPI_Win_free left the handle");
+    if (flavor == CREATE || flavor == DYNAMIC)
+        free(memory);
+}
+
+static void local_store(MPI_Win win, int *memory, int index, int value)
+{
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win);
+    memory[index] = value;
+    MPI_Win_unlock(rank, win);
+}
+
+static void fence_epochs(enum flavor flavor)
+{
+    MPI_Aint disps[64];
+    int *memory;
+    MPI_Win win = make_window(flavor, &memory, disps);
+    for (int i = 0; i < N; i++)
+        local_store(win, memory, i, -1);
+    MPI_Barrier(comm);
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    /* Put 4 ints to the right neighbour's elements 0..3; get the left one's back later. */
+    int values[4] = {rank * 10, rank * 10 + 1, rank * 10 + 2, rank * 10 + 3};
+    MPI_Win_fence(MPI_MODE_NOPRECEDE, win);
+    MPI_Put(values, 4, MPI_INT, right, at(flavor, disps, right, 0), 4, MPI_INT, win);
+    /* A strided target: every other int of elements 8..15 gets 1 added by every rank. */
+    MPI_Datatype every_other;
+    MPI_Type_vector(4, 1, 2, MPI_INT, &every_other);
+    MPI_Type_commit(&every_other);
+    MPI_Win_fence(0, win);
+    int ones[4] = {1, 1, 1, 1};
+    for (int r = 0; r < size; r++)
+        MPI_Accumulate(ones, 4, MPI_INT, r, at(flavor, disps, r, 8), 1, every_other, MPI_SUM, win);
+    MPI_Win_fence(0, win);
+    for (int i = 0; i < 4; i++)
+        CHECK(memory[i] == left * 10 + i, "%s fence put: element %d is %d, expected %d", flavor_name[flavor], i, memory[i], left * 10 + i);
+    for (int i = 8; i < N; i++)
+        CHECK(memory[i] == (i % 2 == 0 ? size - 1 : -1), "%s fence accumulate: element %d is %d", flavor_name[flavor], i, memory[i]);
+    /* Get with a strided origin: the right neighbour's elements 0..3 into every other int. */
+    int got[8];
+    for (int i = 0; i < 8; i++)
+        got[i] = -7;
+    MPI_Get(got, 1, every_other, right, at(flavor, disps, right, 0), 4, MPI_INT, win);
+    MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
+    for (int i = 0; i < 4; i++) {
+        CHECK(got[2 * i] == rank * 10 + i, "%s fence get: %d is %d, expected %d", flavor_name[flavor], 2 * i, got[2 * i], rank * 10 + i);
+        CHECK(got[2 * i + 1] == -7, "%s fence get wrote a gap", flavor_name[flavor]);
+    }
+    MPI_Type_free(&every_other);
+    free_window(flavor, &win, memory);
+}
+
+static void passive_epochs(enum flavor flavor)
+{
+    MPI_Aint disps[64];
+    int *memory;
+    MPI_Win win = make_window(flavor, &memory, disps);
+    for (int i = 0; i < N; i++)
+        local_store(win, memory, i, 0);
+    MPI_Barrier(comm);
+    /* Every rank adds rank+1 to rank 0's element 0 under an exclusive lock, by fetch_and_op. */
+    int one = rank + 1, fetched = -1;
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win);
+    MPI_Fetch_and_op(&one, &fetched, MPI_INT, 0, at(flavor, disps, 0, 0), MPI_SUM, win);
+    MPI_Win_unlock(0, win);
+    CHECK(fetched >= 0, "%s fetch_and_op fetched %d", flavor_name[flavor], fetched);
+    /* Compare-and-swap: exactly one rank swaps element 1 from 0 to its rank + 100. */
+    int mine = rank + 100, zero = 0, old = -1;
+    MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
+    MPI_Compare_and_swap(&mine, &zero, &old, MPI_INT, 0, at(flavor, disps, 0, 1), win);
+    MPI_Win_flush(0, win);
+    int winner = old == 0;
+    MPI_Win_unlock(0, win);
+    int winners = 0;
+    MPI_Allreduce(&winner, &winners, 1, MPI_INT, MPI_SUM, comm);
+    CHECK(winners == 1, "%s compare_and_swap: %d ranks swapped", flavor_name[flavor], winners);
+    MPI_Barrier(comm);
+    if (rank == 0) {
+        MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win);
+        CHECK(memory[0] == size * (size + 1) / 2, "%s fetch_and_op total %d", flavor_name[flavor], memory[0]);
+        CHECK(memory[1] >= 100 && memory[1] < 100 + size, "%s compare_and_swap left %d", flavor_name[flavor], memory[1]);
+        MPI_Win_unlock(0, win);
+    }
+    MPI_Barrier(comm);
+    /* lock_all: each rank writes its rank into element 2 + rank % 8 of every rank, with Rput,
+     * then reads it back with get_accumulate(MPI_NO_OP) and Rget. */
+    MPI_Win_lock_all(0, win);
+    int slot = 2 + rank % 8;
+    for (int r = 0; r < size; r++) {
+        MPI_Request request;
+        MPI_Rput(&rank, 1, MPI_INT, r, at(flavor, disps, r, slot), 1, MPI_INT, win, &request);
+        MPI_Wait(&request, MPI_STATUS_IGNORE);
+    }
+    MPI_Win_flush_all(win);
+    for (int r = 0; r < size; r++) {
+        int back = -1, again = -1;
+        MPI_Get_accumulate(NULL, 0, MPI_INT, &back, 1, MPI_INT, r, at(flavor, disps, r, slot), 1, MPI_INT, MPI_NO_OP, win);
+        MPI_Request request;
+        MPI_Rget(&again, 1, MPI_INT, r, at(flavor, disps, r, slot), 1, MPI_INT, win, &request);
+        MPI_Wait(&request, MPI_STATUS_IGNORE);
+        MPI_Win_flush(r, win);
+        if (size <= 8) {
+            CHECK(back == rank, "%s get_accumulate(MPI_NO_OP) from %d: %d", flavor_name[flavor], r, back);
+            CHECK(again == rank, "%s rget from %d: %d", flavor_name[flavor], r, again);
+        }
+    }
+    /* get_accumulate(MPI_REPLACE) swaps; Raccumulate adds. */
+    int swapped = -1, put_back = 7;
+    MPI_Get_accumulate(&put_back, 1, MPI_INT, &swapped, 1, MPI_INT, rank, at(flavor, disps, rank, 12), 1, MPI_INT, MPI_REPLACE, win);
+    MPI_Request request;
+    MPI_Raccumulate(&put_back, 1, MPI_INT, rank, at(flavor, disps, rank, 12), 1, MPI_INT, MPI_SUM, win, &request);
+    MPI_Wait(&request, MPI_STATUS_IGNORE);
+    MPI_Win_flush_local_all(win);
+    MPI_Win_unlock_all(win);
+    CHECK(swapped == 0, "%s get_accumulate(MPI_REPLACE) fetched %d", flavor_name[flavor], swapped);
+    MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, win);
+    CHECK(memory[12] == 14, "%s element 12 is %d, expected 14", flavor_name[flavor], memory[12]);
+    MPI_Win_unlock(rank, win);
+    MPI_Barrier(comm);
+    free_window(flavor, &win, memory);
+}
+
+static void pscw_epochs(enum flavor flavor)
+{
+    MPI_Aint disps[64];
+    int *memory;
+    MPI_Win win = make_window(flavor, &memory, disps);
+    for (int i = 0; i < N; i++)
+        local_store(win, memory, i, 0);
+    MPI_Barrier(comm);
+    MPI_Group world_group, neighbours;
+    MPI_Comm_group(comm, &world_group);
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    int ranks[2] = {left, right};
+    MPI_Group_incl(world_group, size >= 3 ? 2 : 1, size >= 3 ? ranks : &ranks[1], &neighbours);
+    /* Expose to both neighbours, access both: each puts its rank into its slot 0 (left) or 1
+     * (right) of the target. */
+    MPI_Win_post(neighbours, 0, win);
+    MPI_Win_start(neighbours, 0, win);
+    MPI_Put(&rank, 1, MPI_INT, right, at(flavor, disps, right, 0), 1, MPI_INT, win);
+    if (size >= 3)
+        MPI_Put(&rank, 1, MPI_INT, left, at(flavor, disps, left, 1), 1, MPI_INT, win);
+    MPI_Win_complete(win);
+    int done = 0;
+    while (!done)
+        MPI_Win_test(win, &done);
+    CHECK(memory[0] == left, "%s pscw: element 0 is %d, expected %d", flavor_name[flavor], memory[0], left);
+    if (size >= 3)
+        CHECK(memory[1] == right, "%s pscw: element 1 is %d, expected %d", flavor_name[flavor], memory[1], right);
+    /* A second round with MPI_Win_wait. */
+    MPI_Win_post(neighbours, MPI_MODE_NOSTORE, win);
+    MPI_Win_start(neighbours, 0, win);
+    int value = rank + 50;
+    MPI_Accumulate(&value, 1, MPI_INT, right, at(flavor, disps, right, 4), 1, MPI_INT, MPI_SUM, win);
+    MPI_Win_complete(win);
+    MPI_Win_wait(win);
+    CHECK(memory[4] == left + 50, "%s pscw accumulate: %d", flavor_name[flavor], memory[4]);
+    MPI_Group_free(&neighbours);
+    MPI_Group_free(&world_group);
+    free_window(flavor, &win, memory);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    /* The shared flavor needs a communicator of one node: that of this rank's node. */
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int node_size;
+    MPI_Comm_size(node, &node_size);
+    for (int flavor = 0; flavor < FLAVORS; flavor++) {
+        comm = flavor == SHARED ? node : MPI_COMM_WORLD;
+        MPI_Comm_rank(comm, &rank);
+        MPI_Comm_size(comm, &size);
+        fence_epochs(flavor);
+        passive_epochs(flavor);
+        pscw_epochs(flavor);
+    }
+    MPI_Comm_free(&node);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0)
+        printf("rma_ops: every flavor and synchronisation passed\n");
+    MPI_Finalize();
+    return 0;
+}
