@@ -1,4 +1,4 @@
-//! Buffered mode: the attached buffer (MPI_Buffer_attach, MPI_Buffer_detach) and the sends that
+//! Buffered mode: the attached buffer (MPI_Buffer_attach, MPI_Buffer_detach in [`abi`]) and the sends that
 //! go through it (MPI_Bsend, MPI_Ibsend and persistent MPI_Bsend_init requests reach
 //! [`BsendBuffer::send`] through `p2p::start`).
 //!
@@ -8,19 +8,16 @@
 //! count never runs out; it is given back once the engine's send of it completes. Stretches are
 //! taken first-fit in address order.
 
-// The safety contract of the MPI_* entry points is the MPI standard's rules for their arguments.
-#![allow(non_snake_case, clippy::missing_safety_doc)]
+pub mod abi;
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 
 use braid_engine::{Engine, EngineError, RequestId, SendMode};
 
 use crate::consts::*;
-use crate::datatype::DatatypeRef;
-use crate::error::{error, finish, MpiResult};
-use crate::p2p::packed_bytes;
+use crate::datatype::{packed_bytes, DatatypeRef};
+use crate::error::{engine_error, error, MpiResult};
 use crate::request::Operation;
-use crate::runtime::{self, engine_error};
 
 /// A message in flight from the attached buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -162,30 +159,6 @@ impl BsendBuffer {
         attached.in_flight.insert(index, Stretch { offset, len: need, send });
         Ok(())
     }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> c_int {
-    let result = runtime::with(|rt| rt.bsend.attach(buffer.cast(), size));
-    finish("MPI_Buffer_attach", result)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
-    let result = runtime::with(|rt| {
-        if buffer_addr.is_null() || size.is_null() {
-            return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "buffer_addr and size must not be NULL"));
-        }
-        let (base, bytes) = rt.bsend.detach(&mut rt.engine).map_err(|e| engine_error(MPI_COMM_WORLD, e))?;
-        // SAFETY: checked non-null; MPI passes the address of the caller's `void *` as
-        // `buffer_addr`, and `size` points to an int. The size came from MPI_Buffer_attach's int.
-        unsafe {
-            *buffer_addr.cast::<*mut c_void>() = base.cast();
-            *size = bytes as c_int;
-        }
-        Ok(())
-    });
-    finish("MPI_Buffer_detach", result)
 }
 
 #[cfg(test)]

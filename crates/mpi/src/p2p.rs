@@ -15,9 +15,10 @@ use braid_engine::{SendMode, Source, TagSelector};
 
 use crate::comm::{CommShared, TAG_UB};
 use crate::consts::*;
-use crate::datatype::{self, DatatypeRef};
+use crate::datatype::{self, packed_bytes, DatatypeRef};
 use crate::error::{error, finish, raise, MpiResult};
-use crate::request::{completion_error, write_status, Completion, Operation, Pending, Persistent, Staging, Unpack, COMPLETED_SEND};
+use crate::request::abi::completion_error;
+use crate::request::{write_status, Completion, Operation, Pending, Persistent, Staging, Unpack, COMPLETED_SEND};
 use crate::runtime::{self, engine_error, Runtime};
 
 /// The count argument: non-negative.
@@ -68,11 +69,6 @@ fn check_envelope(shared: &CommShared, op: &Operation, count: usize) -> MpiResul
     let peer = check_peer(op.comm, op.peer, shared.peer_count(), receiving)?;
     check_buffer(op.comm, op.buffer, count, op.datatype)?;
     Ok((peer, tag))
-}
-
-/// `count` elements of `datatype` once packed, in bytes.
-pub(crate) fn packed_bytes(comm: MPI_Comm, datatype: &DatatypeRef, count: usize) -> MpiResult<usize> {
-    datatype.size.checked_mul(count).ok_or_else(|| error(comm, MPI_ERR_COUNT, format!("{count} elements are more bytes than memory holds")))
 }
 
 /// The bytes at `buffer + offset`, lent to the engine.

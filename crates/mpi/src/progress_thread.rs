@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::runtime;
+use crate::error::MpiResult;
 
 /// How long the thread sleeps when nothing is in flight: short enough that a collective started
 /// just after barely waits for it, long enough to cost nothing measurable.
@@ -19,11 +19,13 @@ pub struct ProgressThread {
 }
 
 impl ProgressThread {
-    /// Starts the thread; the caller has switched the state's lock on.
-    pub fn start() -> std::io::Result<ProgressThread> {
+    /// Starts the thread, which calls `advance` (one step of progress under the state's lock:
+    /// whether anything was in flight) until stopped or until it fails; the caller has switched
+    /// the state's lock on.
+    pub fn start(advance: impl Fn() -> MpiResult<bool> + Send + 'static) -> std::io::Result<ProgressThread> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
-        let handle = std::thread::Builder::new().name("braid-progress".into()).spawn(move || run(&flag))?;
+        let handle = std::thread::Builder::new().name("braid-progress".into()).spawn(move || run(&flag, advance))?;
         Ok(ProgressThread { stop, handle })
     }
 
@@ -34,9 +36,9 @@ impl ProgressThread {
     }
 }
 
-fn run(stop: &AtomicBool) {
+fn run(stop: &AtomicBool, advance: impl Fn() -> MpiResult<bool>) {
     while !stop.load(Ordering::Acquire) {
-        match runtime::with(|rt| if rt.engine.has_agents() { rt.engine.progress().map(|_| true).map_err(|e| runtime::engine_error(crate::consts::MPI_COMM_WORLD, e)) } else { Ok(false) }) {
+        match advance() {
             Ok(true) => std::thread::yield_now(),
             Ok(false) => std::thread::sleep(IDLE_SLEEP),
             // MPI is not running (any more), or the engine failed: the calls of the application

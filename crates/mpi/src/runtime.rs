@@ -1,20 +1,21 @@
-//! The process-global MPI state and the environment calls (MPI_Init ... MPI_Finalize, MPI_Abort).
+//! The process-global MPI state: the [`Runtime`] of every module's state, how calls enter it
+//! ([`with`]), and its setting up and taking down. The environment calls (MPI_Init ...
+//! MPI_Finalize, MPI_Abort) are in [`abi`].
 //!
 //! The state is one value in a static. Below MPI_THREAD_MULTIPLE no lock is taken (the application
 //! keeps its threads' calls apart); at MPI_THREAD_MULTIPLE every call takes one lock, and blocking
 //! calls wait without holding it.
 
-// The safety contract of the MPI_* entry points is the MPI standard's rules for their arguments.
-#![allow(non_snake_case, clippy::missing_safety_doc)]
+pub mod abi;
 
 use std::cell::UnsafeCell;
-use std::ffi::{c_char, c_int};
+use std::ffi::c_int;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::thread::ThreadId;
 
 use braid_config::Config;
-use braid_engine::{Engine, EngineError};
+use braid_engine::Engine;
 use braid_pmi::client::{PmiClient, Singleton};
 use braid_pmi::Bootstrap;
 
@@ -25,11 +26,11 @@ use crate::comm::CommTable;
 use crate::consts::*;
 use crate::error::codes::ErrorCodes;
 use crate::error::handlers::ErrhandlerTable;
-use crate::error::{error, raise, MpiError, MpiResult};
+use crate::error::{error, MpiError, MpiResult};
 use crate::group::GroupTable;
 use crate::info::InfoTable;
-use crate::progress_thread::ProgressThread;
 use crate::message::MessageTable;
+use crate::progress_thread::ProgressThread;
 use crate::request::RequestTable;
 
 /// Everything an initialised process holds.
@@ -55,6 +56,13 @@ pub struct Runtime {
     pub config: Config,
     pub thread_level: c_int,
     main_thread: ThreadId,
+}
+
+impl Runtime {
+    /// Whether the calling thread is the one that initialised MPI.
+    pub fn is_main_thread(&self) -> bool {
+        self.main_thread == std::thread::current().id()
+    }
 }
 
 /// The state, and what keeps two threads out of it. Below MPI_THREAD_MULTIPLE the application
@@ -250,21 +258,24 @@ pub fn is_running() -> bool {
     PHASE.load(Ordering::Acquire) == RUNNING
 }
 
+/// Whether MPI_Init has run (MPI_Finalize may have run since).
+pub fn was_initialized() -> bool {
+    PHASE.load(Ordering::Acquire) != NOT_INITIALIZED
+}
+
+/// Whether MPI_Finalize has run.
+pub fn is_finalized() -> bool {
+    PHASE.load(Ordering::Acquire) == FINALIZED
+}
+
+/// Maps an engine failure to an MPI error on `comm` (its home is [`crate::error`]).
+pub use crate::error::engine_error;
+
 /// Ends the whole job with `code` (through the launcher when MPI is running).
 #[cold]
 pub fn abort_job(code: c_int, message: &str) -> ! {
     try_with(|rt| rt.engine.abort(code, message));
     std::process::exit(code)
-}
-
-/// Maps an engine failure to an MPI error on `comm`.
-#[cold]
-pub fn engine_error(comm: MPI_Comm, failure: EngineError) -> MpiError {
-    let class = match failure {
-        EngineError::BadRequest => MPI_ERR_REQUEST,
-        _ => MPI_ERR_OTHER,
-    };
-    error(comm, class, failure.to_string())
 }
 
 fn bootstrap() -> Result<Box<dyn Bootstrap>, String> {
@@ -275,7 +286,8 @@ fn bootstrap() -> Result<Box<dyn Bootstrap>, String> {
     }
 }
 
-fn initialize(required: c_int) -> MpiResult<c_int> {
+/// Sets up the state (MPI_Init, MPI_Init_thread); the thread level provided.
+pub(crate) fn initialize(required: c_int) -> MpiResult<c_int> {
     match PHASE.load(Ordering::Acquire) {
         RUNNING => return Err(error(MPI_COMM_WORLD, MPI_ERR_OTHER, "MPI is already initialised")),
         FINALIZED => return Err(error(MPI_COMM_WORLD, MPI_ERR_OTHER, "MPI cannot be initialised again after MPI_Finalize")),
@@ -285,6 +297,7 @@ fn initialize(required: c_int) -> MpiResult<c_int> {
     let progress_thread = config.progress_thread;
     let bootstrap = bootstrap().map_err(|e| error(MPI_COMM_WORLD, MPI_ERR_OTHER, format!("cannot reach the launcher: {e}")))?;
     let engine = Engine::new(&config, bootstrap).map_err(|e| error(MPI_COMM_WORLD, MPI_ERR_OTHER, e.to_string()))?;
+    crate::attr::predefined::set_universe_size(engine.size());
     let comms = CommTable::new(engine.rank(), engine.size());
     let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE);
     let runtime = Runtime {
@@ -311,141 +324,36 @@ fn initialize(required: c_int) -> MpiResult<c_int> {
     replace_state(Some(runtime));
     if progress_thread {
         ENTRY.fetch_or(LOCKING, Ordering::Relaxed);
-        let thread = ProgressThread::start().map_err(|e| error(MPI_COMM_WORLD, MPI_ERR_OTHER, format!("cannot start the progress thread: {e}")))?;
+        let thread = ProgressThread::start(advance_in_background).map_err(|e| error(MPI_COMM_WORLD, MPI_ERR_OTHER, format!("cannot start the progress thread: {e}")))?;
         *PROGRESS_THREAD.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(thread);
     }
     PHASE.store(RUNNING, Ordering::Release);
     Ok(provided)
 }
 
-/// Reports a failed MPI_Init or MPI_Init_thread. The first initialisation fails under
-/// MPI_ERRORS_ARE_FATAL (nothing can change MPI_COMM_WORLD's handler before it), and with no job
-/// to abort yet the process ends here, with the error class as exit code: the program must not
-/// go on as if MPI were running.
-#[cold]
-fn init_failed(function: &str, first_init: bool, e: MpiError) -> c_int {
-    let class = raise(e.comm, function, e.class, &e.detail);
-    if first_init {
-        std::process::exit(class);
-    }
-    class
+
+/// One step of the progress thread: whether there was work in flight to advance.
+fn advance_in_background() -> MpiResult<bool> {
+    with(|rt| if rt.engine.has_agents() { rt.engine.progress().map(|_| true).map_err(|e| engine_error(MPI_COMM_WORLD, e)) } else { Ok(false) })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
-    let _ = (argc, argv);
-    let first_init = PHASE.load(Ordering::Acquire) == NOT_INITIALIZED;
-    match initialize(MPI_THREAD_SINGLE) {
-        Ok(_) => MPI_SUCCESS,
-        Err(e) => init_failed("MPI_Init", first_init, e),
-    }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Init_thread(argc: *mut c_int, argv: *mut *mut *mut c_char, required: c_int, provided: *mut c_int) -> c_int {
-    let _ = (argc, argv);
-    let first_init = PHASE.load(Ordering::Acquire) == NOT_INITIALIZED;
-    if provided.is_null() {
-        return init_failed("MPI_Init_thread", first_init, error(MPI_COMM_WORLD, MPI_ERR_ARG, "provided must not be NULL"));
-    }
-    if !(MPI_THREAD_SINGLE..=MPI_THREAD_MULTIPLE).contains(&required) {
-        return init_failed("MPI_Init_thread", first_init, error(MPI_COMM_WORLD, MPI_ERR_ARG, format!("{required} is not a thread level")));
-    }
-    match initialize(required) {
-        Ok(level) => {
-            // SAFETY: checked non-null; points to the caller's int.
-            unsafe { *provided = level };
-            MPI_SUCCESS
-        }
-        Err(e) => init_failed("MPI_Init_thread", first_init, e),
-    }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
-    if flag.is_null() {
-        return raise(MPI_COMM_WORLD, "MPI_Initialized", MPI_ERR_ARG, "flag must not be NULL");
-    }
-    // SAFETY: checked non-null; points to the caller's int.
-    unsafe { *flag = c_int::from(PHASE.load(Ordering::Acquire) != NOT_INITIALIZED) };
-    MPI_SUCCESS
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
-    if flag.is_null() {
-        return raise(MPI_COMM_WORLD, "MPI_Finalized", MPI_ERR_ARG, "flag must not be NULL");
-    }
-    // SAFETY: checked non-null; points to the caller's int.
-    unsafe { *flag = c_int::from(PHASE.load(Ordering::Acquire) == FINALIZED) };
-    MPI_SUCCESS
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Finalize() -> c_int {
-    if let Err(e) = crate::attr::delete_at_finalize() {
-        return raise(e.comm, "MPI_Finalize", e.class, &e.detail);
-    }
-    let drained = with(|rt| {
+/// Takes the state down (MPI_Finalize, once the attributes are deleted): completes the freed
+/// requests and buffered sends still in flight, stops the progress thread, and gives back the
+/// state, whose engine the caller finalizes.
+pub(crate) fn finalize() -> MpiResult<Runtime> {
+    with(|rt| {
         let Runtime { engine, requests, bsend, .. } = rt;
-        requests.drain_detached(engine).map_err(|e| crate::runtime::engine_error(MPI_COMM_WORLD, e))?;
+        requests.drain_detached(engine).map_err(|e| engine_error(MPI_COMM_WORLD, e))?;
         // Buffered messages still in flight leave before the engine goes.
-        bsend.drain(engine).map_err(|e| crate::runtime::engine_error(MPI_COMM_WORLD, e))
-    });
-    if let Err(e) = drained {
-        return raise(e.comm, "MPI_Finalize", e.class, &e.detail);
-    }
+        bsend.drain(engine).map_err(|e| engine_error(MPI_COMM_WORLD, e))
+    })?;
     let progress_thread = PROGRESS_THREAD.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take();
     if let Some(thread) = progress_thread {
         thread.stop();
     }
     let Some(runtime) = replace_state(None) else {
-        return raise(MPI_COMM_WORLD, "MPI_Finalize", MPI_ERR_OTHER, "MPI is not running");
+        return Err(error(MPI_COMM_WORLD, MPI_ERR_OTHER, "MPI is not running"));
     };
     PHASE.store(FINALIZED, Ordering::Release);
-    crate::tools::keep_final_state(&runtime);
-    let Runtime { engine, comms, .. } = runtime;
-    drop(comms);
-    match engine.finalize() {
-        Ok(()) => MPI_SUCCESS,
-        Err(e) => raise(MPI_COMM_WORLD, "MPI_Finalize", MPI_ERR_OTHER, &e.to_string()),
-    }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
-    if provided.is_null() {
-        return raise(MPI_COMM_WORLD, "MPI_Query_thread", MPI_ERR_ARG, "provided must not be NULL");
-    }
-    match with(|rt| Ok(rt.thread_level)) {
-        Ok(level) => {
-            // SAFETY: checked non-null; points to the caller's int.
-            unsafe { *provided = level };
-            MPI_SUCCESS
-        }
-        Err(e) => raise(e.comm, "MPI_Query_thread", e.class, &e.detail),
-    }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Is_thread_main(flag: *mut c_int) -> c_int {
-    if flag.is_null() {
-        return raise(MPI_COMM_WORLD, "MPI_Is_thread_main", MPI_ERR_ARG, "flag must not be NULL");
-    }
-    match with(|rt| Ok(rt.main_thread == std::thread::current().id())) {
-        Ok(main) => {
-            // SAFETY: checked non-null; points to the caller's int.
-            unsafe { *flag = c_int::from(main) };
-            MPI_SUCCESS
-        }
-        Err(e) => raise(e.comm, "MPI_Is_thread_main", e.class, &e.detail),
-    }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
-    let _ = comm;
-    let message = format!("MPI_Abort called with error code {errorcode}");
-    eprintln!("Braid: {message}");
-    abort_job(errorcode, &message)
+    Ok(runtime)
 }

@@ -10,9 +10,9 @@
 use std::ffi::{c_int, c_void};
 
 use crate::consts::*;
-use crate::message::{MPI_Imrecv, MPI_Improbe};
+use crate::message::abi::{MPI_Imrecv, MPI_Improbe};
 use crate::p2p::{MPI_Iprobe, MPI_Irecv};
-use crate::request::{MPI_Test, MPI_Testall, MPI_Testany, MPI_Testsome};
+use crate::request::abi::{MPI_Test, MPI_Testall, MPI_Testany, MPI_Testsome};
 use crate::runtime::{self, Backoff};
 
 /// A non-blocking send: MPI_Isend, MPI_Issend, MPI_Irsend or MPI_Ibsend.

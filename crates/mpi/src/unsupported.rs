@@ -9,7 +9,7 @@ use std::ffi::c_int;
 
 use crate::consts::*;
 use crate::error::class_text;
-use crate::error::handlers::{apply, Target};
+use crate::error::report::{apply, Target};
 
 /// Defines an entry point that ignores its arguments and raises MPI_ERR_UNSUPPORTED_OPERATION,
 /// naming itself, on `$comm` (its communicator argument, or MPI_COMM_WORLD when it has none), or

@@ -6,7 +6,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use super::{Callbacks, Kind, Object};
+use super::{access, Callbacks, Kind, Object};
 use crate::consts::*;
 use crate::error::{error, finish, MpiResult};
 use crate::group::store;
@@ -17,7 +17,7 @@ unsafe fn create_keyval(function: &str, kind: Kind, copy: Option<MPI_Comm_copy_a
         if keyval.is_null() {
             return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "the keyval pointer must not be NULL"));
         }
-        let created = super::create_keyval(kind, Callbacks { copy, delete, extra_state })?;
+        let created = access::create_keyval(kind, Callbacks { copy, delete, extra_state })?;
         // SAFETY: checked non-null; the caller's int.
         unsafe { store(keyval, created, "keyval") }
     })();
@@ -31,7 +31,7 @@ unsafe fn free_keyval(function: &str, kind: Kind, keyval: *mut c_int) -> c_int {
             return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "the keyval pointer must not be NULL"));
         }
         // SAFETY: checked non-null; the caller's int.
-        super::free_keyval(kind, unsafe { *keyval })?;
+        access::free_keyval(kind, unsafe { *keyval })?;
         // SAFETY: as above.
         unsafe { *keyval = MPI_KEYVAL_INVALID };
         Ok(())
@@ -42,7 +42,7 @@ unsafe fn free_keyval(function: &str, kind: Kind, keyval: *mut c_int) -> c_int {
 /// Shared body of the MPI_*_get_attr calls: `attribute_val` is really a `void **`.
 unsafe fn get_attr(function: &str, object: Object, keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) -> c_int {
     let result = (|| -> MpiResult<()> {
-        let found = super::get(object, keyval)?;
+        let found = access::get(object, keyval)?;
         if attribute_val.is_null() || flag.is_null() {
             return Err(error(object.error_comm(), MPI_ERR_ARG, "attribute_val and flag must not be NULL"));
         }
@@ -77,7 +77,7 @@ pub unsafe extern "C" fn MPI_Comm_free_keyval(comm_keyval: *mut c_int) -> c_int 
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_set_attr(comm: MPI_Comm, comm_keyval: c_int, attribute_val: *mut c_void) -> c_int {
-    finish("MPI_Comm_set_attr", super::set(Object::Comm(comm), comm_keyval, attribute_val))
+    finish("MPI_Comm_set_attr", access::set(Object::Comm(comm), comm_keyval, attribute_val))
 }
 
 #[no_mangle]
@@ -88,7 +88,7 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(comm: MPI_Comm, comm_keyval: c_int, a
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_delete_attr(comm: MPI_Comm, comm_keyval: c_int) -> c_int {
-    finish("MPI_Comm_delete_attr", super::delete(Object::Comm(comm), comm_keyval))
+    finish("MPI_Comm_delete_attr", access::delete(Object::Comm(comm), comm_keyval))
 }
 
 #[no_mangle]
@@ -105,7 +105,7 @@ pub unsafe extern "C" fn MPI_Keyval_free(keyval: *mut c_int) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Attr_put(comm: MPI_Comm, keyval: c_int, attribute_val: *mut c_void) -> c_int {
-    finish("MPI_Attr_put", super::set(Object::Comm(comm), keyval, attribute_val))
+    finish("MPI_Attr_put", access::set(Object::Comm(comm), keyval, attribute_val))
 }
 
 #[no_mangle]
@@ -116,7 +116,7 @@ pub unsafe extern "C" fn MPI_Attr_get(comm: MPI_Comm, keyval: c_int, attribute_v
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Attr_delete(comm: MPI_Comm, keyval: c_int) -> c_int {
-    finish("MPI_Attr_delete", super::delete(Object::Comm(comm), keyval))
+    finish("MPI_Attr_delete", access::delete(Object::Comm(comm), keyval))
 }
 
 #[no_mangle]
@@ -138,7 +138,7 @@ pub unsafe extern "C" fn MPI_Type_free_keyval(type_keyval: *mut c_int) -> c_int 
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_set_attr(datatype: MPI_Datatype, type_keyval: c_int, attribute_val: *mut c_void) -> c_int {
-    finish("MPI_Type_set_attr", super::set(Object::Datatype(datatype), type_keyval, attribute_val))
+    finish("MPI_Type_set_attr", access::set(Object::Datatype(datatype), type_keyval, attribute_val))
 }
 
 #[no_mangle]
@@ -149,7 +149,7 @@ pub unsafe extern "C" fn MPI_Type_get_attr(datatype: MPI_Datatype, type_keyval: 
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_delete_attr(datatype: MPI_Datatype, type_keyval: c_int) -> c_int {
-    finish("MPI_Type_delete_attr", super::delete(Object::Datatype(datatype), type_keyval))
+    finish("MPI_Type_delete_attr", access::delete(Object::Datatype(datatype), type_keyval))
 }
 
 #[no_mangle]
@@ -171,7 +171,7 @@ pub unsafe extern "C" fn MPI_Win_free_keyval(win_keyval: *mut c_int) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_set_attr(win: MPI_Win, win_keyval: c_int, attribute_val: *mut c_void) -> c_int {
-    finish("MPI_Win_set_attr", super::set(Object::Win(win), win_keyval, attribute_val))
+    finish("MPI_Win_set_attr", access::set(Object::Win(win), win_keyval, attribute_val))
 }
 
 #[no_mangle]
@@ -182,5 +182,5 @@ pub unsafe extern "C" fn MPI_Win_get_attr(win: MPI_Win, win_keyval: c_int, attri
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_delete_attr(win: MPI_Win, win_keyval: c_int) -> c_int {
-    finish("MPI_Win_delete_attr", super::delete(Object::Win(win), win_keyval))
+    finish("MPI_Win_delete_attr", access::delete(Object::Win(win), win_keyval))
 }

@@ -9,7 +9,9 @@
 use std::ffi::c_int;
 use std::sync::Arc;
 
-use super::{hints_of, ids, intercomm, Agreement, Comm, CommShared, ContextIds, Hints, TAG_UB};
+use super::abi::hints_of;
+use super::ids::{from_bytes, to_bytes};
+use super::{ids, intercomm, Agreement, Comm, CommShared, ContextIds, Hints, TAG_UB};
 use crate::attr::{self, Object};
 use crate::coll::{algorithms, CollTuning};
 use crate::consts::*;
@@ -37,14 +39,6 @@ pub(crate) fn parent_of(comm: MPI_Comm) -> MpiResult<Parent> {
         let next = ids.first_free(1);
         Ok(Parent { shared: parent.shared.clone(), errhandler: parent.errhandler, tuning: rt.tuning, ids, next, me: rt.comms.job_rank() })
     })
-}
-
-pub(crate) fn to_bytes(words: &[u32]) -> Vec<u8> {
-    words.iter().flat_map(|w| w.to_le_bytes()).collect()
-}
-
-pub(crate) fn from_bytes(bytes: &[u8]) -> Vec<u32> {
-    bytes.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
 }
 
 /// Allgathers one record of `words` per rank among the members of `agreement`; errors are reported
@@ -158,7 +152,7 @@ fn duplicate(comm: MPI_Comm, hints: Option<Hints>) -> MpiResult<MPI_Comm> {
         rt.comms.get_mut(created)?.hints = hints.unwrap_or(parent_hints);
         Ok(())
     })?;
-    if let Err(failure) = attr::copy_all(Object::Comm(comm), Object::Comm(created)) {
+    if let Err(failure) = attr::access::copy_all(Object::Comm(comm), Object::Comm(created)) {
         // copy_all deleted the copies it had made: nothing refers to the communicator any more.
         runtime::with(|rt| rt.comms.remove(created).map(drop))?;
         return Err(failure);
@@ -333,11 +327,5 @@ mod tests {
         assert_ne!(agreement_tag(5), agreement_tag(6));
         assert_eq!(check_agreement_tag(MPI_COMM_WORLD, -1).unwrap_err().class, MPI_ERR_TAG);
         assert!(check_agreement_tag(MPI_COMM_WORLD, TAG_UB).is_ok());
-    }
-
-    #[test]
-    fn words_survive_the_byte_round_trip() {
-        let words = [0, 1, u32::MAX, 0x0102_0304];
-        assert_eq!(from_bytes(&to_bytes(&words)), words);
     }
 }

@@ -13,7 +13,6 @@
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
-use super::construct::{from_bytes, to_bytes};
 use crate::coll::algorithms;
 use crate::coll::port::Port;
 use crate::consts::MPI_ERR_INTERN;
@@ -227,6 +226,16 @@ pub fn key(context: u32, tag: i32) -> u64 {
     u64::from(context) << 32 | u64::from(tag as u32)
 }
 
+/// `words` as bytes, for the byte-wise collectives.
+pub(crate) fn to_bytes(words: &[u32]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+/// The words [`to_bytes`] made.
+pub(crate) fn from_bytes(bytes: &[u8]) -> Vec<u32> {
+    bytes.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,5 +308,11 @@ mod tests {
     fn reports_travel_as_words() {
         let report = Report { took: true, next: 41 };
         assert_eq!(Report::from_words(&report.words()), report);
+    }
+
+    #[test]
+    fn words_survive_the_byte_round_trip() {
+        let words = [0, 1, u32::MAX, 0x0102_0304];
+        assert_eq!(from_bytes(&to_bytes(&words)), words);
     }
 }

@@ -12,54 +12,17 @@
 use std::cell::Cell;
 use std::ffi::c_int;
 use std::rc::Rc;
-use std::sync::Arc;
 
 use super::construct::parent_of;
-use super::{ids, Comm, CommShared};
+use super::coming::ComingComm;
+use super::{ids, Comm};
 use crate::attr::{self, Object};
 use crate::coll::drive::{self, Route};
 use crate::coll::port::Port;
 use crate::consts::*;
 use crate::error::{error, finish, MpiResult};
 use crate::request::Pending;
-use crate::runtime::{self, engine_error, Runtime};
-
-/// A communicator whose members are still agreeing on its context id.
-pub struct ComingComm {
-    handle: MPI_Comm,
-    /// Filled in by the agreement when it succeeds.
-    agreed: Rc<Cell<Option<u32>>>,
-    /// The communicator as it will be, on a placeholder context until the id is known.
-    prototype: Comm,
-}
-
-impl ComingComm {
-    /// The request completed (`succeeded`: without error): puts the communicator in place, or
-    /// frees the handle again.
-    pub fn arrive(self, rt: &mut Runtime, succeeded: bool) {
-        let ComingComm { handle, agreed, prototype } = self;
-        match agreed.get().filter(|_| succeeded) {
-            Some(id) => {
-                let original = &prototype.shared;
-                let me = original.members[original.rank as usize];
-                let shared = if original.is_inter() {
-                    CommShared::new_inter(original.members.clone(), original.peers.clone(), me, id)
-                } else {
-                    CommShared::new(original.members.clone(), me, id)
-                };
-                rt.comms.fill(handle, Some(Comm { shared: Arc::new(shared), ..prototype }));
-            }
-            None => {
-                // The copies' delete callbacks cannot run here (the state is held); the failure
-                // that ended the agreement is the one the program learns of.
-                for (attribute, _) in rt.attributes.attributes(Object::Comm(handle)) {
-                    rt.attributes.remove(Object::Comm(handle), attribute.keyval);
-                }
-                rt.comms.fill(handle, None);
-            }
-        }
-    }
-}
+use crate::runtime::{self, engine_error};
 
 /// Starts the duplication of `comm`; returns the new handle and the request.
 fn start(comm: MPI_Comm) -> MpiResult<(MPI_Comm, MPI_Request)> {
@@ -69,7 +32,7 @@ fn start(comm: MPI_Comm) -> MpiResult<(MPI_Comm, MPI_Request)> {
         let prototype = Comm { shared: original.shared.clone(), errhandler: original.errhandler, name: String::new(), hints: original.hints.clone(), topology: original.topology.clone() };
         Ok((rt.comms.reserve_handle(), prototype))
     })?;
-    let copied = attr::copy_all(Object::Comm(comm), Object::Comm(handle));
+    let copied = attr::access::copy_all(Object::Comm(comm), Object::Comm(handle));
     // The agreement starts even if a copy callback failed: the other members count on this one.
     let agreed = Rc::new(Cell::new(None));
     let launched = runtime::with(|rt| {

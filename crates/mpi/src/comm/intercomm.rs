@@ -11,7 +11,8 @@
 use std::ffi::c_int;
 use std::sync::Arc;
 
-use super::construct::{agreement_tag, allgather_words, check_agreement_tag, from_bytes, install, parent_of, split_members, split_records, to_bytes, Parent};
+use super::construct::{agreement_tag, allgather_words, check_agreement_tag, install, parent_of, split_members, split_records, Parent};
+use super::ids::{from_bytes, to_bytes};
 use super::channel::LEADER_TAG;
 use super::ids::{self, Report};
 use super::{Agreement, Comm, CommShared};

@@ -1,5 +1,6 @@
 //! Communicators: the table of MPI_Comm handles, context ids, and the calls that query or free a
-//! communicator. `construct` makes intracommunicators, `intercomm` intercommunicators, `channel`
+//! communicator. [`abi`] has the calls that query or free one, `construct` makes intracommunicators,
+//! `intercomm` intercommunicators, `coming` is one that MPI_Comm_idup completes later; `channel`
 //! is the point-to-point channel the collectives run on.
 //!
 //! Each communicator has a context id `n`; its point-to-point traffic uses engine context `2n`, its
@@ -10,31 +11,27 @@
 //! intercommunicator takes two ids: `n` for the traffic between its groups and `n + 1` for a
 //! communicator of its local group alone ([`CommShared::local`]). Ids are not reused (2^31 of them).
 
-// The safety contract of the MPI_* entry points is the MPI standard's rules for their arguments.
-#![allow(non_snake_case, clippy::missing_safety_doc)]
-
+pub mod abi;
 pub mod channel;
+pub mod coming;
 pub mod construct;
 pub mod ids;
 pub mod idup;
 pub mod intercomm;
 
-use std::ffi::{c_char, c_int, CStr};
+use std::ffi::c_int;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 
 pub(crate) use channel::Agreement;
-pub(crate) use construct::{create_from, split};
 pub use ids::ContextIds;
 
 use braid_engine::Engine;
 
-use crate::attr::{self, Object};
 use crate::coll::hierarchy::{Hierarchy, LinkCosts, NodeLayout};
 use crate::consts::*;
-use crate::error::{error, finish, MpiError, MpiResult};
-use crate::group::{self, store, Members};
-use crate::runtime;
+use crate::error::{error, MpiError, MpiResult};
+use crate::group::{self, Members};
 use crate::topo::Topology;
 
 /// The largest tag a program may use (the MPI_TAG_UB attribute).
@@ -211,7 +208,6 @@ pub struct CommTable {
 impl CommTable {
     /// MPI_COMM_WORLD and MPI_COMM_SELF of job rank `rank` in a job of `size`.
     pub fn new(rank: u32, size: u32) -> CommTable {
-        attr::predefined::set_universe_size(size);
         let mut world = Comm::new(Arc::new(CommShared::new((0..size).collect(), rank, 0)), MPI_ERRORS_ARE_FATAL);
         world.name = "MPI_COMM_WORLD".to_string();
         let mut own = Comm::new(Arc::new(CommShared::new(Arc::from(vec![rank]), rank, 1)), MPI_ERRORS_ARE_FATAL);
@@ -347,123 +343,6 @@ fn compare(first: &CommShared, second: &CommShared) -> c_int {
     }
 }
 
-/// Frees a communicator: deletes its attributes (their callbacks may still use it), then the
-/// handle. A failing delete callback leaves the communicator in place.
-pub(crate) fn free(comm: MPI_Comm) -> MpiResult<()> {
-    runtime::with(|rt| rt.comms.check_freeable(comm))?;
-    attr::delete_all(Object::Comm(comm))?;
-    runtime::with(|rt| rt.comms.remove(comm).map(drop))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
-    let result = runtime::with(|rt| {
-        let value = rt.comms.get(comm)?.shared.size() as c_int;
-        // SAFETY: `size` is the caller's out-pointer (NULL is rejected by store).
-        unsafe { store(size, value, "size") }
-    });
-    finish("MPI_Comm_size", result)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_rank(comm: MPI_Comm, rank: *mut c_int) -> c_int {
-    let result = runtime::with(|rt| {
-        let value = rt.comms.get(comm)?.shared.rank as c_int;
-        // SAFETY: `rank` is the caller's out-pointer (NULL is rejected by store).
-        unsafe { store(rank, value, "rank") }
-    });
-    finish("MPI_Comm_rank", result)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_compare(comm1: MPI_Comm, comm2: MPI_Comm, result: *mut c_int) -> c_int {
-    let outcome = runtime::with(|rt| {
-        let first = rt.comms.get(comm1)?;
-        let second = rt.comms.get(comm2)?;
-        let value = if comm1 == comm2 { MPI_IDENT } else { compare(&first.shared, &second.shared) };
-        // SAFETY: `result` is the caller's out-pointer (NULL is rejected by store).
-        unsafe { store(result, value, "result") }
-    });
-    finish("MPI_Comm_compare", outcome)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
-    let result = (|| {
-        if comm.is_null() {
-            return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "comm must not be NULL"));
-        }
-        // SAFETY: non-null; points to the caller's handle.
-        free(unsafe { *comm })?;
-        // SAFETY: as above.
-        unsafe { *comm = MPI_COMM_NULL };
-        Ok(())
-    })();
-    finish("MPI_Comm_free", result)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_int {
-    let result = runtime::with(|rt| {
-        let members = rt.comms.get(comm)?.shared.members.clone();
-        let handle = rt.groups.insert(members);
-        // SAFETY: `group` is the caller's out-pointer (NULL is rejected by store).
-        unsafe { store(group, handle, "group") }
-    });
-    finish("MPI_Comm_group", result)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -> c_int {
-    let result = runtime::with(|rt| {
-        let inter = rt.comms.get(comm)?.shared.is_inter();
-        // SAFETY: `flag` is the caller's out-pointer (NULL is rejected by store).
-        unsafe { store(flag, c_int::from(inter), "flag") }
-    });
-    finish("MPI_Comm_test_inter", result)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_set_name(comm: MPI_Comm, comm_name: *const c_char) -> c_int {
-    let result = runtime::with(|rt| {
-        let entry = rt.comms.get_mut(comm)?;
-        if comm_name.is_null() {
-            return Err(error(comm, MPI_ERR_ARG, "comm_name must not be NULL"));
-        }
-        // SAFETY: non-null; MPI requires a NUL-terminated string.
-        let name = unsafe { CStr::from_ptr(comm_name) }.to_string_lossy();
-        let mut end = name.len().min(MPI_MAX_OBJECT_NAME as usize - 1);
-        while !name.is_char_boundary(end) {
-            end -= 1;
-        }
-        entry.name = name[..end].to_string();
-        Ok(())
-    });
-    finish("MPI_Comm_set_name", result)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_get_name(comm: MPI_Comm, comm_name: *mut c_char, resultlen: *mut c_int) -> c_int {
-    let result = runtime::with(|rt| {
-        let entry = rt.comms.get(comm)?;
-        if comm_name.is_null() || resultlen.is_null() {
-            return Err(error(comm, MPI_ERR_ARG, "comm_name and resultlen must not be NULL"));
-        }
-        // SAFETY: MPI requires `comm_name` to hold MPI_MAX_OBJECT_NAME characters; both non-null.
-        unsafe { *resultlen = crate::error::write_c_string(&entry.name, comm_name, MPI_MAX_OBJECT_NAME as usize) };
-        Ok(())
-    });
-    finish("MPI_Comm_get_name", result)
-}
-
-/// The hints of info object `info` (none for MPI_INFO_NULL), errors reported on `comm`.
-pub(crate) fn hints_of(rt: &runtime::Runtime, comm: MPI_Comm, info: MPI_Info) -> MpiResult<Hints> {
-    if info == MPI_INFO_NULL {
-        return Ok(Hints::new());
-    }
-    rt.infos.get(info).cloned().map_err(|e| error(comm, e.class, e.detail))
-}
-
 /// `hints` with `update`'s keys set to its values (a key keeps its place).
 fn merge_hints(mut hints: Hints, update: Hints) -> Hints {
     for (key, value) in update {
@@ -473,33 +352,6 @@ fn merge_hints(mut hints: Hints, update: Hints) -> Hints {
         }
     }
     hints
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {
-    let result = runtime::with(|rt| {
-        rt.comms.get(comm)?;
-        let update = hints_of(rt, comm, info)?;
-        let entry = rt.comms.get_mut(comm)?;
-        entry.hints = merge_hints(std::mem::take(&mut entry.hints), update);
-        Ok(())
-    });
-    finish("MPI_Comm_set_info", result)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_get_info(comm: MPI_Comm, info_used: *mut MPI_Info) -> c_int {
-    let result = runtime::with(|rt| {
-        let hints = rt.comms.get(comm)?.hints.clone();
-        if info_used.is_null() {
-            return Err(error(comm, MPI_ERR_ARG, "info_used must not be NULL"));
-        }
-        let handle = rt.infos.insert(hints);
-        // SAFETY: checked non-null; the caller's handle.
-        unsafe { *info_used = handle };
-        Ok(())
-    });
-    finish("MPI_Comm_get_info", result)
 }
 
 #[cfg(test)]

@@ -441,7 +441,7 @@ pub unsafe extern "C" fn MPI_Type_free(datatype: *mut MPI_Datatype) -> c_int {
         (|| {
             // SAFETY: `datatype` is null or the caller's handle variable.
             let datatype = unsafe { out(datatype, "datatype") }?;
-            crate::attr::before_type_free(*datatype)?;
+            crate::attr::access::before_type_free(*datatype)?;
             super::free(*datatype)?;
             *datatype = MPI_DATATYPE_NULL;
             Ok(())
@@ -458,7 +458,7 @@ pub unsafe extern "C" fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_D
             let newtype = unsafe { out(newtype, "newtype") }?;
             let created = super::dup(oldtype)?;
             *newtype = MPI_DATATYPE_NULL;
-            crate::attr::copy_to_type_dup(oldtype, created)?;
+            crate::attr::access::copy_to_type_dup(oldtype, created)?;
             *newtype = created;
             Ok(())
         })(),

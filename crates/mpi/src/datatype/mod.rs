@@ -10,6 +10,7 @@
 mod abi;
 mod arrays;
 mod build;
+mod contents;
 mod envelope;
 mod external32;
 mod f90;
@@ -28,7 +29,8 @@ use crate::error::{self, MpiError};
 pub use abi::*;
 pub use arrays::*;
 use build::{build_blocks, build_resized, build_struct, Blocks};
-pub use envelope::*;
+pub use contents::*;
+use envelope::{Envelope, Origin};
 pub use external32::*;
 pub use f90::*;
 use layout::{Layout, Piece};
@@ -273,6 +275,12 @@ impl DatatypeRef {
             DatatypeRef::Derived(info) => Arc::clone(info),
         }
     }
+}
+
+/// `count` elements of `datatype` once packed, in bytes (an error on `comm` when that overflows).
+#[inline]
+pub(crate) fn packed_bytes(comm: MPI_Comm, datatype: &DatatypeRef, count: usize) -> error::MpiResult<usize> {
+    datatype.size.checked_mul(count).ok_or_else(|| error::error(comm, MPI_ERR_COUNT, format!("{count} elements are more bytes than memory holds")))
 }
 
 struct Entry {

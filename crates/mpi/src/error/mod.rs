@@ -1,6 +1,7 @@
 //! Errors: [`MpiError`], the failure of a call, and [`raise`], which hands it to the error handler.
 //!
-//! Every MPI function reports a failure through [`raise`], which applies the communicator's error
+//! Every MPI function reports a failure through [`raise`] (in [`report`], with what needs the
+//! running state), which applies the communicator's error
 //! handler. Under MPI_ERRORS_ARE_FATAL (the default) the message is printed and the whole job is
 //! aborted with **the error class as exit code** (predefined classes are 1..=MPI_ERR_LASTCODE, so a
 //! launcher can tell the failure apart from a crash); under MPI_ERRORS_RETURN the class is
@@ -10,13 +11,17 @@
 
 pub mod codes;
 pub mod handlers;
+pub mod report;
 
 use std::ffi::c_int;
+
+use braid_engine::EngineError;
 
 use crate::consts::*;
 
 pub use codes::class_text;
 pub(crate) use handlers::set_world_errhandler;
+pub use report::{finish, raise};
 
 /// A failed MPI call, before the error handler has seen it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,26 +41,14 @@ pub fn error(comm: MPI_Comm, class: c_int, detail: impl Into<String>) -> MpiErro
     MpiError { comm, class, detail: detail.into() }
 }
 
-/// Applies `comm`'s error handler to an error of `class` in `function`. Returns `class` under
-/// MPI_ERRORS_RETURN, and what a user handler leaves in its code argument; under
-/// MPI_ERRORS_ARE_FATAL prints `Braid: <function>: <class text>: <detail>` and ends the job with
-/// exit code `class` (outside MPI_Init..MPI_Finalize it prints and returns). Unknown or null
-/// communicators use MPI_COMM_WORLD's handler.
+/// Maps an engine failure to an MPI error on `comm`.
 #[cold]
-#[inline(never)]
-pub fn raise(comm: MPI_Comm, function: &str, class: c_int, detail: &str) -> c_int {
-    if class == MPI_SUCCESS {
-        return MPI_SUCCESS;
-    }
-    handlers::apply(handlers::Target::Comm(comm), class, || format!("Braid: {function}: {}: {detail}", class_text(class)))
-}
-
-/// Turns a call's result into its return code, raising the error if there is one.
-pub fn finish(function: &str, result: MpiResult<()>) -> c_int {
-    match result {
-        Ok(()) => MPI_SUCCESS,
-        Err(e) => raise(e.comm, function, e.class, &e.detail),
-    }
+pub fn engine_error(comm: MPI_Comm, failure: EngineError) -> MpiError {
+    let class = match failure {
+        EngineError::BadRequest => MPI_ERR_REQUEST,
+        _ => MPI_ERR_OTHER,
+    };
+    error(comm, class, failure.to_string())
 }
 
 /// Copies `text` into a C buffer of `capacity` bytes (text truncated to fit, NUL-terminated) and
@@ -102,11 +95,11 @@ mod tests {
     fn calls_before_init_fail_with_err_other() {
         let mut size = -1;
         // SAFETY: a valid out-pointer.
-        assert_eq!(unsafe { crate::comm::MPI_Comm_size(MPI_COMM_WORLD, &mut size) }, MPI_ERR_OTHER);
+        assert_eq!(unsafe { crate::comm::abi::MPI_Comm_size(MPI_COMM_WORLD, &mut size) }, MPI_ERR_OTHER);
         assert_eq!(size, -1);
         let mut flag = -1;
         // SAFETY: a valid out-pointer.
-        assert_eq!(unsafe { crate::runtime::MPI_Initialized(&mut flag) }, MPI_SUCCESS);
+        assert_eq!(unsafe { crate::runtime::abi::MPI_Initialized(&mut flag) }, MPI_SUCCESS);
         assert_eq!(flag, 0);
     }
 }

@@ -6,7 +6,8 @@
 
 use std::ffi::c_int;
 
-use super::{int_array, length, no_topology, with_topology, write_ints, Topology};
+use super::abi::{int_array, length, no_topology, with_topology, write_ints};
+use super::Topology;
 use crate::comm;
 use crate::consts::*;
 use crate::error::{error, finish, MpiResult};
@@ -99,7 +100,7 @@ pub unsafe extern "C" fn MPI_Cart_create(comm_old: MPI_Comm, ndims: c_int, dims:
             return Err(error(comm_old, MPI_ERR_DIMS, format!("the grid needs {} processes, the communicator has {}", layout.size(), members.len())));
         }
         let mine = (rank < layout.size()).then(|| members[..layout.size()].to_vec());
-        let created = comm::create_from(comm_old, mine, Some(Topology::Cartesian(layout)))?;
+        let created = comm::construct::create_from(comm_old, mine, Some(Topology::Cartesian(layout)))?;
         // SAFETY: checked non-null; the caller's handle.
         unsafe { *comm_cart = created };
         Ok(())
@@ -240,7 +241,7 @@ pub unsafe extern "C" fn MPI_Cart_sub(comm: MPI_Comm, remain_dims: *const c_int,
             return Err(error(comm, MPI_ERR_ARG, "newcomm must not be NULL"));
         }
         let (color, key, kept) = sub_grid(&layout, rank, &remain);
-        let created = comm::split(comm, color, key)?;
+        let created = comm::construct::split(comm, color, key)?;
         runtime::with(|rt| {
             rt.comms.get_mut(created)?.topology = Some(Topology::Cartesian(kept));
             Ok(())

@@ -11,7 +11,8 @@
 use std::ffi::c_int;
 use std::ops::Range;
 
-use super::{int_array, length, no_topology, with_topology, write_ints, Topology};
+use super::abi::{int_array, length, no_topology, with_topology, write_ints};
+use super::Topology;
 use crate::coll::algorithms;
 use crate::comm::Agreement;
 use crate::comm;
@@ -185,7 +186,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
             destinations: destinations.to_vec(),
             destination_weights: destination_weights.map(<[c_int]>::to_vec),
         };
-        let created = comm::create_from(comm_old, Some(members), Some(Topology::DistGraph(graph)))?;
+        let created = comm::construct::create_from(comm_old, Some(members), Some(Topology::DistGraph(graph)))?;
         // SAFETY: checked non-null; the caller's handle.
         unsafe { *comm_dist_graph = created };
         Ok(())
@@ -225,7 +226,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
         let outgoing = route_edges(members.len(), sources, degrees, destinations, weights);
         let received = exchange_records(comm_old, &outgoing).map_err(|e| error(comm_old, e.class, format!("routing the edges to their endpoints failed: {}", e.detail)))?;
         let graph = collect_edges(&received, weights.is_some());
-        let created = comm::create_from(comm_old, Some(members), Some(Topology::DistGraph(graph)))?;
+        let created = comm::construct::create_from(comm_old, Some(members), Some(Topology::DistGraph(graph)))?;
         // SAFETY: checked non-null; the caller's handle.
         unsafe { *comm_dist_graph = created };
         Ok(())

@@ -6,7 +6,8 @@
 
 use std::ffi::c_int;
 
-use super::{int_array, length, no_topology, with_topology, write_ints, Topology};
+use super::abi::{int_array, length, no_topology, with_topology, write_ints};
+use super::Topology;
 use crate::comm;
 use crate::consts::*;
 use crate::error::{error, finish, MpiResult};
@@ -104,7 +105,7 @@ pub unsafe extern "C" fn MPI_Graph_create(comm_old: MPI_Comm, nnodes: c_int, ind
             return Err(error(comm_old, MPI_ERR_ARG, format!("the graph has {nodes} nodes, the communicator {} processes", members.len())));
         }
         let mine = (rank < nodes).then(|| members[..nodes].to_vec());
-        let created = comm::create_from(comm_old, mine, Some(Topology::Graph(graph)))?;
+        let created = comm::construct::create_from(comm_old, mine, Some(Topology::Graph(graph)))?;
         // SAFETY: checked non-null; the caller's handle.
         unsafe { *comm_graph = created };
         Ok(())

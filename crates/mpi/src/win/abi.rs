@@ -22,7 +22,7 @@ use super::lockword;
 use crate::coll::drive::Outcome;
 use crate::consts::*;
 use crate::datatype::{self, Uniform};
-use crate::error::handlers::{apply, Target};
+use crate::error::report::{apply, Target};
 use crate::error::{class_text, error, MpiError, MpiResult};
 use crate::group::store;
 use crate::request::{Completion, Pending};
@@ -52,7 +52,7 @@ fn check_call(comm: MPI_Comm, code: c_int, what: &str) -> MpiResult<()> {
     }
     let mut class = code;
     // SAFETY: a valid out-pointer.
-    unsafe { crate::error::codes::MPI_Error_class(code, &mut class) };
+    unsafe { crate::error::codes::abi::MPI_Error_class(code, &mut class) };
     Err(error(comm, class, format!("{what} failed")))
 }
 
@@ -145,7 +145,7 @@ fn check_creation(comm: MPI_Comm, size: MPI_Aint, disp_unit: c_int, info: MPI_In
         if win.is_null() {
             return Err(error(comm, MPI_ERR_ARG, "win must not be NULL"));
         }
-        crate::comm::hints_of(rt, comm, info)
+        crate::comm::abi::hints_of(rt, comm, info)
     })
 }
 
@@ -166,7 +166,7 @@ fn create(flavor: Flavor, user_base: *mut c_void, size: MPI_Aint, disp_unit: c_i
         }
         Err(e) => {
             // SAFETY: the duplicate made above.
-            unsafe { crate::comm::MPI_Comm_free(&mut dup) };
+            unsafe { crate::comm::abi::MPI_Comm_free(&mut dup) };
             Err(MpiError { comm, ..e })
         }
     }
@@ -174,7 +174,7 @@ fn create(flavor: Flavor, user_base: *mut c_void, size: MPI_Aint, disp_unit: c_i
 
 fn build(flavor: Flavor, user_base: *mut c_void, size: usize, disp_unit: usize, dup: MPI_Comm, noncontig: bool, hints: crate::comm::Hints) -> MpiResult<(MPI_Win, *mut c_void)> {
     // SAFETY: MPI_COMM_WORLD's predefined handler, on the window's private communicator.
-    check_call(dup, unsafe { crate::error::handlers::MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN) }, "setting the window communicator's handler")?;
+    check_call(dup, unsafe { crate::error::handlers::abi::MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN) }, "setting the window communicator's handler")?;
     let (members, rank, context, same_node) = runtime::with(|rt| {
         let shared = rt.comms.get(dup)?.shared.clone();
         let node_of = rt.engine.node_of();
@@ -274,7 +274,7 @@ fn free(win: *mut MPI_Win) -> MpiResult<MPI_Win> {
     let handle = unsafe { *win };
     let (state, comm) = window_parts(handle)?;
     state.borrow().epochs.check_free().map_err(sync_error)?;
-    crate::attr::delete_all(crate::attr::Object::Win(handle))?;
+    crate::attr::access::delete_all(crate::attr::Object::Win(handle))?;
     runtime::with(|rt| rt.engine.wait_until(|_| state.borrow().quiet()).map_err(|e| engine_error(MPI_COMM_WORLD, e)))?;
     // SAFETY: the window's own communicator.
     check_call(MPI_COMM_WORLD, unsafe { crate::coll::abi::MPI_Barrier(comm) }, "the barrier of MPI_Win_free")?;
@@ -289,7 +289,7 @@ fn free(win: *mut MPI_Win) -> MpiResult<MPI_Win> {
     })?;
     let mut comm = comm;
     // SAFETY: the window's own communicator, no longer used.
-    check_call(MPI_COMM_WORLD, unsafe { crate::comm::MPI_Comm_free(&mut comm) }, "freeing the window's communicator")?;
+    check_call(MPI_COMM_WORLD, unsafe { crate::comm::abi::MPI_Comm_free(&mut comm) }, "freeing the window's communicator")?;
     // SAFETY: checked non-null.
     unsafe { *win = MPI_WIN_NULL };
     Ok(handle)
@@ -357,7 +357,7 @@ pub unsafe extern "C" fn MPI_Win_get_name(win: MPI_Win, win_name: *mut c_char, r
 pub unsafe extern "C" fn MPI_Win_set_info(win: MPI_Win, info: MPI_Info) -> c_int {
     let result = runtime::with(|rt| {
         rt.windows.get(win)?;
-        let update = crate::comm::hints_of(rt, MPI_COMM_WORLD, info)?;
+        let update = crate::comm::abi::hints_of(rt, MPI_COMM_WORLD, info)?;
         let window = rt.windows.get_mut(win)?;
         for (key, value) in update {
             match window.hints.iter_mut().find(|(known, _)| *known == key) {

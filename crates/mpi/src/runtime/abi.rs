@@ -1,0 +1,129 @@
+//! The environment calls: MPI_Init ... MPI_Finalize, the thread level queries, MPI_Abort.
+
+// The safety contract of the MPI_* entry points is the MPI standard's rules for their arguments.
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+use std::ffi::{c_char, c_int};
+
+use crate::consts::*;
+use crate::error::{error, raise, MpiError};
+use crate::runtime::{self, Runtime};
+
+/// Reports a failed MPI_Init or MPI_Init_thread. The first initialisation fails under
+/// MPI_ERRORS_ARE_FATAL (nothing can change MPI_COMM_WORLD's handler before it), and with no job
+/// to abort yet the process ends here, with the error class as exit code: the program must not
+/// go on as if MPI were running.
+#[cold]
+fn init_failed(function: &str, first_init: bool, e: MpiError) -> c_int {
+    let class = raise(e.comm, function, e.class, &e.detail);
+    if first_init {
+        std::process::exit(class);
+    }
+    class
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
+    let _ = (argc, argv);
+    let first_init = !runtime::was_initialized();
+    match runtime::initialize(MPI_THREAD_SINGLE) {
+        Ok(_) => MPI_SUCCESS,
+        Err(e) => init_failed("MPI_Init", first_init, e),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Init_thread(argc: *mut c_int, argv: *mut *mut *mut c_char, required: c_int, provided: *mut c_int) -> c_int {
+    let _ = (argc, argv);
+    let first_init = !runtime::was_initialized();
+    if provided.is_null() {
+        return init_failed("MPI_Init_thread", first_init, error(MPI_COMM_WORLD, MPI_ERR_ARG, "provided must not be NULL"));
+    }
+    if !(MPI_THREAD_SINGLE..=MPI_THREAD_MULTIPLE).contains(&required) {
+        return init_failed("MPI_Init_thread", first_init, error(MPI_COMM_WORLD, MPI_ERR_ARG, format!("{required} is not a thread level")));
+    }
+    match runtime::initialize(required) {
+        Ok(level) => {
+            // SAFETY: checked non-null; points to the caller's int.
+            unsafe { *provided = level };
+            MPI_SUCCESS
+        }
+        Err(e) => init_failed("MPI_Init_thread", first_init, e),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
+    if flag.is_null() {
+        return raise(MPI_COMM_WORLD, "MPI_Initialized", MPI_ERR_ARG, "flag must not be NULL");
+    }
+    // SAFETY: checked non-null; points to the caller's int.
+    unsafe { *flag = c_int::from(runtime::was_initialized()) };
+    MPI_SUCCESS
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
+    if flag.is_null() {
+        return raise(MPI_COMM_WORLD, "MPI_Finalized", MPI_ERR_ARG, "flag must not be NULL");
+    }
+    // SAFETY: checked non-null; points to the caller's int.
+    unsafe { *flag = c_int::from(runtime::is_finalized()) };
+    MPI_SUCCESS
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Finalize() -> c_int {
+    if let Err(e) = crate::attr::access::delete_at_finalize() {
+        return raise(e.comm, "MPI_Finalize", e.class, &e.detail);
+    }
+    let runtime = match runtime::finalize() {
+        Ok(runtime) => runtime,
+        Err(e) => return raise(e.comm, "MPI_Finalize", e.class, &e.detail),
+    };
+    crate::tools::keep_final_state(&runtime);
+    let Runtime { engine, comms, .. } = runtime;
+    drop(comms);
+    match engine.finalize() {
+        Ok(()) => MPI_SUCCESS,
+        Err(e) => raise(MPI_COMM_WORLD, "MPI_Finalize", MPI_ERR_OTHER, &e.to_string()),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
+    if provided.is_null() {
+        return raise(MPI_COMM_WORLD, "MPI_Query_thread", MPI_ERR_ARG, "provided must not be NULL");
+    }
+    match runtime::with(|rt| Ok(rt.thread_level)) {
+        Ok(level) => {
+            // SAFETY: checked non-null; points to the caller's int.
+            unsafe { *provided = level };
+            MPI_SUCCESS
+        }
+        Err(e) => raise(e.comm, "MPI_Query_thread", e.class, &e.detail),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Is_thread_main(flag: *mut c_int) -> c_int {
+    if flag.is_null() {
+        return raise(MPI_COMM_WORLD, "MPI_Is_thread_main", MPI_ERR_ARG, "flag must not be NULL");
+    }
+    match runtime::with(|rt| Ok(rt.is_main_thread())) {
+        Ok(main) => {
+            // SAFETY: checked non-null; points to the caller's int.
+            unsafe { *flag = c_int::from(main) };
+            MPI_SUCCESS
+        }
+        Err(e) => raise(e.comm, "MPI_Is_thread_main", e.class, &e.detail),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
+    let _ = comm;
+    let message = format!("MPI_Abort called with error code {errorcode}");
+    eprintln!("Braid: {message}");
+    runtime::abort_job(errorcode, &message)
+}
