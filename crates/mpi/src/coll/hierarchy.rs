@@ -251,7 +251,8 @@ impl Hierarchy {
         self.cached(collective, class, tuning, || {
             let (form, flat, hierarchical) = self.choose(collective, smallest, tuning);
             if self.reporting {
-                eprintln!("braid: coll model: {} {smallest} B: flat {flat:.0} ns, hierarchical {hierarchical:.0} ns: {}", collective.name(), form.name());
+                let segment = self.node_segment_time(collective, smallest, tuning).map(|segment| format!(" (node segment {segment:.0} ns)")).unwrap_or_default();
+                eprintln!("braid: coll model: {} {smallest} B: flat {flat:.0} ns, hierarchical {hierarchical:.0} ns{segment}: {}", collective.name(), form.name());
             }
             form
         })
