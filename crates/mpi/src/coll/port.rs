@@ -488,6 +488,21 @@ mod tests {
     }
 
     #[test]
+    fn a_wait_for_a_condition_marks_the_port_watching_until_it_holds() {
+        let port = Port::new(0, 2, CollTuning::default());
+        port.set_waits_in_place(true);
+        let flag = Cell::new(false);
+        let mut wait = Box::pin(port.until(|| flag.get()));
+        assert!(poll_once(wait.as_mut()).is_pending());
+        assert!(port.take_watching());
+        assert!(!port.take_watching(), "taking the mark clears it");
+        assert!(port.is_settled() && port.take_transfer().is_none(), "a wait posts no transfer");
+        flag.set(true);
+        assert_eq!(poll_once(wait.as_mut()), Poll::Ready(()));
+        assert!(!port.take_watching());
+    }
+
+    #[test]
     fn exchange_all_posts_one_round_in_small_groups() {
         let port = Port::new(1, 4, CollTuning::default());
         let data = [7u8; 3];
