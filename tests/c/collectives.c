@@ -409,17 +409,29 @@ static void reduce_scatter_and_scans(void)
     CHECK(rank == 0 || maximum == expected_maximum, "MPI_Exscan MAX gave %d, expected %d", maximum, expected_maximum);
 }
 
+/* Several megabytes, not a whole number of any chunk size, twice in a row, and out of place on
+ * another type: the sizes at which a node-wide shared segment may carry the node phases. */
 static void large_allreduce(void)
 {
-    enum { COUNT = 1 << 19 };
+    enum { COUNT = (1 << 19) + 37 };
     double *data = malloc(sizeof(double) * COUNT);
-    for (int i = 0; i < COUNT; i++)
-        data[i] = (double)(rank + i % 1000);
-    MPI_Allreduce(MPI_IN_PLACE, data, COUNT, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    double ranks_sum = (double)size * (size - 1) / 2;
-    for (int i = 0; i < COUNT; i++)
-        CHECK(data[i] == ranks_sum + (double)size * (i % 1000), "large MPI_Allreduce element %d is %g", i, data[i]);
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < COUNT; i++)
+            data[i] = (double)(rank + i % 1000 + pass);
+        MPI_Allreduce(MPI_IN_PLACE, data, COUNT, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        double ranks_sum = (double)size * (size - 1) / 2;
+        for (int i = 0; i < COUNT; i++)
+            CHECK(data[i] == ranks_sum + (double)size * (i % 1000 + pass), "large MPI_Allreduce (pass %d) element %d is %g", pass, i, data[i]);
+    }
     free(data);
+    int *send = malloc(sizeof(int) * COUNT), *result = malloc(sizeof(int) * COUNT);
+    for (int i = 0; i < COUNT; i++)
+        send[i] = (i + rank) % size == 0 ? i : -i;
+    MPI_Allreduce(send, result, COUNT, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    for (int i = 0; i < COUNT; i++)
+        CHECK(result[i] == i, "large MPI_Allreduce MAX element %d is %d", i, result[i]);
+    free(send);
+    free(result);
 }
 
 int main(int argc, char **argv)

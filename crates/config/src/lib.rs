@@ -25,8 +25,12 @@ pub enum HierarchyMode {
     Auto,
     /// Never: the flat algorithms only.
     Off,
-    /// Always where the communicator's layout allows one (to measure it, or the model).
+    /// Always where the communicator's layout allows one (to measure it, or the model); a
+    /// reduction takes the cheaper of its hierarchical forms by the cost model.
     Always,
+    /// As `Always`, and a blocking commutative allreduce always through the node-wide shared
+    /// segment (to measure that form against the others).
+    Segment,
 }
 
 /// Whether large intra-node messages may use cross-memory attach (`process_vm_readv`).
@@ -182,7 +186,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_COLL_BCAST_SPLIT_MIN", default: "262144", meaning: "smallest broadcast (bytes) sent as scatter + ring allgather instead of a binomial tree; must be equal on every rank" },
     Setting { variable: "BRAID_COLL_ALLREDUCE_SPLIT_MIN", default: "16384", meaning: "smallest commutative allreduce (bytes) done as reduce-scatter + allgather instead of recursive doubling; must be equal on every rank" },
     Setting { variable: "BRAID_COLL_ALLREDUCE_EXCHANGE_MAX", default: "1024", meaning: "largest allreduce, in bytes times ranks, done (in groups of 3 to 8 ranks) as one all-to-all exchange of the inputs instead of log2 n dependent rounds; must be equal on every rank" },
-    Setting { variable: "BRAID_COLL_HIERARCHY", default: "auto", meaning: "auto | off | always: barrier, bcast, reduce and allreduce (commutative) on a communicator whose ranks span nodes, with several on some node, run within each node, among one rank per node, then within each node again: auto where the cost model (the shared-memory and rail profiles applied to each form's rounds on the communicator's layout) predicts it is faster; must be equal on every rank" },
+    Setting { variable: "BRAID_COLL_HIERARCHY", default: "auto", meaning: "auto | off | always | segment: the collectives on a communicator whose ranks span nodes, with several on some node, run within each node, among one rank per node, then within each node again (a large blocking commutative allreduce may do its node phases in a node-wide shared segment whose ranks reduce disjoint slices in parallel): auto where the cost model (the shared-memory and rail profiles applied to each form's rounds on the communicator's layout) predicts it is faster; always: the hierarchical forms, the cheaper one for an allreduce; segment: as always, every blocking commutative allreduce through the shared segment (to measure it); must be equal on every rank" },
     Setting { variable: "BRAID_PROGRESS_THREAD", default: "off", meaning: "on | off: on starts a thread per rank that advances non-blocking collectives while the application computes outside MPI (worth it where a rank has an idle core; every MPI call then takes a lock)" },
     Setting { variable: "BRAID_SHM", default: "on", meaning: "on | off: off sends all traffic between ranks of one node through the network rails (\"virtual node mode\")" },
     Setting { variable: "BRAID_RAILS", default: "auto", meaning: "auto | none | comma-separated interface names: the network rails for inter-node traffic (auto: every up, non-loopback IPv4 interface)" },
@@ -268,7 +272,7 @@ impl Config {
         config.coll_hierarchy = reader.choice(
             "BRAID_COLL_HIERARCHY",
             config.coll_hierarchy,
-            &[("auto", HierarchyMode::Auto), ("off", HierarchyMode::Off), ("always", HierarchyMode::Always)],
+            &[("auto", HierarchyMode::Auto), ("off", HierarchyMode::Off), ("always", HierarchyMode::Always), ("segment", HierarchyMode::Segment)],
         )?;
         config.progress_thread = reader.choice("BRAID_PROGRESS_THREAD", config.progress_thread, &[("on", true), ("1", true), ("off", false), ("0", false)])?;
         config.shm = reader.choice("BRAID_SHM", config.shm, &[("on", true), ("1", true), ("off", false), ("0", false)])?;

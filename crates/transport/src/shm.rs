@@ -62,6 +62,7 @@
 //! second half of a shared copy (`offer_share`, `claim_share`, `revoke_share`; see `ring.rs`).
 
 mod pool;
+pub mod reduction;
 pub mod ring;
 mod segment;
 

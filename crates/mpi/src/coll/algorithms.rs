@@ -497,6 +497,9 @@ pub async fn allreduce(port: &Port, data: &mut [u8], element_size: usize, combin
         return Ok(());
     }
     if commutative {
+        if let Some(hierarchy) = port.node_segment_for(Collective::Allreduce, data.len()) {
+            return Box::pin(segment::allreduce(port, hierarchy, data, element_size, combine)).await;
+        }
         if let Some(hierarchy) = port.hierarchy_for(Collective::Allreduce, data.len()) {
             return Box::pin(hier::allreduce(port, &hierarchy.layout, data, element_size, combine)).await;
         }
@@ -733,6 +736,7 @@ async fn prefix(port: &Port, data: &mut [u8], combine: Combine<'_>, inclusive: b
 
 pub mod hier;
 pub mod inter;
+pub mod segment;
 
 #[cfg(test)]
 pub(crate) mod tests;

@@ -143,6 +143,12 @@ impl Driver {
                 return Ok(Some(result));
             }
             self.start(engine)?;
+            if self.port.take_watching() {
+                // The algorithm waits for another rank of its node (only in a blocking call):
+                // the engine moves everything else meanwhile, and the CPU may go to that rank.
+                engine.progress()?;
+                std::thread::yield_now();
+            }
         }
     }
 }
@@ -206,6 +212,7 @@ impl Spare {
 /// Drives `algorithm` to its end: started at once, then advanced inside the engine's wait (which
 /// also advances every non-blocking collective in flight).
 pub fn run_blocking<T>(engine: &mut Engine, spare: &mut Spare, port: Rc<Port>, route: Route, algorithm: Pin<&mut dyn Future<Output = T>>) -> Result<T, EngineError> {
+    port.set_waits_in_place(true);
     let mut driver = Driver { port, route, in_flight: std::mem::take(&mut spare.in_flight) };
     let mut algorithm = algorithm;
     let outcome = match driver.advance(engine, algorithm.as_mut()).transpose() {

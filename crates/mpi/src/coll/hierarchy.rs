@@ -11,9 +11,11 @@
 //! map and profiles.
 
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 use braid_lane::Profile;
 
+use super::algorithms::segment::NodeSegment;
 use super::{CollTuning, SMALL_ALLREDUCE_RANKS};
 
 /// Which node each rank of a communicator is on, grouped.
@@ -90,7 +92,11 @@ pub struct LinkCosts {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Form {
     Flat,
+    /// The node phases pass messages through shared memory.
     Hierarchical,
+    /// A reduction whose node phases go through a node-wide shared segment, the node's ranks
+    /// reducing disjoint slices in parallel (see [`node_segment`]).
+    NodeSegment,
 }
 
 impl Form {
@@ -98,7 +104,38 @@ impl Form {
         match self {
             Form::Flat => "flat",
             Form::Hierarchical => "hierarchical",
+            Form::NodeSegment => "node segment",
         }
+    }
+}
+
+/// Bytes of one rank's slot in a node-wide reduction segment: vectors go through it in chunks of
+/// this size, so the segment stays small whatever the vector.
+pub const NODE_SEGMENT_CHUNK: usize = 1 << 20;
+
+/// Fewest bytes per rank of the node for the node segment form: a cache line.
+const NODE_SEGMENT_SLICE_MIN: usize = 64;
+
+/// The node-wide shared segment form's arithmetic.
+pub mod node_segment {
+    use std::ops::Range;
+
+    /// The chunks of a `len`-byte vector of `element_size`-byte elements that pass through slots
+    /// of `slot_bytes` bytes: whole elements each.
+    pub fn chunks(len: usize, element_size: usize, slot_bytes: usize) -> impl Iterator<Item = Range<usize>> {
+        let step = (slot_bytes / element_size.max(1)).max(1) * element_size.max(1);
+        (0..len).step_by(step).map(move |start| start..(start + step).min(len))
+    }
+
+    /// The slice of a `len`-byte chunk that node rank `rank` of `ranks` reduces: whole elements,
+    /// the ranks' slices disjoint and covering the chunk, the first ones one element longer where
+    /// the elements do not divide evenly.
+    pub fn slice(len: usize, element_size: usize, ranks: usize, rank: usize) -> Range<usize> {
+        let elements = len / element_size.max(1);
+        let (base, extra) = (elements / ranks, elements % ranks);
+        let start = rank * base + rank.min(extra);
+        let end = start + base + usize::from(rank < extra);
+        start * element_size..end * element_size
     }
 }
 
@@ -171,6 +208,7 @@ const COUNT_BYTES: usize = 8;
 const UNCHOSEN: u8 = 0;
 const FLAT: u8 = 1;
 const HIERARCHICAL: u8 = 2;
+const NODE_SEGMENT: u8 = 3;
 
 /// A communicator's layout and links: what chooses between the flat and hierarchical forms.
 ///
@@ -187,6 +225,9 @@ pub struct Hierarchy {
     choices: Box<[AtomicU8]>,
     /// The switch points the cached choices were made under.
     chosen_under: [AtomicUsize; 3],
+    /// This rank's node's reduction segment, made at the first allreduce that takes the node
+    /// segment form (None inside: it could not be made); unmapped with the communicator.
+    pub node_segment: OnceLock<Option<NodeSegment>>,
 }
 
 impl Hierarchy {
@@ -194,7 +235,7 @@ impl Hierarchy {
         let choices = (0..Collective::COUNT * SLOTS_PER_COLLECTIVE).map(|_| AtomicU8::new(UNCHOSEN)).collect();
         let default = CollTuning::default();
         let chosen_under = [AtomicUsize::new(default.bcast_split_min), AtomicUsize::new(default.allreduce_split_min), AtomicUsize::new(default.allreduce_exchange_max)];
-        Hierarchy { layout, costs, reporting: false, choices, chosen_under }
+        Hierarchy { layout, costs, reporting: false, choices, chosen_under, node_segment: OnceLock::new() }
     }
 
     /// Prints each choice of the cost model as it is made (BRAID_DEBUG), so that a sweep can set
@@ -210,7 +251,8 @@ impl Hierarchy {
         self.cached(collective, class, tuning, || {
             let (form, flat, hierarchical) = self.choose(collective, smallest, tuning);
             if self.reporting {
-                eprintln!("braid: coll model: {} {smallest} B: flat {flat:.0} ns, hierarchical {hierarchical:.0} ns: {}", collective.name(), form.name());
+                let segment = self.node_segment_time(collective, smallest, tuning).map(|segment| format!(" (node segment {segment:.0} ns)")).unwrap_or_default();
+                eprintln!("braid: coll model: {} {smallest} B: flat {flat:.0} ns, hierarchical {hierarchical:.0} ns{segment}: {}", collective.name(), form.name());
             }
             form
         })
@@ -247,9 +289,17 @@ impl Hierarchy {
         match self.choices[index].load(Ordering::Relaxed) {
             FLAT => Form::Flat,
             HIERARCHICAL => Form::Hierarchical,
+            NODE_SEGMENT => Form::NodeSegment,
             _ => {
                 let form = choose();
-                self.choices[index].store(if form == Form::Hierarchical { HIERARCHICAL } else { FLAT }, Ordering::Relaxed);
+                self.choices[index].store(
+                    match form {
+                        Form::Flat => FLAT,
+                        Form::Hierarchical => HIERARCHICAL,
+                        Form::NodeSegment => NODE_SEGMENT,
+                    },
+                    Ordering::Relaxed,
+                );
                 form
             }
         }
@@ -257,11 +307,47 @@ impl Hierarchy {
 
     /// The form predicted to finish first for `bytes` of data per rank under the flat algorithms'
     /// switch points `tuning`, with the predicted nanoseconds of the flat and hierarchical forms.
+    /// The time given for the hierarchical form is the faster of its variants' (the node
+    /// segment's, for an allreduce).
     pub fn choose(&self, collective: Collective, bytes: usize, tuning: CollTuning) -> (Form, f64, f64) {
         let flat = self.flat_time(collective, bytes, tuning);
-        let hierarchical = self.hierarchical_time(collective, bytes, tuning);
-        let form = if hierarchical < flat { Form::Hierarchical } else { Form::Flat };
+        let (hierarchical_form, hierarchical) = self.best_hierarchical(collective, bytes, tuning);
+        let form = if hierarchical < flat { hierarchical_form } else { Form::Flat };
         (form, flat, hierarchical)
+    }
+
+    /// The faster of `collective`'s hierarchical forms on `bytes`, and its predicted time.
+    pub fn best_hierarchical(&self, collective: Collective, bytes: usize, tuning: CollTuning) -> (Form, f64) {
+        let hierarchical = self.hierarchical_time(collective, bytes, tuning);
+        match self.node_segment_time(collective, bytes, tuning) {
+            Some(segment) if segment < hierarchical => (Form::NodeSegment, segment),
+            _ => (Form::Hierarchical, hierarchical),
+        }
+    }
+
+    /// The node segment form of an allreduce, chunk by chunk: each rank copies its chunk into its
+    /// slot, the node's ranks meet, each reduces its slice of every slot (reading the whole chunk
+    /// once between them, in parallel), they meet again, the first rank takes the chunk out,
+    /// allreduces it among the nodes and puts it back, and the node's ranks copy it out. A meeting
+    /// costs a shared-memory latency and, where ranks sleep, a wake-up; the copies run at the
+    /// shared-memory copy rate. None for the collectives that have no such form, and below a
+    /// cache line per rank of the node (slices that share lines would bounce them between the
+    /// ranks that write them).
+    fn node_segment_time(&self, collective: Collective, bytes: usize, tuning: CollTuning) -> Option<f64> {
+        let widest = self.layout.widest();
+        if collective != Collective::Allreduce || widest < 2 || bytes < widest * NODE_SEGMENT_SLICE_MIN {
+            return None;
+        }
+        let leaders = self.layout.representatives(0);
+        let meeting = self.costs.intra.predict(0) + self.costs.wake_up;
+        let chunk_time = |chunk: usize| 3.0 * meeting + self.copy(chunk) + self.copy(chunk.div_ceil(widest) * widest) + 2.0 * self.copy(chunk) + self.allreduce(&leaders, chunk, tuning) + self.copy(chunk);
+        let whole = bytes / NODE_SEGMENT_CHUNK;
+        let rest = bytes % NODE_SEGMENT_CHUNK;
+        let mut total = whole as f64 * chunk_time(NODE_SEGMENT_CHUNK);
+        if rest > 0 {
+            total += chunk_time(rest);
+        }
+        Some(total)
     }
 
     /// One round in which each `(from, to)` of `messages` carries `bytes`: the slowest link. Within
@@ -476,6 +562,8 @@ impl Hierarchy {
 
 #[cfg(test)]
 mod tests {
+    use std::ops::Range;
+
     use super::*;
 
     fn costs() -> LinkCosts {
@@ -597,6 +685,51 @@ mod tests {
         assert!(cyclic_flat > 1.5 * blocked_flat, "{cyclic_flat} vs {blocked_flat}");
         assert_eq!(form, Form::Hierarchical, "{cyclic_flat} vs {cyclic_hierarchical}");
         assert_eq!(cyclic.choose(Collective::Reduce, 1 << 10, tuning()).0, Form::Hierarchical);
+    }
+
+    #[test]
+    fn node_segment_slices_are_disjoint_whole_elements_covering_the_chunk() {
+        for (len, element_size, ranks) in [(96, 4, 3), (100, 4, 3), (8, 8, 4), (0, 4, 2), (4 << 20, 8, 7)] {
+            let slices: Vec<Range<usize>> = (0..ranks).map(|rank| node_segment::slice(len, element_size, ranks, rank)).collect();
+            assert_eq!(slices[0].start, 0);
+            for pair in slices.windows(2) {
+                assert_eq!(pair[0].end, pair[1].start, "{len} {element_size} {ranks}");
+            }
+            assert_eq!(slices[ranks - 1].end, len / element_size * element_size);
+            let lens: Vec<usize> = slices.iter().map(Range::len).collect();
+            assert!(lens.iter().all(|l| l % element_size == 0 && lens[0] - l <= element_size), "{lens:?}");
+        }
+        let chunks: Vec<Range<usize>> = node_segment::chunks(2500, 12, 1000).collect();
+        assert_eq!(chunks, [0..996, 996..1992, 1992..2500]);
+        assert_eq!(node_segment::chunks(0, 4, 1000).count(), 0);
+        // An element larger than a slot still moves whole.
+        assert_eq!(node_segment::chunks(64, 32, 16).collect::<Vec<_>>(), [0..32, 32..64]);
+    }
+
+    #[test]
+    fn wide_nodes_reduce_large_vectors_in_the_node_segment() {
+        // Sixteen ranks per node: the message-passing node phases send the whole vector through
+        // four binomial rounds each way; the segment copies it a fixed number of times.
+        let ids: Vec<u32> = (0..32).map(|rank| rank / 16).collect();
+        let wide = Hierarchy::new(NodeLayout::new(&ids), costs());
+        let (form, flat, hierarchical) = wide.choose(Collective::Allreduce, 4 << 20, tuning());
+        assert_eq!(form, Form::NodeSegment, "{flat} vs {hierarchical}");
+        assert_eq!(wide.pick(Collective::Allreduce, 4 << 20, tuning()), Form::NodeSegment);
+        // Small vectors: three meetings per chunk do not pay.
+        assert_ne!(wide.choose(Collective::Allreduce, 64, tuning()).0, Form::NodeSegment);
+        // Only the allreduce has the form.
+        for collective in [Collective::Reduce, Collective::Bcast, Collective::ReduceScatter] {
+            assert_ne!(wide.choose(collective, 4 << 20, tuning()).0, Form::NodeSegment, "{collective:?}");
+        }
+        // Two ranks per node: one message each way costs less than the segment's copies.
+        let blocked = Hierarchy::new(NodeLayout::new(&[0, 0, 1, 1]), costs());
+        assert_eq!(blocked.best_hierarchical(Collective::Allreduce, 4 << 20, tuning()).0, Form::Hierarchical);
+        // Where every round also wakes a sleeping rank, the segment's copies cost less than the
+        // message-passing form's extra rounds on wide nodes at a middling size too.
+        let mut sleeping = costs();
+        sleeping.wake_up = 50_000.0;
+        let wide_sleeping = Hierarchy::new(NodeLayout::new(&ids), sleeping);
+        assert_eq!(wide_sleeping.best_hierarchical(Collective::Allreduce, 256 << 10, tuning()).0, Form::NodeSegment);
     }
 
     #[test]

@@ -66,6 +66,10 @@ pub struct Port {
     round: RefCell<Round>,
     /// Scratch bytes for the algorithm, kept with the port so that a reused port allocates none.
     scratch: RefCell<Vec<u8>>,
+    /// Whether the driver lets the algorithm wait for conditions ([`Port::until`]).
+    waits_in_place: Cell<bool>,
+    /// Set by a pending [`Until`]: the algorithm waits for a condition, not for transfers.
+    watching: Cell<bool>,
 }
 
 impl Port {
@@ -84,6 +88,8 @@ impl Port {
             hierarchy: None,
             round: RefCell::new(Round::default()),
             scratch: RefCell::new(Vec::new()),
+            waits_in_place: Cell::new(false),
+            watching: Cell::new(false),
         }
     }
 
@@ -97,6 +103,8 @@ impl Port {
         debug_assert!(self.members.get_mut().is_none(), "a port is reused only outside every subgroup");
         (self.rank, self.size, self.remote_size, self.tuning) = (Cell::new(rank), Cell::new(size), remote_size, tuning);
         self.hierarchy = None;
+        self.waits_in_place.set(false);
+        self.watching.set(false);
     }
 
     #[inline]
@@ -152,29 +160,68 @@ impl Port {
         self.hierarchy = hierarchy.filter(|hierarchy| hierarchy.layout.is_hierarchical());
     }
 
-    /// The hierarchy, if `collective` on `bytes` should take its hierarchical form: never inside
-    /// a subgroup (whose steps are the flat ones).
+    /// The hierarchy, if `collective` on `bytes` should take a hierarchical form (either, for a
+    /// reduction that has two): never inside a subgroup (whose steps are the flat ones).
     pub fn hierarchy_for(&self, collective: Collective, bytes: usize) -> Option<&Hierarchy> {
-        self.hierarchy_if(|hierarchy| hierarchy.pick(collective, bytes, self.tuning))
+        self.hierarchy_if(|hierarchy, mode| match mode {
+            HierarchyMode::Auto => hierarchy.pick(collective, bytes, self.tuning),
+            _ => Form::Hierarchical,
+        })
+    }
+
+    /// The hierarchy, if `collective` on `bytes` should take its node segment form: only in a
+    /// schedule that waits in place (see [`Port::until`]).
+    pub fn node_segment_for(&self, collective: Collective, bytes: usize) -> Option<&Hierarchy> {
+        if !self.waits_in_place.get() {
+            return None;
+        }
+        let mut chosen = Form::Flat;
+        let hierarchy = self.hierarchy_if(|hierarchy, mode| {
+            chosen = match mode {
+                HierarchyMode::Auto => hierarchy.pick(collective, bytes, self.tuning),
+                HierarchyMode::Segment => Form::NodeSegment,
+                _ => hierarchy.best_hierarchical(collective, bytes, self.tuning).0,
+            };
+            chosen
+        })?;
+        (chosen == Form::NodeSegment).then_some(hierarchy)
     }
 
     /// The hierarchy, if `collective`, whose sizes not every rank knows, should take its
     /// hierarchical form whatever its sizes (see [`Hierarchy::pick_for_any_size`]).
     pub fn hierarchy_for_any_size(&self, collective: Collective) -> Option<&Hierarchy> {
-        self.hierarchy_if(|hierarchy| hierarchy.pick_for_any_size(collective, self.tuning))
+        self.hierarchy_if(|hierarchy, mode| match mode {
+            HierarchyMode::Auto => hierarchy.pick_for_any_size(collective, self.tuning),
+            _ => Form::Hierarchical,
+        })
     }
 
-    fn hierarchy_if(&self, model: impl FnOnce(&Hierarchy) -> Form) -> Option<&Hierarchy> {
+    /// The hierarchy, unless the mode is off or `model` (given the mode) picks the flat form.
+    fn hierarchy_if(&self, model: impl FnOnce(&Hierarchy, HierarchyMode) -> Form) -> Option<&Hierarchy> {
         let hierarchy = self.hierarchy.as_deref()?;
-        if self.members.borrow().is_some() {
+        if self.members.borrow().is_some() || self.tuning.hierarchy == HierarchyMode::Off {
             return None;
         }
-        let chosen = match self.tuning.hierarchy {
-            HierarchyMode::Off => Form::Flat,
-            HierarchyMode::Always => Form::Hierarchical,
-            HierarchyMode::Auto => model(hierarchy),
-        };
-        (chosen == Form::Hierarchical).then_some(hierarchy)
+        (model(hierarchy, self.tuning.hierarchy) != Form::Flat).then_some(hierarchy)
+    }
+
+    /// Lets the algorithms wait for a condition in place ([`Port::until`]): a blocking
+    /// collective's driver polls it between progress steps; a non-blocking one's never sets it, so
+    /// its forms wait only for transfers.
+    pub fn set_waits_in_place(&self, waits: bool) {
+        self.waits_in_place.set(waits);
+    }
+
+    /// Ready once `condition` holds (a flag in shared memory that another rank sets); the driver
+    /// polls it again after each progress step. Only where the port waits in place.
+    pub fn until<C: Fn() -> bool>(&self, condition: C) -> Until<'_, C> {
+        debug_assert!(self.waits_in_place.get(), "only a schedule that waits in place waits for conditions");
+        Until { port: self, condition }
+    }
+
+    /// Driver side: whether the algorithm is waiting for a condition (and clears the mark).
+    pub fn take_watching(&self) -> bool {
+        self.watching.replace(false)
     }
 
     /// `len` bytes of scratch (their contents are undefined), for as long as the result lives; an
@@ -357,6 +404,25 @@ impl Future for Settle<'_> {
     }
 }
 
+/// The wait for a condition ([`Port::until`]).
+#[must_use = "a wait does nothing until it is awaited"]
+pub struct Until<'a, C: Fn() -> bool> {
+    port: &'a Port,
+    condition: C,
+}
+
+impl<C: Fn() -> bool> Future for Until<'_, C> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        if (self.condition)() {
+            return Poll::Ready(());
+        }
+        self.port.watching.set(true);
+        Poll::Pending
+    }
+}
+
 /// Polls `future` once; the schedules here need no waker (their driver polls them after each
 /// progress step).
 pub fn poll_once<F: Future + ?Sized>(future: Pin<&mut F>) -> Poll<F::Output> {
@@ -419,6 +485,21 @@ mod tests {
             assert_eq!(port_rank_of_send(&port, 0), 1);
         }
         assert_eq!((port.rank(), port.size()), (5, 8));
+    }
+
+    #[test]
+    fn a_wait_for_a_condition_marks_the_port_watching_until_it_holds() {
+        let port = Port::new(0, 2, CollTuning::default());
+        port.set_waits_in_place(true);
+        let flag = Cell::new(false);
+        let mut wait = Box::pin(port.until(|| flag.get()));
+        assert!(poll_once(wait.as_mut()).is_pending());
+        assert!(port.take_watching());
+        assert!(!port.take_watching(), "taking the mark clears it");
+        assert!(port.is_settled() && port.take_transfer().is_none(), "a wait posts no transfer");
+        flag.set(true);
+        assert_eq!(poll_once(wait.as_mut()), Poll::Ready(()));
+        assert!(!port.take_watching());
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub(crate) static ENUMS: [Enumeration; 6] = [
     Enumeration { name: "braid_cma_mode", items: &["auto", "off"] },
     Enumeration { name: "braid_strategy", items: &["single", "greedy", "iso", "weighted", "hetero"] },
     Enumeration { name: "braid_offload_mode", items: &["auto", "off"] },
-    Enumeration { name: "braid_hierarchy_mode", items: &["auto", "off", "always"] },
+    Enumeration { name: "braid_hierarchy_mode", items: &["auto", "off", "always", "segment"] },
 ];
 
 /// The value of a choice, as an item of its enumeration.
@@ -76,6 +76,7 @@ pub(crate) fn hierarchy_value(mode: HierarchyMode) -> c_int {
         HierarchyMode::Auto => 0,
         HierarchyMode::Off => 1,
         HierarchyMode::Always => 2,
+        HierarchyMode::Segment => 3,
     }
 }
 

@@ -1,0 +1,127 @@
+//! The node segment form of a commutative allreduce on a communicator that spans nodes: the
+//! node's ranks copy their vectors into a node-wide shared segment and reduce disjoint slices of
+//! them in parallel (in place of passing the vectors between them as messages), the node's first
+//! rank allreduces the node's result among the nodes, and every rank copies the result out.
+//! Vectors go through the segment in chunks of one slot, the chunks alternating between two banks
+//! so that a rank may fill its slot for the next chunk while the last one is still being read.
+//!
+//! The node's ranks meet through their arrival words in the segment (see
+//! [`braid_transport::shm::reduction`]), waiting in place ([`Port::until`]): so this form runs
+//! only in blocking calls. The segment is made at the first such allreduce on the communicator,
+//! kept with its hierarchy and unmapped with it; if some rank of the node cannot map it, the
+//! node's ranks agree to use the message-passing form instead.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use braid_transport::shm::reduction::{ReductionSegment, BANKS};
+
+use super::{allreduce as flat_allreduce, bcast as flat_bcast, check_elements, hier, Outcome};
+use crate::coll::hierarchy::node_segment::{chunks, slice};
+use crate::coll::hierarchy::{Hierarchy, NODE_SEGMENT_CHUNK};
+use crate::coll::port::Port;
+use crate::coll::Combine;
+
+/// A node's reduction segment as one of its ranks has it mapped, and the phases this rank has
+/// passed in it (every rank of the node passes the same ones).
+pub struct NodeSegment {
+    segment: ReductionSegment,
+    phase: AtomicU64,
+}
+
+impl fmt::Debug for NodeSegment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NodeSegment").field("ranks", &self.segment.ranks()).field("slot_bytes", &self.segment.slot_bytes()).field("phase", &self.phase).finish()
+    }
+}
+
+/// Phases of one chunk: the slots filled, the slices reduced, the result back in slot 0.
+const PHASES_PER_CHUNK: u64 = 3;
+
+/// Tells apart the segments one process makes (one per communicator that needs one).
+static SEGMENTS_MADE: AtomicU64 = AtomicU64::new(0);
+
+fn segment_name(pid: u64, serial: u64) -> String {
+    format!("braid-coll-{pid}-{serial}")
+}
+
+/// The node's segment, made and mapped by the node's ranks together at first use: the node's
+/// first rank makes it and tells the others its name, each maps it, and they agree whether every
+/// one has (then the name is removed: the mappings stay). None if some rank could not.
+async fn node_segment<'h>(port: &Port, hierarchy: &'h Hierarchy, node: &[usize]) -> Result<Option<&'h NodeSegment>, i32> {
+    if let Some(made) = hierarchy.node_segment.get() {
+        return Ok(made.as_ref());
+    }
+    let _node = port.within(node);
+    let first = port.rank() == 0;
+    let mut made = None;
+    let mut announce = [0u8; 16];
+    if first {
+        let (pid, serial) = (u64::from(std::process::id()), SEGMENTS_MADE.fetch_add(1, Ordering::Relaxed));
+        match ReductionSegment::create(&segment_name(pid, serial), node.len(), NODE_SEGMENT_CHUNK) {
+            Ok(segment) => {
+                made = Some(segment);
+                announce[..8].copy_from_slice(&pid.to_le_bytes());
+                announce[8..].copy_from_slice(&serial.to_le_bytes());
+            }
+            Err(e) => eprintln!("Braid: the node-wide reduction segment cannot be made ({e}): reductions pass messages instead"),
+        }
+    }
+    flat_bcast(port, &mut announce, 0).await?;
+    let pid = u64::from_le_bytes(announce[..8].try_into().expect("8 bytes"));
+    let serial = u64::from_le_bytes(announce[8..].try_into().expect("8 bytes"));
+    if !first && pid != 0 {
+        made = ReductionSegment::open(&segment_name(pid, serial), node.len(), NODE_SEGMENT_CHUNK).map_err(|e| eprintln!("Braid: the node-wide reduction segment cannot be mapped ({e}): reductions pass messages instead")).ok();
+    }
+    let mut everywhere = [u8::from(made.is_some())];
+    flat_allreduce(port, &mut everywhere, 1, &|input: &[u8], inout: &mut [u8]| inout[0] = inout[0].min(input[0]), true).await?;
+    if first && pid != 0 {
+        let _ = braid_sys::shm::unlink(&segment_name(pid, serial));
+    }
+    let segment = made.filter(|_| everywhere[0] == 1).map(|segment| NodeSegment { segment, phase: AtomicU64::new(0) });
+    let _ = hierarchy.node_segment.set(segment);
+    Ok(hierarchy.node_segment.get().and_then(Option::as_ref))
+}
+
+/// A commutative allreduce through the node's segment (or, where it cannot be mapped, the
+/// message-passing hierarchical form).
+pub async fn allreduce(port: &Port, hierarchy: &Hierarchy, data: &mut [u8], element_size: usize, combine: Combine<'_>) -> Outcome {
+    check_elements(data.len(), element_size)?;
+    let layout = &hierarchy.layout;
+    let node = layout.node_of(port.rank()).to_vec();
+    let Some(shared) = node_segment(port, hierarchy, &node).await? else {
+        return hier::allreduce(port, layout, data, element_size, combine).await;
+    };
+    // The node's first rank represents it among the nodes.
+    let representatives = layout.representatives(0);
+    let (ranks, me) = (node.len(), node.iter().position(|&member| member == port.rank()).expect("a rank is on its node"));
+    let segment = &shared.segment;
+    let mut failure = None;
+    for chunk in chunks(data.len(), element_size, segment.slot_bytes()) {
+        let base = shared.phase.fetch_add(PHASES_PER_CHUNK, Ordering::Relaxed);
+        let bank = (base / PHASES_PER_CHUNK) as usize % BANKS;
+        let len = chunk.len();
+        let out = &mut data[chunk];
+        segment.put(bank, me, 0, out);
+        segment.arrive(me, base + 1);
+        port.until(|| segment.reached(0..ranks, base + 1)).await;
+        segment.reduce_into_first(bank, slice(len, element_size, ranks, me), combine);
+        segment.arrive(me, base + 2);
+        if me == 0 {
+            port.until(|| segment.reached(0..ranks, base + 2)).await;
+            segment.get(bank, 0, 0, out);
+            if failure.is_none() {
+                let _representatives = port.within(&representatives);
+                failure = flat_allreduce(port, out, element_size, combine, true).await.err();
+            }
+            segment.put(bank, 0, 0, out);
+        } else {
+            port.until(|| segment.reached(0..1, base + 3)).await;
+            segment.get(bank, 0, 0, out);
+        }
+        // The node's other ranks go on even after a failure among the nodes, so that none waits
+        // for ever; the failure is this rank's to report.
+        segment.arrive(me, base + 3);
+    }
+    failure.map_or(Ok(()), Err)
+}

@@ -1,0 +1,220 @@
+//! A node-wide reduction segment: the ranks of one node copy their vectors into their slots and
+//! reduce disjoint slices of them in parallel, in place of passing the vectors as messages.
+//!
+//! Layout: one 64-byte arrival word per rank, then two banks (alternate chunks use alternate
+//! banks, so a rank may fill its slot for the next chunk while the last one is being read) of one
+//! `slot_bytes` slot per rank, page aligned. The protocol that orders the accesses is the caller's:
+//! each rank publishes its progress in its arrival word ([`ReductionSegment::arrive`], release) and
+//! waits until the others have published theirs ([`ReductionSegment::reached`], acquire) before it
+//! touches what they wrote; see [`arrival`] for the word protocol alone (checked with loom).
+
+use std::io;
+use std::ops::Range;
+
+use braid_sys::shm::SharedMapping;
+
+const PAGE: usize = 4096;
+/// Bytes of one rank's arrival word (a cache line, so that ranks do not share one).
+const ARRIVAL_STRIDE: usize = 64;
+/// Banks of slots.
+pub const BANKS: usize = 2;
+
+/// The arrival words' protocol: a rank stores a growing count of the phases it has finished
+/// (release: what it wrote before is visible to whoever sees the count), and a rank that needs a
+/// phase finished everywhere loads the counts (acquire) until each has reached it.
+///
+/// Checked with loom: `RUSTFLAGS="--cfg loom" cargo test -p braid-transport --release --target-dir target/loom arrival`.
+pub mod arrival {
+    #[cfg(loom)]
+    use loom::sync::atomic::{AtomicU64, Ordering};
+    #[cfg(not(loom))]
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// An arrival word (loom's model of one under loom, where only this module's tests run).
+    pub type Word = AtomicU64;
+
+    /// Publishes that this rank has finished phase `phase` (and every one before it).
+    pub fn arrive(word: &AtomicU64, phase: u64) {
+        word.store(phase, Ordering::Release);
+    }
+
+    /// Whether every word has reached `phase`: the counts only grow, so a rank a phase ahead
+    /// counts as arrived.
+    pub fn reached<'a>(words: impl IntoIterator<Item = &'a AtomicU64>, phase: u64) -> bool {
+        words.into_iter().all(|word| word.load(Ordering::Acquire) >= phase)
+    }
+
+    #[cfg(all(test, loom))]
+    mod tests {
+        use super::*;
+        use loom::sync::Arc;
+
+        /// Two ranks each write their slot and arrive; each then reads the other's slot and must
+        /// see what was written before the arrival.
+        #[test]
+        fn an_arrival_publishes_what_was_written_before_it() {
+            loom::model(|| {
+                let words = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+                let slots = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+                let spawn = |me: usize| {
+                    let (words, slots) = (words.clone(), slots.clone());
+                    loom::thread::spawn(move || {
+                        slots[me].store(10 + me as u64, Ordering::Relaxed);
+                        arrive(&words[me], 1);
+                        while !reached(words.iter(), 1) {
+                            loom::thread::yield_now();
+                        }
+                        slots[1 - me].load(Ordering::Relaxed)
+                    })
+                };
+                let (first, second) = (spawn(0), spawn(1));
+                assert_eq!(first.join().unwrap(), 11);
+                assert_eq!(second.join().unwrap(), 10);
+            });
+        }
+    }
+}
+
+/// A mapped reduction segment of `ranks` slots per bank.
+pub struct ReductionSegment {
+    mapping: SharedMapping,
+    ranks: usize,
+    slot_bytes: usize,
+}
+
+impl ReductionSegment {
+    fn slots_offset(ranks: usize) -> usize {
+        (ranks * ARRIVAL_STRIDE).next_multiple_of(PAGE)
+    }
+
+    /// Total bytes of a segment, or None if they overflow the address space.
+    pub fn total_len(ranks: usize, slot_bytes: usize) -> Option<usize> {
+        ranks.checked_mul(slot_bytes)?.checked_mul(BANKS)?.checked_add(Self::slots_offset(ranks))
+    }
+
+    /// Creates the shared-memory file `name` (zeroed: every arrival word at phase 0) and maps it.
+    pub fn create(name: &str, ranks: usize, slot_bytes: usize) -> io::Result<ReductionSegment> {
+        let len = Self::total_len(ranks, slot_bytes).filter(|_| ranks > 0 && slot_bytes > 0).ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "a reduction segment of that size does not fit"))?;
+        Ok(ReductionSegment { mapping: SharedMapping::create(name, len)?, ranks, slot_bytes })
+    }
+
+    /// Maps the segment `name` another rank of the node made with the same shape.
+    pub fn open(name: &str, ranks: usize, slot_bytes: usize) -> io::Result<ReductionSegment> {
+        let mapping = SharedMapping::open(name)?;
+        if Some(mapping.len()) != Self::total_len(ranks, slot_bytes) {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, format!("reduction segment {name} has {} bytes, not the expected shape", mapping.len())));
+        }
+        Ok(ReductionSegment { mapping, ranks, slot_bytes })
+    }
+
+    pub fn ranks(&self) -> usize {
+        self.ranks
+    }
+
+    pub fn slot_bytes(&self) -> usize {
+        self.slot_bytes
+    }
+
+    fn word(&self, rank: usize) -> &arrival::Word {
+        assert!(rank < self.ranks);
+        // SAFETY: the mapping starts with `ranks` 64-byte arrival words (page aligned, zeroed at
+        // creation), accessed only atomically, and lives as long as `self`.
+        unsafe { &*self.mapping.as_ptr().add(rank * ARRIVAL_STRIDE).cast::<arrival::Word>() }
+    }
+
+    /// Publishes that `rank` has finished phase `phase`.
+    pub fn arrive(&self, rank: usize, phase: u64) {
+        arrival::arrive(self.word(rank), phase);
+    }
+
+    /// Whether every rank of `ranks` has finished phase `phase`.
+    pub fn reached(&self, ranks: Range<usize>, phase: u64) -> bool {
+        arrival::reached(ranks.map(|rank| self.word(rank)), phase)
+    }
+
+    /// The bytes `range` of slot `rank` in bank `bank`, as a raw pointer (checked in bounds).
+    fn slot(&self, bank: usize, rank: usize, range: &Range<usize>) -> *mut u8 {
+        assert!(bank < BANKS && rank < self.ranks && range.start <= range.end && range.end <= self.slot_bytes);
+        let offset = Self::slots_offset(self.ranks) + (bank * self.ranks + rank) * self.slot_bytes + range.start;
+        // SAFETY: the slot and range were checked against the segment's shape, which fits the
+        // mapping (checked at create/open).
+        unsafe { self.mapping.as_ptr().add(offset) }
+    }
+
+    /// Copies `data` into slot `rank` of bank `bank` from byte `at`. The protocol must keep every
+    /// other rank off those bytes until this rank arrives.
+    pub fn put(&self, bank: usize, rank: usize, at: usize, data: &[u8]) {
+        let into = self.slot(bank, rank, &(at..at + data.len()));
+        // SAFETY: `into` has room for `data` (checked by `slot`); the mapping never overlaps a
+        // slice of this process's own memory.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), into, data.len()) };
+    }
+
+    /// Copies bytes of slot `rank` of bank `bank`, from byte `at`, into `out`. The protocol must
+    /// keep every rank from writing them meanwhile.
+    pub fn get(&self, bank: usize, rank: usize, at: usize, out: &mut [u8]) {
+        let from = self.slot(bank, rank, &(at..at + out.len()));
+        // SAFETY: as in `put`, the other way.
+        unsafe { std::ptr::copy_nonoverlapping(from, out.as_mut_ptr(), out.len()) };
+    }
+
+    /// Reduces `range` of every slot of bank `bank` into slot 0's `range` with `combine(input,
+    /// inout)`. The protocol must give this rank `range` of slot 0 alone and keep every rank from
+    /// writing `range` of the other slots meanwhile.
+    pub fn reduce_into_first(&self, bank: usize, range: Range<usize>, combine: &dyn Fn(&[u8], &mut [u8])) {
+        if range.is_empty() {
+            return;
+        }
+        let first = self.slot(bank, 0, &range);
+        // SAFETY: in bounds (checked by `slot`); per the protocol nothing else touches these
+        // bytes of slot 0 until this rank arrives.
+        let inout = unsafe { std::slice::from_raw_parts_mut(first, range.len()) };
+        for rank in 1..self.ranks {
+            let other = self.slot(bank, rank, &range);
+            // SAFETY: in bounds, in another slot than `inout`; per the protocol nothing writes
+            // these bytes meanwhile.
+            let input = unsafe { std::slice::from_raw_parts(other.cast_const(), range.len()) };
+            combine(input, inout);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Cleanup(String);
+
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            let _ = braid_sys::shm::unlink(&self.0);
+        }
+    }
+
+    #[test]
+    fn ranks_reduce_their_slices_into_the_first_slot() {
+        let name = format!("braid-reduction-test-{}", std::process::id());
+        let _cleanup = Cleanup(name.clone());
+        let made = ReductionSegment::create(&name, 3, 8).unwrap();
+        let opened = ReductionSegment::open(&name, 3, 8).unwrap();
+        assert!(ReductionSegment::open(&name, 2, 8).is_err());
+        for rank in 0..3 {
+            made.put(1, rank, 0, &[rank as u8 + 1; 8]);
+        }
+        let add = |input: &[u8], inout: &mut [u8]| inout.iter_mut().zip(input).for_each(|(a, b)| *a += b);
+        opened.reduce_into_first(1, 0..4, &add);
+        made.reduce_into_first(1, 4..8, &add);
+        let mut out = [0u8; 8];
+        opened.get(1, 0, 0, &mut out);
+        assert_eq!(out, [6; 8]);
+        // Bank 0 is untouched.
+        opened.get(0, 0, 0, &mut out);
+        assert_eq!(out, [0; 8]);
+        assert!(!opened.reached(0..3, 1));
+        for rank in 0..3 {
+            made.arrive(rank, 1);
+        }
+        assert!(opened.reached(0..3, 1));
+        assert!(!opened.reached(0..3, 2));
+    }
+}
