@@ -212,14 +212,7 @@ pub(crate) fn delete_at_finalize() -> MpiResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn plain() -> Callbacks {
-        Callbacks { copy: None, delete: None, extra_state: std::ptr::null_mut() }
-    }
-
-    fn value(n: usize) -> *mut c_void {
-        n as *mut c_void
-    }
+    use crate::attr::tests::{plain, value};
 
     #[test]
     fn a_failing_callback_code_becomes_its_class_or_err_other() {

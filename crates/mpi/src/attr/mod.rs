@@ -226,11 +226,11 @@ impl AttributeStore {
 mod tests {
     use super::*;
 
-    fn plain() -> Callbacks {
+    pub(super) fn plain() -> Callbacks {
         Callbacks { copy: None, delete: None, extra_state: std::ptr::null_mut() }
     }
 
-    fn value(n: usize) -> *mut c_void {
+    pub(super) fn value(n: usize) -> *mut c_void {
         n as *mut c_void
     }
 

@@ -16,6 +16,8 @@ use braid_sys::shm::SharedMapping;
 const PAGE: usize = 4096;
 /// Bytes of one rank's arrival word (a cache line, so that ranks do not share one).
 const ARRIVAL_STRIDE: usize = 64;
+/// Where a rank's outcome word sits in its arrival stride.
+const OUTCOME_OFFSET: usize = 8;
 /// Banks of slots.
 pub const BANKS: usize = 2;
 
@@ -36,6 +38,16 @@ pub mod arrival {
     /// Publishes that this rank has finished phase `phase` (and every one before it).
     pub fn arrive(word: &AtomicU64, phase: u64) {
         word.store(phase, Ordering::Release);
+    }
+
+    /// Stores a value that the next `arrive` on the same rank publishes.
+    pub fn record(word: &AtomicU64, value: u32) {
+        word.store(u64::from(value), Ordering::Relaxed);
+    }
+
+    /// A value recorded before an arrival this rank has seen through `reached`.
+    pub fn recorded(word: &AtomicU64) -> u32 {
+        word.load(Ordering::Relaxed) as u32
     }
 
     /// Whether every word has reached `phase`: the counts only grow, so a rank a phase ahead
@@ -120,6 +132,26 @@ impl ReductionSegment {
         // SAFETY: the mapping starts with `ranks` 64-byte arrival words (page aligned, zeroed at
         // creation), accessed only atomically, and lives as long as `self`.
         unsafe { &*self.mapping.as_ptr().add(rank * ARRIVAL_STRIDE).cast::<arrival::Word>() }
+    }
+
+    /// `rank`'s outcome word, in the same line as its arrival word: written before the rank
+    /// arrives, so whoever sees the arrival sees it.
+    fn outcome_word(&self, rank: usize) -> &arrival::Word {
+        assert!(rank < self.ranks);
+        // SAFETY: each arrival word's 64-byte stride has room for a second 8-byte word after it
+        // (aligned to 8, zeroed at creation), accessed only atomically, living as long as `self`.
+        unsafe { &*self.mapping.as_ptr().add(rank * ARRIVAL_STRIDE + OUTCOME_OFFSET).cast::<arrival::Word>() }
+    }
+
+    /// Records `rank`'s outcome of the phase it is about to arrive at: 0 for success, else an
+    /// error code (ordered by the arrival's release).
+    pub fn set_outcome(&self, rank: usize, code: u32) {
+        arrival::record(self.outcome_word(rank), code);
+    }
+
+    /// The outcome `rank` recorded before the phase this rank has seen it reach.
+    pub fn outcome(&self, rank: usize) -> u32 {
+        arrival::recorded(self.outcome_word(rank))
     }
 
     /// Publishes that `rank` has finished phase `phase`.
@@ -216,5 +248,20 @@ mod tests {
         }
         assert!(opened.reached(0..3, 1));
         assert!(!opened.reached(0..3, 2));
+    }
+
+    #[test]
+    fn an_outcome_is_per_rank_and_leaves_the_arrival_words_alone() {
+        let name = format!("braid-reduction-outcome-{}", std::process::id());
+        let _cleanup = Cleanup(name.clone());
+        let made = ReductionSegment::create(&name, 2, 8).unwrap();
+        let opened = ReductionSegment::open(&name, 2, 8).unwrap();
+        assert_eq!(opened.outcome(0), 0);
+        made.set_outcome(0, 17);
+        made.arrive(0, 3);
+        assert_eq!((opened.outcome(0), opened.outcome(1)), (17, 0));
+        assert!(opened.reached(0..1, 3) && !opened.reached(1..2, 1));
+        made.set_outcome(0, 0);
+        assert_eq!(opened.outcome(0), 0);
     }
 }

@@ -115,12 +115,18 @@ pub async fn allreduce(port: &Port, hierarchy: &Hierarchy, data: &mut [u8], elem
                 failure = flat_allreduce(port, out, element_size, combine, true).await.err();
             }
             segment.put(bank, 0, 0, out);
+            segment.set_outcome(0, failure.map_or(0, |class| class as u32));
         } else {
             port.until(|| segment.reached(0..1, base + 3)).await;
             segment.get(bank, 0, 0, out);
+            // The first rank's failure among the nodes is every node rank's: the chunk it
+            // handed back is not reduced.
+            match segment.outcome(0) {
+                0 => {}
+                class => failure = failure.or(Some(class as i32)),
+            }
         }
-        // The node's other ranks go on even after a failure among the nodes, so that none waits
-        // for ever; the failure is this rank's to report.
+        // The node's ranks go on after a failure among the nodes, so that none waits for ever.
         segment.arrive(me, base + 3);
     }
     failure.map_or(Ok(()), Err)
