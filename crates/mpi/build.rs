@@ -12,6 +12,8 @@ mod entry_points;
 mod fortran;
 #[path = "build_support/fortran_f08.rs"]
 mod fortran_f08;
+#[path = "build_support/fortran_interfaces.rs"]
+mod fortran_interfaces;
 
 fn main() {
     println!("cargo:rerun-if-changed=csrc/long_double.c");
@@ -51,6 +53,7 @@ fn generate_fortran(manifest_dir: &Path, out_dir: &Path) {
     println!("cargo:rerun-if-changed={}", header_path.display());
     println!("cargo:rerun-if-changed=build_support/fortran.rs");
     println!("cargo:rerun-if-changed=build_support/fortran_f08.rs");
+    println!("cargo:rerun-if-changed=build_support/fortran_interfaces.rs");
     println!("cargo:rerun-if-env-changed=BRAID_FC");
     let header = std::fs::read_to_string(&header_path).unwrap_or_else(|e| panic!("cannot read {}: {e}", header_path.display()));
     for function in fortran::functions(&header) {

@@ -1,9 +1,11 @@
 ! The `mpi_f08` module: handle types compared with == and /=, the MPI_Status
 ! type and its fields, ierror left out or given, MPI_IN_PLACE, LOGICAL
-! reductions, and an error code in ierror under MPI_ERRORS_RETURN.
+! reductions, MPI_Alloc_mem's TYPE(C_PTR), MPI_Sizeof, and an error code in
+! ierror under MPI_ERRORS_RETURN.
 ! Prints "f08_module: N failures" and exits 1 on any failure.
 program f08_module
   use mpi_f08
+  use, intrinsic :: iso_c_binding, only : c_ptr, c_f_pointer, c_associated
   implicit none
   integer :: rank, nprocs, ierr, total, count, class
   integer :: fails = 0
@@ -13,6 +15,11 @@ program f08_module
   type(MPI_Datatype) :: pair
   double precision :: sent(3), received(3)
   logical :: mine, all
+  type(c_ptr) :: memory
+  integer, pointer :: numbers(:)
+  integer(kind=MPI_ADDRESS_KIND) :: bytes
+  integer :: size
+  real(kind=8) :: real8
 
   call MPI_Init()
   call MPI_Comm_rank(MPI_COMM_WORLD, rank)
@@ -38,6 +45,19 @@ program f08_module
   call MPI_Bcast(sent, 1, pair, 0, MPI_COMM_WORLD)
   call check(sent(1) == 0.0d0 .and. sent(2) == 1.0d0, 'derived type')
   call MPI_Type_free(pair)
+
+  bytes = 16
+  call MPI_Alloc_mem(bytes, MPI_INFO_NULL, memory)
+  call check(c_associated(memory), 'alloc_mem (C_PTR)')
+  call c_f_pointer(memory, numbers, [4])
+  numbers = [1, 2, 3, rank]
+  call check(sum(numbers) == 6 + rank, 'memory from alloc_mem')
+  call MPI_Free_mem(numbers, ierr)
+  call check(ierr == MPI_SUCCESS, 'free_mem')
+  call MPI_Sizeof(real8, size)
+  call check(size == 8, 'sizeof real(8)')
+  call MPI_Sizeof(received, size, ierr)
+  call check(size == 8 .and. ierr == MPI_SUCCESS, 'sizeof double precision array')
 
   count = rank + 1
   call MPI_Allreduce(MPI_IN_PLACE, count, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)

@@ -8,6 +8,8 @@
 
 use std::fmt::Write as _;
 
+use crate::fortran_interfaces::{handwritten_interfaces, sizeof_generic, sizeof_procedures, Module};
+
 /// MPI functions whose Fortran binding is written by hand (same symbols, see manual.rs).
 pub const HANDWRITTEN: &[&str] = &[
     "MPI_Init",
@@ -413,14 +415,41 @@ fn rust_binding(function: &Function, kinds: &[Kind]) -> String {
         out.push_str("        if !ierror.is_null() { ierror.write(rc) }\n");
     }
     out.push_str("    }\n}\n");
-    let [lower, second, bare, upper, profiling] = symbols(&function.name);
-    let _ = writeln!(
-        out,
-        "fortran_symbols!({body_name}({}){result}; c::{name} => {lower}, {second}, {bare}, {upper}; c::P{name} => {profiling});\n",
-        all_params.join(", "),
-        name = function.name,
-    );
+    let mut symbol_names = vec![function.name.clone()];
+    if returns_address(kinds) {
+        symbol_names.push(format!("{}_cptr", function.name));
+    }
+    for symbol_name in symbol_names {
+        let [lower, second, bare, upper, profiling] = symbols(&symbol_name);
+        let _ = writeln!(
+            out,
+            "fortran_symbols!({body_name}({}){result}; c::{name} => {lower}, {second}, {bare}, {upper}; c::P{name} => {profiling});\n",
+            all_params.join(", "),
+            name = function.name,
+        );
+    }
     out
+}
+
+/// Whether a routine returns an address in `baseptr` (MPI_Alloc_mem, MPI_Win_allocate,
+/// MPI_Win_allocate_shared, MPI_Win_shared_query): the modules give it a second form taking a
+/// TYPE(C_PTR), whose entry point is the same function under the name with `_cptr` (MPI 3.1
+/// §8.2): both are a pointer-sized value the C function writes the address into.
+pub fn returns_address(kinds: &[Kind]) -> bool {
+    kinds.contains(&Kind::AddressOut)
+}
+
+/// The generic interface of a routine that returns an address: `interface`, its interface body
+/// with an INTEGER(KIND=MPI_ADDRESS_KIND) `baseptr`, and the same body renamed `<name>_cptr` with
+/// a TYPE(C_PTR) `baseptr`.
+pub fn address_generic(name: &str, interface: &str) -> String {
+    let cptr = interface
+        .replacen(&format!("SUBROUTINE {name}("), &format!("SUBROUTINE {name}_cptr("), 1)
+        .replacen(&format!("END SUBROUTINE {name}\n"), &format!("END SUBROUTINE {name}_cptr\n"), 1)
+        .replacen("      IMPORT\n", "      USE, INTRINSIC :: ISO_C_BINDING, ONLY : C_PTR\n      IMPORT\n", 1)
+        .replacen("INTEGER(KIND=MPI_ADDRESS_KIND) :: baseptr\n", "TYPE(C_PTR) :: baseptr\n", 1);
+    assert!(cptr.contains("TYPE(C_PTR) :: baseptr") && cptr.contains(&format!("END SUBROUTINE {name}_cptr")), "{name}: no baseptr to give a TYPE(C_PTR) form");
+    format!("  INTERFACE {name}\n{interface}{cptr}  END INTERFACE\n")
 }
 
 /// An integer constant of mpi.h: its name and value.
@@ -656,8 +685,8 @@ pub fn init_interfaces(ierror: &str) -> String {
 }
 
 /// The source of the `mpi` module: the constants of mpif.h and an explicit interface for every
-/// generated routine (choice buffers take any type, kind and rank through gfortran's
-/// NO_ARG_CHECK). The handwritten routines have no interface and behave as with mpif.h.
+/// routine (choice buffers take any type, kind and rank through gfortran's NO_ARG_CHECK), a
+/// generic with a TYPE(C_PTR) form for those returning an address, and MPI_Sizeof.
 pub fn mpi_module(header: &str) -> String {
     let mut out = String::from("! Braid: the `mpi` module (generated from include/mpi.h at build time: do not edit).\nMODULE mpi\n  IMPLICIT NONE\n");
     for line in declarations(header).lines() {
@@ -668,11 +697,22 @@ pub fn mpi_module(header: &str) -> String {
     }
     out.push_str("  INTERFACE\n");
     out.push_str(&init_interfaces("INTEGER :: ierror"));
+    out.push_str(&handwritten_interfaces(Module::Mpi));
+    let mut generics = String::new();
     for function in functions(header) {
         if let Binding::Generated(kinds) = binding(&function) {
-            out.push_str(&interface(&function, &kinds));
+            if returns_address(&kinds) {
+                generics.push_str(&address_generic(&function.name, &interface(&function, &kinds)));
+            } else {
+                out.push_str(&interface(&function, &kinds));
+            }
         }
     }
-    out.push_str("  END INTERFACE\nEND MODULE mpi\n");
+    out.push_str("  END INTERFACE\n");
+    out.push_str(&generics);
+    out.push_str(&sizeof_generic());
+    out.push_str("CONTAINS\n");
+    out.push_str(&sizeof_procedures(Module::Mpi));
+    out.push_str("END MODULE mpi\n");
     out
 }

@@ -10,6 +10,9 @@ use braid::consts::*;
 #[allow(dead_code)]
 #[path = "../build_support/fortran.rs"]
 mod fortran;
+#[allow(dead_code)]
+#[path = "../build_support/fortran_interfaces.rs"]
+mod fortran_interfaces;
 
 mod support;
 use support::c_header::mpi_h_path;
@@ -110,4 +113,37 @@ fn mpif_h_fits_fixed_form() {
     for line in fortran::mpif_h(&header()).lines() {
         assert!(line.starts_with('!') || (line.starts_with("      ") && line.len() <= 72), "not fixed form: {line:?}");
     }
+}
+
+#[test]
+fn every_handwritten_routine_has_an_interface_in_the_mpi_module() {
+    let module = fortran::mpi_module(&header());
+    let with_interface = fortran_interfaces::handwritten_with_interface(fortran_interfaces::Module::Mpi);
+    for name in fortran::HANDWRITTEN {
+        assert!(with_interface.contains(name), "{name} has no interface");
+        assert!(module.contains(&format!("SUBROUTINE {name}(")), "the mpi module lacks {name}");
+    }
+    let f08 = fortran_interfaces::handwritten_with_interface(fortran_interfaces::Module::F08);
+    for removed in ["MPI_Address", "MPI_Type_struct", "MPI_Attr_get", "MPI_Keyval_create"] {
+        assert!(!f08.contains(&removed), "{removed} was removed by MPI-3: mpi_f08 has no {removed}");
+    }
+    assert!(f08.contains(&"MPI_Comm_spawn") && f08.contains(&"MPI_Grequest_start"));
+}
+
+#[test]
+fn routines_returning_an_address_have_a_c_ptr_form() {
+    let header = header();
+    let module = fortran::mpi_module(&header);
+    let bindings = fortran::rust_bindings(&header);
+    for name in ["MPI_Alloc_mem", "MPI_Win_allocate", "MPI_Win_allocate_shared", "MPI_Win_shared_query"] {
+        assert!(module.contains(&format!("  INTERFACE {name}\n")), "no generic {name}");
+        let cptr = module.split(&format!("SUBROUTINE {name}_cptr(")).nth(1).unwrap_or_else(|| panic!("no {name}_cptr"));
+        let body = cptr.split("END SUBROUTINE").next().unwrap();
+        assert!(body.contains("TYPE(C_PTR) :: baseptr") && body.contains("ONLY : C_PTR"), "{name}_cptr: {body}");
+        let lower = name.to_ascii_lowercase();
+        for symbol in [format!("{lower}_cptr_"), format!("p{lower}_cptr_"), format!("{}_CPTR", name.to_ascii_uppercase())] {
+            assert!(bindings.contains(&format!(" {symbol}")) || bindings.contains(&format!(">{symbol}")), "no entry point {symbol}");
+        }
+    }
+    assert!(!module.contains("SUBROUTINE MPI_Free_mem_cptr"), "only routines with a baseptr get the C_PTR form");
 }

@@ -1,7 +1,8 @@
 //! The Fortran bindings that are not generated: MPI_INIT (no argc/argv in Fortran), MPI_PCONTROL
 //! (no ierror), process spawning (CHARACTER argv arrays), keyvals and generalized requests
 //! (callbacks with Fortran signatures), MPI-1's attribute and datatype calls (INTEGER rather than
-//! address-sized values) and MPI_REGISTER_DATAREP (extra state by reference).
+//! address-sized values), MPI_REGISTER_DATAREP (extra state by reference) and the Fortran-only
+//! MPI_F_SYNC_REG.
 
 // The symbols are Fortran's names; the argument lists are MPI's.
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
@@ -90,6 +91,22 @@ unsafe fn pcontrol(c_function: unsafe extern "C" fn(c_int, ...) -> c_int, level:
     unsafe { c_function(level.read()) };
 }
 fortran_symbols!(pcontrol(level: *const MPI_Fint); c::MPI_Pcontrol => mpi_pcontrol_, mpi_pcontrol__, mpi_pcontrol, MPI_PCONTROL; c::PMPI_Pcontrol => pmpi_pcontrol_);
+
+/// MPI_F_SYNC_REG(BUF), a Fortran-only routine that does nothing: its call tells the compiler
+/// that BUF may be read or changed there, so that no value of it stays in a register across the
+/// calls that access it behind the compiler's back (a window's fence, MPI_WAIT of a nonblocking
+/// receive; MPI 3.1 §17.1.17).
+macro_rules! sync_reg_symbols {
+    ($($symbol:ident),+) => {
+        $(
+            #[no_mangle]
+            pub extern "C" fn $symbol(buf: *mut c_void) {
+                std::hint::black_box(buf);
+            }
+        )+
+    };
+}
+sync_reg_symbols!(mpi_f_sync_reg_, mpi_f_sync_reg__, mpi_f_sync_reg, MPI_F_SYNC_REG, pmpi_f_sync_reg_);
 
 /// The C argv of a Fortran one: CHARACTER elements of `len` characters `stride` elements apart,
 /// up to the first blank one. The strings own the text; the pointers end in NULL.
