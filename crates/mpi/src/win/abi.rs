@@ -526,6 +526,23 @@ unsafe fn packed(info: &datatype::DatatypeRef, count: usize, address: *const c_v
     out
 }
 
+/// Copies `len` bytes that may overlap; a single element of the common sizes without a call.
+///
+/// # Safety
+/// As `std::ptr::copy`.
+#[inline]
+unsafe fn copy_bytes(from: *const u8, to: *mut u8, len: usize) {
+    // SAFETY: per the caller; each small case reads the whole value before writing it.
+    unsafe {
+        match len {
+            4 => to.cast::<u32>().write_unaligned(from.cast::<u32>().read_unaligned()),
+            8 => to.cast::<u64>().write_unaligned(from.cast::<u64>().read_unaligned()),
+            16 => to.cast::<u128>().write_unaligned(from.cast::<u128>().read_unaligned()),
+            _ => std::ptr::copy(from, to, len),
+        }
+    }
+}
+
 /// Put, get and fetch-and-op of dense predefined types on a target this rank reaches itself
 /// (`Direct`, its own memory, `SingleCopy` of an MPI_Win_create window), within range: the
 /// origin buffers are used in place and nothing is allocated. None: the general path takes the
@@ -558,9 +575,9 @@ fn fast_path(state: &WinState, target: u32, args: &Rma) -> Option<MpiResult<()>>
         unsafe {
             let remote = mapped.base.wrapping_offset(offset);
             if args.action == Action::Put {
-                std::ptr::copy(local, remote, len);
+                copy_bytes(local, remote, len);
             } else {
-                std::ptr::copy(remote, local, len);
+                copy_bytes(remote, local, len);
             }
         }
         return Some(Ok(()));
@@ -597,7 +614,7 @@ fn fast_fetch_and_op(state: &WinState, target: u32, args: &Rma, len: usize) -> O
     // result buffers to hold one element each.
     unsafe {
         let remote = mapped.base.wrapping_offset(offset);
-        std::ptr::copy(remote, args.result.cast::<u8>(), len);
+        copy_bytes(remote, args.result.cast::<u8>(), len);
         if let Some(reduction) = &reduction {
             reduction.apply(std::slice::from_raw_parts(args.origin.cast::<u8>(), len), std::slice::from_raw_parts_mut(remote, len));
         }
@@ -611,24 +628,29 @@ fn fast_fetch_and_op(state: &WinState, target: u32, args: &Rma, len: usize) -> O
 /// Issues one operation; with `request_based`, the outcome a request watches (gets of
 /// request-based operations, which need a passive-target epoch), None when it is complete.
 fn rma(rt: &mut Runtime, win: MPI_Win, args: &Rma, request_based: bool) -> MpiResult<Option<Rc<Outcome>>> {
-    let state = rt.windows.get(win)?.state.clone();
-    let mut state = state.borrow_mut();
+    let window = rt.windows.get(win)?;
     if args.target_rank == MPI_PROC_NULL {
         return Ok(None);
     }
-    let count = state.targets.len();
-    if args.target_rank < 0 || args.target_rank as usize >= count {
-        return Err(win_error(MPI_ERR_RANK, format!("target rank {} is not in the window's group of {count}", args.target_rank)));
-    }
-    let target = args.target_rank as u32;
-    if request_based {
-        state.epochs.check_passive(target).map_err(|detail| sync_error(format!("request-based operations need a passive-target epoch: {detail}")))?;
-    } else {
-        state.epochs.check_access(target).map_err(sync_error)?;
-    }
-    if let Some(done) = fast_path(&state, target, args) {
-        return done.map(|()| None);
-    }
+    let target = {
+        let mut state = window.state.borrow_mut();
+        let count = state.targets.len();
+        if args.target_rank < 0 || args.target_rank as usize >= count {
+            return Err(win_error(MPI_ERR_RANK, format!("target rank {} is not in the window's group of {count}", args.target_rank)));
+        }
+        let target = args.target_rank as u32;
+        if request_based {
+            state.epochs.check_passive(target).map_err(|detail| sync_error(format!("request-based operations need a passive-target epoch: {detail}")))?;
+        } else {
+            state.epochs.check_access(target).map_err(sync_error)?;
+        }
+        if let Some(done) = fast_path(&state, target, args) {
+            return done.map(|()| None);
+        }
+        target
+    };
+    let state = window.state.clone();
+    let mut state = state.borrow_mut();
     let action = args.action;
     let no_op = args.op == MPI_NO_OP && matches!(action, Action::GetAccumulate);
     let target_info = committed(args.target_datatype, args.target_count, "target")?;
@@ -1065,14 +1087,15 @@ pub unsafe extern "C" fn MPI_Win_unlock_all(win: MPI_Win) -> c_int {
 /// when they return; `Direct` operations are complete when issued.
 fn win_flush(rank: c_int, win: MPI_Win) -> MpiResult<()> {
     runtime::with(|rt| {
-        let state = rt.windows.get(win)?.state.clone();
-        let target = checked_rank(&state.borrow(), rank)?;
-        state.borrow().epochs.check_passive(target).map_err(sync_error)?;
-        let idle = {
-            let state = state.borrow();
-            state.outstanding_to(target) == 0 && state.failure.is_none()
+        let window = rt.windows.get(win)?;
+        let (target, idle) = {
+            let state = window.state.borrow();
+            let target = checked_rank(&state, rank)?;
+            state.epochs.check_passive(target).map_err(sync_error)?;
+            (target, state.outstanding_to(target) == 0 && state.failure.is_none())
         };
         if !idle {
+            let state = window.state.clone();
             wait_for(rt, &state, |state| state.outstanding_to(target) == 0)?;
         }
         fence(Ordering::SeqCst);
