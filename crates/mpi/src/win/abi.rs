@@ -1058,7 +1058,24 @@ fn win_lock_all(assert: c_int, win: MPI_Win) -> MpiResult<()> {
         return Ok(());
     }
     let count = state.borrow().targets.len() as u32;
-    runtime::with(|rt| (0..count).try_for_each(|target| acquire(rt, &state, target, LockKind::Shared)))
+    runtime::with(|rt| {
+        // The lock requests to `Messages` targets go out together and their grants are awaited
+        // once: one round trip, not one per target (shared locks never wait for each other).
+        let me = state.borrow().rank;
+        let mut requested = false;
+        for target in 0..count {
+            if target != me && state.borrow().targets[target as usize].path == Path::Messages {
+                state.borrow_mut().issue(&mut rt.engine, target, Header::control(RequestKind::Lock(LockKind::Shared), 0), &[], &[], &[], None, None).map_err(|e| engine_error(MPI_COMM_WORLD, e))?;
+                requested = true;
+            } else {
+                acquire(rt, &state, target, LockKind::Shared)?;
+            }
+        }
+        if requested {
+            wait_for(rt, &state, |state| state.outstanding_total() == 0)?;
+        }
+        Ok(())
+    })
 }
 
 #[no_mangle]
@@ -1072,7 +1089,21 @@ fn win_unlock_all(win: MPI_Win) -> MpiResult<()> {
     let count = state.borrow().targets.len() as u32;
     let unchecked = std::mem::take(&mut state.borrow_mut().unchecked_locks);
     runtime::with(|rt| {
-        (0..count).try_for_each(|target| if unchecked.contains(&target) { wait_for(rt, &state, |state| state.outstanding_to(target) == 0) } else { release(rt, &state, target, LockKind::Shared) })
+        // Every operation completes first; then the unlocks to `Messages` targets go out together
+        // and their answers are awaited once.
+        wait_for(rt, &state, |state| state.outstanding_total() == 0)?;
+        if !unchecked.is_empty() {
+            return Ok(());
+        }
+        let me = state.borrow().rank;
+        for target in 0..count {
+            if target != me && state.borrow().targets[target as usize].path == Path::Messages {
+                state.borrow_mut().issue(&mut rt.engine, target, Header::control(RequestKind::Unlock(LockKind::Shared), 0), &[], &[], &[], None, None).map_err(|e| engine_error(MPI_COMM_WORLD, e))?;
+            } else {
+                release(rt, &state, target, LockKind::Shared)?;
+            }
+        }
+        wait_for(rt, &state, |state| state.outstanding_total() == 0)
     })?;
     fence(Ordering::SeqCst);
     Ok(())
