@@ -114,10 +114,17 @@ done
 [ "${#AVAILABLE[@]}" -gt 0 ] || { echo "compare.sh: no implementation available" >&2; exit 1; }
 
 # Benchmarks: "RANKS ARGS..." (the bench name is the first argument to osu).
+# One-sided: put/get latency at 8 B, bandwidth at 1 MiB, fetch-and-op latency, in windows of
+# MPI_Win_allocate and (-W create, rows *_create) of MPI_Win_create.
+RMA_PLAN=()
+for window in allocate create; do
+    RMA_PLAN+=("2 put_lat -n 8 -m 8 -W $window" "2 get_lat -n 8 -m 8 -W $window" "2 fop_lat -W $window"
+        "2 put_bw -n 1048576 -m 1048576 -W $window" "2 get_bw -n 1048576 -m 1048576 -W $window")
+done
 if [ "$MODE" = full ]; then
-    PLAN=("2 latency" "2 bw" "2 bibw" "2 mr" "4 mr" "4 multi_lat -m 65536" "4 multi_bw -m 1048576 -i 50" "2 ring" "4 ring" "2 allreduce" "4 allreduce" "2 waitcpu -w 50" "4 waitcpu -w 50")
+    PLAN=("2 latency" "2 bw" "2 bibw" "2 mr" "4 mr" "4 multi_lat -m 65536" "4 multi_bw -m 1048576 -i 50" "2 ring" "4 ring" "2 allreduce" "4 allreduce" "2 waitcpu -w 50" "4 waitcpu -w 50" "${RMA_PLAN[@]}")
 else
-    PLAN=("2 latency -q -m 1048576" "2 bw -q -m 4194304" "2 bibw -q -m 4194304" "2 mr -q" "2 ring -q" "4 ring -q" "4 allreduce -q" "2 waitcpu -q -w 50" "4 waitcpu -q -w 50")
+    PLAN=("2 latency -q -m 1048576" "2 bw -q -m 4194304" "2 bibw -q -m 4194304" "2 mr -q" "2 ring -q" "4 ring -q" "4 allreduce -q" "2 waitcpu -q -w 50" "4 waitcpu -q -w 50" "${RMA_PLAN[@]}")
 fi
 
 [ "${#CUSTOM_PLAN[@]}" -gt 0 ] && PLAN=("${CUSTOM_PLAN[@]}")

@@ -1,6 +1,7 @@
 /* osu-style micro-benchmarks in one program, for Braid and its peers (bench/compare.sh).
  *
  * Usage: osu BENCH [-q] [-n MIN_BYTES] [-m MAX_BYTES] [-i ITERATIONS] [-w MILLISECONDS]
+ *                  [-W allocate|create]
  *   latency    ping-pong between ranks 0 and 1, one-way time (us), sizes 0 .. 4 MiB
  *   bw         rank 0 streams windows of 64 non-blocking sends to rank 1 (MB/s), 1 B .. 16 MiB
  *   bibw       both ranks stream windows of 64 at once (MB/s, both directions summed)
@@ -16,11 +17,18 @@
  *   xfer       rank 0 sends one message of -m bytes (default 1 MiB) to rank 1 and waits for its
  *              empty reply, -i times (default 400, quick 100): median and p99 of those
  *              times (us), as the rows xfer_median and xfer_p99 (for transfers under load)
+ *   put_lat, get_lat  one-sided: rank 0 puts/gets into rank 1's window under MPI_Win_lock
+ *              (shared), one operation then MPI_Win_flush per iteration (us per operation)
+ *   put_bw, get_bw  the same with 64 operations per flush (MB/s)
+ *   fop_lat    MPI_Fetch_and_op (int64 sum) then a flush (us); 8 bytes only
+ *   -W         the one-sided window: MPI_Win_allocate (default) or MPI_Win_create over malloc'd
+ *              memory (rows named *_create)
  *   -q         quick: fewer iterations and sizes (a smoke run)
  * Output (rank 0, stdout): `# ...` comment lines and one `bench,size,value,unit` line per point.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,6 +286,90 @@ static void allreduce(void)
     free(out);
 }
 
+/* One-sided: rank 0 operates on rank 1's window under a shared lock, completing with
+ * MPI_Win_flush (OSU's "-s flush"); the window from MPI_Win_allocate, or with -W create from
+ * MPI_Win_create over malloc'd memory. put/get: one op then a flush per iteration (latency, us)
+ * or RMA_WINDOW ops then a flush (bandwidth, MB/s); fop: MPI_Fetch_and_op of an int64 sum. */
+#define RMA_WINDOW 64
+static int window_create;
+
+static MPI_Win rma_window(long bytes, char **base)
+{
+    MPI_Win win;
+    if (window_create) {
+        *base = malloc((size_t)bytes + 8);
+        if (!*base)
+            die("out of memory");
+        memset(*base, 0, (size_t)bytes + 8);
+        MPI_Win_create(*base, bytes + 8, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+    } else {
+        MPI_Win_allocate(bytes + 8, 1, MPI_INFO_NULL, MPI_COMM_WORLD, base, &win);
+    }
+    return win;
+}
+
+static void rma_free(MPI_Win *win, char *base)
+{
+    MPI_Win_free(win);
+    if (window_create)
+        free(base);
+}
+
+/* kind: 0 put, 1 get, 2 fetch-and-op; per: ops per flush. Returns microseconds per op. */
+static double rma_ops(MPI_Win win, int kind, long bytes, long iterations, int per)
+{
+    long warmup = iterations / 10 + 1;
+    double start = 0;
+    int64_t one = 1, old = 0;
+    MPI_Win_lock(MPI_LOCK_SHARED, 1, 0, win);
+    for (long i = 0; i < warmup + iterations; i++) {
+        if (i == warmup)
+            start = MPI_Wtime();
+        for (int w = 0; w < per; w++) {
+            if (kind == 0)
+                MPI_Put(send_buffer, (int)bytes, MPI_CHAR, 1, 0, (int)bytes, MPI_CHAR, win);
+            else if (kind == 1)
+                MPI_Get(receive_buffer, (int)bytes, MPI_CHAR, 1, 0, (int)bytes, MPI_CHAR, win);
+            else
+                MPI_Fetch_and_op(&one, &old, MPI_INT64_T, 1, 0, MPI_SUM, win);
+        }
+        MPI_Win_flush(1, win);
+    }
+    double elapsed = MPI_Wtime() - start;
+    MPI_Win_unlock(1, win);
+    return elapsed * 1e6 / ((double)iterations * per);
+}
+
+static void one_sided(const char *bench, int kind, int bandwidth)
+{
+    if (size < 2)
+        die("one-sided benchmarks need 2 ranks");
+    long max = last_size(kind == 2 ? 8 : 4L << 20);
+    allocate(max);
+    for (long bytes = first_size(kind == 2 ? 8 : 1); bytes <= max; bytes = next_size(bytes)) {
+        char *base;
+        MPI_Win win = rma_window(max, &base);
+        int per = bandwidth ? RMA_WINDOW : 1;
+        double us = 0;
+        if (rank == 0)
+            us = rma_ops(win, kind, bytes, iterations_for(bytes, bandwidth ? 200 : 10000), per);
+        MPI_Barrier(MPI_COMM_WORLD);
+        rma_free(&win, base);
+        if (bandwidth)
+            emit(bench, bytes, (double)bytes / us, "MB/s");
+        else
+            emit(bench, bytes, us, "us");
+        if (kind == 2)
+            break;
+    }
+}
+
+static void put_latency(void) { one_sided(window_create ? "put_lat_create" : "put_lat", 0, 0); }
+static void get_latency(void) { one_sided(window_create ? "get_lat_create" : "get_lat", 1, 0); }
+static void put_bandwidth(void) { one_sided(window_create ? "put_bw_create" : "put_bw", 0, 1); }
+static void get_bandwidth(void) { one_sided(window_create ? "get_bw_create" : "get_bw", 1, 1); }
+static void fop_latency(void) { one_sided(window_create ? "fop_lat_create" : "fop_lat", 2, 0); }
+
 static double cpu_seconds(void)
 {
     struct rusage usage;
@@ -362,17 +454,18 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (argc < 2)
-        die("usage: osu latency|bw|bibw|mr|multi_bw|multi_lat|ring|allreduce|waitcpu|xfer [-q] [-n MIN] [-m MAX] [-i ITERATIONS] [-w MS]");
+        die("usage: osu latency|bw|bibw|mr|multi_bw|multi_lat|ring|allreduce|waitcpu|xfer|put_lat|get_lat|put_bw|get_bw|fop_lat [-q] [-n MIN] [-m MAX] [-i ITERATIONS] [-w MS] [-W allocate|create]");
     const char *bench = argv[1];
     int option;
     optind = 2;
-    while ((option = getopt(argc, argv, "qn:m:i:w:")) != -1) {
+    while ((option = getopt(argc, argv, "qn:m:i:w:W:")) != -1) {
         switch (option) {
         case 'q': quick = 1; break;
         case 'n': min_bytes = atol(optarg); break;
         case 'm': max_bytes = atol(optarg); break;
         case 'i': iterations_option = atol(optarg); break;
         case 'w': compute_ms = atol(optarg); break;
+        case 'W': window_create = strcmp(optarg, "create") == 0; break;
         default: die("unknown option");
         }
     }
@@ -388,7 +481,8 @@ int main(int argc, char **argv)
         void (*run)(void);
     } benches[] = {{"latency", latency}, {"mr", message_rate}, {"multi_bw", multi_bandwidth}, {"multi_lat", multi_latency},
                    {"ring", ring},       {"allreduce", allreduce}, {"waitcpu", wait_cpu},
-                   {"xfer", transfer_times}};
+                   {"xfer", transfer_times}, {"put_lat", put_latency}, {"get_lat", get_latency},
+                   {"put_bw", put_bandwidth}, {"get_bw", get_bandwidth}, {"fop_lat", fop_latency}};
     int found = 0;
     if (strcmp(bench, "bw") == 0 || strcmp(bench, "bibw") == 0) {
         bandwidth(bench, strcmp(bench, "bibw") == 0);
@@ -401,7 +495,7 @@ int main(int argc, char **argv)
         }
     }
     if (!found)
-        die("unknown benchmark (latency, bw, bibw, mr, multi_bw, multi_lat, ring, allreduce, waitcpu, xfer)");
+        die("unknown benchmark (latency, bw, bibw, mr, multi_bw, multi_lat, ring, allreduce, waitcpu, xfer, put_lat, get_lat, put_bw, get_bw, fop_lat)");
     free(send_buffer);
     free(receive_buffer);
     MPI_Finalize();

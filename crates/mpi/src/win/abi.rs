@@ -13,8 +13,9 @@ use std::sync::atomic::{fence, Ordering};
 use braid_sys::shm::SharedMapping;
 
 use super::agent::WinAgent;
-use super::ops::{self, Action};
-use super::state::{Members, Path, ResultBuffer, Segment, WinState, LOCK_SLOT};
+use super::ops::{self, Action, Memory};
+use super::single_copy;
+use super::state::{header_len, Members, Path, ResultBuffer, Segment, WinState};
 use super::sync::LockKind;
 use super::table::{AttributeValues, Window};
 use super::wire::{Header, RequestKind};
@@ -89,9 +90,10 @@ impl Flavor {
 const PAGE: usize = 4096;
 
 /// The shared segment of a window whose members share a node: rank 0 makes it, the others map
-/// it, and it is unlinked once every member has it. Returns the mapping and each member's offset.
-fn shared_segment(dup: MPI_Comm, rank: usize, sizes: &[usize], noncontig: bool) -> MpiResult<(SharedMapping, Vec<usize>)> {
-    let header = (sizes.len() * LOCK_SLOT).next_multiple_of(PAGE);
+/// it, and it is unlinked once every member has it. `header` bytes come first (see
+/// `header_len`), then the members' `sizes`. Returns the mapping and each member's offset.
+fn shared_segment(dup: MPI_Comm, rank: usize, sizes: &[usize], noncontig: bool, header: usize) -> MpiResult<(SharedMapping, Vec<usize>)> {
+    let header = header.next_multiple_of(PAGE);
     let mut offsets = Vec::with_capacity(sizes.len());
     let mut end = header;
     for &size in sizes {
@@ -175,32 +177,54 @@ fn create(flavor: Flavor, user_base: *mut c_void, size: MPI_Aint, disp_unit: c_i
 fn build(flavor: Flavor, user_base: *mut c_void, size: usize, disp_unit: usize, dup: MPI_Comm, noncontig: bool, hints: crate::comm::Hints) -> MpiResult<(MPI_Win, *mut c_void)> {
     // SAFETY: MPI_COMM_WORLD's predefined handler, on the window's private communicator.
     check_call(dup, unsafe { crate::error::handlers::abi::MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN) }, "setting the window communicator's handler")?;
-    let (members, rank, context, same_node) = runtime::with(|rt| {
+    let (members, rank, context, same_node, cma) = runtime::with(|rt| {
         let shared = rt.comms.get(dup)?.shared.clone();
         let node_of = rt.engine.node_of();
         let node = |job: u32| node_of.get(job as usize).copied().unwrap_or(job);
         let same_node = shared.members.iter().all(|&job| node(job) == node(shared.members[0]));
-        Ok((shared.members.clone(), shared.rank as usize, shared.p2p_context, same_node))
+        Ok((shared.members.clone(), shared.rank as usize, shared.p2p_context, same_node, rt.config.cma != braid_config::CmaMode::Off))
     })?;
-    let mine: [u64; 2] = [size as u64, disp_unit as u64];
-    let mut all = vec![0u64; 2 * members.len()];
-    // SAFETY: 2 u64s from each member into a buffer of 2 * size.
-    check_call(dup, unsafe { crate::coll::abi::MPI_Allgather(mine.as_ptr().cast(), 2, MPI_UINT64_T, all.as_mut_ptr().cast(), 2, MPI_UINT64_T, dup) }, "exchanging the window sizes")?;
-    let sizes: Vec<usize> = all.chunks(2).map(|pair| pair[0] as usize).collect();
-    let disp_units: Vec<usize> = all.chunks(2).map(|pair| pair[1] as usize).collect();
+    // Size, displacement unit, pid, memory address and probe word of every member.
+    const EXCHANGED: usize = 5;
+    let mine: [u64; EXCHANGED] = [size as u64, disp_unit as u64, u64::from(std::process::id()), user_base as u64, single_copy::probe_address()];
+    let mut all = vec![0u64; EXCHANGED * members.len()];
+    // SAFETY: EXCHANGED u64s from each member into a buffer of EXCHANGED * size.
+    check_call(dup, unsafe { crate::coll::abi::MPI_Allgather(mine.as_ptr().cast(), EXCHANGED as c_int, MPI_UINT64_T, all.as_mut_ptr().cast(), EXCHANGED as c_int, MPI_UINT64_T, dup) }, "exchanging the window sizes")?;
+    let column = |index: usize| all.chunks(EXCHANGED).map(move |member| member[index]);
+    let sizes: Vec<usize> = column(0).map(|value| value as usize).collect();
+    let disp_units: Vec<usize> = column(1).map(|value| value as usize).collect();
+    let pids: Vec<i32> = column(2).map(|value| value as i32).collect();
+    let addresses: Vec<u64> = column(3).collect();
+    let probes: Vec<u64> = column(4).collect();
     if flavor == Flavor::Shared && !same_node {
         return Err(error(dup, MPI_ERR_RMA_SHARED, "MPI_Win_allocate_shared needs a communicator whose ranks share a node"));
     }
-    let mut bases: Vec<Option<*mut u8>> = vec![None; members.len()];
+    let count = members.len();
+    let mut bases: Vec<Option<*mut u8>> = vec![None; count];
     let mut segment = None;
     let mut owned = None;
+    // Create and dynamic windows on one node reach their targets with single copies when every
+    // member may read every other one; the segment then holds only the lock words (and region
+    // tables).
+    let mut single_copy = false;
+    if matches!(flavor, Flavor::Create | Flavor::Dynamic) && same_node && count > 1 && cma {
+        let mut reachable = c_int::from((0..count).filter(|&r| r != rank).all(|r| single_copy::reachable(pids[r], probes[r])));
+        let mut all_reachable: c_int = 0;
+        // SAFETY: one int each way.
+        check_call(dup, unsafe { crate::coll::abi::MPI_Allreduce((&mut reachable as *mut c_int).cast(), (&mut all_reachable as *mut c_int).cast(), 1, MPI_INT, MPI_MIN, dup) }, "agreeing on single copies")?;
+        if all_reachable == 1 {
+            let (mapping, _) = shared_segment(dup, rank, &vec![0; count], false, header_len(count, flavor == Flavor::Dynamic))?;
+            segment = Some(Rc::new(Segment { mapping, members: count }));
+            single_copy = true;
+        }
+    }
     let base: *mut c_void = match flavor {
         Flavor::Shared | Flavor::Allocate if same_node => {
-            let (mapping, offsets) = shared_segment(dup, rank, &sizes, noncontig || flavor == Flavor::Allocate)?;
+            let (mapping, offsets) = shared_segment(dup, rank, &sizes, noncontig || flavor == Flavor::Allocate, header_len(count, false))?;
             for (r, offset) in offsets.iter().enumerate() {
                 bases[r] = Some(mapping.as_ptr().wrapping_add(*offset));
             }
-            segment = Some(Rc::new(Segment { mapping }));
+            segment = Some(Rc::new(Segment { mapping, members: count }));
             bases[rank].expect("set above").cast()
         }
         Flavor::Allocate => {
@@ -219,7 +243,7 @@ fn build(flavor: Flavor, user_base: *mut c_void, size: usize, disp_unit: usize, 
         }
     };
     let jobs = members.to_vec();
-    let state = WinState::new(rank as u32, context, Members { jobs, sizes, disp_units }, bases, flavor == Flavor::Dynamic, segment);
+    let state = WinState::new(rank as u32, context, Members { jobs, sizes, disp_units, pids, addresses }, bases, flavor == Flavor::Dynamic, segment, single_copy);
     let state = Rc::new(RefCell::new(state));
     let handle = runtime::with(|rt| {
         state.borrow_mut().post_request_receive(&mut rt.engine).map_err(|e| engine_error(dup, e))?;
@@ -433,6 +457,7 @@ pub unsafe extern "C" fn MPI_Win_attach(win: MPI_Win, base: *mut c_void, size: M
             return Err(win_error(MPI_ERR_RMA_ATTACH, format!("the region at {start:#x} of {size} bytes overlaps memory already attached")));
         }
         state.attached.push((start, size as usize));
+        state.publish_regions();
         Ok(())
     });
     finish_on("MPI_Win_attach", win, result)
@@ -448,6 +473,7 @@ pub unsafe extern "C" fn MPI_Win_detach(win: MPI_Win, base: *const c_void) -> c_
         }
         let index = state.attached.iter().position(|&(start, _)| start == base as usize).ok_or_else(|| win_error(MPI_ERR_RMA_ATTACH, format!("no memory is attached at {:#x}", base as usize)))?;
         state.attached.remove(index);
+        state.publish_regions();
         Ok(())
     });
     finish_on("MPI_Win_detach", win, result)
@@ -500,26 +526,131 @@ unsafe fn packed(info: &datatype::DatatypeRef, count: usize, address: *const c_v
     out
 }
 
-/// Issues one operation; with `request`, the request that watches it (request-based operations,
-/// which need a passive-target epoch).
-fn rma(rt: &mut Runtime, win: MPI_Win, args: &Rma, request_based: bool) -> MpiResult<Pending> {
-    let window = rt.windows.get(win)?;
-    let (comm, state) = (window.comm, window.state.clone());
-    let mut state = state.borrow_mut();
-    let done = Pending::completed(comm, Completion::EMPTY);
-    if args.target_rank == MPI_PROC_NULL {
-        return Ok(done);
+/// Copies `len` bytes that may overlap; a single element of the common sizes without a call.
+///
+/// # Safety
+/// As `std::ptr::copy`.
+#[inline]
+unsafe fn copy_bytes(from: *const u8, to: *mut u8, len: usize) {
+    // SAFETY: per the caller; each small case reads the whole value before writing it.
+    unsafe {
+        match len {
+            4 => to.cast::<u32>().write_unaligned(from.cast::<u32>().read_unaligned()),
+            8 => to.cast::<u64>().write_unaligned(from.cast::<u64>().read_unaligned()),
+            16 => to.cast::<u128>().write_unaligned(from.cast::<u128>().read_unaligned()),
+            _ => std::ptr::copy(from, to, len),
+        }
     }
-    let count = state.targets.len();
-    if args.target_rank < 0 || args.target_rank as usize >= count {
-        return Err(win_error(MPI_ERR_RANK, format!("target rank {} is not in the window's group of {count}", args.target_rank)));
+}
+
+/// Put, get and fetch-and-op of dense predefined types on a target this rank reaches itself
+/// (`Direct`, its own memory, `SingleCopy` of an MPI_Win_create window), within range: the
+/// origin buffers are used in place and nothing is allocated. None: the general path takes the
+/// operation (and reports what is wrong with it).
+fn fast_path(state: &WinState, target: u32, args: &Rma) -> Option<MpiResult<()>> {
+    let mapped = &state.targets[target as usize];
+    if state.dynamic || !matches!(mapped.path, Path::Direct | Path::SingleCopy) || args.target_count < 0 {
+        return None;
     }
-    let target = args.target_rank as u32;
-    if request_based {
-        state.epochs.check_passive(target).map_err(|detail| sync_error(format!("request-based operations need a passive-target epoch: {detail}")))?;
+    let len = datatype::dense_predefined_size(args.target_datatype)? * args.target_count as usize;
+    let (local, local_count, local_datatype) = match args.action {
+        Action::Put => (args.origin.cast_mut(), args.origin_count, args.origin_datatype),
+        Action::Get => (args.result, args.result_count, args.result_datatype),
+        Action::GetAccumulate if mapped.path == Path::Direct && args.target_count == 1 && args.origin_datatype == args.target_datatype && args.result_datatype == args.target_datatype && args.origin_count == 1 && args.result_count == 1 => {
+            return fast_fetch_and_op(state, target, args, len);
+        }
+        _ => return None,
+    };
+    if local_count < 0 || datatype::dense_predefined_size(local_datatype)? * local_count as usize != len {
+        return None;
+    }
+    let offset = args.target_disp.checked_mul(mapped.disp_unit as isize)?;
+    if offset < 0 || (offset as usize).checked_add(len)? > mapped.size {
+        return None;
+    }
+    let local = local.cast::<u8>();
+    if mapped.path == Path::Direct {
+        // SAFETY: the run lies within the target's window memory, mapped here (checked above);
+        // MPI requires the origin buffer to hold its count of elements.
+        unsafe {
+            let remote = mapped.base.wrapping_offset(offset);
+            if args.action == Action::Put {
+                copy_bytes(local, remote, len);
+            } else {
+                copy_bytes(remote, local, len);
+            }
+        }
+        return Some(Ok(()));
+    }
+    let remote = single_copy::Remote { pid: mapped.pid, base: mapped.address };
+    let runs = [(offset, len)];
+    let copied = if args.action == Action::Put {
+        // SAFETY: MPI requires the origin buffer to hold its count of elements.
+        remote.scatter(&runs, unsafe { std::slice::from_raw_parts(local, len) })
     } else {
-        state.epochs.check_access(target).map_err(sync_error)?;
+        // SAFETY: as above, and it is not accessed otherwise until the operation completes.
+        remote.gather(&runs, unsafe { std::slice::from_raw_parts_mut(local, len) })
+    };
+    Some(copied.map_err(|(class, detail)| win_error(class, detail)))
+}
+
+/// MPI_Fetch_and_op of one dense predefined element on a `Direct` target: applied in place under
+/// the target's accumulate lock.
+fn fast_fetch_and_op(state: &WinState, target: u32, args: &Rma, len: usize) -> Option<MpiResult<()>> {
+    let mapped = &state.targets[target as usize];
+    let offset = args.target_disp.checked_mul(mapped.disp_unit as isize)?;
+    if offset < 0 || (offset as usize).checked_add(len)? > mapped.size {
+        return None;
     }
+    let reduction = if args.op == MPI_NO_OP { None } else { Some(crate::op::reduction(args.op, args.target_datatype).ok()?) };
+    let word = state.segment.as_ref().map(|segment| segment.accumulate_word(target));
+    if let Some(word) = word {
+        while !lockword::try_lock_accumulate(word) {
+            std::hint::spin_loop();
+        }
+    }
+    // SAFETY: the element lies within the target's window memory, mapped here (checked above),
+    // and other accumulates are held off by its accumulate lock; MPI requires the origin and
+    // result buffers to hold one element each.
+    unsafe {
+        let remote = mapped.base.wrapping_offset(offset);
+        copy_bytes(remote, args.result.cast::<u8>(), len);
+        if let Some(reduction) = &reduction {
+            reduction.apply(std::slice::from_raw_parts(args.origin.cast::<u8>(), len), std::slice::from_raw_parts_mut(remote, len));
+        }
+    }
+    if let Some(word) = word {
+        lockword::unlock_accumulate(word);
+    }
+    Some(Ok(()))
+}
+
+/// Issues one operation; with `request_based`, the outcome a request watches (gets of
+/// request-based operations, which need a passive-target epoch), None when it is complete.
+fn rma(rt: &mut Runtime, win: MPI_Win, args: &Rma, request_based: bool) -> MpiResult<Option<Rc<Outcome>>> {
+    let window = rt.windows.get(win)?;
+    if args.target_rank == MPI_PROC_NULL {
+        return Ok(None);
+    }
+    let target = {
+        let mut state = window.state.borrow_mut();
+        let count = state.targets.len();
+        if args.target_rank < 0 || args.target_rank as usize >= count {
+            return Err(win_error(MPI_ERR_RANK, format!("target rank {} is not in the window's group of {count}", args.target_rank)));
+        }
+        let target = args.target_rank as u32;
+        if request_based {
+            state.epochs.check_passive(target).map_err(|detail| sync_error(format!("request-based operations need a passive-target epoch: {detail}")))?;
+        } else {
+            state.epochs.check_access(target).map_err(sync_error)?;
+        }
+        if let Some(done) = fast_path(&state, target, args) {
+            return done.map(|()| None);
+        }
+        target
+    };
+    let state = window.state.clone();
+    let mut state = state.borrow_mut();
     let action = args.action;
     let no_op = args.op == MPI_NO_OP && matches!(action, Action::GetAccumulate);
     let target_info = committed(args.target_datatype, args.target_count, "target")?;
@@ -572,13 +703,22 @@ fn rma(rt: &mut Runtime, win: MPI_Win, args: &Rma, request_based: bool) -> MpiRe
         ops::check_range(&runs, state.targets[target as usize].size, target).map_err(|detail| win_error(MPI_ERR_RMA_RANGE, detail))?;
     }
     let op = if no_op { MPI_NO_OP } else { args.op };
-    if path == Path::Direct || target == state.rank {
+    // A dynamic target's attached regions, as it published them: checked here, or (too many to
+    // publish) by the target on the `Messages` path.
+    let mut path = path;
+    if path == Path::SingleCopy && dynamic {
+        match state.segment.as_ref().and_then(|segment| segment.region_table(target).read()) {
+            Some(snapshot) => ops::check_attached(&runs, snapshot.regions(), target).map_err(|detail| win_error(MPI_ERR_RMA_RANGE, detail))?,
+            None => path = Path::Messages,
+        }
+    }
+    if path != Path::Messages || target == state.rank {
         let fetched = state.execute_mapped(target, action, &runs, &data, &compare, op, basic).map_err(|(class, detail)| win_error(class, detail))?;
         if let Some(result) = &result {
             // SAFETY: MPI requires the result buffer to hold its count of elements.
             unsafe { result.fill(&fetched) };
         }
-        return Ok(done);
+        return Ok(None);
     }
     let kind = match action {
         Action::Put => RequestKind::Put,
@@ -599,10 +739,7 @@ fn rma(rt: &mut Runtime, win: MPI_Win, args: &Rma, request_based: bool) -> MpiRe
     };
     let outcome = (request_based && action.fetches()).then(|| Rc::new(Outcome::default()));
     state.issue(&mut rt.engine, target, header, &runs, &data, &compare, result, outcome.clone()).map_err(|e| engine_error(MPI_COMM_WORLD, e))?;
-    Ok(match outcome {
-        Some(outcome) => Pending::collective(comm, outcome),
-        None => done,
-    })
+    Ok(outcome)
 }
 
 /// A blocking-style RMA call (it completes at synchronisation).
@@ -616,7 +753,12 @@ unsafe fn request_operation(function: &str, win: MPI_Win, args: Rma, request: *m
         if request.is_null() {
             return Err(win_error(MPI_ERR_ARG, "request must not be NULL"));
         }
-        let pending = rma(rt, win, &args, true)?;
+        let outcome = rma(rt, win, &args, true)?;
+        let comm = rt.windows.get(win)?.comm;
+        let pending = match outcome {
+            Some(outcome) => Pending::collective(comm, outcome),
+            None => Pending::completed(comm, Completion::EMPTY),
+        };
         let handle = rt.requests.insert(pending);
         // SAFETY: checked non-null.
         unsafe { *request = handle };
@@ -823,7 +965,7 @@ fn acquire(rt: &mut Runtime, state: &Rc<RefCell<WinState>>, target: u32, kind: L
         let state = state.borrow();
         (state.targets[target as usize].path, state.rank, state.segment.clone())
     };
-    if let (Path::Direct, Some(segment)) = (path, &segment) {
+    if let (Path::Direct | Path::SingleCopy, Some(segment)) = (path, &segment) {
         let word = segment.lock_word(target);
         return spin_until(rt, || lockword::try_lock(word, kind));
     }
@@ -850,7 +992,7 @@ fn release(rt: &mut Runtime, state: &Rc<RefCell<WinState>>, target: u32, kind: L
         let state = state.borrow();
         (state.targets[target as usize].path, state.rank, state.segment.clone())
     };
-    if let (Path::Direct, Some(segment)) = (path, &segment) {
+    if let (Path::Direct | Path::SingleCopy, Some(segment)) = (path, &segment) {
         lockword::unlock(segment.lock_word(target), kind);
         return Ok(());
     }
@@ -916,7 +1058,24 @@ fn win_lock_all(assert: c_int, win: MPI_Win) -> MpiResult<()> {
         return Ok(());
     }
     let count = state.borrow().targets.len() as u32;
-    runtime::with(|rt| (0..count).try_for_each(|target| acquire(rt, &state, target, LockKind::Shared)))
+    runtime::with(|rt| {
+        // The lock requests to `Messages` targets go out together and their grants are awaited
+        // once: one round trip, not one per target (shared locks never wait for each other).
+        let me = state.borrow().rank;
+        let mut requested = false;
+        for target in 0..count {
+            if target != me && state.borrow().targets[target as usize].path == Path::Messages {
+                state.borrow_mut().issue(&mut rt.engine, target, Header::control(RequestKind::Lock(LockKind::Shared), 0), &[], &[], &[], None, None).map_err(|e| engine_error(MPI_COMM_WORLD, e))?;
+                requested = true;
+            } else {
+                acquire(rt, &state, target, LockKind::Shared)?;
+            }
+        }
+        if requested {
+            wait_for(rt, &state, |state| state.outstanding_total() == 0)?;
+        }
+        Ok(())
+    })
 }
 
 #[no_mangle]
@@ -930,7 +1089,21 @@ fn win_unlock_all(win: MPI_Win) -> MpiResult<()> {
     let count = state.borrow().targets.len() as u32;
     let unchecked = std::mem::take(&mut state.borrow_mut().unchecked_locks);
     runtime::with(|rt| {
-        (0..count).try_for_each(|target| if unchecked.contains(&target) { wait_for(rt, &state, |state| state.outstanding_to(target) == 0) } else { release(rt, &state, target, LockKind::Shared) })
+        // Every operation completes first; then the unlocks to `Messages` targets go out together
+        // and their answers are awaited once.
+        wait_for(rt, &state, |state| state.outstanding_total() == 0)?;
+        if !unchecked.is_empty() {
+            return Ok(());
+        }
+        let me = state.borrow().rank;
+        for target in 0..count {
+            if target != me && state.borrow().targets[target as usize].path == Path::Messages {
+                state.borrow_mut().issue(&mut rt.engine, target, Header::control(RequestKind::Unlock(LockKind::Shared), 0), &[], &[], &[], None, None).map_err(|e| engine_error(MPI_COMM_WORLD, e))?;
+            } else {
+                release(rt, &state, target, LockKind::Shared)?;
+            }
+        }
+        wait_for(rt, &state, |state| state.outstanding_total() == 0)
     })?;
     fence(Ordering::SeqCst);
     Ok(())
@@ -944,12 +1117,21 @@ pub unsafe extern "C" fn MPI_Win_unlock_all(win: MPI_Win) -> c_int {
 /// MPI_Win_flush and MPI_Win_flush_local: the operations to `rank` are complete (answered)
 /// when they return; `Direct` operations are complete when issued.
 fn win_flush(rank: c_int, win: MPI_Win) -> MpiResult<()> {
-    let (state, _) = window_parts(win)?;
-    let target = checked_rank(&state.borrow(), rank)?;
-    state.borrow().epochs.check_passive(target).map_err(sync_error)?;
-    runtime::with(|rt| wait_for(rt, &state, |state| state.outstanding_to(target) == 0))?;
-    fence(Ordering::SeqCst);
-    Ok(())
+    runtime::with(|rt| {
+        let window = rt.windows.get(win)?;
+        let (target, idle) = {
+            let state = window.state.borrow();
+            let target = checked_rank(&state, rank)?;
+            state.epochs.check_passive(target).map_err(sync_error)?;
+            (target, state.outstanding_to(target) == 0 && state.failure.is_none())
+        };
+        if !idle {
+            let state = window.state.clone();
+            wait_for(rt, &state, |state| state.outstanding_to(target) == 0)?;
+        }
+        fence(Ordering::SeqCst);
+        Ok(())
+    })
 }
 
 fn win_flush_all(win: MPI_Win) -> MpiResult<()> {

@@ -1,6 +1,6 @@
-//! The one executor of RMA operations on memory mapped in this process, used by every path: the
-//! origin on a `Direct` target or on itself, the target on a `Messages` request. Operands are
-//! packed bytes; the target's memory is a list of byte runs relative to `base`.
+//! The one executor of RMA operations, used by every path: the origin on a `Direct` target or on
+//! itself, on a `SingleCopy` target through [`Memory`] of another process, the target on a
+//! `Messages` request. Operands are packed bytes; the target's memory is a list of byte runs.
 
 use std::ffi::c_int;
 
@@ -67,42 +67,70 @@ pub fn displaced(runs: Vec<(isize, usize)>, displacement: isize) -> Result<Vec<(
         .collect()
 }
 
-/// Copies the runs at `base` into `out` (their total length).
-///
-/// # Safety
-/// Every run at `base` must be readable.
-unsafe fn gather(base: *mut u8, runs: &[(isize, usize)], out: &mut [u8]) {
-    let mut at = 0;
-    for &(offset, len) in runs {
-        // SAFETY: the run is readable (caller) and `out` holds the runs' total length.
-        unsafe { std::ptr::copy(base.wrapping_offset(offset), out.as_mut_ptr().add(at), len) };
-        at += len;
+/// Window memory an operation applies to: mapped in this process, or another process's reached
+/// with single copies. Failures are (MPI error class, detail).
+pub trait Memory {
+    /// Copies the runs into `out` (their total length).
+    fn gather(&self, runs: &[(isize, usize)], out: &mut [u8]) -> Result<(), (c_int, String)>;
+    /// Copies `data` (the runs' total length) into the runs.
+    fn scatter(&self, runs: &[(isize, usize)], data: &[u8]) -> Result<(), (c_int, String)>;
+}
+
+/// Memory mapped in this process, runs relative to `base`.
+pub struct Mapped {
+    base: *mut u8,
+}
+
+impl Mapped {
+    /// # Safety
+    /// Every run later given to `gather`/`scatter` must be valid for reads and writes at `base`.
+    pub unsafe fn new(base: *mut u8) -> Mapped {
+        Mapped { base }
     }
 }
 
-/// Copies `data` (the runs' total length) into the runs at `base`.
-///
-/// # Safety
-/// Every run at `base` must be writable.
-unsafe fn scatter(base: *mut u8, runs: &[(isize, usize)], data: &[u8]) {
-    let mut at = 0;
-    for &(offset, len) in runs {
-        // SAFETY: the run is writable (caller) and `data` holds the runs' total length. `copy`:
-        // an origin may put from its own window into itself.
-        unsafe { std::ptr::copy(data.as_ptr().add(at), base.wrapping_offset(offset), len) };
-        at += len;
+impl Memory for Mapped {
+    fn gather(&self, runs: &[(isize, usize)], out: &mut [u8]) -> Result<(), (c_int, String)> {
+        let mut at = 0;
+        for &(offset, len) in runs {
+            // SAFETY: the run is readable (`Mapped::new`'s contract) and `out` holds the runs'
+            // total length.
+            unsafe { std::ptr::copy(self.base.wrapping_offset(offset), out.as_mut_ptr().add(at), len) };
+            at += len;
+        }
+        Ok(())
+    }
+
+    fn scatter(&self, runs: &[(isize, usize)], data: &[u8]) -> Result<(), (c_int, String)> {
+        let mut at = 0;
+        for &(offset, len) in runs {
+            // SAFETY: the run is writable (`Mapped::new`'s contract) and `data` holds the runs'
+            // total length. `copy`: an origin may put from its own window into itself.
+            unsafe { std::ptr::copy(data.as_ptr().add(at), self.base.wrapping_offset(offset), len) };
+            at += len;
+        }
+        Ok(())
     }
 }
 
-/// Applies `action` to the runs at `base`: `data` is the origin's packed operand (put,
-/// accumulate, the new value of compare-and-swap), `compare` the compare value; `reduction` combines
-/// for the accumulate-like actions. Returns the fetched bytes (empty for put and accumulate).
+/// Applies `action` to the runs at `base`, memory mapped here (see [`apply`]).
 ///
 /// # Safety
 /// Every run at `base` must be valid memory for reads and writes for the duration of the call,
 /// and not be changed by anyone else meanwhile where `action` is atomic (the caller holds the
 /// target's accumulate lock, or is the target's only writer).
 pub unsafe fn execute(action: Action, base: *mut u8, runs: &[(isize, usize)], data: &[u8], compare: &[u8], reduction: Option<&Reduction>) -> Result<Vec<u8>, (c_int, String)> {
+    // SAFETY: per this function's contract.
+    let memory = unsafe { Mapped::new(base) };
+    apply(&memory, action, runs, data, compare, reduction)
+}
+
+/// Applies `action` to the runs of `memory`: `data` is the origin's packed operand (put,
+/// accumulate, the new value of compare-and-swap), `compare` the compare value; `reduction`
+/// combines for the accumulate-like actions. Returns the fetched bytes (empty for put and
+/// accumulate). Atomic actions need the caller to keep other writers out meanwhile (the target's
+/// accumulate lock, or being the target's only writer).
+pub fn apply(memory: &impl Memory, action: Action, runs: &[(isize, usize)], data: &[u8], compare: &[u8], reduction: Option<&Reduction>) -> Result<Vec<u8>, (c_int, String)> {
     let len = runs_len(runs);
     let operand_len = match action {
         Action::Get => len,
@@ -114,28 +142,24 @@ pub unsafe fn execute(action: Action, base: *mut u8, runs: &[(isize, usize)], da
     }
     match action {
         Action::Put => {
-            // SAFETY: forwarded from this function's contract.
-            unsafe { scatter(base, runs, data) };
+            memory.scatter(runs, data)?;
             Ok(Vec::new())
         }
         Action::Get => {
             let mut out = vec![0; len];
-            // SAFETY: as above.
-            unsafe { gather(base, runs, &mut out) };
+            memory.gather(runs, &mut out)?;
             Ok(out)
         }
         Action::Accumulate | Action::GetAccumulate => {
             let mut current = vec![0; len];
-            // SAFETY: as above.
-            unsafe { gather(base, runs, &mut current) };
+            memory.gather(runs, &mut current)?;
             let Some(reduction) = reduction else {
                 // MPI_NO_OP: nothing changes.
                 return Ok(if action == Action::GetAccumulate { current } else { Vec::new() });
             };
             let old = (action == Action::GetAccumulate).then(|| current.clone());
             reduction.apply(data, &mut current);
-            // SAFETY: as above.
-            unsafe { scatter(base, runs, &current) };
+            memory.scatter(runs, &current)?;
             Ok(old.unwrap_or_default())
         }
         Action::CompareAndSwap => {
@@ -143,11 +167,9 @@ pub unsafe fn execute(action: Action, base: *mut u8, runs: &[(isize, usize)], da
                 return Err((MPI_ERR_ARG, format!("the compare value's {} bytes do not match the target's {len}", compare.len())));
             }
             let mut current = vec![0; len];
-            // SAFETY: as above.
-            unsafe { gather(base, runs, &mut current) };
+            memory.gather(runs, &mut current)?;
             if current == compare {
-                // SAFETY: as above.
-                unsafe { scatter(base, runs, data) };
+                memory.scatter(runs, data)?;
             }
             Ok(current)
         }

@@ -12,6 +12,8 @@ use braid_sys::shm::SharedMapping;
 
 use super::lockword;
 use super::ops::{self, Action};
+use super::regions;
+use super::single_copy::Remote;
 use super::sync::{Epochs, LockKind, TargetLock};
 use super::wire::{self, Header, RequestKind};
 use crate::coll::drive::Outcome;
@@ -23,6 +25,8 @@ use crate::datatype::DatatypeRef;
 pub enum Path {
     /// The memory is mapped here (a shared segment, or this rank's own memory).
     Direct,
+    /// Another process on this node: process_vm_readv/writev at its addresses.
+    SingleCopy,
     /// A request to the target's window agent.
     Messages,
 }
@@ -36,18 +40,35 @@ pub struct Target {
     pub path: Path,
     /// `Direct`: the target's window memory as mapped here.
     pub base: *mut u8,
+    /// `SingleCopy`: the target's process and its window memory's address there.
+    pub pid: i32,
+    pub address: u64,
 }
 
-/// A window's shared segment (the `Direct` path): a header of per-rank lock words, then the
-/// members' memory.
+/// A window's shared segment (the `Direct` and `SingleCopy` paths): a header of per-rank lock
+/// words (dynamic windows: then per-rank region tables), then the members' memory (`Direct`).
 pub struct Segment {
     pub mapping: SharedMapping,
+    /// Members of the window.
+    pub members: usize,
 }
 
 /// Bytes of the segment header per rank: the lock word and the accumulate lock, one cache line.
 pub const LOCK_SLOT: usize = 64;
 
+/// Bytes of a segment's header for `members` ranks, with region tables for a dynamic window.
+pub fn header_len(members: usize, tables: bool) -> usize {
+    members * LOCK_SLOT + if tables { members * regions::TABLE_LEN } else { 0 }
+}
+
 impl Segment {
+    /// The region table of window rank `rank` (dynamic windows on the `SingleCopy` path).
+    pub fn region_table(&self, rank: u32) -> &regions::Table {
+        // SAFETY: the creator sized the header for one table per rank after the lock slots
+        // (`header_len`); tables are 8-byte aligned and only accessed atomically.
+        unsafe { &*self.mapping.as_ptr().add(self.members * LOCK_SLOT + rank as usize * regions::TABLE_LEN).cast::<regions::Table>() }
+    }
+
     /// The lock word (MPI_Win_lock) of window rank `rank`.
     pub fn lock_word(&self, rank: u32) -> &lockword::Word {
         // SAFETY: the header holds one 64-byte slot per rank (the creator sized it so), the
@@ -143,20 +164,30 @@ pub struct Members {
     pub jobs: Vec<u32>,
     pub sizes: Vec<usize>,
     pub disp_units: Vec<usize>,
+    pub pids: Vec<i32>,
+    /// Each member's window memory in its own process.
+    pub addresses: Vec<u64>,
 }
 
 impl WinState {
     /// The state of a new window; `bases[r]` is the memory of rank r mapped here, for the
-    /// `Direct` targets (and this rank's own memory).
-    pub fn new(rank: u32, context: u32, members: Members, bases: Vec<Option<*mut u8>>, dynamic: bool, segment: Option<Rc<Segment>>) -> WinState {
+    /// `Direct` targets (and this rank's own memory); with `single_copy` the others are
+    /// `SingleCopy` targets, else `Messages` ones.
+    pub fn new(rank: u32, context: u32, members: Members, bases: Vec<Option<*mut u8>>, dynamic: bool, segment: Option<Rc<Segment>>, single_copy: bool) -> WinState {
         let count = members.jobs.len();
         let targets = (0..count)
             .map(|r| Target {
                 job: members.jobs[r],
                 size: members.sizes[r],
                 disp_unit: members.disp_units[r],
-                path: if bases[r].is_some() { Path::Direct } else { Path::Messages },
+                path: match bases[r] {
+                    Some(_) => Path::Direct,
+                    None if single_copy => Path::SingleCopy,
+                    None => Path::Messages,
+                },
                 base: bases[r].unwrap_or(std::ptr::null_mut()),
+                pid: members.pids[r],
+                address: members.addresses[r],
             })
             .collect();
         WinState {
@@ -389,7 +420,8 @@ impl WinState {
             }
         };
         let decoded = wire::decode_body(&header, &body).map_err(|detail| (MPI_ERR_INTERN, detail));
-        let executed = decoded.and_then(|body| self.execute_local(action, &body.runs, body.data, body.compare, header.op, header.basic));
+        // Under this rank's accumulate lock where single-copy origins accumulate too.
+        let executed = decoded.and_then(|body| self.execute_mapped(self.rank, action, &body.runs, body.data, body.compare, header.op, header.basic));
         let (class, result) = match executed {
             Ok(result) => (MPI_SUCCESS, result),
             Err((class, detail)) => {
@@ -420,9 +452,10 @@ impl WinState {
         unsafe { ops::execute(action, base, runs, data, compare, reduction.as_ref()) }
     }
 
-    /// Applies an operation on a target whose memory is mapped here (`Direct`, or this rank):
-    /// accumulate-like actions under the target's accumulate lock when other processes map the
-    /// memory too.
+    /// Applies an operation on a target whose memory is mapped here (`Direct`, or this rank) or
+    /// reached by single copies (`SingleCopy`): accumulate-like actions under the target's
+    /// accumulate lock when other processes reach the memory too. Runs of a `SingleCopy` target
+    /// were checked by the caller.
     #[allow(clippy::too_many_arguments)]
     pub fn execute_mapped(&self, target: u32, action: Action, runs: &[(isize, usize)], data: &[u8], compare: &[u8], op: MPI_Op, basic: MPI_Datatype) -> Result<Vec<u8>, (c_int, String)> {
         let word = self.segment.as_ref().filter(|_| action.is_atomic()).map(|segment| segment.accumulate_word(target));
@@ -431,10 +464,15 @@ impl WinState {
                 std::hint::spin_loop();
             }
         }
+        let mapped = &self.targets[target as usize];
         let result = if target == self.rank {
             self.execute_local(action, runs, data, compare, op, basic)
+        } else if mapped.path == Path::SingleCopy {
+            let remote = Remote { pid: mapped.pid, base: if self.dynamic { 0 } else { mapped.address } };
+            reduction_of(action, op, basic)
+                .map_err(|class| (class, format!("operation {op} is not defined on datatype {basic}")))
+                .and_then(|reduction| ops::apply(&remote, action, runs, data, compare, reduction.as_ref()))
         } else {
-            let mapped = &self.targets[target as usize];
             ops::check_range(runs, mapped.size, target)
                 .map_err(|detail| (MPI_ERR_RMA_RANGE, detail))
                 .and_then(|()| reduction_of(action, op, basic).map_err(|class| (class, format!("operation {op} is not defined on datatype {basic}"))))
@@ -446,6 +484,14 @@ impl WinState {
             lockword::unlock_accumulate(word);
         }
         result
+    }
+
+    /// Publishes this rank's attached regions to `SingleCopy` origins (dynamic windows with a
+    /// segment).
+    pub fn publish_regions(&self) {
+        if let Some(segment) = self.segment.as_ref().filter(|_| self.dynamic) {
+            segment.region_table(self.rank).publish(&self.attached);
+        }
     }
 
     /// Whether every send this window started has completed.

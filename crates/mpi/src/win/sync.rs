@@ -1,8 +1,6 @@
 //! Which synchronisation epochs of a window are open at this rank, and what that allows: a pure
 //! state machine, the same for every access path. Failures are MPI_ERR_RMA_SYNC details.
 
-use std::collections::BTreeMap;
-
 /// A passive-target lock this rank holds on one target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LockKind {
@@ -17,8 +15,10 @@ pub struct Epochs {
     fence: bool,
     /// Operations were issued since the last fence.
     fence_used: bool,
-    /// Targets locked with MPI_Win_lock (window ranks).
-    locks: BTreeMap<u32, LockKind>,
+    /// Targets locked with MPI_Win_lock, by window rank (every operation looks here).
+    locks: Vec<Option<LockKind>>,
+    /// How many targets are locked.
+    locked: usize,
     /// MPI_Win_lock_all is in effect.
     lock_all: bool,
     /// MPI_Win_start's group (window ranks), until MPI_Win_complete.
@@ -31,7 +31,7 @@ impl Epochs {
     /// Whether an operation may target `target` now; the error detail otherwise. An operation in
     /// a fence epoch marks it used.
     pub fn check_access(&mut self, target: u32) -> Result<(), String> {
-        if self.lock_all || self.locks.contains_key(&target) {
+        if self.lock_all || self.locked(target) {
             return Ok(());
         }
         if self.access_group.as_ref().is_some_and(|group| group.contains(&target)) {
@@ -48,7 +48,11 @@ impl Epochs {
     }
 
     fn passive_open(&self) -> bool {
-        self.lock_all || !self.locks.is_empty()
+        self.lock_all || self.locked > 0
+    }
+
+    fn locked(&self, target: u32) -> bool {
+        self.locks.get(target as usize).is_some_and(Option::is_some)
     }
 
     /// A fence in a fence epoch whose operations are issued may not be mixed with other epochs.
@@ -82,23 +86,29 @@ impl Epochs {
         if self.lock_all {
             return Err("MPI_Win_lock while MPI_Win_lock_all is in effect".to_string());
         }
-        if self.locks.contains_key(&target) {
+        if self.locked(target) {
             return Err(format!("rank {target} is already locked by this rank"));
         }
         if self.access_group.is_some() {
             return Err("MPI_Win_lock inside a PSCW access epoch".to_string());
         }
         self.leave_idle_fence("MPI_Win_lock")?;
-        self.locks.insert(target, kind);
+        if self.locks.len() <= target as usize {
+            self.locks.resize(target as usize + 1, None);
+        }
+        self.locks[target as usize] = Some(kind);
+        self.locked += 1;
         Ok(())
     }
 
     pub fn unlock(&mut self, target: u32) -> Result<LockKind, String> {
-        self.locks.remove(&target).ok_or_else(|| format!("rank {target} is not locked by this rank (MPI_Win_unlock without MPI_Win_lock)"))
+        let kind = self.locks.get_mut(target as usize).and_then(Option::take).ok_or_else(|| format!("rank {target} is not locked by this rank (MPI_Win_unlock without MPI_Win_lock)"))?;
+        self.locked -= 1;
+        Ok(kind)
     }
 
     pub fn lock_all(&mut self) -> Result<(), String> {
-        if self.lock_all || !self.locks.is_empty() {
+        if self.lock_all || self.locked > 0 {
             return Err("MPI_Win_lock_all while a lock is held".to_string());
         }
         if self.access_group.is_some() {
@@ -119,7 +129,7 @@ impl Epochs {
 
     /// Whether `target` is in a passive-target epoch (what flush needs).
     pub fn check_passive(&self, target: u32) -> Result<(), String> {
-        if self.lock_all || self.locks.contains_key(&target) {
+        if self.lock_all || self.locked(target) {
             Ok(())
         } else {
             Err(format!("rank {target} is not locked by this rank (flush outside a passive-target epoch)"))
