@@ -160,7 +160,7 @@ pub fn parse_rate(text: &str) -> Result<u64, String> {
 /// A rate in `tc`'s units, as short as it can be written exactly.
 pub fn format_rate(bits: u64) -> String {
     for (unit, scale) in [("tbit", 1_000_000_000_000u64), ("gbit", 1_000_000_000), ("mbit", 1_000_000), ("kbit", 1_000)] {
-        if bits >= scale && bits % scale == 0 {
+        if bits >= scale && bits.is_multiple_of(scale) {
             return format!("{}{unit}", bits / scale);
         }
     }

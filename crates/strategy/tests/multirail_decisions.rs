@@ -116,7 +116,7 @@ fn an_idle_rail_takes_over_enough_of_a_slowed_rail_for_both_to_finish_together()
     let victim = RailView { backlog_bytes: 512 << 10, rate_factor: 0.25, ..idle(&fast) };
     let rails = [victim, idle(&slow)];
     let taken = hetero.takeover(1, 0, 384 << 10, &rails);
-    assert!(taken > 0 && taken <= 384 << 10 && taken % 8 == 0, "{taken}");
+    assert!(taken > 0 && taken <= 384 << 10 && taken.is_multiple_of(8), "{taken}");
     let victim_after = RailView { backlog_bytes: victim.backlog_bytes - taken as u64, ..victim };
     let (victim_finish, thief_finish) = (time_until_idle(&victim_after), predicted_finish(&rails[1], taken));
     assert!((victim_finish - thief_finish).abs() <= 0.01 * victim_finish, "{victim_finish} vs {thief_finish}");

@@ -33,7 +33,7 @@ fn check_root(root: usize, size: usize) -> Outcome {
 }
 
 fn check_elements(len: usize, element_size: usize) -> Outcome {
-    require(element_size > 0 && len % element_size == 0, MPI_ERR_ARG)
+    require(element_size > 0 && len.is_multiple_of(element_size), MPI_ERR_ARG)
 }
 
 fn check_blocks(blocks: &[Range<usize>], size: usize, buffer_len: usize) -> Outcome {
@@ -237,7 +237,7 @@ pub async fn gather(port: &Port, mine: Option<&[u8]>, all: &mut [u8], root: usiz
         gather_from_children(port, relative, lowest_bit(relative), block, &mut staging).await?;
         return port.send(parent, &staging).await;
     }
-    require(all.len() % size == 0, MPI_ERR_ARG)?;
+    require(all.len().is_multiple_of(size), MPI_ERR_ARG)?;
     let block = all.len() / size;
     let own = root * block..(root + 1) * block;
     if let Some(mine) = mine {
@@ -295,7 +295,7 @@ pub async fn scatter(port: &Port, all: &[u8], mine: Option<&mut [u8]>, root: usi
         mine.copy_from_slice(&staging[..block]);
         return Ok(());
     }
-    require(all.len() % size == 0, MPI_ERR_ARG)?;
+    require(all.len().is_multiple_of(size), MPI_ERR_ARG)?;
     let block = all.len() / size;
     let own = root * block..(root + 1) * block;
     let top = size.next_power_of_two();
@@ -374,7 +374,7 @@ pub async fn scatterv(port: &Port, all: &[u8], blocks: &[Range<usize>], mine: Op
 /// comes from rank s. Pairwise exchange, n - 1 rounds.
 pub async fn alltoall(port: &Port, send: &[u8], recv: &mut [u8]) -> Result<(), i32> {
     let size = port.size();
-    require(send.len() == recv.len() && send.len() % size == 0, MPI_ERR_ARG)?;
+    require(send.len() == recv.len() && send.len().is_multiple_of(size), MPI_ERR_ARG)?;
     let block = send.len() / size;
     if let Some(hierarchy) = port.hierarchy_for(Collective::Alltoall, block) {
         return Box::pin(hier::alltoall(port, &hierarchy.layout, send, recv)).await;

@@ -275,7 +275,7 @@ mod tests {
                         while !first_look_taken.load(Ordering::Acquire) {
                             std::thread::yield_now();
                         }
-                    } else if written % (8 * CHUNK) == 0 {
+                    } else if written.is_multiple_of(8 * CHUNK) {
                         std::thread::sleep(std::time::Duration::from_micros(50));
                     }
                 };
