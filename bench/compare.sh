@@ -3,6 +3,7 @@
 #
 # Usage: bench/compare.sh [--full] [--reps R] [--impls "braid openmpi mpich"] [--only BENCH] [--no-plots]
 #                         [--baseline DIR] [--background N] [--plan "RANKS BENCH ARGS..."]
+#                         [--sessions rank|launcher]
 #   (default) quick mode: R=3, every fourth power of two as message size, fewer iterations
 #   --full    R=5, every power of two, full iteration counts, plus multi-pair runs at 4 ranks
 #   --reps R  repetitions (medians are taken over them)
@@ -16,6 +17,13 @@
 #             low-priority job on it); they are ended on exit
 #   --plan "RANKS BENCH ARGS..."  run this entry instead of the mode's plan (repeatable), e.g.
 #             --plan "2 latency -n 8 -m 8" for 8-byte latency alone; implies --no-plots
+#   --sessions rank|launcher  launcher (default): each launcher's own layout, as users get it
+#             (Braid's and Open MPI's ranks share the launcher's session, MPICH's Hydra gives each
+#             rank its own). rank: every rank in a session of its own (`setsid -w` in front of the
+#             program for Braid and Open MPI). With autogroup scheduling
+#             (/proc/sys/kernel/sched_autogroup_enabled) the kernel shares the CPUs between
+#             sessions, so on a loaded machine ranks with a session each get more CPU; and a
+#             rank's sched_yield only yields to tasks of its own session.
 # Needs for Braid: `cargo build --release` (bin/braidcc, target/release/braid, libbraid.so).
 #
 # The implementations run INTERLEAVED so that drifting machine load hits all of them alike:
@@ -44,6 +52,7 @@ PLOTS=1
 BASELINE=""
 BACKGROUND=0
 CUSTOM_PLAN=()
+SESSIONS=launcher
 while [ $# -gt 0 ]; do
     case "$1" in
     --full) MODE=full ;;
@@ -54,11 +63,13 @@ while [ $# -gt 0 ]; do
     --baseline) BASELINE="$(cd "$2" && pwd)"; IMPLS="$IMPLS braid-before"; PLOTS=0; shift ;;
     --background) BACKGROUND="$2"; PLOTS=0; shift ;;
     --plan) CUSTOM_PLAN+=("$2"); PLOTS=0; shift ;;
-    -h | --help) sed -n '2,35p' "$0"; exit 0 ;;
+    --sessions) SESSIONS="$2"; shift ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "compare.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
 done
+case "$SESSIONS" in rank | launcher) ;; *) echo "compare.sh: --sessions takes rank or launcher, not '$SESSIONS'" >&2; exit 2 ;; esac
 [ -z "$REPS" ] && { [ "$MODE" = full ] && REPS=5 || REPS=3; }
 RUN_TIMEOUT=180
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/braid-bench.XXXXXX")"
@@ -86,17 +97,18 @@ build() {
 
 # launcher IMPL RANKS: prints the launch command (bound when every rank has its own core).
 launcher() {
-    local impl="$1" ranks="$2" cores
+    local impl="$1" ranks="$2" cores session=""
     cores="$(nproc)"
+    [ "$SESSIONS" = rank ] && session="setsid -w"
     case "$impl" in
     braid | braid-before)
         local checkout="$ROOT"
         [ "$impl" = braid-before ] && checkout="$BASELINE"
-        if [ "$ranks" -le "$cores" ]; then echo "$checkout/target/release/braid run -n $ranks --bind-to core"
-        else echo "$checkout/target/release/braid run -n $ranks --bind-to none"; fi ;;
+        if [ "$ranks" -le "$cores" ]; then echo "$checkout/target/release/braid run -n $ranks --bind-to core $session"
+        else echo "$checkout/target/release/braid run -n $ranks --bind-to none $session"; fi ;;
     openmpi)
-        if [ "$ranks" -le "$cores" ]; then echo "mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to core -n $ranks"
-        else echo "mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to none -n $ranks"; fi ;;
+        if [ "$ranks" -le "$cores" ]; then echo "mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to core -n $ranks $session"
+        else echo "mpirun.openmpi --allow-run-as-root --oversubscribe --bind-to none -n $ranks $session"; fi ;;
     mpich)
         if [ "$ranks" -le "$cores" ]; then echo "mpiexec.mpich -bind-to core -n $ranks"
         else echo "mpiexec.mpich -n $ranks"; fi ;;
