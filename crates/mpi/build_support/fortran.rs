@@ -646,6 +646,12 @@ pub fn wrap(indent: &str, statement: &str) -> String {
 
 /// The interface body of one generated function for the `mpi` module.
 fn interface(function: &Function, kinds: &[Kind]) -> String {
+    interface_body(function, kinds, |index, kind| fortran_declaration(&function.params[index], kind), "INTEGER :: ierror")
+}
+
+/// The interface body of one generated function: `declare` gives the lines declaring parameter
+/// `index` of kind `kind`, `ierror` the declaration of the trailing error argument.
+pub fn interface_body(function: &Function, kinds: &[Kind], declare: impl Fn(usize, Kind) -> Vec<String>, ierror: &str) -> String {
     let names: Vec<String> = function.params.iter().map(|p| fortran_name(&p.name)).collect();
     let returns = c_return_type(&function.returns);
     let mut out = String::new();
@@ -658,13 +664,15 @@ fn interface(function: &Function, kinds: &[Kind]) -> String {
     };
     out.push_str(&wrap("    ", &head));
     out.push_str("      IMPORT\n      IMPLICIT NONE\n");
-    for (param, kind) in function.params.iter().zip(kinds) {
-        for line in fortran_declaration(param, *kind) {
+    for (index, kind) in kinds.iter().enumerate() {
+        for line in declare(index, *kind) {
             let _ = writeln!(out, "      {line}");
         }
     }
     match returns {
-        "c_int" => out.push_str("      INTEGER :: ierror\n"),
+        "c_int" => {
+            let _ = writeln!(out, "      {ierror}");
+        }
         "f64" => {
             let _ = writeln!(out, "      DOUBLE PRECISION :: {}", function.name);
         }

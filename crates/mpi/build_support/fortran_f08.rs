@@ -8,7 +8,7 @@
 
 use std::fmt::Write as _;
 
-use crate::fortran::{address_generic, binding, c_return_type, fortran_declaration, fortran_name, fortran_only_constants, fortran_type_of, functions, init_interfaces, integer_constants, returns_address, wrap, Binding, Function, Kind, HANDLE_TYPES, PREDEFINED_CALLBACKS};
+use crate::fortran::{address_generic, binding, fortran_declaration, fortran_name, fortran_only_constants, fortran_type_of, functions, init_interfaces, integer_constants, interface_body, returns_address, Binding, Function, Kind, HANDLE_TYPES, PREDEFINED_CALLBACKS};
 use crate::fortran_interfaces::{handwritten_interfaces, sizeof_generic, sizeof_procedures, Module};
 
 /// The Fortran handle types: every C handle type but MPI_Fint.
@@ -39,34 +39,7 @@ fn declaration(function: &Function, index: usize, kind: Kind) -> Vec<String> {
 }
 
 fn interface(function: &Function, kinds: &[Kind]) -> String {
-    let names: Vec<String> = function.params.iter().map(|p| fortran_name(&p.name)).collect();
-    let returns = c_return_type(&function.returns);
-    let mut out = String::new();
-    let mut arguments = names.clone();
-    let head = if returns == "c_int" {
-        arguments.push("ierror".into());
-        format!("SUBROUTINE {}({})", function.name, arguments.join(", "))
-    } else {
-        format!("FUNCTION {}({})", function.name, arguments.join(", "))
-    };
-    out.push_str(&wrap("    ", &head));
-    out.push_str("      IMPORT\n      IMPLICIT NONE\n");
-    for (index, kind) in kinds.iter().enumerate() {
-        for line in declaration(function, index, *kind) {
-            let _ = writeln!(out, "      {line}");
-        }
-    }
-    match returns {
-        "c_int" => out.push_str("      INTEGER, OPTIONAL :: ierror\n"),
-        "f64" => {
-            let _ = writeln!(out, "      DOUBLE PRECISION :: {}", function.name);
-        }
-        _ => {
-            let _ = writeln!(out, "      INTEGER(KIND=MPI_ADDRESS_KIND) :: {}", function.name);
-        }
-    }
-    let _ = writeln!(out, "    END {} {}", if returns == "c_int" { "SUBROUTINE" } else { "FUNCTION" }, function.name);
-    out
+    interface_body(function, kinds, |index, kind| declaration(function, index, kind), "INTEGER, OPTIONAL :: ierror")
 }
 
 pub fn mpi_f08_module(header: &str) -> String {
