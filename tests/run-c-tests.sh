@@ -194,7 +194,7 @@ header_case "mpi.h -std=c99 -pedantic -Wall -Wextra -Werror" c99 "$CC" -std=c99
 header_case "mpi.h -std=c11 -pedantic -Wall -Wextra -Werror" c11 "$CC" -std=c11
 header_case "mpi.h C++ -pedantic -Wall -Wextra -Werror" cxx "$CXX" -x c++ "${CXXFLAGS[@]}"
 
-PROGRAMS=(p2p_matching p2p_modes p2p_more collectives nbc idup neighbors threads datatypes datatypes_more comms comms_more intercomm intercomm_coll attributes errors errhandlers topologies large ring fatal_error abort_code kill_rank unsupported conversions mpit pmpi_counts argerr_p2p argerr_coll argerr_objects rma_ops rma_win rma_single)
+PROGRAMS=(p2p_matching p2p_modes p2p_more collectives nbc idup neighbors threads datatypes datatypes_more comms comms_more intercomm intercomm_coll attributes errors errhandlers topologies large ring fatal_error abort_code kill_rank unsupported conversions mpit pmpi_counts argerr_p2p argerr_coll argerr_objects rma_ops rma_win rma_single rma_threads)
 for program in "${PROGRAMS[@]}"; do
     if ! compile_c "$program"; then
         fail "build $program" "$(explain "$LOG_DIR/build-$program.log")"; keep_logs
@@ -279,6 +279,11 @@ done
 # Windows of MPI_Win_create and dynamic ones without single copies: every operation as messages.
 is_braid && built rma_ops && expect_success "rma_ops n=3 BRAID_CMA=off" 3 BRAID_CMA=off -- "$BUILD/rma_ops"
 is_braid && built rma_single && expect_success "rma_single n=3 BRAID_CMA=off" 3 BRAID_CMA=off -- "$BUILD/rma_single"
+# One-sided communication from several threads at once (MPI_THREAD_MULTIPLE); with messages, a
+# wait that held the other threads out of MPI would hang.
+for ranks in 2 3 4; do built rma_threads && expect_success "rma_threads n=$ranks" "$ranks" -- "$BUILD/rma_threads"; done
+is_braid && built rma_threads && expect_success "rma_threads n=3 BRAID_CMA=off" 3 BRAID_CMA=off -- "$BUILD/rma_threads"
+is_braid && built rma_ops && expect_success "rma_ops n=3 BRAID_PROGRESS_THREAD=on BRAID_CMA=off" 3 BRAID_PROGRESS_THREAD=on BRAID_CMA=off -- "$BUILD/rma_ops"
 
 # The profiling interface: a tool library (pmpi_tool.c) defining MPI_ functions over their PMPI_
 # twins, linked in front of the MPI library, then preloaded into a program not linked to it.

@@ -8,7 +8,6 @@
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::rc::Rc;
-use std::sync::atomic::{fence, Ordering};
 
 use braid_sys::shm::SharedMapping;
 
@@ -16,7 +15,6 @@ use super::agent::WinAgent;
 use super::ops::{self, Action, Memory};
 use super::single_copy;
 use super::state::{header_len, Members, Path, ResultBuffer, Segment, WinState};
-use super::sync::LockKind;
 use super::table::{AttributeValues, Window};
 use super::wire::{Header, RequestKind};
 use super::lockword;
@@ -28,6 +26,10 @@ use crate::error::{class_text, error, MpiError, MpiResult};
 use crate::group::store;
 use crate::request::{Completion, Pending};
 use crate::runtime::{self, engine_error, Runtime};
+
+pub mod synchronisation;
+
+use synchronisation::{wait_until_state, with_state};
 
 /// Reports a window call's failure on the window's error handler.
 fn finish_on(function: &str, win: MPI_Win, result: MpiResult<()>) -> c_int {
@@ -55,14 +57,6 @@ fn check_call(comm: MPI_Comm, code: c_int, what: &str) -> MpiResult<()> {
     // SAFETY: a valid out-pointer.
     unsafe { crate::error::codes::abi::MPI_Error_class(code, &mut class) };
     Err(error(comm, class, format!("{what} failed")))
-}
-
-/// The window's state and private communicator.
-fn window_parts(win: MPI_Win) -> MpiResult<(Rc<RefCell<WinState>>, MPI_Comm)> {
-    runtime::with(|rt| {
-        let window = rt.windows.get(win)?;
-        Ok((window.state.clone(), window.comm))
-    })
 }
 
 // ---- Creation and freeing ----
@@ -245,7 +239,8 @@ fn build(flavor: Flavor, user_base: *mut c_void, size: usize, disp_unit: usize, 
     let jobs = members.to_vec();
     let state = WinState::new(rank as u32, context, Members { jobs, sizes, disp_units, pids, addresses }, bases, flavor == Flavor::Dynamic, segment, single_copy);
     let state = Rc::new(RefCell::new(state));
-    let handle = runtime::with(|rt| {
+    // The handle is moved in, so that its last reference here is dropped under the runtime too.
+    let handle = runtime::with(move |rt| {
         state.borrow_mut().post_request_receive(&mut rt.engine).map_err(|e| engine_error(dup, e))?;
         rt.engine.attach_agent(Box::new(WinAgent { state: state.clone() }));
         let attributes = Box::new(AttributeValues { size: size as MPI_Aint, disp_unit: disp_unit as c_int, flavor: flavor.code(), model: MPI_WIN_UNIFIED });
@@ -296,14 +291,16 @@ fn free(win: *mut MPI_Win) -> MpiResult<MPI_Win> {
     }
     // SAFETY: checked non-null.
     let handle = unsafe { *win };
-    let (state, comm) = window_parts(handle)?;
-    state.borrow().epochs.check_free().map_err(sync_error)?;
+    let comm = with_state(handle, |rt, state| {
+        state.borrow().epochs.check_free().map_err(sync_error)?;
+        Ok(rt.windows.get(handle)?.comm)
+    })?;
     crate::attr::access::delete_all(crate::attr::Object::Win(handle))?;
-    runtime::with(|rt| rt.engine.wait_until(|_| state.borrow().quiet()).map_err(|e| engine_error(MPI_COMM_WORLD, e)))?;
+    wait_until_state(handle, WinState::quiet)?;
     // SAFETY: the window's own communicator.
     check_call(MPI_COMM_WORLD, unsafe { crate::coll::abi::MPI_Barrier(comm) }, "the barrier of MPI_Win_free")?;
-    runtime::with(|rt| {
-        rt.engine.wait_until(|_| state.borrow().sends_done()).map_err(|e| engine_error(MPI_COMM_WORLD, e))?;
+    wait_until_state(handle, WinState::sends_done)?;
+    with_state(handle, |rt, state| {
         let mut state = state.borrow_mut();
         state.cancel_request_receive(&mut rt.engine);
         state.freed = true;
@@ -897,399 +894,3 @@ pub unsafe extern "C" fn MPI_Rget_accumulate(
     unsafe { request_operation("MPI_Rget_accumulate", win, args, request) }
 }
 
-// ---- Synchronisation ----
-
-/// Waits (making progress) until `done` holds for the window's state; then reports the failure an
-/// answer brought, if any.
-fn wait_for(rt: &mut Runtime, state: &Rc<RefCell<WinState>>, done: impl Fn(&WinState) -> bool) -> MpiResult<()> {
-    rt.engine.wait_until(|_| done(&state.borrow())).map_err(|e| engine_error(MPI_COMM_WORLD, e))?;
-    match state.borrow_mut().take_failure() {
-        Some(failure) => Err(win_error(failure.class, failure.detail)),
-        None => Ok(()),
-    }
-}
-
-/// Spins (making progress, yielding the core) until `attempt` succeeds: a lock word in shared
-/// memory, whose release rings no doorbell, so the engine's sleeping wait cannot be used.
-fn spin_until(rt: &mut Runtime, mut attempt: impl FnMut() -> bool) -> MpiResult<()> {
-    while !attempt() {
-        rt.engine.progress().map_err(|e| engine_error(MPI_COMM_WORLD, e))?;
-        std::thread::yield_now();
-    }
-    Ok(())
-}
-
-fn check_assert(assert: c_int, allowed: c_int) -> MpiResult<()> {
-    if assert & !allowed != 0 {
-        return Err(win_error(MPI_ERR_ASSERT, format!("assertion {assert:#x} has bits this call does not take")));
-    }
-    Ok(())
-}
-
-fn win_fence(assert: c_int, win: MPI_Win) -> MpiResult<()> {
-    check_assert(assert, MPI_MODE_NOSTORE | MPI_MODE_NOPUT | MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED)?;
-    let (state, comm) = window_parts(win)?;
-    state.borrow_mut().epochs.fence(assert & MPI_MODE_NOSUCCEED != 0).map_err(sync_error)?;
-    runtime::with(|rt| wait_for(rt, &state, |state| state.outstanding_total() == 0))?;
-    fence(Ordering::SeqCst);
-    // SAFETY: the window's own communicator.
-    check_call(MPI_COMM_WORLD, unsafe { crate::coll::abi::MPI_Barrier(comm) }, "the barrier of MPI_Win_fence")?;
-    fence(Ordering::SeqCst);
-    Ok(())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_fence(assert: c_int, win: MPI_Win) -> c_int {
-    finish_on("MPI_Win_fence", win, win_fence(assert, win))
-}
-
-fn lock_kind(lock_type: c_int) -> MpiResult<LockKind> {
-    match lock_type {
-        MPI_LOCK_SHARED => Ok(LockKind::Shared),
-        MPI_LOCK_EXCLUSIVE => Ok(LockKind::Exclusive),
-        _ => Err(win_error(MPI_ERR_LOCKTYPE, format!("{lock_type} is neither MPI_LOCK_SHARED nor MPI_LOCK_EXCLUSIVE"))),
-    }
-}
-
-fn checked_rank(state: &WinState, rank: c_int) -> MpiResult<u32> {
-    let count = state.targets.len();
-    if rank < 0 || rank as usize >= count {
-        return Err(win_error(MPI_ERR_RANK, format!("rank {rank} is not in the window's group of {count}")));
-    }
-    Ok(rank as u32)
-}
-
-/// Takes the lock of `target` (already recorded in the epochs) by its path.
-fn acquire(rt: &mut Runtime, state: &Rc<RefCell<WinState>>, target: u32, kind: LockKind) -> MpiResult<()> {
-    let (path, me, segment) = {
-        let state = state.borrow();
-        (state.targets[target as usize].path, state.rank, state.segment.clone())
-    };
-    if let (Path::Direct | Path::SingleCopy, Some(segment)) = (path, &segment) {
-        let word = segment.lock_word(target);
-        return spin_until(rt, || lockword::try_lock(word, kind));
-    }
-    if target == me {
-        let granted = {
-            let mut state = state.borrow_mut();
-            state.self_granted = false;
-            let sequence = 0;
-            state.lock.request(me, sequence, kind)
-        };
-        if !granted {
-            wait_for(rt, state, |state| state.self_granted)?;
-        }
-        return Ok(());
-    }
-    state.borrow_mut().issue(&mut rt.engine, target, Header::control(RequestKind::Lock(kind), 0), &[], &[], &[], None, None).map_err(|e| engine_error(MPI_COMM_WORLD, e))?;
-    wait_for(rt, state, |state| state.outstanding_to(target) == 0)
-}
-
-/// Completes the operations to `target` and releases its lock by its path.
-fn release(rt: &mut Runtime, state: &Rc<RefCell<WinState>>, target: u32, kind: LockKind) -> MpiResult<()> {
-    wait_for(rt, state, |state| state.outstanding_to(target) == 0)?;
-    let (path, me, segment) = {
-        let state = state.borrow();
-        (state.targets[target as usize].path, state.rank, state.segment.clone())
-    };
-    if let (Path::Direct | Path::SingleCopy, Some(segment)) = (path, &segment) {
-        lockword::unlock(segment.lock_word(target), kind);
-        return Ok(());
-    }
-    if target == me {
-        return state.borrow_mut().release_lock(&mut rt.engine, kind).map_err(|e| engine_error(MPI_COMM_WORLD, e));
-    }
-    state.borrow_mut().issue(&mut rt.engine, target, Header::control(RequestKind::Unlock(kind), 0), &[], &[], &[], None, None).map_err(|e| engine_error(MPI_COMM_WORLD, e))?;
-    wait_for(rt, state, |state| state.outstanding_to(target) == 0)
-}
-
-fn win_lock(lock_type: c_int, rank: c_int, assert: c_int, win: MPI_Win) -> MpiResult<()> {
-    let kind = lock_kind(lock_type)?;
-    check_assert(assert, MPI_MODE_NOCHECK)?;
-    let (state, _) = window_parts(win)?;
-    let target = checked_rank(&state.borrow(), rank)?;
-    state.borrow_mut().epochs.lock(target, kind).map_err(sync_error)?;
-    if assert & MPI_MODE_NOCHECK != 0 {
-        state.borrow_mut().unchecked_locks.push(target);
-        return Ok(());
-    }
-    runtime::with(|rt| acquire(rt, &state, target, kind)).inspect_err(|_| {
-        let _ = state.borrow_mut().epochs.unlock(target);
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_lock(lock_type: c_int, rank: c_int, assert: c_int, win: MPI_Win) -> c_int {
-    finish_on("MPI_Win_lock", win, win_lock(lock_type, rank, assert, win))
-}
-
-fn win_unlock(rank: c_int, win: MPI_Win) -> MpiResult<()> {
-    let (state, _) = window_parts(win)?;
-    let target = checked_rank(&state.borrow(), rank)?;
-    let kind = state.borrow_mut().epochs.unlock(target).map_err(sync_error)?;
-    let unchecked = {
-        let mut state = state.borrow_mut();
-        let position = state.unchecked_locks.iter().position(|&locked| locked == target);
-        position.map(|index| state.unchecked_locks.swap_remove(index)).is_some()
-    };
-    runtime::with(|rt| {
-        if unchecked {
-            wait_for(rt, &state, |state| state.outstanding_to(target) == 0)
-        } else {
-            release(rt, &state, target, kind)
-        }
-    })?;
-    fence(Ordering::SeqCst);
-    Ok(())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
-    finish_on("MPI_Win_unlock", win, win_unlock(rank, win))
-}
-
-fn win_lock_all(assert: c_int, win: MPI_Win) -> MpiResult<()> {
-    check_assert(assert, MPI_MODE_NOCHECK)?;
-    let (state, _) = window_parts(win)?;
-    state.borrow_mut().epochs.lock_all().map_err(sync_error)?;
-    if assert & MPI_MODE_NOCHECK != 0 {
-        let count = state.borrow().targets.len() as u32;
-        state.borrow_mut().unchecked_locks.extend(0..count);
-        return Ok(());
-    }
-    let count = state.borrow().targets.len() as u32;
-    runtime::with(|rt| {
-        // The lock requests to `Messages` targets go out together and their grants are awaited
-        // once: one round trip, not one per target (shared locks never wait for each other).
-        let me = state.borrow().rank;
-        let mut requested = false;
-        for target in 0..count {
-            if target != me && state.borrow().targets[target as usize].path == Path::Messages {
-                state.borrow_mut().issue(&mut rt.engine, target, Header::control(RequestKind::Lock(LockKind::Shared), 0), &[], &[], &[], None, None).map_err(|e| engine_error(MPI_COMM_WORLD, e))?;
-                requested = true;
-            } else {
-                acquire(rt, &state, target, LockKind::Shared)?;
-            }
-        }
-        if requested {
-            wait_for(rt, &state, |state| state.outstanding_total() == 0)?;
-        }
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int {
-    finish_on("MPI_Win_lock_all", win, win_lock_all(assert, win))
-}
-
-fn win_unlock_all(win: MPI_Win) -> MpiResult<()> {
-    let (state, _) = window_parts(win)?;
-    state.borrow_mut().epochs.unlock_all().map_err(sync_error)?;
-    let count = state.borrow().targets.len() as u32;
-    let unchecked = std::mem::take(&mut state.borrow_mut().unchecked_locks);
-    runtime::with(|rt| {
-        // Every operation completes first; then the unlocks to `Messages` targets go out together
-        // and their answers are awaited once.
-        wait_for(rt, &state, |state| state.outstanding_total() == 0)?;
-        if !unchecked.is_empty() {
-            return Ok(());
-        }
-        let me = state.borrow().rank;
-        for target in 0..count {
-            if target != me && state.borrow().targets[target as usize].path == Path::Messages {
-                state.borrow_mut().issue(&mut rt.engine, target, Header::control(RequestKind::Unlock(LockKind::Shared), 0), &[], &[], &[], None, None).map_err(|e| engine_error(MPI_COMM_WORLD, e))?;
-            } else {
-                release(rt, &state, target, LockKind::Shared)?;
-            }
-        }
-        wait_for(rt, &state, |state| state.outstanding_total() == 0)
-    })?;
-    fence(Ordering::SeqCst);
-    Ok(())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_unlock_all(win: MPI_Win) -> c_int {
-    finish_on("MPI_Win_unlock_all", win, win_unlock_all(win))
-}
-
-/// MPI_Win_flush and MPI_Win_flush_local: the operations to `rank` are complete (answered)
-/// when they return; `Direct` operations are complete when issued.
-fn win_flush(rank: c_int, win: MPI_Win) -> MpiResult<()> {
-    runtime::with(|rt| {
-        let window = rt.windows.get(win)?;
-        let (target, idle) = {
-            let state = window.state.borrow();
-            let target = checked_rank(&state, rank)?;
-            state.epochs.check_passive(target).map_err(sync_error)?;
-            (target, state.outstanding_to(target) == 0 && state.failure.is_none())
-        };
-        if !idle {
-            let state = window.state.clone();
-            wait_for(rt, &state, |state| state.outstanding_to(target) == 0)?;
-        }
-        fence(Ordering::SeqCst);
-        Ok(())
-    })
-}
-
-fn win_flush_all(win: MPI_Win) -> MpiResult<()> {
-    let (state, _) = window_parts(win)?;
-    state.borrow().epochs.check_any_passive().map_err(sync_error)?;
-    runtime::with(|rt| wait_for(rt, &state, |state| state.outstanding_total() == 0))?;
-    fence(Ordering::SeqCst);
-    Ok(())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_flush(rank: c_int, win: MPI_Win) -> c_int {
-    finish_on("MPI_Win_flush", win, win_flush(rank, win))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_flush_local(rank: c_int, win: MPI_Win) -> c_int {
-    finish_on("MPI_Win_flush_local", win, win_flush(rank, win))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_flush_all(win: MPI_Win) -> c_int {
-    finish_on("MPI_Win_flush_all", win, win_flush_all(win))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_flush_local_all(win: MPI_Win) -> c_int {
-    finish_on("MPI_Win_flush_local_all", win, win_flush_all(win))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_sync(win: MPI_Win) -> c_int {
-    let result = window_parts(win).map(|_| fence(Ordering::SeqCst));
-    finish_on("MPI_Win_sync", win, result)
-}
-
-/// The window ranks of `group`'s members; MPI_ERR_GROUP if one is not in the window.
-fn group_ranks(rt: &Runtime, win: MPI_Win, group: MPI_Group) -> MpiResult<Vec<u32>> {
-    let members = rt.groups.get(group).map_err(|e| win_error(e.class, e.detail))?.clone();
-    let window = rt.windows.get(win)?;
-    members
-        .iter()
-        .map(|job| window.members.iter().position(|member| member == job).map(|rank| rank as u32).ok_or_else(|| win_error(MPI_ERR_GROUP, format!("job rank {job} of the group is not in the window"))))
-        .collect()
-}
-
-/// Sends a PSCW frame (`kind`) to each of `ranks`; to itself it counts directly.
-fn notify(rt: &mut Runtime, state: &Rc<RefCell<WinState>>, ranks: &[u32], kind: RequestKind) -> MpiResult<()> {
-    let mut state = state.borrow_mut();
-    for &rank in ranks {
-        if rank == state.rank {
-            match kind {
-                RequestKind::Post => state.posts[rank as usize] += 1,
-                _ => state.completes[rank as usize] += 1,
-            }
-            continue;
-        }
-        state.issue(&mut rt.engine, rank, Header::control(kind, 0), &[], &[], &[], None, None).map_err(|e| engine_error(MPI_COMM_WORLD, e))?;
-    }
-    Ok(())
-}
-
-fn win_post(group: MPI_Group, assert: c_int, win: MPI_Win) -> MpiResult<()> {
-    check_assert(assert, MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT)?;
-    runtime::with(|rt| {
-        let ranks = group_ranks(rt, win, group)?;
-        let state = rt.windows.get(win)?.state.clone();
-        state.borrow_mut().epochs.post(ranks.clone()).map_err(sync_error)?;
-        fence(Ordering::SeqCst);
-        notify(rt, &state, &ranks, RequestKind::Post)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_post(group: MPI_Group, assert: c_int, win: MPI_Win) -> c_int {
-    finish_on("MPI_Win_post", win, win_post(group, assert, win))
-}
-
-fn win_start(group: MPI_Group, assert: c_int, win: MPI_Win) -> MpiResult<()> {
-    check_assert(assert, MPI_MODE_NOCHECK)?;
-    runtime::with(|rt| {
-        let ranks = group_ranks(rt, win, group)?;
-        let state = rt.windows.get(win)?.state.clone();
-        state.borrow_mut().epochs.start(ranks.clone()).map_err(sync_error)?;
-        if assert & MPI_MODE_NOCHECK == 0 {
-            wait_for(rt, &state, |state| ranks.iter().all(|&rank| state.posts[rank as usize] > 0))?;
-            let mut state = state.borrow_mut();
-            for &rank in &ranks {
-                state.posts[rank as usize] -= 1;
-            }
-        }
-        fence(Ordering::SeqCst);
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_start(group: MPI_Group, assert: c_int, win: MPI_Win) -> c_int {
-    finish_on("MPI_Win_start", win, win_start(group, assert, win))
-}
-
-fn win_complete(win: MPI_Win) -> MpiResult<()> {
-    runtime::with(|rt| {
-        let state = rt.windows.get(win)?.state.clone();
-        let ranks = state.borrow_mut().epochs.complete().map_err(sync_error)?;
-        wait_for(rt, &state, |state| ranks.iter().all(|&rank| state.outstanding_to(rank) == 0))?;
-        fence(Ordering::SeqCst);
-        notify(rt, &state, &ranks, RequestKind::Complete)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_complete(win: MPI_Win) -> c_int {
-    finish_on("MPI_Win_complete", win, win_complete(win))
-}
-
-/// Whether every origin of the exposure epoch has completed; if so the epoch ends.
-fn exposure_done(state: &mut WinState) -> MpiResult<bool> {
-    let ranks = state.epochs.exposure().map_err(sync_error)?.to_vec();
-    if !ranks.iter().all(|&rank| state.completes[rank as usize] > 0) {
-        return Ok(false);
-    }
-    for &rank in &ranks {
-        state.completes[rank as usize] -= 1;
-    }
-    state.epochs.end_exposure();
-    fence(Ordering::SeqCst);
-    Ok(true)
-}
-
-fn win_wait(win: MPI_Win) -> MpiResult<()> {
-    runtime::with(|rt| {
-        let state = rt.windows.get(win)?.state.clone();
-        let ranks = state.borrow().epochs.exposure().map_err(sync_error)?.to_vec();
-        wait_for(rt, &state, |state| ranks.iter().all(|&rank| state.completes[rank as usize] > 0))?;
-        let done = exposure_done(&mut state.borrow_mut()).map(|_| ());
-        done
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_wait(win: MPI_Win) -> c_int {
-    finish_on("MPI_Win_wait", win, win_wait(win))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_test(win: MPI_Win, flag: *mut c_int) -> c_int {
-    let result = runtime::with(|rt| {
-        let state = rt.windows.get(win)?.state.clone();
-        if flag.is_null() {
-            return Err(win_error(MPI_ERR_ARG, "flag must not be NULL"));
-        }
-        state.borrow().epochs.exposure().map_err(sync_error)?;
-        rt.engine.progress().map_err(|e| engine_error(MPI_COMM_WORLD, e))?;
-        let done = exposure_done(&mut state.borrow_mut())?;
-        // SAFETY: checked non-null.
-        unsafe { *flag = c_int::from(done) };
-        Ok(())
-    });
-    finish_on("MPI_Win_test", win, result)
-}
