@@ -100,6 +100,7 @@ pub struct Config {
     pub coll_bcast_split_min: usize,
     pub coll_allreduce_split_min: usize,
     pub coll_allreduce_exchange_max: usize,
+    pub coll_alltoall_batch: usize,
     pub coll_hierarchy: HierarchyMode,
     pub progress_thread: bool,
     pub shm: bool,
@@ -139,6 +140,7 @@ impl Default for Config {
             coll_bcast_split_min: 256 * 1024,
             coll_allreduce_split_min: 16 * 1024,
             coll_allreduce_exchange_max: 1024,
+            coll_alltoall_batch: 32,
             coll_hierarchy: HierarchyMode::Auto,
             progress_thread: false,
             shm: true,
@@ -186,6 +188,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_COLL_BCAST_SPLIT_MIN", default: "262144", meaning: "smallest broadcast (bytes) sent as scatter + ring allgather instead of a binomial tree; must be equal on every rank" },
     Setting { variable: "BRAID_COLL_ALLREDUCE_SPLIT_MIN", default: "16384", meaning: "smallest commutative allreduce (bytes) done as reduce-scatter + allgather instead of recursive doubling; must be equal on every rank" },
     Setting { variable: "BRAID_COLL_ALLREDUCE_EXCHANGE_MAX", default: "1024", meaning: "largest allreduce, in bytes times ranks, done (in groups of 3 to 8 ranks) as one all-to-all exchange of the inputs instead of log2 n dependent rounds; must be equal on every rank" },
+    Setting { variable: "BRAID_COLL_ALLTOALL_BATCH", default: "32", meaning: "peers a rank exchanges blocks with at once in a flat alltoall or alltoallv (sends and receives posted together, then the next batch); 1 is the pairwise exchange in n - 1 dependent rounds. A batch lets a rank move its other blocks while one partner is late (descheduled, or still computing) instead of waiting for it; a bounded one keeps a large communicator from flooding every peer at once; must be equal on every rank" },
     Setting { variable: "BRAID_COLL_HIERARCHY", default: "auto", meaning: "auto | off | always | segment: the collectives on a communicator whose ranks span nodes, with several on some node, run within each node, among one rank per node, then within each node again (a large blocking commutative allreduce may do its node phases in a node-wide shared segment whose ranks reduce disjoint slices in parallel): auto where the cost model (the shared-memory and rail profiles applied to each form's rounds on the communicator's layout) predicts it is faster; always: the hierarchical forms, the cheaper one for an allreduce; segment: as always, every blocking commutative allreduce through the shared segment (to measure it); must be equal on every rank" },
     Setting { variable: "BRAID_PROGRESS_THREAD", default: "off", meaning: "on | off: on starts a thread per rank that advances non-blocking collectives while the application computes outside MPI (worth it where a rank has an idle core; every MPI call then takes a lock)" },
     Setting { variable: "BRAID_SHM", default: "on", meaning: "on | off: off sends all traffic between ranks of one node through the network rails (\"virtual node mode\")" },
@@ -269,6 +272,7 @@ impl Config {
         config.coll_bcast_split_min = reader.number("BRAID_COLL_BCAST_SPLIT_MIN", config.coll_bcast_split_min, 0)?;
         config.coll_allreduce_split_min = reader.number("BRAID_COLL_ALLREDUCE_SPLIT_MIN", config.coll_allreduce_split_min, 0)?;
         config.coll_allreduce_exchange_max = reader.number("BRAID_COLL_ALLREDUCE_EXCHANGE_MAX", config.coll_allreduce_exchange_max, 0)?;
+        config.coll_alltoall_batch = reader.number("BRAID_COLL_ALLTOALL_BATCH", config.coll_alltoall_batch, 1)?;
         config.coll_hierarchy = reader.choice(
             "BRAID_COLL_HIERARCHY",
             config.coll_hierarchy,

@@ -371,7 +371,7 @@ pub async fn scatterv(port: &Port, all: &[u8], blocks: &[Range<usize>], mine: Op
 }
 
 /// Personalized exchange of equal blocks: block d of `send` goes to rank d, block s of `recv`
-/// comes from rank s. Pairwise exchange, n - 1 rounds.
+/// comes from rank s. Pairwise exchange, its steps in batches (`alltoallv_batched`).
 pub async fn alltoall(port: &Port, send: &[u8], recv: &mut [u8]) -> Result<(), i32> {
     let size = port.size();
     require(send.len() == recv.len() && send.len().is_multiple_of(size), MPI_ERR_ARG)?;
@@ -380,28 +380,39 @@ pub async fn alltoall(port: &Port, send: &[u8], recv: &mut [u8]) -> Result<(), i
         return Box::pin(hier::alltoall(port, &hierarchy.layout, send, recv)).await;
     }
     let blocks: Vec<Range<usize>> = (0..size).map(|index| index * block..(index + 1) * block).collect();
-    alltoallv_pairwise(port, send, &blocks, recv, &blocks).await
+    alltoallv_batched(port, send, &blocks, recv, &blocks).await
 }
 
 /// Personalized exchange of varying blocks: `send[send_blocks[d]]` goes to rank d and arrives
-/// in its `recv[recv_blocks[me]]`. Pairwise exchange, n - 1 rounds.
+/// in its `recv[recv_blocks[me]]`. Pairwise exchange, its steps in batches (`alltoallv_batched`).
 pub async fn alltoallv(port: &Port, send: &[u8], send_blocks: &[Range<usize>], recv: &mut [u8], recv_blocks: &[Range<usize>]) -> Result<(), i32> {
     if let Some(hierarchy) = port.hierarchy_for_any_size(Collective::Alltoallv) {
         return Box::pin(hier::alltoallv(port, &hierarchy.layout, send, send_blocks, recv, recv_blocks)).await;
     }
-    alltoallv_pairwise(port, send, send_blocks, recv, recv_blocks).await
+    alltoallv_batched(port, send, send_blocks, recv, recv_blocks).await
 }
 
-async fn alltoallv_pairwise(port: &Port, send: &[u8], send_blocks: &[Range<usize>], recv: &mut [u8], recv_blocks: &[Range<usize>]) -> Outcome {
+/// The pairwise exchange (at step s, send to rank + s and receive from rank - s) with
+/// `alltoall_batch` steps posted at once: a rank then moves the blocks of a batch in whatever
+/// order its partners are ready, instead of waiting on each in turn.
+async fn alltoallv_batched(port: &Port, send: &[u8], send_blocks: &[Range<usize>], recv: &mut [u8], recv_blocks: &[Range<usize>]) -> Outcome {
     let (rank, size) = (port.rank(), port.size());
     check_blocks(send_blocks, size, send.len())?;
     check_blocks(recv_blocks, size, recv.len())?;
     require(send_blocks[rank].len() == recv_blocks[rank].len(), MPI_ERR_ARG)?;
     recv[recv_blocks[rank].clone()].copy_from_slice(&send[send_blocks[rank].clone()]);
-    for step in 1..size {
-        let dest = (rank + step) % size;
-        let source = (rank + size - step) % size;
-        port.sendrecv(dest, &send[send_blocks[dest].clone()], source, &mut recv[recv_blocks[source].clone()]).await?;
+    let steps: Vec<usize> = (1..size).collect();
+    for batch in steps.chunks(port.tuning().alltoall_batch.max(1)) {
+        if let [step] = batch {
+            let (dest, source) = ((rank + step) % size, (rank + size - step) % size);
+            port.sendrecv(dest, &send[send_blocks[dest].clone()], source, &mut recv[recv_blocks[source].clone()]).await?;
+            continue;
+        }
+        let destinations: Vec<Option<usize>> = batch.iter().map(|step| Some((rank + step) % size)).collect();
+        let outgoing: Vec<Range<usize>> = batch.iter().map(|step| send_blocks[(rank + step) % size].clone()).collect();
+        let sources: Vec<Option<usize>> = batch.iter().map(|step| Some((rank + size - step) % size)).collect();
+        let incoming: Vec<Range<usize>> = batch.iter().map(|step| recv_blocks[(rank + size - step) % size].clone()).collect();
+        port.exchange_with(&sources, recv, &incoming, &destinations, send, &outgoing)?.await?;
     }
     Ok(())
 }

@@ -224,7 +224,7 @@ pub struct Hierarchy {
     /// `UNCHOSEN`, `FLAT` or `HIERARCHICAL` per collective (`SLOTS_PER_COLLECTIVE` each).
     choices: Box<[AtomicU8]>,
     /// The switch points the cached choices were made under.
-    chosen_under: [AtomicUsize; 3],
+    chosen_under: [AtomicUsize; 4],
     /// This rank's node's reduction segment, made at the first allreduce that takes the node
     /// segment form (None inside: it could not be made); unmapped with the communicator.
     pub node_segment: OnceLock<Option<NodeSegment>>,
@@ -234,7 +234,7 @@ impl Hierarchy {
     pub fn new(layout: NodeLayout, costs: LinkCosts) -> Hierarchy {
         let choices = (0..Collective::COUNT * SLOTS_PER_COLLECTIVE).map(|_| AtomicU8::new(UNCHOSEN)).collect();
         let default = CollTuning::default();
-        let chosen_under = [AtomicUsize::new(default.bcast_split_min), AtomicUsize::new(default.allreduce_split_min), AtomicUsize::new(default.allreduce_exchange_max)];
+        let chosen_under = [AtomicUsize::new(default.bcast_split_min), AtomicUsize::new(default.allreduce_split_min), AtomicUsize::new(default.allreduce_exchange_max), AtomicUsize::new(default.alltoall_batch)];
         Hierarchy { layout, costs, reporting: false, choices, chosen_under, node_segment: OnceLock::new() }
     }
 
@@ -276,7 +276,7 @@ impl Hierarchy {
     }
 
     fn cached(&self, collective: Collective, class: usize, tuning: CollTuning, choose: impl FnOnce() -> Form) -> Form {
-        let under = [tuning.bcast_split_min, tuning.allreduce_split_min, tuning.allreduce_exchange_max];
+        let under = [tuning.bcast_split_min, tuning.allreduce_split_min, tuning.allreduce_exchange_max, tuning.alltoall_batch];
         if self.chosen_under.iter().zip(under).any(|(chosen, current)| chosen.load(Ordering::Relaxed) != current) {
             for choice in self.choices.iter() {
                 choice.store(UNCHOSEN, Ordering::Relaxed);
@@ -385,6 +385,20 @@ impl Hierarchy {
             .map(|step| {
                 let shift = if pairwise { step } else { 1 };
                 let messages: Vec<(usize, usize)> = (0..size).map(|i| (ranks[i], ranks[(i + shift) % size])).collect();
+                self.round(&messages, bytes)
+            })
+            .sum()
+    }
+
+    /// A pairwise exchange whose steps go `batch` at a time (the flat alltoall): one round per
+    /// batch, in which every rank sends `bytes` to the ranks each step of the batch ahead of it.
+    fn batched_exchange(&self, ranks: &[usize], bytes: usize, batch: usize) -> f64 {
+        let size = ranks.len();
+        let steps: Vec<usize> = (1..size).collect();
+        steps
+            .chunks(batch.max(1))
+            .map(|chunk| {
+                let messages: Vec<(usize, usize)> = chunk.iter().flat_map(|&step| (0..size).map(move |i| (ranks[i], ranks[(i + step) % size]))).collect();
                 self.round(&messages, bytes)
             })
             .sum()
@@ -511,7 +525,7 @@ impl Hierarchy {
             Collective::Allgather => self.shifts(&all, bytes, false),
             Collective::Gather | Collective::Scatter => self.binomial_gather(&all, bytes),
             Collective::ReduceScatter => self.shifts(&all, bytes / all.len().max(1), true),
-            Collective::Alltoall | Collective::Alltoallv => self.shifts(&all, bytes, true),
+            Collective::Alltoall | Collective::Alltoallv => self.batched_exchange(&all, bytes, tuning.alltoall_batch),
             Collective::Gatherv | Collective::Scatterv => {
                 let to_root: Vec<(usize, usize)> = all[1..].iter().map(|&rank| (rank, 0)).collect();
                 self.round(&to_root, bytes)

@@ -24,6 +24,8 @@ pub struct CollTuning {
     pub allreduce_split_min: usize,
     /// Largest allreduce (bytes times ranks) done as one all-to-all exchange of the inputs.
     pub allreduce_exchange_max: usize,
+    /// Peers exchanged with at once in a flat alltoall(v) (1: pairwise).
+    pub alltoall_batch: usize,
     /// When a communicator that spans nodes runs its collectives' hierarchical forms.
     pub hierarchy: HierarchyMode,
 }
@@ -34,6 +36,7 @@ impl CollTuning {
             bcast_split_min: config.coll_bcast_split_min,
             allreduce_split_min: config.coll_allreduce_split_min,
             allreduce_exchange_max: config.coll_allreduce_exchange_max,
+            alltoall_batch: config.coll_alltoall_batch,
             hierarchy: config.coll_hierarchy,
         }
     }

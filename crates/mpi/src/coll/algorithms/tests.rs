@@ -437,8 +437,9 @@ fn alltoallv_moves_blocks_of_varying_sizes() {
         }
         (blocks, offset)
     };
-    for size in SIZES {
-        let results = run_group(size, CollTuning::default(), |ch| {
+    // Pairwise one step at a time, in batches of 2 (some batches shorter), all steps at once.
+    for (size, batch) in SIZES.into_iter().flat_map(|size| [1, 2, 32].map(|batch| (size, batch))) {
+        let results = run_group(size, CollTuning { alltoall_batch: batch, ..CollTuning::default() }, |ch| {
             let rank = ch.rank();
             let (send_blocks, send_len) = layout(size, &|dest| rank + 2 * dest);
             let (recv_blocks, recv_len) = layout(size, &|source| source + 2 * rank);
@@ -451,7 +452,7 @@ fn alltoallv_moves_blocks_of_varying_sizes() {
             for sender in 0..size {
                 let (send_blocks, send_len) = layout(size, &|dest| sender + 2 * dest);
                 let sent = pattern(sender, send_len, 9);
-                assert_eq!(recv[recv_blocks[sender].clone()], sent[send_blocks[receiver].clone()], "size {size}");
+                assert_eq!(recv[recv_blocks[sender].clone()], sent[send_blocks[receiver].clone()], "size {size} batch {batch}");
             }
         }
     }
