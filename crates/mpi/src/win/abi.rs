@@ -1,5 +1,6 @@
-//! The MPI_Win_* entry points and the RMA operations. Creation reports on its communicator; every
-//! other call on its window's error handler. The collective steps (duplicating the communicator,
+//! The MPI_Win_* entry points and the RMA operations (the synchronisation calls are in
+//! `synchronisation`). Creation reports on its communicator; every other call on its window's
+//! error handler. The collective steps (duplicating the communicator,
 //! exchanging sizes, barriers) go through the MPI calls themselves, with the state released.
 
 // The safety contract of the MPI_* entry points is the MPI standard's rules for their arguments.
