@@ -42,6 +42,8 @@ pub(crate) struct WaitPolicy {
     pub(crate) spin_count: u32,
     /// Oversubscribed node: how long a waiter yields its core before it sleeps.
     pub(crate) yield_window: Duration,
+    /// A waiter on the rails: how long it spins before it sleeps on their doorbells.
+    pub(crate) rail_spin_window: Duration,
     pub(crate) timeout: Duration,
     pub(crate) oversubscribed: bool,
     pub(crate) doorbell: Doorbell,
@@ -64,12 +66,6 @@ pub(crate) enum Doorbell {
 /// a frame from those may be seen once the rank has gone to sleep.
 pub(crate) const MIXED_SLEEP_MAX: Duration = Duration::from_micros(100);
 
-/// How long a waiter on the rails spins before it sleeps. A rails poll costs a system call per
-/// rail (a shared-memory poll a few loads), so `BRAID_SPIN_COUNT` polls there would spin for tens
-/// of milliseconds, longer than a streaming rank is ever idle: it would never sleep, and its
-/// spinning would take the CPU the kernel's packet processing needs.
-pub(crate) const RAIL_SPIN_WINDOW: Duration = Duration::from_micros(20);
-
 /// A sleep shorter than this is not worth its system calls (and the wake-up): yield instead.
 const SLEEP_MIN: Duration = Duration::from_micros(20);
 
@@ -82,8 +78,9 @@ pub(crate) enum Idle {
 }
 
 impl WaitPolicy {
-    /// `idle_polls` unsuccessful polls so far, `idle_for` since the first of them.
-    pub(crate) fn after_idle_poll(&self, idle_polls: u32, idle_for: impl FnOnce() -> Duration) -> Idle {
+    /// `idle_polls` unsuccessful polls so far, `idle_for` since the first of them; `bulk_on_rails`:
+    /// a rendezvous is moving over the rails (chunks to send or to receive).
+    pub(crate) fn after_idle_poll(&self, idle_polls: u32, bulk_on_rails: bool, idle_for: impl FnOnce() -> Duration) -> Idle {
         match self.mode {
             WaitMode::Poll => Idle::Spin,
             WaitMode::Block => Idle::Block,
@@ -94,7 +91,13 @@ impl WaitPolicy {
                 if idle_for() < self.yield_window { Idle::Yield } else { Idle::Block }
             }
             WaitMode::Auto if matches!(self.doorbell, Doorbell::Rails { .. }) => {
-                if idle_polls < self.spin_count && idle_for() < RAIL_SPIN_WINDOW { Idle::Spin } else { Idle::Block }
+                // A rails poll costs a system call per rail (a shared-memory poll a few loads), so
+                // `BRAID_SPIN_COUNT` polls there would spin for tens of milliseconds, longer than a
+                // streaming rank is ever idle, taking the CPU the kernel's packet work needs.
+                // While a rendezvous moves, what the rank waits for is the next packets of a chunk
+                // or room in a socket, which the doorbell reports: spinning for them would take
+                // the CPU those packets need, to save a wake-up that is small beside a chunk.
+                if !bulk_on_rails && idle_polls < self.spin_count && idle_for() < self.rail_spin_window { Idle::Spin } else { Idle::Block }
             }
             WaitMode::Auto => {
                 if idle_polls < self.spin_count { Idle::Spin } else { Idle::Block }
@@ -151,7 +154,7 @@ impl Engine {
                 continue;
             }
             idle_polls = idle_polls.saturating_add(1);
-            match self.wait.after_idle_poll(idle_polls, || idle_since.get_or_insert_with(Instant::now).elapsed()) {
+            match self.wait.after_idle_poll(idle_polls, self.core.net.moving_bulk(), || idle_since.get_or_insert_with(Instant::now).elapsed()) {
                 Idle::Spin => continue,
                 Idle::Yield => {
                     self.core.counters.time_blocked(std::thread::yield_now);
@@ -295,6 +298,7 @@ mod wait_policy_tests {
             mode,
             spin_count: 3,
             yield_window: Duration::from_micros(100),
+            rail_spin_window: Duration::from_micros(20),
             timeout: Duration::from_millis(1),
             oversubscribed,
             doorbell: Doorbell::Direct(1),
@@ -304,31 +308,35 @@ mod wait_policy_tests {
     #[test]
     fn a_dedicated_core_spins_then_blocks() {
         let auto = policy(WaitMode::Auto, false);
-        assert_eq!(auto.after_idle_poll(2, || Duration::ZERO), Idle::Spin);
-        assert_eq!(auto.after_idle_poll(3, || Duration::ZERO), Idle::Block);
+        assert_eq!(auto.after_idle_poll(2, false, || Duration::ZERO), Idle::Spin);
+        assert_eq!(auto.after_idle_poll(3, false, || Duration::ZERO), Idle::Block);
     }
 
     #[test]
     fn an_oversubscribed_node_yields_for_the_window_then_blocks() {
         let auto = policy(WaitMode::Auto, true);
-        assert_eq!(auto.after_idle_poll(1_000_000, || Duration::from_micros(99)), Idle::Yield);
-        assert_eq!(auto.after_idle_poll(1, || Duration::from_micros(100)), Idle::Block);
+        assert_eq!(auto.after_idle_poll(1_000_000, false, || Duration::from_micros(99)), Idle::Yield);
+        assert_eq!(auto.after_idle_poll(1, false, || Duration::from_micros(100)), Idle::Block);
         let no_window = WaitPolicy { yield_window: Duration::ZERO, ..policy(WaitMode::Auto, true) };
-        assert_eq!(no_window.after_idle_poll(1, || Duration::ZERO), Idle::Block);
+        assert_eq!(no_window.after_idle_poll(1, false, || Duration::ZERO), Idle::Block);
     }
 
     #[test]
     fn a_waiter_on_the_rails_spins_only_briefly() {
         let rails = WaitPolicy { doorbell: Doorbell::Rails { bounded: false }, spin_count: 20_000, ..policy(WaitMode::Auto, false) };
-        assert_eq!(rails.after_idle_poll(100, || Duration::from_micros(5)), Idle::Spin);
-        assert_eq!(rails.after_idle_poll(100, || RAIL_SPIN_WINDOW), Idle::Block);
-        assert_eq!(rails.after_idle_poll(20_000, || Duration::ZERO), Idle::Block);
-        assert_eq!(WaitPolicy { mode: WaitMode::Poll, ..rails }.after_idle_poll(100, || Duration::MAX), Idle::Spin);
+        assert_eq!(rails.after_idle_poll(100, false, || Duration::from_micros(5)), Idle::Spin);
+        assert_eq!(rails.after_idle_poll(100, false, || rails.rail_spin_window), Idle::Block);
+        assert_eq!(rails.after_idle_poll(20_000, false, || Duration::ZERO), Idle::Block);
+        // Chunks in flight: it sleeps on the doorbells at once.
+        assert_eq!(rails.after_idle_poll(1, true, || Duration::ZERO), Idle::Block);
+        // Only the rails' waiting cares; a shared-memory waiter spins as before.
+        assert_eq!(policy(WaitMode::Auto, false).after_idle_poll(1, true, || Duration::ZERO), Idle::Spin);
+        assert_eq!(WaitPolicy { mode: WaitMode::Poll, ..rails }.after_idle_poll(100, false, || Duration::MAX), Idle::Spin);
     }
 
     #[test]
     fn forced_modes_ignore_the_node() {
-        assert_eq!(policy(WaitMode::Poll, true).after_idle_poll(u32::MAX, || Duration::MAX), Idle::Spin);
-        assert_eq!(policy(WaitMode::Block, false).after_idle_poll(1, || Duration::ZERO), Idle::Block);
+        assert_eq!(policy(WaitMode::Poll, true).after_idle_poll(u32::MAX, false, || Duration::MAX), Idle::Spin);
+        assert_eq!(policy(WaitMode::Block, false).after_idle_poll(1, false, || Duration::ZERO), Idle::Block);
     }
 }

@@ -236,6 +236,12 @@ impl RailMachine {
         self.unsent > 0 || self.unacked > 0 || self.ack_due || !self.transfers.is_empty() || !self.receives.is_empty()
     }
 
+    /// A rendezvous is moving: a transfer whose chunks go out, or a receive waiting for chunks.
+    #[inline]
+    pub(crate) fn moving_bulk(&self) -> bool {
+        !self.transfers.is_empty() || !self.receives.is_empty()
+    }
+
     /// Frames or chunks not yet handed to a rail (finalize waits for them).
     pub(crate) fn has_work(&self) -> bool {
         self.unsent > 0 || self.transfers.iter().any(|transfer| !transfer.unassigned.is_empty() || transfer.pieces.iter().any(|piece| piece.posted < piece.end))

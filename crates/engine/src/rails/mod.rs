@@ -137,6 +137,12 @@ impl Network {
         self.machine.has_work()
     }
 
+    /// A rendezvous is moving: chunks to send or to receive (see [`RailMachine::moving_bulk`]).
+    #[inline]
+    pub(crate) fn moving_bulk(&self) -> bool {
+        self.machine.moving_bulk()
+    }
+
     /// A progress step of the rails (see [`RailMachine::advance`]).
     pub(crate) fn advance(&mut self, idle: bool) -> Result<bool, EngineError> {
         self.machine.advance(idle, &mut self.links)
