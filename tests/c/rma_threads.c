@@ -4,10 +4,9 @@
  * exclusive locks with accumulates and flushes, shared locks with gets, lock_all with flush_all,
  * fences and MPI_Win_sync; then frees them, all threads at once. Each rank's windows are targeted
  * by the rank before it, so every counter must end at exactly the number of accumulates sent. */
-#include <pthread.h>
 #include <string.h>
 
-#include "check.h"
+#include "thread_workers.h"
 
 #define THREADS 4
 #define ROUNDS 200
@@ -77,20 +76,12 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
-    int provided, i;
-    pthread_t threads[THREADS];
+    int i;
 
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    CHECK(provided == MPI_THREAD_MULTIPLE, "provided %d", provided);
+    init_thread_multiple(&argc, &argv, thread_comm, THREADS);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    for (i = 0; i < THREADS; i++)
-        MPI_Comm_dup(MPI_COMM_WORLD, &thread_comm[i]);
-
-    for (i = 0; i < THREADS; i++)
-        CHECK(pthread_create(&threads[i], NULL, worker, (void *)(long)i) == 0, "pthread_create %d", i);
-    for (i = 0; i < THREADS; i++)
-        pthread_join(threads[i], NULL);
+    run_workers(THREADS, worker);
 
     for (i = 0; i < THREADS; i++)
         MPI_Comm_free(&thread_comm[i]);

@@ -3,10 +3,9 @@
  * communicator of their own; probes; collectives on each thread's own communicator; concurrent
  * waits on requests of one communicator; communicators made by every thread at once (MPI_Comm_dup
  * and MPI_Comm_idup), each with a context of its own. */
-#include <pthread.h>
 #include <string.h>
 
-#include "check.h"
+#include "thread_workers.h"
 
 #define THREADS 4
 #define ROUNDS 300
@@ -133,16 +132,12 @@ static void *creator(void *arg)
 
 int main(int argc, char **argv)
 {
-    int provided, i;
+    int i;
     pthread_t threads[THREADS];
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    CHECK(provided == MPI_THREAD_MULTIPLE, "provided %d", provided);
+    init_thread_multiple(&argc, &argv, thread_comm, THREADS);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    for (i = 0; i < THREADS; i++) MPI_Comm_dup(MPI_COMM_WORLD, &thread_comm[i]);
-
-    for (i = 0; i < THREADS; i++) pthread_create(&threads[i], NULL, worker, (void *)(long)i);
-    for (i = 0; i < THREADS; i++) pthread_join(threads[i], NULL);
+    run_workers(THREADS, worker);
 
     if (rank == size - 1 && size > 1) {
         for (i = 0; i < THREADS; i++) pthread_create(&threads[i], NULL, waiter, (void *)(long)i);
@@ -156,8 +151,7 @@ int main(int argc, char **argv)
         MPI_Barrier(MPI_COMM_WORLD);
     }
 
-    for (i = 0; i < THREADS; i++) pthread_create(&threads[i], NULL, creator, (void *)(long)i);
-    for (i = 0; i < THREADS; i++) pthread_join(threads[i], NULL);
+    run_workers(THREADS, creator);
 
     for (i = 0; i < THREADS; i++) MPI_Comm_free(&thread_comm[i]);
     report_ok("threads");
