@@ -11,11 +11,16 @@
 #
 # Usage: bench/coll_cluster.sh [--reps R] [--rails RATES] [--sizes LIST] [--collectives LIST]
 #                              [--placements "blocked cyclic"] [--seconds S] [--no-openmpi]
+#                              [--sessions rank|launcher]
 #   --reps R        repetitions of every variant (default 3)
 #   --rails RATES   the cluster's rails (default 2gbit,1gbit)
 #   --sizes LIST    bytes, comma-separated (default 8,1024,65536,524288,4194304)
 #   --collectives   comma-separated, as bench/coll.c names them (default: all of them)
 #   --seconds S     timing per point and run (default 0.3)
+#   --sessions      launcher (default): each launcher's own layout; rank: every rank in a session
+#                   of its own (`setsid -w` in front of the program), so that under autogroup
+#                   scheduling (/proc/sys/kernel/sched_autogroup_enabled) each rank gets a CPU share
+#                   of its own against other work on the machine, as in bench/compare.sh
 # A point counts as agreeing when auto chose the faster form, or when the two forms are within
 # 5% of each other (a tie: either choice is right).
 # Output: the table on stdout; every run in bench/results/coll-cluster-<date>-raw.csv
@@ -34,6 +39,7 @@ COLLECTIVES=allreduce,bcast,alltoall,allgather,reduce_scatter,gather,iallreduce,
 PLACEMENTS="blocked cyclic"
 SECONDS_PER_POINT=0.3
 OPENMPI=1
+SESSIONS=launcher
 while [ $# -gt 0 ]; do
     case "$1" in
     --reps) REPS="$2"; shift ;;
@@ -43,12 +49,18 @@ while [ $# -gt 0 ]; do
     --placements) PLACEMENTS="$2"; shift ;;
     --seconds) SECONDS_PER_POINT="$2"; shift ;;
     --no-openmpi) OPENMPI=0 ;;
+    --sessions) SESSIONS="$2"; shift ;;
     -h | --help) sed -n '2,/^set -euo/{/^#/p}' "$0"; exit 0 ;;
     *) echo "coll_cluster.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
 done
 [[ "$REPS" =~ ^[1-9][0-9]*$ ]] || { echo "coll_cluster.sh: --reps needs a positive number" >&2; exit 2; }
+case "$SESSIONS" in
+launcher) SESSION=() ;;
+rank) SESSION=(setsid -w) ;;
+*) echo "coll_cluster.sh: --sessions takes rank or launcher, not '$SESSIONS'" >&2; exit 2 ;;
+esac
 for placement in $PLACEMENTS; do
     case "$placement" in blocked | cyclic) ;; *) echo "coll_cluster.sh: unknown placement $placement" >&2; exit 2 ;; esac
 done
@@ -106,7 +118,7 @@ braid_coll() {
     local placement=$1 mode=$2
     shift 2
     BRAID_COLL_HIERARCHY=$mode timeout "$RUN_LIMIT" "$BRAID" run --cluster "$CLUSTER" -n 4 --ppn 2 --map-by "$(map_option "$placement")" \
-        "$WORK/coll-braid" "$@" 2>>"$ERRORS" || echo "# failed: braid $mode $placement" >&2
+        "${SESSION[@]}" "$WORK/coll-braid" "$@" 2>>"$ERRORS" || echo "# failed: braid $mode $placement" >&2
 }
 
 openmpi_coll() {
@@ -115,7 +127,7 @@ openmpi_coll() {
     (cd "$WORK" && timeout "$RUN_LIMIT" ip netns exec "braid-$CLUSTER-n0" mpirun.openmpi --allow-run-as-root -np 4 \
         --host "$(cluster_address 0 mgmt):2,$(cluster_address 1 mgmt):2" --map-by "$map" --bind-to none --mca plm_rsh_agent "$WORK/rsh-agent" \
         --mca btl tcp,self,vader --mca btl_tcp_if_include "$RAIL_NAMES" --mca oob_tcp_if_include mgmt \
-        "$WORK/coll-openmpi" "${ARGS[@]}" 2>>"$WORK/errors.log") || echo "# failed: Open MPI $placement" >&2
+        "${SESSION[@]}" "$WORK/coll-openmpi" "${ARGS[@]}" 2>>"$WORK/errors.log") || echo "# failed: Open MPI $placement" >&2
 }
 
 # The model's decisions: one call per point with BRAID_DEBUG, keeping the `coll model` lines.
