@@ -438,7 +438,7 @@ fn alltoallv_moves_blocks_of_varying_sizes() {
         (blocks, offset)
     };
     // Pairwise one step at a time, in batches of 2 (some batches shorter), all steps at once.
-    for (size, batch) in SIZES.into_iter().flat_map(|size| [1, 2, 32].map(|batch| (size, batch))) {
+    for (size, batch) in SIZES.flat_map(|size| [1, 2, 32].map(|batch| (size, batch))) {
         let results = run_group(size, CollTuning { alltoall_batch: batch, ..CollTuning::default() }, |ch| {
             let rank = ch.rank();
             let (send_blocks, send_len) = layout(size, &|dest| rank + 2 * dest);
