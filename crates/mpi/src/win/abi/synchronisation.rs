@@ -200,16 +200,19 @@ fn win_lock(lock_type: c_int, rank: c_int, assert: c_int, win: MPI_Win) -> MpiRe
     let kind = lock_kind(lock_type)?;
     check_assert(assert, MPI_MODE_NOCHECK)?;
     let unchecked = assert & MPI_MODE_NOCHECK != 0;
-    let target = with_state(win, |_, state| {
+    let (target, held) = with_state(win, |_, state| {
         let mut state = state.borrow_mut();
         let target = checked_rank(&state, rank)?;
         state.epochs.lock(target, kind).map_err(sync_error)?;
         if unchecked {
             state.unchecked_locks.push(target);
+            return Ok((target, true));
         }
-        Ok(target)
+        // The common case on a node, a free lock word, is taken in this one step.
+        let taken = lock_route(&state, target) == LockRoute::Word && state.segment.as_ref().is_some_and(|segment| lockword::try_lock(segment.lock_word(target), kind));
+        Ok((target, taken))
     })?;
-    if unchecked {
+    if held {
         return Ok(());
     }
     acquire(win, target, kind).inspect_err(|_| {
@@ -226,17 +229,25 @@ pub unsafe extern "C" fn MPI_Win_lock(lock_type: c_int, rank: c_int, assert: c_i
 }
 
 fn win_unlock(rank: c_int, win: MPI_Win) -> MpiResult<()> {
-    let (target, kind, unchecked) = with_state(win, |_, state| {
+    let (target, kind, unchecked, released) = with_state(win, |_, state| {
         let mut state = state.borrow_mut();
         let target = checked_rank(&state, rank)?;
         let kind = state.epochs.unlock(target).map_err(sync_error)?;
         let position = state.unchecked_locks.iter().position(|&locked| locked == target);
         let unchecked = position.map(|index| state.unchecked_locks.swap_remove(index)).is_some();
-        Ok((target, kind, unchecked))
+        // The common case on a node: nothing outstanding (direct operations are complete when
+        // issued), so the lock word is released in this one step.
+        let released = !unchecked && lock_route(&state, target) == LockRoute::Word && state.outstanding_to(target) == 0 && state.failure.is_none();
+        if released {
+            if let Some(segment) = &state.segment {
+                lockword::unlock(segment.lock_word(target), kind);
+            }
+        }
+        Ok((target, kind, unchecked, released))
     })?;
     if unchecked {
         wait_for(win, |state| state.outstanding_to(target) == 0)?;
-    } else {
+    } else if !released {
         release(win, target, kind)?;
     }
     fence(Ordering::SeqCst);
