@@ -685,27 +685,21 @@ pub fn interface_body(function: &Function, kinds: &[Kind], declare: impl Fn(usiz
 }
 
 /// The interfaces of the handwritten MPI_Init and MPI_Init_thread, with `ierror` declared as given.
-pub fn init_interfaces(ierror: &str) -> String {
+fn init_interfaces(ierror: &str) -> String {
     format!(
         "    SUBROUTINE MPI_Init(ierror)\n      IMPLICIT NONE\n      {ierror}\n    END SUBROUTINE MPI_Init\n    \
          SUBROUTINE MPI_Init_thread(required, provided, ierror)\n      IMPLICIT NONE\n      INTEGER :: required, provided\n      {ierror}\n    END SUBROUTINE MPI_Init_thread\n"
     )
 }
 
-/// The source of the `mpi` module: the constants of mpif.h and an explicit interface for every
-/// routine (choice buffers take any type, kind and rank through gfortran's NO_ARG_CHECK), a
-/// generic with a TYPE(C_PTR) form for those returning an address, and MPI_Sizeof.
-pub fn mpi_module(header: &str) -> String {
-    let mut out = String::from("! Braid: the `mpi` module (generated from include/mpi.h at build time: do not edit).\nMODULE mpi\n  IMPLICIT NONE\n");
-    for line in declarations(header).lines() {
-        let _ = writeln!(out, "  {}", line.trim_start());
-    }
-    for chunk in PREDEFINED_CALLBACKS.chunks(4) {
-        let _ = writeln!(out, "  EXTERNAL {}", chunk.join(", "));
-    }
-    out.push_str("  INTERFACE\n");
-    out.push_str(&init_interfaces("INTEGER :: ierror"));
-    out.push_str(&handwritten_interfaces(Module::Mpi));
+/// What the `mpi` and `mpi_f08` modules share, in `module`'s forms: the INTERFACE block (the
+/// handwritten MPI_Init pair with `ierror` declared as given, the other handwritten interfaces, and
+/// `interface` for each generated routine), the generics of the routines returning an address,
+/// MPI_Sizeof's generic, then CONTAINS and MPI_Sizeof's procedures.
+pub fn interfaces_and_sizeof(header: &str, module: Module, ierror: &str, interface: fn(&Function, &[Kind]) -> String) -> String {
+    let mut out = String::from("  INTERFACE\n");
+    out.push_str(&init_interfaces(ierror));
+    out.push_str(&handwritten_interfaces(module));
     let mut generics = String::new();
     for function in functions(header) {
         if let Binding::Generated(kinds) = binding(&function) {
@@ -720,7 +714,22 @@ pub fn mpi_module(header: &str) -> String {
     out.push_str(&generics);
     out.push_str(&sizeof_generic());
     out.push_str("CONTAINS\n");
-    out.push_str(&sizeof_procedures(Module::Mpi));
+    out.push_str(&sizeof_procedures(module));
+    out
+}
+
+/// The source of the `mpi` module: the constants of mpif.h and an explicit interface for every
+/// routine (choice buffers take any type, kind and rank through gfortran's NO_ARG_CHECK), a
+/// generic with a TYPE(C_PTR) form for those returning an address, and MPI_Sizeof.
+pub fn mpi_module(header: &str) -> String {
+    let mut out = String::from("! Braid: the `mpi` module (generated from include/mpi.h at build time: do not edit).\nMODULE mpi\n  IMPLICIT NONE\n");
+    for line in declarations(header).lines() {
+        let _ = writeln!(out, "  {}", line.trim_start());
+    }
+    for chunk in PREDEFINED_CALLBACKS.chunks(4) {
+        let _ = writeln!(out, "  EXTERNAL {}", chunk.join(", "));
+    }
+    out.push_str(&interfaces_and_sizeof(header, Module::Mpi, "INTEGER :: ierror", interface));
     out.push_str("END MODULE mpi\n");
     out
 }

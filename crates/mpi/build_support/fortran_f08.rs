@@ -8,8 +8,8 @@
 
 use std::fmt::Write as _;
 
-use crate::fortran::{address_generic, binding, fortran_declaration, fortran_name, fortran_only_constants, fortran_type_of, functions, init_interfaces, integer_constants, interface_body, returns_address, Binding, Function, Kind, HANDLE_TYPES, PREDEFINED_CALLBACKS};
-use crate::fortran_interfaces::{handwritten_interfaces, sizeof_generic, sizeof_procedures, Module};
+use crate::fortran::{fortran_declaration, fortran_name, fortran_only_constants, fortran_type_of, interfaces_and_sizeof, integer_constants, interface_body, Function, Kind, HANDLE_TYPES, PREDEFINED_CALLBACKS};
+use crate::fortran_interfaces::Module;
 
 /// The Fortran handle types: every C handle type but MPI_Fint.
 fn handle_types() -> impl Iterator<Item = &'static str> {
@@ -86,24 +86,7 @@ pub fn mpi_f08_module(header: &str) -> String {
         }
         out.push_str("  END INTERFACE\n");
     }
-    out.push_str("  INTERFACE\n");
-    out.push_str(&init_interfaces("INTEGER, OPTIONAL :: ierror"));
-    out.push_str(&handwritten_interfaces(Module::F08));
-    let mut generics = String::new();
-    for function in functions(header) {
-        if let Binding::Generated(kinds) = binding(&function) {
-            if returns_address(&kinds) {
-                generics.push_str(&address_generic(&function.name, &interface(&function, &kinds)));
-            } else {
-                out.push_str(&interface(&function, &kinds));
-            }
-        }
-    }
-    out.push_str("  END INTERFACE\n");
-    out.push_str(&generics);
-    out.push_str(&sizeof_generic());
-    out.push_str("CONTAINS\n");
-    out.push_str(&sizeof_procedures(Module::F08));
+    out.push_str(&interfaces_and_sizeof(header, Module::F08, "INTEGER, OPTIONAL :: ierror", interface));
     for t in &types {
         let short = t[4..].to_ascii_lowercase();
         let _ = writeln!(
