@@ -31,6 +31,11 @@ fn phases(port: &Port, layout: &NodeLayout, root: usize) -> (Vec<usize>, Vec<usi
     (node, representatives, node_root)
 }
 
+/// The root's index among the representatives (it represents its node).
+fn root_index(representatives: &[usize], root: usize) -> usize {
+    representatives.iter().position(|&member| member == root).expect("the root represents its node")
+}
+
 pub async fn barrier(port: &Port, layout: &NodeLayout) -> Outcome {
     let (node, representatives, _) = phases(port, layout, 0);
     {
@@ -50,7 +55,7 @@ pub async fn bcast(port: &Port, layout: &NodeLayout, buffer: &mut [u8], root: us
     let (node, representatives, node_root) = phases(port, layout, root);
     if representatives.contains(&port.rank()) {
         let _representatives = port.within(&representatives);
-        let root_index = representatives.iter().position(|&member| member == root).expect("the root represents its node");
+        let root_index = root_index(&representatives, root);
         flat_bcast(port, buffer, root_index).await?;
     }
     let _node = port.within(&node);
@@ -68,7 +73,7 @@ pub async fn reduce(port: &Port, layout: &NodeLayout, data: &mut [u8], element_s
     }
     if representatives.contains(&port.rank()) {
         let _representatives = port.within(&representatives);
-        let root_index = representatives.iter().position(|&member| member == root).expect("the root represents its node");
+        let root_index = root_index(&representatives, root);
         flat_reduce(port, data, element_size, combine, true, root_index).await?;
     }
     Ok(())
@@ -194,7 +199,7 @@ pub async fn gather(port: &Port, layout: &NodeLayout, mine: Option<&[u8]>, all: 
     }
     if representatives.contains(&rank) {
         let _representatives = port.within(&representatives);
-        let root_index = representatives.iter().position(|&member| member == root).expect("the root represents its node");
+        let root_index = root_index(&representatives, root);
         if rank == root {
             flat_gatherv(port, None, &mut staged, &staging.sections, root_index).await?;
         } else {
@@ -230,7 +235,7 @@ pub async fn scatter(port: &Port, layout: &NodeLayout, all: &[u8], mine: Option<
     }
     if representatives.contains(&rank) {
         let _representatives = port.within(&representatives);
-        let root_index = representatives.iter().position(|&member| member == root).expect("the root represents its node");
+        let root_index = root_index(&representatives, root);
         if rank == root {
             flat_scatterv(port, &staged, &staging.sections, None, root_index).await?;
         } else {
@@ -418,7 +423,7 @@ pub async fn gatherv(port: &Port, layout: &NodeLayout, mine: Option<&[u8]>, all:
     let (rank, size) = (port.rank(), port.size());
     check_root(root, size)?;
     let (node, representatives, node_root) = phases(port, layout, root);
-    let root_index = representatives.iter().position(|&member| member == root).expect("the root represents its node");
+    let root_index = root_index(&representatives, root);
     if rank == root {
         check_blocks(blocks, size, all.len())?;
         if let Some(mine) = mine {
@@ -473,7 +478,7 @@ pub async fn scatterv(port: &Port, layout: &NodeLayout, all: &[u8], blocks: &[Ra
     let (rank, size) = (port.rank(), port.size());
     check_root(root, size)?;
     let (node, representatives, node_root) = phases(port, layout, root);
-    let root_index = representatives.iter().position(|&member| member == root).expect("the root represents its node");
+    let root_index = root_index(&representatives, root);
     if rank == root {
         check_blocks(blocks, size, all.len())?;
         let staging = Staging::new(layout, |member| blocks[member].len());
