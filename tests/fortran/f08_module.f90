@@ -78,12 +78,5 @@ program f08_module
 
 contains
 
-  subroutine check(ok, what)
-    logical, intent(in) :: ok
-    character(len=*), intent(in) :: what
-    if (.not. ok) then
-      fails = fails + 1
-      print *, 'check failed: ', what
-    end if
-  end subroutine check
+  include 'check.inc'
 end program f08_module

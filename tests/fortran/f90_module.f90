@@ -24,14 +24,7 @@ program f90_module
 
 contains
 
-  subroutine check(ok, what)
-    logical, intent(in) :: ok
-    character(len=*), intent(in) :: what
-    if (.not. ok) then
-      fails = fails + 1
-      print *, 'check failed: ', what
-    end if
-  end subroutine check
+  include 'check.inc'
 
   subroutine kinds_and_ranks()
     integer(kind=8) :: big(2), bigsum(2)

@@ -32,14 +32,7 @@ program rma_module
 
 contains
 
-  subroutine check(ok, what)
-    logical, intent(in) :: ok
-    character(len=*), intent(in) :: what
-    if (.not. ok) then
-      fails = fails + 1
-      print *, 'check failed on rank ', rank, ': ', what
-    end if
-  end subroutine check
+  include 'check.inc'
 
   subroutine sizes()
     integer :: size, i, row(3)
