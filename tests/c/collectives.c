@@ -434,6 +434,64 @@ static void large_allreduce(void)
     free(result);
 }
 
+/* A commutative user operation that adds ints, in either layout of user_op_allreduce: a plain
+ * MPI_INT run, or elements of the vector type that picks every other int. */
+static MPI_Datatype every_other;
+static int every_other_count;
+
+static void add_ints(void *input, void *inout, int *len, MPI_Datatype *datatype)
+{
+    const int *in = input;
+    int *acc = inout;
+    if (*datatype == MPI_INT) {
+        for (int i = 0; i < *len; i++)
+            acc[i] += in[i];
+        return;
+    }
+    int extent = 2 * every_other_count - 1;
+    for (int e = 0; e < *len; e++)
+        for (int j = 0; j < every_other_count; j++)
+            acc[e * extent + 2 * j] += in[e * extent + 2 * j];
+}
+
+/* A user operation on a contiguous int array (a short one may skip the schedule) and on every
+ * other int of a twice-as-long one (a vector type, which always runs the schedule), from one
+ * element to past the point where the vector is split, in and out of place. */
+static void user_op_allreduce(void)
+{
+    enum { MAX = 4200 };
+    static int data[2 * MAX], result[2 * MAX];
+    const int counts[] = {1, 2, 7, 64, 257, 1025, MAX};
+    MPI_Op add;
+    MPI_Op_create(add_ints, 1, &add);
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+        int count = counts[c];
+        every_other_count = count;
+        MPI_Type_vector(count, 1, 2, MPI_INT, &every_other);
+        MPI_Type_commit(&every_other);
+        for (int strided = 0; strided < 2; strided++) {
+            int stride = strided ? 2 : 1;
+            for (int in_place = 0; in_place < 2; in_place++) {
+                for (int i = 0; i < 2 * count; i++)
+                    data[i] = i % stride == 0 ? rank * 1000 + i / stride : -1;
+                memcpy(result, data, sizeof(int) * 2 * count);
+                int *out = in_place ? data : result;
+                const void *in = in_place ? MPI_IN_PLACE : data;
+                if (strided)
+                    MPI_Allreduce(in, out, 1, every_other, add, MPI_COMM_WORLD);
+                else
+                    MPI_Allreduce(in, out, count, MPI_INT, add, MPI_COMM_WORLD);
+                for (int i = 0; i < count; i++) {
+                    CHECK(out[stride * i] == 1000 * size * (size - 1) / 2 + size * i, "user-op MPI_Allreduce (count %d, strided %d, in place %d) element %d is %d", count, strided, in_place, i, out[stride * i]);
+                    CHECK(!strided || i == count - 1 || out[2 * i + 1] == -1, "user-op MPI_Allreduce (count %d) wrote the gap at %d", count, 2 * i + 1);
+                }
+            }
+        }
+        MPI_Type_free(&every_other);
+    }
+    MPI_Op_free(&add);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -449,6 +507,7 @@ int main(int argc, char **argv)
     all_to_all_family();
     reduce_scatter_and_scans();
     large_allreduce();
+    user_op_allreduce();
     report_ok("collectives");
     MPI_Finalize();
     return 0;

@@ -33,6 +33,7 @@ use crate::request::Pending;
 use crate::runtime::{self, engine_error, Runtime};
 use crate::topo::Neighbors;
 
+mod direct;
 mod inter;
 
 /// What a collective's schedule returns: an MPI error class on failure.
@@ -41,21 +42,30 @@ type Outcome = Result<(), i32>;
 /// Defines the blocking entry point `$blocking` and the non-blocking `$nonblocking` (the same
 /// arguments, then the communicator, and the request last) over the builder `$builder`, and
 /// `inter::$builder` on an intercommunicator. A collective that MPI defines on
-/// intracommunicators alone says `intra only` and how it starts. The builders capture nothing:
+/// intracommunicators alone says `intra only` and how it starts; one with a direct path for some
+/// blocking calls says `direct` and the function that tries it (None: the schedule runs). The
+/// builders capture nothing:
 /// the arguments travel once, as a tuple.
 macro_rules! collective {
     ($(#[$attr:meta])* $blocking:ident / $nonblocking:ident($($arg:ident: $ty:ty),* $(,)?) => $builder:ident) => {
-        collective!(@define $(#[$attr])* $blocking / $nonblocking($($arg: $ty),*) => $builder, Start::new, |start, ($($arg,)*)| inter::$builder(start, $($arg),*));
+        collective!(@define $(#[$attr])* $blocking / $nonblocking($($arg: $ty),*) => $builder, Start::new, |start, ($($arg,)*)| inter::$builder(start, $($arg),*), no_direct_path);
+    };
+    ($(#[$attr:meta])* $blocking:ident / $nonblocking:ident($($arg:ident: $ty:ty),* $(,)?) => $builder:ident, direct $direct:path) => {
+        collective!(@define $(#[$attr])* $blocking / $nonblocking($($arg: $ty),*) => $builder, Start::new, |start, ($($arg,)*)| inter::$builder(start, $($arg),*), $direct);
     };
     ($(#[$attr:meta])* $blocking:ident / $nonblocking:ident($($arg:ident: $ty:ty),* $(,)?) => $builder:ident, intra only, $begin:expr) => {
-        collective!(@define $(#[$attr])* $blocking / $nonblocking($($arg: $ty),*) => $builder, $begin, |start, _| undefined_on_intercomm(start));
+        collective!(@define $(#[$attr])* $blocking / $nonblocking($($arg: $ty),*) => $builder, $begin, |start, _| undefined_on_intercomm(start), no_direct_path);
     };
-    (@define $(#[$attr:meta])* $blocking:ident / $nonblocking:ident($($arg:ident: $ty:ty),*) => $builder:ident, $begin:expr, $inter:expr) => {
+    (@define $(#[$attr:meta])* $blocking:ident / $nonblocking:ident($($arg:ident: $ty:ty),*) => $builder:ident, $begin:expr, $inter:expr, $direct:path) => {
         #[no_mangle]
         $(#[$attr])*
         pub unsafe extern "C" fn $blocking($($arg: $ty,)* comm: MPI_Comm) -> c_int {
             // SAFETY: the module's contract: the caller passes the buffers, counts and arrays
             // that MPI describes for this call.
+            if let Some(outcome) = unsafe { $direct(($($arg,)*), comm) } {
+                return finish(stringify!($blocking), outcome);
+            }
+            // SAFETY: as above.
             finish(stringify!($blocking), unsafe { run(comm, $begin, ($($arg,)*), |start, ($($arg,)*)| $builder(start, $($arg),*), $inter) })
         }
 
@@ -66,6 +76,16 @@ macro_rules! collective {
             finish(stringify!($nonblocking), unsafe { launch(comm, request, $begin, ($($arg,)*), |start, ($($arg,)*)| $builder(start, $($arg),*), $inter) })
         }
     };
+}
+
+/// The blocking call's way around the schedule, for collectives that have none: the schedule
+/// always runs.
+///
+/// # Safety
+/// None: it looks at nothing.
+#[inline(always)]
+unsafe fn no_direct_path<A>(_args: A, _comm: MPI_Comm) -> Option<MpiResult<()>> {
+    None
 }
 
 /// A collective about to start on a communicator.
@@ -655,7 +675,7 @@ unsafe fn reduce(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, co
 
 collective!(MPI_Reduce / MPI_Ireduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int) => reduce);
 
-collective!(MPI_Allreduce / MPI_Iallreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) => allreduce);
+collective!(MPI_Allreduce / MPI_Iallreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) => allreduce, direct direct::allreduce);
 collective!(MPI_Scan / MPI_Iscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) => scan, intra only, Start::new);
 collective!(MPI_Exscan / MPI_Iexscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) => exscan, intra only, Start::new);
 

@@ -13,7 +13,7 @@
 
 use std::ops::Range;
 
-use super::hierarchy::Collective;
+use super::hierarchy::{Collective, Hierarchy};
 use super::port::Port;
 use super::{Combine, SMALL_ALLREDUCE_RANKS};
 use crate::consts::{MPI_ERR_ARG, MPI_ERR_BUFFER, MPI_ERR_ROOT};
@@ -494,36 +494,67 @@ async fn reduce_in_rank_order(port: &Port, data: &mut [u8], combine: Combine<'_>
     Ok(())
 }
 
-/// Reduces every rank's `data` and leaves the result in `data` on every rank.
-/// Small inputs in groups of 3 to 8 ranks: one all-to-all exchange, reduced in rank order
-/// everywhere (any operation). Commutative: recursive doubling, or for large vectors reduce-scatter by recursive halving +
-/// allgather by recursive doubling (Rabenseifner); a non-power-of-two group first folds its
-/// extra ranks into partners. Non-commutative: in-order reduction to rank 0 and a broadcast.
+/// How [`allreduce`] goes about it: decided alike on every rank from the group, the vector's
+/// length and the operation (and, through the port, the node structure and the settings).
+pub enum AllreduceForm<'a> {
+    /// A group of one: nothing to exchange.
+    Alone,
+    /// Through the node-wide shared segment.
+    NodeSegment(&'a Hierarchy),
+    /// Node phase, leaders' phase, node fan-out.
+    Hierarchical(&'a Hierarchy),
+    /// One all-to-all exchange, reduced in rank order everywhere.
+    Exchange,
+    /// A non-commutative operation: in-order reduction to rank 0 and a broadcast.
+    InRankOrder,
+    /// Recursive doubling among a power of two of ranks (extra ranks folded in first); `split`:
+    /// reduce-scatter by recursive halving, then allgather by recursive doubling (Rabenseifner).
+    Doubling { split: bool },
+}
+
+/// The form [`allreduce`] takes for `len` bytes of `element_size`-byte elements.
+pub fn allreduce_form(port: &Port, len: usize, element_size: usize, commutative: bool) -> AllreduceForm<'_> {
+    let size = port.size();
+    if size == 1 {
+        return AllreduceForm::Alone;
+    }
+    if commutative {
+        if let Some(hierarchy) = port.node_segment_for(Collective::Allreduce, len) {
+            return AllreduceForm::NodeSegment(hierarchy);
+        }
+        if let Some(hierarchy) = port.hierarchy_for(Collective::Allreduce, len) {
+            return AllreduceForm::Hierarchical(hierarchy);
+        }
+    }
+    if (3..=SMALL_ALLREDUCE_RANKS).contains(&size) && len <= port.tuning().allreduce_exchange_max / size {
+        return AllreduceForm::Exchange;
+    }
+    if !commutative {
+        return AllreduceForm::InRankOrder;
+    }
+    let split = len >= port.tuning().allreduce_split_min && len / element_size >= prev_power_of_two(size);
+    AllreduceForm::Doubling { split }
+}
+
+/// Reduces every rank's `data` and leaves the result in `data` on every rank, in the form
+/// [`allreduce_form`] picks.
 // The port's scratch stays borrowed across the rounds: it is this algorithm's alone.
 #[allow(clippy::await_holding_refcell_ref)]
 pub async fn allreduce(port: &Port, data: &mut [u8], element_size: usize, combine: Combine<'_>, commutative: bool) -> Result<(), i32> {
-    let size = port.size();
     check_elements(data.len(), element_size)?;
-    if size == 1 {
-        return Ok(());
-    }
-    if commutative {
-        if let Some(hierarchy) = port.node_segment_for(Collective::Allreduce, data.len()) {
-            return Box::pin(segment::allreduce(port, hierarchy, data, element_size, combine)).await;
+    let split = match allreduce_form(port, data.len(), element_size, commutative) {
+        AllreduceForm::Alone => return Ok(()),
+        AllreduceForm::NodeSegment(hierarchy) => return Box::pin(segment::allreduce(port, hierarchy, data, element_size, combine)).await,
+        AllreduceForm::Hierarchical(hierarchy) => return Box::pin(hier::allreduce(port, &hierarchy.layout, data, element_size, combine)).await,
+        AllreduceForm::Exchange => return allreduce_all_to_all(port, data, combine).await,
+        AllreduceForm::InRankOrder => {
+            reduce_in_rank_order(port, data, combine).await?;
+            return bcast(port, data, 0).await;
         }
-        if let Some(hierarchy) = port.hierarchy_for(Collective::Allreduce, data.len()) {
-            return Box::pin(hier::allreduce(port, &hierarchy.layout, data, element_size, combine)).await;
-        }
-    }
-    if (3..=SMALL_ALLREDUCE_RANKS).contains(&size) && data.len() <= port.tuning().allreduce_exchange_max / size {
-        return allreduce_all_to_all(port, data, combine).await;
-    }
-    if !commutative {
-        reduce_in_rank_order(port, data, combine).await?;
-        return bcast(port, data, 0).await;
-    }
+        AllreduceForm::Doubling { split } => split,
+    };
+    let size = port.size();
     let participants = prev_power_of_two(size);
-    let split = data.len() >= port.tuning().allreduce_split_min && data.len() / element_size >= participants;
     let mut scratch = port.scratch(data.len());
     let incoming = &mut scratch[..];
     let Some(folded_rank) = fold_extra_ranks(port, data, incoming, combine).await? else {

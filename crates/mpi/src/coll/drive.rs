@@ -6,7 +6,9 @@
 //! end. On an intercommunicator, the steps inside the local group go on that group's own context,
 //! under its own sequence number. [`run_blocking`] drives a schedule to its end inside the engine's wait (which spins, yields
 //! or sleeps per the wait policy); [`launch`] hands it to the engine as a progress agent, which
-//! every later progress step advances, and returns what the MPI request watches.
+//! every later progress step advances, and returns what the MPI request watches. A blocking
+//! collective whose whole algorithm is a few pairwise exchanges may skip the schedule:
+//! [`exchange_now`] carries one out on the engine at once.
 
 use std::cell::Cell;
 use std::future::Future;
@@ -207,6 +209,43 @@ impl Spare {
         port.set_hierarchy(hierarchy);
         Rc::new(port)
     }
+
+    /// Takes back a port a collective used without a driver (see [`exchange_now`]).
+    pub fn keep(&mut self, port: Rc<Port>) {
+        if port.is_settled() {
+            self.port = Some(port);
+        }
+    }
+}
+
+/// One pairwise exchange with port rank `peer`, carried out and waited for at once: a blocking
+/// collective's direct path, without a schedule. The receive is posted first, so the two sides
+/// never wait for each other; `incoming` must be exactly as long as what the peer sends.
+pub fn exchange_now(engine: &mut Engine, route: &Route, peer: usize, data: &[u8], incoming: &mut [u8]) -> Result<Result<(), i32>, EngineError> {
+    let (job, context, tag) = route.address(peer);
+    let expected = incoming.len();
+    // SAFETY: both requests end (completed, or the receive cancelled) before this function
+    // returns, so the engine uses the buffers only while they are borrowed here.
+    let (data, incoming) = unsafe { (lent(data.as_ptr(), data.len()), lent_mut(incoming.as_mut_ptr(), expected)) };
+    let receive = engine.irecv(incoming, Source::Rank(job), TagSelector::Tag(tag), context)?;
+    let sent = match engine.try_send_now(data, job, tag, context) {
+        Ok(true) => Ok(None),
+        Ok(false) => engine.isend(data, job, tag, context, SendMode::Standard).map(Some),
+        Err(failure) => Err(failure),
+    };
+    let send = match sent {
+        Ok(send) => send,
+        Err(failure) => {
+            engine.cancel(receive);
+            let _ = engine.wait(receive);
+            return Err(failure);
+        }
+    };
+    let status = engine.wait(receive)?;
+    if let Some(send) = send {
+        engine.wait(send)?;
+    }
+    Ok(check(&status, Some(expected)))
 }
 
 /// Drives `algorithm` to its end: started at once, then advanced inside the engine's wait (which

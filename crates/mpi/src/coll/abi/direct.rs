@@ -1,0 +1,79 @@
+//! Small blocking reductions straight on the engine.
+//!
+//! A blocking allreduce of a short vector among a power of two of ranks is a few pairwise
+//! exchanges (recursive doubling). Run as a schedule, its fixed costs (building and polling the
+//! future, the port's round bookkeeping, the driver's list of transfers) are most of a two-rank
+//! call. Here the same exchanges, under the same tag and in the same order, go to the engine at
+//! once. Every rank passes the same count, datatype and operation, so every rank takes the same
+//! path. Anything else, errors included, is left to the schedule.
+
+use std::ffi::{c_int, c_void};
+
+use super::super::algorithms::{self, AllreduceForm};
+use super::super::drive;
+use super::{bytes_mut, combiner, distinct_buffers, failed, is_in_place, reduction_input, reduction_of, typed, Start};
+use crate::consts::{MPI_Comm, MPI_Datatype, MPI_Op};
+use crate::error::MpiResult;
+use crate::runtime::{self, engine_error, Runtime};
+
+/// MPI_Allreduce by recursive doubling on the engine, when that is the form the schedule would
+/// take, no larger than a single exchange of the whole vector, and the receive buffer is one run
+/// of memory. None: the schedule runs.
+///
+/// # Safety
+/// MPI_Allreduce's arguments, as the caller passes them.
+pub(super) unsafe fn allreduce(args: (*const c_void, *mut c_void, c_int, MPI_Datatype, MPI_Op), comm: MPI_Comm) -> Option<MpiResult<()>> {
+    if runtime::is_locking() {
+        return None;
+    }
+    // SAFETY: forwarded.
+    runtime::with(|rt| Ok(unsafe { allreduce_on(rt, args, comm) })).ok().flatten()
+}
+
+/// # Safety
+/// As for [`allreduce`].
+unsafe fn allreduce_on(rt: &mut Runtime, (sendbuf, recvbuf, count, datatype, op): (*const c_void, *mut c_void, c_int, MPI_Datatype, MPI_Op), comm: MPI_Comm) -> Option<MpiResult<()>> {
+    let start = Start::new(rt, comm).ok()?;
+    let size = start.size();
+    if start.is_inter() || !size.is_power_of_two() {
+        return None;
+    }
+    let reduction = reduction_of(comm, op, datatype).ok()?;
+    let recv = typed(comm, recvbuf, count, datatype).ok()?;
+    let send = if is_in_place(sendbuf) { None } else { Some(typed(comm, sendbuf, count, datatype).ok()?) };
+    distinct_buffers(comm, sendbuf, recvbuf, || recv.packed_len > 0).ok()?;
+    let (offset, len) = recv.run?;
+    let (combine, element_size, commutative) = combiner(&reduction);
+    let port = start.port();
+    // The schedule's choice, made as a blocking schedule makes it.
+    port.set_waits_in_place(true);
+    if !matches!(algorithms::allreduce_form(&port, len, element_size, commutative), AllreduceForm::Doubling { split: false }) {
+        return None;
+    }
+    // SAFETY: the run lies within the caller's receive buffer, which only this call uses.
+    let data = unsafe { bytes_mut(recv.start(offset), len) };
+    if let Some(send) = send {
+        // SAFETY: the caller's send buffer holds the elements and does not overlap recvbuf.
+        unsafe { reduction_input(&send, data) };
+    }
+    let (port, route) = start.into_route();
+    let rank = port.rank();
+    let mut outcome = Ok(());
+    {
+        let mut incoming = port.scratch(len);
+        let mut mask = 1;
+        while mask < size {
+            match drive::exchange_now(&mut rt.engine, &route, rank ^ mask, data, &mut incoming) {
+                Ok(Ok(())) => combine(&incoming, data),
+                Ok(Err(class)) => outcome = Err(failed(comm)(class)),
+                Err(failure) => outcome = Err(engine_error(comm, failure)),
+            }
+            if outcome.is_err() {
+                break;
+            }
+            mask <<= 1;
+        }
+    }
+    rt.coll_spare.keep(port);
+    Some(outcome)
+}
