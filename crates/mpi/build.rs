@@ -111,10 +111,7 @@ fn write_if_changed(path: &Path, text: &str) {
 /// Every `.rs` file under `dir`, in a stable order.
 fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
-        .map(|entry| entry.expect("directory entry").path())
-        .collect();
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display())).map(|entry| entry.expect("directory entry").path()).collect();
     entries.sort();
     for path in entries {
         if path.is_dir() {
@@ -135,4 +132,3 @@ fn trampoline_list(names: &[String]) -> String {
     list.push_str("}\n");
     list
 }
-

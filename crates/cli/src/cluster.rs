@@ -79,10 +79,7 @@ impl Cluster {
             })
             .collect();
         let nodes = (0..nodes)
-            .map(|node| Node {
-                namespace: format!("braid-{name}-n{node}"),
-                addresses: (0..networks.len()).map(|index| format!("{ADDRESS_PREFIX}.{index}.{}", node + 1)).collect(),
-            })
+            .map(|node| Node { namespace: format!("braid-{name}-n{node}"), addresses: (0..networks.len()).map(|index| format!("{ADDRESS_PREFIX}.{index}.{}", node + 1)).collect() })
             .collect();
         Ok(Cluster { name: name.to_string(), switch: format!("braid-{name}-sw"), mtu, networks, nodes })
     }
@@ -300,8 +297,7 @@ fn clear_profiles(cluster: &Cluster, dir: &Path) -> usize {
         let file_name = entry.file_name();
         let Some(file_name) = file_name.to_str() else { continue };
         let namespaced = file_name.starts_with(NAMESPACED_PROFILE_PREFIX);
-        let stale = namespaces.iter().any(|namespace| mentions(file_name, namespace))
-            || (!namespaced && rail_markers.iter().any(|marker| file_name.contains(marker.as_str())));
+        let stale = namespaces.iter().any(|namespace| mentions(file_name, namespace)) || (!namespaced && rail_markers.iter().any(|marker| file_name.contains(marker.as_str())));
         if stale && std::fs::remove_file(entry.path()).is_ok() {
             removed += 1;
         }
@@ -363,10 +359,7 @@ pub fn recorded() -> Vec<String> {
 pub fn strays() -> Vec<String> {
     let clusters = recorded();
     let all = netns::list().unwrap_or_default();
-    all.into_iter()
-        .filter(|namespace| namespace.starts_with("braid-"))
-        .filter(|namespace| !clusters.iter().any(|name| belongs_to(namespace, name)))
-        .collect()
+    all.into_iter().filter(|namespace| namespace.starts_with("braid-")).filter(|namespace| !clusters.iter().any(|name| belongs_to(namespace, name))).collect()
 }
 
 /// What is wrong with a built cluster now (missing namespaces, interfaces down, shaping gone).

@@ -116,9 +116,7 @@ impl Failure {
             Failure::Exited { rank, pid, code } => format!("rank {rank} (pid {pid}) exited with code {code}"),
             Failure::Aborted { rank, pid, code, message } if message.is_empty() => format!("rank {rank} (pid {pid}) called MPI_Abort with code {code}"),
             Failure::Aborted { rank, pid, code, message } => format!("rank {rank} (pid {pid}) called MPI_Abort with code {code}: {message}"),
-            Failure::LeftEarly { rank, pid } => format!(
-                "rank {rank} (pid {pid}) exited with code 0 without calling MPI_Finalize (no PMI finalize) while other ranks were still running"
-            ),
+            Failure::LeftEarly { rank, pid } => format!("rank {rank} (pid {pid}) exited with code 0 without calling MPI_Finalize (no PMI finalize) while other ranks were still running"),
             Failure::Protocol { rank, pid, detail } => format!("rank {rank} (pid {pid}): {detail}"),
             Failure::Launch { detail, .. } => detail.clone(),
             Failure::TimedOut { limit } => format!("the job timed out after {0} s ({TIMEOUT_VARIABLE}={0}): every rank is being stopped", limit.as_secs()),
@@ -416,9 +414,8 @@ impl Job<'_> {
             ("BRAID_LOCAL_SIZE".into(), site.local_size.to_string().into()),
         ];
         // The remote shell starts with its own environment: Braid's settings go along explicitly.
-        let mut settings: Vec<(OsString, OsString)> = std::env::vars_os()
-            .filter(|(name, _)| name.as_bytes().starts_with(b"BRAID_") && !matches!(name.as_bytes(), b"BRAID_LOCAL_RANK" | b"BRAID_LOCAL_SIZE"))
-            .collect();
+        let mut settings: Vec<(OsString, OsString)> =
+            std::env::vars_os().filter(|(name, _)| name.as_bytes().starts_with(b"BRAID_") && !matches!(name.as_bytes(), b"BRAID_LOCAL_RANK" | b"BRAID_LOCAL_SIZE")).collect();
         settings.sort();
         environment.extend(settings);
         let line = remote_command(cwd.as_os_str(), &environment, &self.request.program, &self.request.args);
@@ -691,9 +688,7 @@ impl Job<'_> {
             let pid = self.ranks[rank as usize].pid;
             let failure = match (status.signal(), status.code()) {
                 (Some(signal), _) => Some(Failure::Killed { rank, pid, signal }),
-                (None, Some(0)) if self.server.initialized(rank) && !self.server.finalized(rank) && self.running() > 0 => {
-                    Some(Failure::LeftEarly { rank, pid })
-                }
+                (None, Some(0)) if self.server.initialized(rank) && !self.server.finalized(rank) && self.running() > 0 => Some(Failure::LeftEarly { rank, pid }),
                 (None, Some(0)) => None,
                 (None, code) => Some(Failure::Exited { rank, pid, code: code.unwrap_or(1) }),
             };

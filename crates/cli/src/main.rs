@@ -30,8 +30,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Commands {
     /// Start PROGRAM as N ranks of one MPI job on this machine.
-    #[command(
-        after_help = "Each rank gets PMI_FD, PMI_RANK and PMI_SIZE (PMI-1, as with MPICH's Hydra) and \
+    #[command(after_help = "Each rank gets PMI_FD, PMI_RANK and PMI_SIZE (PMI-1, as with MPICH's Hydra) and \
 BRAID_LOCAL_RANK / BRAID_LOCAL_SIZE.\n\
 Ranks are bound to a core each when there are enough usable cores, and unbound otherwise.\n\
 If a rank fails (non-zero exit, a signal, MPI_Abort), the others are stopped (SIGTERM, then SIGKILL \
@@ -56,8 +55,7 @@ Remote processes end with ssh only when ssh has a terminal: use --launch-agent \
 ssh may leave ranks running when the job is ended).\n\n\
 Examples:\n  braid run -n 4 ./ring\n  braid run -n 8 --map-by socket --tag-output ./app --size 1m\n  \
 braid run --cluster lab -n 4 --ppn 2 ./app\n  \
-braid run --hosts node1,node2 --ppn 2 -n 4 --launch-agent \"ssh -tt\" ./app"
-    )]
+braid run --hosts node1,node2 --ppn 2 -n 4 --launch-agent \"ssh -tt\" ./app")]
     Run(RunArgs),
     /// Build, inspect and remove virtual clusters: nodes are network namespaces joined by shaped rails.
     #[command(subcommand)]
@@ -325,10 +323,7 @@ fn manage_cluster(command: ClusterCommand) -> ExitCode {
             });
             finish("braid cluster up", outcome)
         }
-        ClusterCommand::Down { name } => finish(
-            "braid cluster down",
-            cluster::down(&name).map(|removed| println!("cluster {name} removed ({} namespace(s))", removed.len())),
-        ),
+        ClusterCommand::Down { name } => finish("braid cluster down", cluster::down(&name).map(|removed| println!("cluster {name} removed ({} namespace(s))", removed.len()))),
         ClusterCommand::Status { name } => cluster_status(name),
         ClusterCommand::List => {
             for name in cluster::recorded() {
@@ -393,14 +388,7 @@ fn print_topology() -> ExitCode {
     };
     let packages = topology.packages();
     let all_cpus: Vec<usize> = topology.cpus.iter().map(|cpu| cpu.id).collect();
-    println!(
-        "{} package(s), {} NUMA node(s), {} core(s), {} CPU(s): {}",
-        packages.len(),
-        topology.numa_nodes.len(),
-        topology.cores.len(),
-        all_cpus.len(),
-        format_cpu_list(&all_cpus)
-    );
+    println!("{} package(s), {} NUMA node(s), {} core(s), {} CPU(s): {}", packages.len(), topology.numa_nodes.len(), topology.cores.len(), all_cpus.len(), format_cpu_list(&all_cpus));
     if let Ok(usable) = affinity::calling_thread() {
         println!("usable by this process: {} CPU(s): {}", usable.len(), format_cpu_list(&usable));
     }

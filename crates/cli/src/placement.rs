@@ -42,11 +42,7 @@ pub fn place(topology: &Topology, usable: &[usize], ranks: u32, map_by: MapBy, b
     let cores: Vec<UsableCore> = topology
         .cores
         .iter()
-        .map(|core| UsableCore {
-            cpus: core.cpus.iter().copied().filter(|cpu| usable.contains(cpu)).collect(),
-            package: core.package,
-            numa_node: core.numa_node,
-        })
+        .map(|core| UsableCore { cpus: core.cpus.iter().copied().filter(|cpu| usable.contains(cpu)).collect(), package: core.package, numa_node: core.numa_node })
         .filter(|core| !core.cpus.is_empty())
         .collect();
     let bind_to = bind_to.unwrap_or(if ranks as usize <= cores.len() { BindTo::Core } else { BindTo::None });
@@ -57,10 +53,7 @@ pub fn place(topology: &Topology, usable: &[usize], ranks: u32, map_by: MapBy, b
         return Err("no usable core found in /sys; use --bind-to none".to_string());
     }
     if bind_to == BindTo::Core && ranks as usize > cores.len() {
-        return Err(format!(
-            "{ranks} ranks but only {} usable cores: cannot bind each rank to its own core (use --bind-to none, or fewer ranks)",
-            cores.len()
-        ));
+        return Err(format!("{ranks} ranks but only {} usable cores: cannot bind each rank to its own core (use --bind-to none, or fewer ranks)", cores.len()));
     }
     let domain_of = |core: &UsableCore| match map_by {
         MapBy::Core | MapBy::Node => 0,

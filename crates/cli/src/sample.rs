@@ -139,9 +139,7 @@ fn sample_rails(force: bool) -> Result<(), String> {
     if rank == 0 {
         let other = bootstrap.get("braid-sample-cli-cached-1").map_err(|error| error.to_string())?;
         let other_cached: Vec<bool> = other.split(',').map(|flag| flag == "1").collect();
-        let plan: Vec<&str> = (0..rails.len())
-            .map(|rail| if force || !caches[rail].measured || !other_cached.get(rail).copied().unwrap_or(false) { "measure" } else { "cached" })
-            .collect();
+        let plan: Vec<&str> = (0..rails.len()).map(|rail| if force || !caches[rail].measured || !other_cached.get(rail).copied().unwrap_or(false) { "measure" } else { "cached" }).collect();
         bootstrap.put(PLAN_KEY, &plan.join(",")).map_err(|error| error.to_string())?;
     }
     bootstrap.fence().map_err(|error| error.to_string())?;

@@ -43,12 +43,7 @@ impl Drop for Scratch {
 fn show_prints_include_and_link_flags() {
     let root = repository();
     let release = root.join("target/release");
-    let expected = format!(
-        "cc -I{}/include ring.c -o ring -L{} -Wl,-rpath,{} -lbraid",
-        root.display(),
-        release.display(),
-        release.display()
-    );
+    let expected = format!("cc -I{}/include ring.c -o ring -L{} -Wl,-rpath,{} -lbraid", root.display(), release.display(), release.display());
     assert_eq!(shown("braidcc", &["-show", "ring.c", "-o", "ring"], &[]), expected);
 }
 

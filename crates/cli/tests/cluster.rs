@@ -28,7 +28,6 @@ fn can_build_clusters() -> bool {
     true
 }
 
-
 /// Removes cluster `name` when dropped, whatever happened.
 struct ClusterGuard {
     name: String,

@@ -12,7 +12,6 @@ use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-
 mod common;
 use common::*;
 
@@ -214,13 +213,7 @@ fn offloaded_chunks_arrive_intact_and_in_place() {
     // A zero offload cost makes equation 1 pay for every split that puts chunks on both rails;
     // without a queue horizon hetero hands whole chunks over, which is what workers take.
     let output = finish(
-        cluster
-            .job(&["-n", "2", "--ppn", "1"], &binary, &["40", "4194304"])
-            .env("BRAID_RAIL_QUEUE_US", "0")
-            .env("BRAID_OFFLOAD_COST_US", "0")
-            .env("BRAID_DEBUG", "1")
-            .spawn()
-            .unwrap(),
+        cluster.job(&["-n", "2", "--ppn", "1"], &binary, &["40", "4194304"]).env("BRAID_RAIL_QUEUE_US", "0").env("BRAID_OFFLOAD_COST_US", "0").env("BRAID_DEBUG", "1").spawn().unwrap(),
         "offloaded stream",
     );
     let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));

@@ -44,12 +44,7 @@ fn finish(mut child: Child, started: Instant) -> Outcome {
     }
     let elapsed = started.elapsed();
     let output = child.wait_with_output().unwrap();
-    Outcome {
-        status: output.status,
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        elapsed,
-    }
+    Outcome { status: output.status, stdout: String::from_utf8_lossy(&output.stdout).into_owned(), stderr: String::from_utf8_lossy(&output.stderr).into_owned(), elapsed }
 }
 
 fn run(args: &[&str]) -> Outcome {
@@ -74,11 +69,7 @@ struct ShmGuard(Vec<String>);
 impl ShmGuard {
     fn leftovers(&self) -> Vec<String> {
         let entries = std::fs::read_dir("/dev/shm").unwrap();
-        entries
-            .flatten()
-            .filter_map(|entry| entry.file_name().into_string().ok())
-            .filter(|name| self.0.iter().any(|kvs| name.starts_with(&format!("braid-{kvs}-"))))
-            .collect()
+        entries.flatten().filter_map(|entry| entry.file_name().into_string().ok()).filter(|name| self.0.iter().any(|kvs| name.starts_with(&format!("braid-{kvs}-")))).collect()
     }
 }
 
@@ -111,10 +102,7 @@ fn a_failing_rank_sets_the_exit_code_and_ends_the_others() {
 fn a_rank_killed_by_a_signal_is_named_and_the_others_die_within_two_seconds() {
     let dir = std::env::temp_dir().join(format!("braid-cli-test-pids-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let script = format!(
-        r#"echo $$ > {0}/$PMI_RANK; if [ "$PMI_RANK" = 2 ]; then sleep 0.2; date +%s%N > {0}/killed_at; kill -9 $$; fi; exec sleep 10"#,
-        dir.display()
-    );
+    let script = format!(r#"echo $$ > {0}/$PMI_RANK; if [ "$PMI_RANK" = 2 ]; then sleep 0.2; date +%s%N > {0}/killed_at; kill -9 $$; fi; exec sleep 10"#, dir.display());
     let outcome = run_script(3, "sh", &script);
     let ended_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
     let killed_at: u64 = std::fs::read_to_string(dir.join("killed_at")).unwrap().trim().parse().unwrap();
@@ -164,7 +152,12 @@ fn processes_the_ranks_leave_running_end_with_the_job() {
     assert!(outcome.status.success(), "{}", outcome.stderr);
     assert!(outcome.elapsed < Duration::from_secs(5), "the job took {:?}", outcome.elapsed);
     for pid in pids {
-        let dead = (0..100).any(|_| is_dead(pid) || { std::thread::sleep(Duration::from_millis(10)); false });
+        let dead = (0..100).any(|_| {
+            is_dead(pid) || {
+                std::thread::sleep(Duration::from_millis(10));
+                false
+            }
+        });
         if !dead {
             let _ = signal::send(pid, libc::SIGKILL);
         }
@@ -285,12 +278,8 @@ fn signals_sent_to_braid_run_reach_every_rank() {
 fn ranks_are_bound_to_distinct_cores_unless_oversubscribed() {
     let usable = affinity::calling_thread().unwrap();
     let topology = Topology::detect().unwrap();
-    let usable_cores: Vec<Vec<usize>> = topology
-        .cores
-        .iter()
-        .map(|core| core.cpus.iter().copied().filter(|cpu| usable.contains(cpu)).collect::<Vec<usize>>())
-        .filter(|cpus| !cpus.is_empty())
-        .collect();
+    let usable_cores: Vec<Vec<usize>> =
+        topology.cores.iter().map(|core| core.cpus.iter().copied().filter(|cpu| usable.contains(cpu)).collect::<Vec<usize>>()).filter(|cpus| !cpus.is_empty()).collect();
     let allowed = |outcome: &Outcome| -> Vec<Vec<usize>> {
         assert!(outcome.status.success(), "{}", outcome.stderr);
         outcome.stdout.lines().map(|line| parse_cpu_list(line.split(':').nth(1).unwrap().trim()).unwrap()).collect()
@@ -327,10 +316,7 @@ fn pmi_hello_exchanges_values_under_braid_run() {
     }
     let outcome = run(&["run", "-n", "3", example.to_str().unwrap()]);
     assert!(outcome.status.success(), "{}", outcome.stderr);
-    assert_eq!(
-        sorted_lines(&outcome.stdout),
-        vec!["pmi_hello: rank 0 of 3 read all 3 values", "pmi_hello: rank 1 of 3 read all 3 values", "pmi_hello: rank 2 of 3 read all 3 values"]
-    );
+    assert_eq!(sorted_lines(&outcome.stdout), vec!["pmi_hello: rank 0 of 3 read all 3 values", "pmi_hello: rank 1 of 3 read all 3 values", "pmi_hello: rank 2 of 3 read all 3 values"]);
 }
 
 #[test]

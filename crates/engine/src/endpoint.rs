@@ -15,8 +15,8 @@
 
 use std::collections::VecDeque;
 
-use braid_strategy::{ProtocolPolicy, RendezvousPath};
 use braid_lane::{Capabilities, PeerId};
+use braid_strategy::{ProtocolPolicy, RendezvousPath};
 use braid_transport::SendOutcome;
 
 use crate::frame::{Frame, Header};

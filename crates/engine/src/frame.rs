@@ -140,9 +140,19 @@ impl Header {
 /// A frame that only travels over the network rails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum NetFrame<'a> {
-    Control { seq: u64, ack: u64, inner: &'a [u8] },
-    Ack { ack: u64 },
-    Data { receiver: u32, offset: u64, transfer: u64 },
+    Control {
+        seq: u64,
+        ack: u64,
+        inner: &'a [u8],
+    },
+    Ack {
+        ack: u64,
+    },
+    Data {
+        receiver: u32,
+        offset: u64,
+        transfer: u64,
+    },
     /// Several CONTROL frames; the payload holds them (see [`batch_entries`]).
     Batch,
 }
@@ -259,20 +269,12 @@ impl Frame {
     pub(crate) fn encode(&self) -> Header {
         let writer = match *self {
             Frame::Eager { context, tag } => Writer::new(EAGER).put(&context.to_le_bytes()).put(&tag.to_le_bytes()),
-            Frame::EagerSync { context, tag, sender } => {
-                Writer::new(EAGER_SYNC).put(&context.to_le_bytes()).put(&tag.to_le_bytes()).put(&sender.to_le_bytes())
+            Frame::EagerSync { context, tag, sender } => Writer::new(EAGER_SYNC).put(&context.to_le_bytes()).put(&tag.to_le_bytes()).put(&sender.to_le_bytes()),
+            Frame::Rts { context, tag, len, sender, pid, address } => {
+                Writer::new(RTS).put(&context.to_le_bytes()).put(&tag.to_le_bytes()).put(&len.to_le_bytes()).put(&sender.to_le_bytes()).put(&pid.to_le_bytes()).put(&address.to_le_bytes())
             }
-            Frame::Rts { context, tag, len, sender, pid, address } => Writer::new(RTS)
-                .put(&context.to_le_bytes())
-                .put(&tag.to_le_bytes())
-                .put(&len.to_le_bytes())
-                .put(&sender.to_le_bytes())
-                .put(&pid.to_le_bytes())
-                .put(&address.to_le_bytes()),
             Frame::Fin { sender } => Writer::new(FIN).put(&sender.to_le_bytes()),
-            Frame::Cts { sender, receiver, len } => {
-                Writer::new(CTS).put(&sender.to_le_bytes()).put(&receiver.to_le_bytes()).put(&len.to_le_bytes())
-            }
+            Frame::Cts { sender, receiver, len } => Writer::new(CTS).put(&sender.to_le_bytes()).put(&receiver.to_le_bytes()).put(&len.to_le_bytes()),
             Frame::Data { receiver, offset } => Writer::new(DATA).put(&receiver.to_le_bytes()).put(&offset.to_le_bytes()),
             Frame::Ack { sender } => Writer::new(ACK).put(&sender.to_le_bytes()),
             Frame::Put { sender, receiver, offset, end, pid, address, token } => Writer::new(PUT)
@@ -283,9 +285,7 @@ impl Frame {
                 .put(&pid.to_le_bytes())
                 .put(&address.to_le_bytes())
                 .put(&token.to_le_bytes()),
-            Frame::PutDone { sender, receiver, len } => {
-                Writer::new(PUT_DONE).put(&sender.to_le_bytes()).put(&receiver.to_le_bytes()).put(&len.to_le_bytes())
-            }
+            Frame::PutDone { sender, receiver, len } => Writer::new(PUT_DONE).put(&sender.to_le_bytes()).put(&receiver.to_le_bytes()).put(&len.to_le_bytes()),
             Frame::Cancel { context, sender } => Writer::new(CANCEL).put(&context.to_le_bytes()).put(&sender.to_le_bytes()),
             Frame::Cancelled { sender, outcome } => Writer::new(CANCELLED).put(&sender.to_le_bytes()).put(&[outcome.code()]),
         };

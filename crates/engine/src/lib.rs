@@ -66,17 +66,17 @@ mod wake_up;
 use std::fmt;
 use std::io::IoSlice;
 
+use braid_lane::{Capabilities, PeerId};
 use braid_pmi::Bootstrap;
 use braid_strategy::ProtocolPolicy;
-use braid_lane::{Capabilities, PeerId};
 use braid_transport::{Transport, TransportError};
 
 pub use agents::ProgressAgent;
-pub use links::LinkProfiles;
-pub use counters::{CounterValues, PeerTraffic, TransportTraffic};
 use counters::Counters;
+pub use counters::{CounterValues, PeerTraffic, TransportTraffic};
 use endpoint::{ControlLane, Endpoint};
 use frame::Frame;
+pub use links::LinkProfiles;
 use matching::{Matching, Posted, Probed};
 use progress::WaitPolicy;
 use protocol::{Read, Stream, Write};
@@ -356,13 +356,7 @@ impl Engine {
     /// MPI_Iprobe: the status of the first matching message not yet received, if any.
     pub fn iprobe(&mut self, source: Source, tag: TagSelector, context: u32) -> Result<Option<Status>, EngineError> {
         self.progress()?;
-        Ok(self.core.matching.peek_unexpected(context, source, tag).map(|message| Status {
-            source: message.source,
-            tag: message.tag,
-            count: message.len(),
-            cancelled: false,
-            truncated: false,
-        }))
+        Ok(self.core.matching.peek_unexpected(context, source, tag).map(|message| Status { source: message.source, tag: message.tag, count: message.len(), cancelled: false, truncated: false }))
     }
 
     /// MPI_Improbe: the first matching message not yet received, taken out of matching (no

@@ -59,8 +59,7 @@ pub(crate) fn exchange(bootstrap: &mut dyn Bootstrap) -> Result<NodeInfo, Engine
         } else {
             let peer_identity = bootstrap.get(&format!("braid-node-{peer}")).map_err(bootstrap_error)?;
             let text = bootstrap.get(&format!("braid-cpus-{peer}")).map_err(bootstrap_error)?;
-            let peer_cpus = topology::parse_cpu_list(&text)
-                .ok_or_else(|| EngineError::Init(format!("rank {peer} published a malformed CPU list {text:?}")))?;
+            let peer_cpus = topology::parse_cpu_list(&text).ok_or_else(|| EngineError::Init(format!("rank {peer} published a malformed CPU list {text:?}")))?;
             (peer_identity, peer_cpus)
         };
         node_of.push(match identities.iter().position(|known| *known == peer_identity) {
@@ -138,10 +137,7 @@ mod tests {
     #[test]
     fn threads_of_one_process_share_a_node() {
         let jobs = braid_pmi::threads::ThreadBootstrap::job("braid-engine-node-test", 3);
-        let handles: Vec<_> = jobs
-            .into_iter()
-            .map(|mut bootstrap| std::thread::spawn(move || exchange(&mut bootstrap).unwrap()))
-            .collect();
+        let handles: Vec<_> = jobs.into_iter().map(|mut bootstrap| std::thread::spawn(move || exchange(&mut bootstrap).unwrap())).collect();
         for handle in handles {
             let info = handle.join().unwrap();
             assert_eq!(info.ranks, vec![0, 1, 2]);

@@ -54,7 +54,11 @@ struct Queue {
 }
 
 enum Work {
-    Frames { writer: Box<dyn FrameWriter>, frames: Vec<(Vec<u8>, &'static [u8])>, job: Arc<OffloadJob> },
+    Frames {
+        writer: Box<dyn FrameWriter>,
+        frames: Vec<(Vec<u8>, &'static [u8])>,
+        job: Arc<OffloadJob>,
+    },
     /// A cost-measurement job: the worker records when it started it.
     Probe(Arc<OnceLock<Instant>>),
 }

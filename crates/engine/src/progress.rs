@@ -88,7 +88,11 @@ impl WaitPolicy {
             // this VM); yielding hands the core to the rank that holds the work, and the sleep
             // that follows keeps a long wait from burning CPU.
             WaitMode::Auto if self.oversubscribed => {
-                if idle_for() < self.yield_window { Idle::Yield } else { Idle::Block }
+                if idle_for() < self.yield_window {
+                    Idle::Yield
+                } else {
+                    Idle::Block
+                }
             }
             WaitMode::Auto if matches!(self.doorbell, Doorbell::Rails { .. }) => {
                 // A rails poll costs a system call per rail (a shared-memory poll a few loads), so
@@ -97,10 +101,18 @@ impl WaitPolicy {
                 // While a rendezvous moves, what the rank waits for is the next packets of a chunk
                 // or room in a socket, which the doorbell reports: spinning for them would take
                 // the CPU those packets need, to save a wake-up that is small beside a chunk.
-                if !bulk_on_rails && idle_polls < self.spin_count && idle_for() < self.rail_spin_window { Idle::Spin } else { Idle::Block }
+                if !bulk_on_rails && idle_polls < self.spin_count && idle_for() < self.rail_spin_window {
+                    Idle::Spin
+                } else {
+                    Idle::Block
+                }
             }
             WaitMode::Auto => {
-                if idle_polls < self.spin_count { Idle::Spin } else { Idle::Block }
+                if idle_polls < self.spin_count {
+                    Idle::Spin
+                } else {
+                    Idle::Block
+                }
             }
         }
     }
@@ -287,7 +299,6 @@ impl Engine {
         self.core.failure.take().unwrap_or(EngineError::BadRequest)
     }
 }
-
 
 #[cfg(test)]
 mod wait_policy_tests {

@@ -138,13 +138,7 @@ impl Pinger<'_> {
 /// Runs the ping-pong with `peer` over `transport`; both ranks call it, the `initiator` measures
 /// and returns the profile (the other side returns `None` once the initiator is done).
 /// `progress(size, one_way_nanos)` is called on the initiator after each size.
-pub fn ping_pong(
-    transport: &mut dyn Transport,
-    peer: PeerId,
-    initiator: bool,
-    plan: &SamplePlan,
-    mut progress: impl FnMut(usize, f64),
-) -> Result<Option<Profile>, EngineError> {
+pub fn ping_pong(transport: &mut dyn Transport, peer: PeerId, initiator: bool, plan: &SamplePlan, mut progress: impl FnMut(usize, f64)) -> Result<Option<Profile>, EngineError> {
     let mut pinger = Pinger { transport, peer, receiving: None, complete: None, failure: None, buffer: Vec::new() };
     if !initiator {
         loop {
@@ -218,11 +212,8 @@ pub fn encode_profile(profile: &Profile) -> String {
 
 pub fn decode_profile(text: &str) -> Option<Profile> {
     let all_sizes = sizes(usize::MAX);
-    let samples: Option<Vec<Sample>> = text
-        .split(',')
-        .zip(all_sizes)
-        .map(|(nanos, size)| nanos.parse::<f64>().ok().filter(|nanos| nanos.is_finite() && *nanos >= 0.0).map(|nanos| Sample { size, nanos }))
-        .collect();
+    let samples: Option<Vec<Sample>> =
+        text.split(',').zip(all_sizes).map(|(nanos, size)| nanos.parse::<f64>().ok().filter(|nanos| nanos.is_finite() && *nanos >= 0.0).map(|nanos| Sample { size, nanos })).collect();
     samples.filter(|samples| !samples.is_empty() && samples.len() == text.split(',').count()).map(Profile::from_samples)
 }
 

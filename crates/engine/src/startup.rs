@@ -5,17 +5,17 @@
 use std::time::Duration;
 
 use braid_config::Config;
+use braid_lane::{Capabilities, PeerId};
 use braid_pmi::Bootstrap;
 use braid_strategy::{ProtocolPolicy, Route, Router};
 use braid_transport::selfloop::SelfTransport;
 use braid_transport::shm::ShmTransport;
-use braid_lane::{Capabilities, PeerId};
 use braid_transport::Transport;
 
-use crate::links::LinkProfiles;
 use crate::counters::Counters;
 use crate::endpoint::{ControlLane, Endpoint};
 use crate::frame::EAGER_HEADER_MAX;
+use crate::links::LinkProfiles;
 use crate::matching::{Matching, Probed};
 use crate::progress::{Doorbell, WaitPolicy};
 use crate::rails::Network;
@@ -47,12 +47,7 @@ impl Engine {
     /// Builds an engine over the given transports: `self_transport` carries messages to the own
     /// rank, every other rank goes to the first of `transports` that reaches it. Connects them all
     /// in order (collective).
-    pub fn with_transports(
-        config: &Config,
-        bootstrap: Box<dyn Bootstrap>,
-        self_transport: Box<dyn Transport>,
-        transports: Vec<Box<dyn Transport>>,
-    ) -> Result<Engine, EngineError> {
+    pub fn with_transports(config: &Config, bootstrap: Box<dyn Bootstrap>, self_transport: Box<dyn Transport>, transports: Vec<Box<dyn Transport>>) -> Result<Engine, EngineError> {
         Engine::build(config, bootstrap, self_transport, transports, Vec::new(), RailProfiles::FromTransports)
     }
 
@@ -94,15 +89,10 @@ impl Engine {
         all.extend(transports);
         all.extend(rails);
         for transport in &mut all {
-            transport
-                .connect(bootstrap.as_mut())
-                .map_err(|error| EngineError::Init(format!("{} transport: {error}", transport.name())))?;
+            transport.connect(bootstrap.as_mut()).map_err(|error| EngineError::Init(format!("{} transport: {error}", transport.name())))?;
         }
         let router = Router::with_rails(rank, size, 0, 1..rail_base, rail_base..all.len(), |transport, peer| all[transport].reaches(peer))
-            .map_err(|unroutable| EngineError::Unreachable {
-                rank: unroutable.rank,
-                reason: "no shared memory with it and no network rail reaches it (see BRAID_RAILS and BRAID_SHM)".into(),
-            })?;
+            .map_err(|unroutable| EngineError::Unreachable { rank: unroutable.rank, reason: "no shared memory with it and no network rail reaches it (see BRAID_RAILS and BRAID_SHM)".into() })?;
         let rail_peers: Vec<PeerId> = router.rail_peers().collect();
         let mut links = all.split_off(rail_base);
         let rail_profiles = match profiles {

@@ -67,11 +67,12 @@ fn probe_reports_the_earliest_matching_message_without_receiving_it() {
         }
         assert_eq!(engine.iprobe(Source::Any, TagSelector::Tag(9), CONTEXT).unwrap(), None);
         let mut probed = None;
-        engine.wait_until(|engine| {
-            probed = engine.iprobe(Source::Rank(0), TagSelector::Tag(8), CONTEXT).unwrap();
-            probed.is_some()
-        })
-        .unwrap();
+        engine
+            .wait_until(|engine| {
+                probed = engine.iprobe(Source::Rank(0), TagSelector::Tag(8), CONTEXT).unwrap();
+                probed.is_some()
+            })
+            .unwrap();
         let status = probed.unwrap();
         assert_eq!((status.source, status.tag, status.count), (0, 8, 50_000));
         let first = engine.iprobe(Source::Any, TagSelector::Any, CONTEXT).unwrap().unwrap();

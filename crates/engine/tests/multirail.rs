@@ -358,14 +358,8 @@ fn run_tcp_job_with<T: Send + 'static>(size: u32, config: Config, socket_buffer:
                         Box::new(transport) as Box<dyn braid_transport::Transport>
                     })
                     .collect();
-                let mut engine = braid_engine::Engine::with_rails(
-                    &config,
-                    Box::new(bootstrap),
-                    Box::new(braid_transport::selfloop::SelfTransport::new()),
-                    Vec::new(),
-                    rails,
-                )
-                .expect("engine over tcp rails");
+                let mut engine =
+                    braid_engine::Engine::with_rails(&config, Box::new(bootstrap), Box::new(braid_transport::selfloop::SelfTransport::new()), Vec::new(), rails).expect("engine over tcp rails");
                 assert_eq!(engine.rank(), rank);
                 let result = body(&mut engine);
                 engine.finalize().expect("finalize");

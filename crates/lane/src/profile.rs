@@ -65,11 +65,19 @@ impl Profile {
 
 /// The size of the sample at `index` in every profile: 0, then 1, 2, 4, ...
 pub fn sample_size(index: usize) -> usize {
-    if index == 0 { 0 } else { 1 << (index - 1) }
+    if index == 0 {
+        0
+    } else {
+        1 << (index - 1)
+    }
 }
 
 fn index_of(power_of_two_size: usize) -> usize {
-    if power_of_two_size == 0 { 0 } else { power_of_two_size.trailing_zeros() as usize + 1 }
+    if power_of_two_size == 0 {
+        0
+    } else {
+        power_of_two_size.trailing_zeros() as usize + 1
+    }
 }
 
 #[cfg(test)]
@@ -88,12 +96,7 @@ mod tests {
 
     #[test]
     fn interpolation_uses_the_neighbours() {
-        let samples = vec![
-            Sample { size: 0, nanos: 10.0 },
-            Sample { size: 1, nanos: 10.0 },
-            Sample { size: 2, nanos: 20.0 },
-            Sample { size: 4, nanos: 60.0 },
-        ];
+        let samples = vec![Sample { size: 0, nanos: 10.0 }, Sample { size: 1, nanos: 10.0 }, Sample { size: 2, nanos: 20.0 }, Sample { size: 4, nanos: 60.0 }];
         let profile = Profile::from_samples(samples);
         assert_eq!(profile.predict(3), 40.0);
         assert_eq!(profile.predict(8), 140.0);

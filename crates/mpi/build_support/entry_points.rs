@@ -177,9 +177,5 @@ fn strip_comments_and_literals(source: &str) -> String {
 /// may name them next to an entry point, and they are not functions.
 pub fn type_names(source: &str) -> Vec<String> {
     let tokens = tokenize(&strip_comments_and_literals(source));
-    tokens
-        .windows(2)
-        .filter(|pair| (pair[0] == "type" || pair[0] == "struct") && pair[1].starts_with("MPI_"))
-        .map(|pair| pair[1].clone())
-        .collect()
+    tokens.windows(2).filter(|pair| (pair[0] == "type" || pair[0] == "struct") && pair[1].starts_with("MPI_")).map(|pair| pair[1].clone()).collect()
 }

@@ -421,12 +421,7 @@ fn rust_binding(function: &Function, kinds: &[Kind]) -> String {
     }
     for symbol_name in symbol_names {
         let [lower, second, bare, upper, profiling] = symbols(&symbol_name);
-        let _ = writeln!(
-            out,
-            "fortran_symbols!({body_name}({}){result}; c::{name} => {lower}, {second}, {bare}, {upper}; c::P{name} => {profiling});\n",
-            all_params.join(", "),
-            name = function.name,
-        );
+        let _ = writeln!(out, "fortran_symbols!({body_name}({}){result}; c::{name} => {lower}, {second}, {bare}, {upper}; c::P{name} => {profiling});\n", all_params.join(", "), name = function.name,);
     }
     out
 }

@@ -8,7 +8,9 @@
 
 use std::fmt::Write as _;
 
-use crate::fortran::{fortran_declaration, fortran_name, fortran_only_constants, fortran_type_of, interfaces_and_sizeof, integer_constants, interface_body, Function, Kind, HANDLE_TYPES, PREDEFINED_CALLBACKS};
+use crate::fortran::{
+    fortran_declaration, fortran_name, fortran_only_constants, fortran_type_of, integer_constants, interface_body, interfaces_and_sizeof, Function, Kind, HANDLE_TYPES, PREDEFINED_CALLBACKS,
+};
 use crate::fortran_interfaces::Module;
 
 /// The Fortran handle types: every C handle type but MPI_Fint.
@@ -43,7 +45,9 @@ fn interface(function: &Function, kinds: &[Kind]) -> String {
 }
 
 pub fn mpi_f08_module(header: &str) -> String {
-    let mut out = String::from("! Braid: the `mpi_f08` module (generated from include/mpi.h at build time: do not edit).\nMODULE mpi_f08\n  IMPLICIT NONE\n  PRIVATE :: braid_handles_equal, braid_handles_differ\n");
+    let mut out = String::from(
+        "! Braid: the `mpi_f08` module (generated from include/mpi.h at build time: do not edit).\nMODULE mpi_f08\n  IMPLICIT NONE\n  PRIVATE :: braid_handles_equal, braid_handles_differ\n",
+    );
     for t in handle_types() {
         let _ = writeln!(out, "  TYPE, BIND(C) :: {t}\n    INTEGER :: MPI_VAL\n  END TYPE {t}");
     }

@@ -47,13 +47,7 @@ struct Handwritten {
 /// The handwritten routines but MPI_Init and MPI_Init_thread (fortran.rs's `init_interfaces`),
 /// and the Fortran-only MPI_F_sync_reg.
 const HANDWRITTEN_INTERFACES: &[Handwritten] = &[
-    Handwritten {
-        name: "MPI_F_sync_reg",
-        arguments: "buf",
-        ierror: false,
-        removed: false,
-        declarations: &["!GCC$ ATTRIBUTES NO_ARG_CHECK :: buf", "TYPE(*), DIMENSION(*) :: buf"],
-    },
+    Handwritten { name: "MPI_F_sync_reg", arguments: "buf", ierror: false, removed: false, declarations: &["!GCC$ ATTRIBUTES NO_ARG_CHECK :: buf", "TYPE(*), DIMENSION(*) :: buf"] },
     Handwritten { name: "MPI_Pcontrol", arguments: "level", ierror: false, removed: false, declarations: &["INTEGER :: level"] },
     Handwritten {
         name: "MPI_Comm_spawn",
@@ -67,7 +61,12 @@ const HANDWRITTEN_INTERFACES: &[Handwritten] = &[
         arguments: "count, array_of_commands, array_of_argv, array_of_maxprocs, array_of_info, root, comm, intercomm, array_of_errcodes",
         ierror: true,
         removed: false,
-        declarations: &["INTEGER :: count, array_of_maxprocs(*), root, array_of_errcodes(*)", "CHARACTER(LEN=*) :: array_of_commands(*), array_of_argv(count,*)", "{Info} :: array_of_info(*)", "{Comm} :: comm, intercomm"],
+        declarations: &[
+            "INTEGER :: count, array_of_maxprocs(*), root, array_of_errcodes(*)",
+            "CHARACTER(LEN=*) :: array_of_commands(*), array_of_argv(count,*)",
+            "{Info} :: array_of_info(*)",
+            "{Comm} :: comm, intercomm",
+        ],
     },
     Handwritten {
         name: "MPI_Comm_create_keyval",

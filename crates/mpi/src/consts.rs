@@ -38,13 +38,11 @@ pub struct MPI_Status {
 /// `void MPI_User_function(void *invec, void *inoutvec, int *len, MPI_Datatype *datatype)`.
 pub type MPI_User_function = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut MPI_Datatype);
 /// Attribute copy callback (MPI_Comm_create_keyval).
-pub type MPI_Comm_copy_attr_function =
-    unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
+pub type MPI_Comm_copy_attr_function = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
 /// Attribute delete callback (MPI_Comm_create_keyval).
 pub type MPI_Comm_delete_attr_function = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void) -> c_int;
 /// Attribute copy callback (MPI_Type_create_keyval).
-pub type MPI_Type_copy_attr_function =
-    unsafe extern "C" fn(MPI_Datatype, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
+pub type MPI_Type_copy_attr_function = unsafe extern "C" fn(MPI_Datatype, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
 /// Attribute delete callback (MPI_Type_create_keyval).
 pub type MPI_Type_delete_attr_function = unsafe extern "C" fn(MPI_Datatype, c_int, *mut c_void, *mut c_void) -> c_int;
 /// Attribute copy callback (MPI_Win_create_keyval).
@@ -384,8 +382,7 @@ pub const MPI_MAX_DATAREP_STRING: c_int = 128;
 pub type MPI_Datarep_extent_function = unsafe extern "C" fn(MPI_Datatype, *mut MPI_Aint, *mut c_void) -> c_int;
 /// `int MPI_Datarep_conversion_function(void *userbuf, MPI_Datatype datatype, int count, void *filebuf,
 /// MPI_Offset position, void *extra_state)`.
-pub type MPI_Datarep_conversion_function =
-    unsafe extern "C" fn(*mut c_void, MPI_Datatype, c_int, *mut c_void, MPI_Offset, *mut c_void) -> c_int;
+pub type MPI_Datarep_conversion_function = unsafe extern "C" fn(*mut c_void, MPI_Datatype, c_int, *mut c_void, MPI_Offset, *mut c_void) -> c_int;
 /// `((MPI_Datarep_conversion_function *)0)`: the address a C caller passes for this callback.
 pub const MPI_CONVERSION_FN_NULL: usize = 0;
 

@@ -63,13 +63,7 @@ pub fn status_to_fortran(status: &MPI_Status) -> [MPI_Fint; MPI_F_STATUS_SIZE as
 
 /// The C status of a Fortran status.
 pub fn status_from_fortran(fortran: &[MPI_Fint; MPI_F_STATUS_SIZE as usize]) -> MPI_Status {
-    MPI_Status {
-        count_lo: fortran[0],
-        count_hi_and_cancelled: fortran[1],
-        MPI_SOURCE: fortran[MPI_F_SOURCE as usize],
-        MPI_TAG: fortran[MPI_F_TAG as usize],
-        MPI_ERROR: fortran[MPI_F_ERROR as usize],
-    }
+    MPI_Status { count_lo: fortran[0], count_hi_and_cancelled: fortran[1], MPI_SOURCE: fortran[MPI_F_SOURCE as usize], MPI_TAG: fortran[MPI_F_TAG as usize], MPI_ERROR: fortran[MPI_F_ERROR as usize] }
 }
 
 /// Why a status argument cannot be converted, if it cannot: null, or an "ignore" value, which

@@ -60,12 +60,7 @@ impl Cancellation {
 }
 
 impl Generalized {
-    pub(crate) fn new(
-        query: Option<MPI_Grequest_query_function>,
-        free: Option<MPI_Grequest_free_function>,
-        cancel: Option<MPI_Grequest_cancel_function>,
-        extra_state: *mut c_void,
-    ) -> Generalized {
+    pub(crate) fn new(query: Option<MPI_Grequest_query_function>, free: Option<MPI_Grequest_free_function>, cancel: Option<MPI_Grequest_cancel_function>, extra_state: *mut c_void) -> Generalized {
         Generalized { query, free, cancel, extra_state, complete: false, released: false }
     }
 

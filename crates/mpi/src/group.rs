@@ -130,11 +130,7 @@ impl GroupTable {
     }
 
     pub fn get(&self, group: MPI_Group) -> MpiResult<&Members> {
-        usize::try_from(group)
-            .ok()
-            .and_then(|i| self.slots.get(i))
-            .and_then(|slot| slot.as_ref())
-            .ok_or_else(|| group_error(MPI_ERR_GROUP, format!("{group} is not a valid group")))
+        usize::try_from(group).ok().and_then(|i| self.slots.get(i)).and_then(|slot| slot.as_ref()).ok_or_else(|| group_error(MPI_ERR_GROUP, format!("{group} is not a valid group")))
     }
 
     /// A handle for `members` (MPI_GROUP_EMPTY when there are none).

@@ -25,11 +25,7 @@ impl InfoTable {
     }
 
     pub fn get(&self, info: MPI_Info) -> MpiResult<&Entries> {
-        usize::try_from(info)
-            .ok()
-            .and_then(|i| self.slots.get(i))
-            .and_then(|s| s.as_ref())
-            .ok_or_else(|| error(MPI_COMM_WORLD, MPI_ERR_INFO, format!("{info} is not a valid info object")))
+        usize::try_from(info).ok().and_then(|i| self.slots.get(i)).and_then(|s| s.as_ref()).ok_or_else(|| error(MPI_COMM_WORLD, MPI_ERR_INFO, format!("{info} is not a valid info object")))
     }
 
     fn get_mut(&mut self, info: MPI_Info) -> MpiResult<&mut Entries> {

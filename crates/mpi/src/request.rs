@@ -219,13 +219,7 @@ impl Pending {
             Some(shared) => shared.rank_of_job(status.source).map_or(MPI_UNDEFINED, |r| r as c_int),
             None => status.source as c_int,
         };
-        let mut completion = Completion {
-            source,
-            tag: status.tag,
-            count: status.count,
-            cancelled: status.cancelled,
-            error: if status.truncated { MPI_ERR_TRUNCATE } else { MPI_SUCCESS },
-        };
+        let mut completion = Completion { source, tag: status.tag, count: status.count, cancelled: status.cancelled, error: if status.truncated { MPI_ERR_TRUNCATE } else { MPI_SUCCESS } };
         if !matches!(self.staging, Staging::None) {
             self.release_staging(status.count, status.cancelled);
         }
@@ -332,13 +326,7 @@ pub struct RequestTable {
 
 impl Default for RequestTable {
     fn default() -> RequestTable {
-        RequestTable {
-            slots: Vec::new(),
-            free: Vec::new(),
-            detached: Vec::new(),
-            freed_generalized: Vec::new(),
-            completed_send: Pending::completed(MPI_COMM_WORLD, Completion::SENT),
-        }
+        RequestTable { slots: Vec::new(), free: Vec::new(), detached: Vec::new(), freed_generalized: Vec::new(), completed_send: Pending::completed(MPI_COMM_WORLD, Completion::SENT) }
     }
 }
 

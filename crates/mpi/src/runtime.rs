@@ -245,11 +245,7 @@ pub fn is_locking() -> bool {
 
 #[cold]
 fn not_running() -> MpiError {
-    let detail = if PHASE.load(Ordering::Acquire) == FINALIZED {
-        "called after MPI_Finalize"
-    } else {
-        "called before MPI_Init"
-    };
+    let detail = if PHASE.load(Ordering::Acquire) == FINALIZED { "called after MPI_Finalize" } else { "called before MPI_Init" };
     error(MPI_COMM_WORLD, MPI_ERR_OTHER, detail)
 }
 
@@ -330,7 +326,6 @@ pub(crate) fn initialize(required: c_int) -> MpiResult<c_int> {
     PHASE.store(RUNNING, Ordering::Release);
     Ok(provided)
 }
-
 
 /// One step of the progress thread: whether there was work in flight to advance.
 fn advance_in_background() -> MpiResult<bool> {

@@ -10,7 +10,7 @@
 use std::ffi::{c_int, c_void};
 
 use crate::consts::*;
-use crate::message::abi::{MPI_Imrecv, MPI_Improbe};
+use crate::message::abi::{MPI_Improbe, MPI_Imrecv};
 use crate::p2p::{MPI_Iprobe, MPI_Irecv};
 use crate::request::abi::{MPI_Test, MPI_Testall, MPI_Testany, MPI_Testsome};
 use crate::runtime::{self, Backoff};

@@ -26,10 +26,7 @@ unsupported!(
     WINDOWS
 );
 "#;
-    assert_eq!(
-        entry_points(source),
-        ["MPI_Send", "MPI_Wtime", "MPI_Bcast", "MPI_Allreduce", "MPI_Bcast_blocking", "MPI_Ibcast", "MPI_Comm_c2f", "MPI_Type_get_extent", "MPI_Win_create"]
-    );
+    assert_eq!(entry_points(source), ["MPI_Send", "MPI_Wtime", "MPI_Bcast", "MPI_Allreduce", "MPI_Bcast_blocking", "MPI_Ibcast", "MPI_Comm_c2f", "MPI_Type_get_extent", "MPI_Win_create"]);
 }
 
 #[test]

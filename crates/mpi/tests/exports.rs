@@ -20,11 +20,7 @@ fn library() -> PathBuf {
 /// The functions and other symbols the library defines for the dynamic linker.
 fn exported_symbols() -> BTreeSet<String> {
     let library = library();
-    let output = Command::new("nm")
-        .args(["--dynamic", "--defined-only", "--format=posix"])
-        .arg(&library)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run nm (binutils) on {}: {e}", library.display()));
+    let output = Command::new("nm").args(["--dynamic", "--defined-only", "--format=posix"]).arg(&library).output().unwrap_or_else(|e| panic!("cannot run nm (binutils) on {}: {e}", library.display()));
     assert!(output.status.success(), "nm failed on {}: {}", library.display(), String::from_utf8_lossy(&output.stderr));
     String::from_utf8(output.stdout).unwrap().lines().filter_map(|line| line.split_whitespace().next()).map(str::to_string).collect()
 }
@@ -44,12 +40,7 @@ fn every_declared_function_is_exported_as_mpi_and_pmpi() {
     let callbacks_missing: Vec<String> = declared_callbacks(&header).into_iter().filter(|name| !exported.contains(name)).collect();
     assert!(callbacks_missing.is_empty(), "predefined callbacks declared in mpi.h but not exported: {callbacks_missing:?}");
 
-    let missing: Vec<String> = declared
-        .iter()
-        .filter(|name| !pending.contains(*name))
-        .flat_map(|name| [name.clone(), format!("P{name}")])
-        .filter(|symbol| !exported.contains(symbol))
-        .collect();
+    let missing: Vec<String> = declared.iter().filter(|name| !pending.contains(*name)).flat_map(|name| [name.clone(), format!("P{name}")]).filter(|symbol| !exported.contains(symbol)).collect();
     assert!(missing.is_empty(), "declared in mpi.h but not exported by {}: {missing:?}", library().display());
 
     let landed: Vec<&String> = pending.iter().filter(|name| exported.contains(*name) || exported.contains(&format!("P{name}"))).collect();

@@ -67,10 +67,7 @@ fn parameters_map_to_the_expected_kinds() {
 
 /// The PARAMETER values of mpif.h.
 fn mpif_parameters() -> BTreeMap<String, String> {
-    fortran::mpif_h(&header())
-        .lines()
-        .filter_map(|line| line.trim().strip_prefix("PARAMETER (")?.strip_suffix(')')?.split_once('=').map(|(n, v)| (n.to_string(), v.to_string())))
-        .collect()
+    fortran::mpif_h(&header()).lines().filter_map(|line| line.trim().strip_prefix("PARAMETER (")?.strip_suffix(')')?.split_once('=').map(|(n, v)| (n.to_string(), v.to_string()))).collect()
 }
 
 macro_rules! agree {
@@ -84,12 +81,60 @@ macro_rules! agree {
 #[test]
 fn mpif_h_constants_are_the_c_constants() {
     let parameters = mpif_parameters();
-    agree!(parameters, MPI_COMM_WORLD, MPI_COMM_SELF, MPI_COMM_NULL, MPI_INTEGER, MPI_REAL, MPI_DOUBLE_PRECISION, MPI_COMPLEX, MPI_DOUBLE_COMPLEX,
-        MPI_LOGICAL, MPI_CHARACTER, MPI_INTEGER1, MPI_INTEGER2, MPI_INTEGER4, MPI_INTEGER8, MPI_REAL4, MPI_REAL8, MPI_REAL16, MPI_2REAL,
-        MPI_2DOUBLE_PRECISION, MPI_2INTEGER, MPI_BYTE, MPI_PACKED, MPI_SUM, MPI_MAXLOC, MPI_LAND, MPI_LXOR, MPI_REPLACE, MPI_NO_OP,
-        MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_PROC_NULL, MPI_ROOT, MPI_UNDEFINED, MPI_REQUEST_NULL, MPI_ERRORS_RETURN, MPI_ERRORS_ARE_FATAL,
-        MPI_MAX_ERROR_STRING, MPI_MAX_PROCESSOR_NAME, MPI_MAX_INFO_KEY, MPI_TAG_UB, MPI_ERR_RANK, MPI_ERR_LASTCODE, MPI_THREAD_MULTIPLE,
-        MPI_IDENT, MPI_UNEQUAL, MPI_MODE_NOCHECK, MPI_LOCK_SHARED, MPI_DISTRIBUTE_DFLT_DARG, MPI_VERSION, MPI_SUBVERSION, MPI_INFO_NULL);
+    agree!(
+        parameters,
+        MPI_COMM_WORLD,
+        MPI_COMM_SELF,
+        MPI_COMM_NULL,
+        MPI_INTEGER,
+        MPI_REAL,
+        MPI_DOUBLE_PRECISION,
+        MPI_COMPLEX,
+        MPI_DOUBLE_COMPLEX,
+        MPI_LOGICAL,
+        MPI_CHARACTER,
+        MPI_INTEGER1,
+        MPI_INTEGER2,
+        MPI_INTEGER4,
+        MPI_INTEGER8,
+        MPI_REAL4,
+        MPI_REAL8,
+        MPI_REAL16,
+        MPI_2REAL,
+        MPI_2DOUBLE_PRECISION,
+        MPI_2INTEGER,
+        MPI_BYTE,
+        MPI_PACKED,
+        MPI_SUM,
+        MPI_MAXLOC,
+        MPI_LAND,
+        MPI_LXOR,
+        MPI_REPLACE,
+        MPI_NO_OP,
+        MPI_ANY_SOURCE,
+        MPI_ANY_TAG,
+        MPI_PROC_NULL,
+        MPI_ROOT,
+        MPI_UNDEFINED,
+        MPI_REQUEST_NULL,
+        MPI_ERRORS_RETURN,
+        MPI_ERRORS_ARE_FATAL,
+        MPI_MAX_ERROR_STRING,
+        MPI_MAX_PROCESSOR_NAME,
+        MPI_MAX_INFO_KEY,
+        MPI_TAG_UB,
+        MPI_ERR_RANK,
+        MPI_ERR_LASTCODE,
+        MPI_THREAD_MULTIPLE,
+        MPI_IDENT,
+        MPI_UNEQUAL,
+        MPI_MODE_NOCHECK,
+        MPI_LOCK_SHARED,
+        MPI_DISTRIBUTE_DFLT_DARG,
+        MPI_VERSION,
+        MPI_SUBVERSION,
+        MPI_INFO_NULL
+    );
     assert_eq!(parameters["MPI_STATUS_SIZE"], MPI_F_STATUS_SIZE.to_string());
     assert_eq!(parameters["MPI_SOURCE"], (MPI_F_SOURCE + 1).to_string());
     assert_eq!(parameters["MPI_TAG"], (MPI_F_TAG + 1).to_string());

@@ -48,7 +48,11 @@ fn a_state_module_that_names_the_runtime_is_caught() {
 #[test]
 fn abi_modules_and_re_exports_of_them_may_name_the_runtime() {
     let runtime = source("runtime", "runtime.rs", "use crate::comm::{self, CommTable};\nuse crate::error::MpiResult;\n");
-    let comm = source("comm", "comm/mod.rs", "pub mod abi;\npub use abi::MPI_Comm_size;\n// crate::runtime::with in a comment\nconst NAME: &str = \"crate::runtime\";\n#[cfg(test)]\nmod tests {\n    use crate::runtime;\n}\n");
+    let comm = source(
+        "comm",
+        "comm/mod.rs",
+        "pub mod abi;\npub use abi::MPI_Comm_size;\n// crate::runtime::with in a comment\nconst NAME: &str = \"crate::runtime\";\n#[cfg(test)]\nmod tests {\n    use crate::runtime;\n}\n",
+    );
     let abi = source("comm::abi", "comm/abi.rs", "use super::CommTable;\nuse crate::{error::finish, runtime};\n");
     let error = source("error", "error/mod.rs", "pub mod report;\npub use report::finish;\n");
     let report = source("error::report", "error/report.rs", "use crate::runtime;\n");

@@ -60,14 +60,12 @@ impl PmiClient {
             let fd: i32 = parse_env("PMI_FD", &fd_text)?;
             let rank: u32 = parse_env("PMI_RANK", &lookup("PMI_RANK").ok_or_else(|| missing("PMI_RANK"))?)?;
             let size: u32 = parse_env("PMI_SIZE", &lookup("PMI_SIZE").ok_or_else(|| missing("PMI_SIZE"))?)?;
-            let owned = braid_sys::fd::duplicate_inherited(fd)
-                .map_err(|error| failure("connect", format!("PMI_FD={fd} is not an open descriptor: {error}")))?;
+            let owned = braid_sys::fd::duplicate_inherited(fd).map_err(|error| failure("connect", format!("PMI_FD={fd} is not an open descriptor: {error}")))?;
             return PmiClient::over_stream(UnixStream::from(owned), rank, size).map(Some);
         }
         if let Some(port) = lookup("PMI_PORT") {
             let id: u32 = parse_env("PMI_ID", &lookup("PMI_ID").ok_or_else(|| missing("PMI_ID"))?)?;
-            let stream = TcpStream::connect(port.as_str())
-                .map_err(|error| failure("connect", format!("cannot reach the launcher at PMI_PORT={port}: {error}")))?;
+            let stream = TcpStream::connect(port.as_str()).map_err(|error| failure("connect", format!("cannot reach the launcher at PMI_PORT={port}: {error}")))?;
             let _ = stream.set_nodelay(true);
             return PmiClient::over_network(stream, id).map(Some);
         }
@@ -100,16 +98,7 @@ impl PmiClient {
     }
 
     fn unconnected(connection: Connection) -> PmiClient {
-        PmiClient {
-            connection,
-            lines: LineBuffer::new(),
-            rank: 0,
-            size: 0,
-            kvsname: String::new(),
-            appnum: 0,
-            value_max: VALUE_MAX,
-            finalized: false,
-        }
+        PmiClient { connection, lines: LineBuffer::new(), rank: 0, size: 0, kvsname: String::new(), appnum: 0, value_max: VALUE_MAX, finalized: false }
     }
 
     fn handshake(connection: Connection, rank: u32, size: u32) -> Result<PmiClient, BootstrapError> {
@@ -150,9 +139,7 @@ impl PmiClient {
 
     fn send(&mut self, operation: &'static str, message: &Message) -> Result<(), BootstrapError> {
         let line = message.to_line().map_err(|error| failure(operation, error.to_string()))?;
-        self.connection
-            .write_all(line.as_bytes())
-            .map_err(|error| failure(operation, format!("cannot write to the launcher: {error}")))
+        self.connection.write_all(line.as_bytes()).map_err(|error| failure(operation, format!("cannot write to the launcher: {error}")))
     }
 
     fn receive(&mut self, operation: &'static str) -> Result<Message, BootstrapError> {
@@ -251,7 +238,18 @@ impl Bootstrap for PmiClient {
     /// should exit with `code` in case the launcher is slow to act.
     fn abort(&mut self, code: i32, message: &str) -> Result<(), BootstrapError> {
         // The message travels as the last, free-form value: only newlines and '=' would confuse it.
-        let printable: String = message.chars().map(|c| if c == '\n' || c == '\r' { ' ' } else if c == '=' { ':' } else { c }).collect();
+        let printable: String = message
+            .chars()
+            .map(|c| {
+                if c == '\n' || c == '\r' {
+                    ' '
+                } else if c == '=' {
+                    ':'
+                } else {
+                    c
+                }
+            })
+            .collect();
         let mut request = Message::new("abort").with("exitcode", code);
         if !printable.trim().is_empty() {
             request = request.with("error_msg", printable.trim());

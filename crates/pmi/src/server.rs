@@ -102,9 +102,7 @@ impl PmiServer {
             appnum: 0,
             visible: HashMap::new(),
             staged: Vec::new(),
-            ranks: (0..size)
-                .map(|_| RankConnection { stream: None, attached: false, lines: LineBuffer::new(), initialized: false, finalized: false, in_barrier: false })
-                .collect(),
+            ranks: (0..size).map(|_| RankConnection { stream: None, attached: false, lines: LineBuffer::new(), initialized: false, finalized: false, in_barrier: false }).collect(),
             waiting_in_barrier: 0,
         }
     }
@@ -168,12 +166,7 @@ impl PmiServer {
             return Err(refuse(format!("rank {rank} is already connected")));
         }
         let mut answer = String::new();
-        for reply in [
-            Message::new("initack"),
-            Message::new("set").with("size", self.size),
-            Message::new("set").with("rank", rank),
-            Message::new("set").with("debug", 0),
-        ] {
+        for reply in [Message::new("initack"), Message::new("set").with("size", self.size), Message::new("set").with("rank", rank), Message::new("set").with("debug", 0)] {
             answer.push_str(&reply.to_line().map_err(|error| refuse(error.to_string()))?);
         }
         stream.set_write_timeout(Some(HANDSHAKE_TIMEOUT))?;
@@ -201,11 +194,7 @@ impl PmiServer {
 
     /// The open connections, to poll for reading: `(rank, descriptor)`.
     pub fn descriptors(&self) -> Vec<(u32, BorrowedFd<'_>)> {
-        self.ranks
-            .iter()
-            .enumerate()
-            .filter_map(|(rank, slot)| slot.stream.as_ref().map(|stream| (rank as u32, stream.as_fd())))
-            .collect()
+        self.ranks.iter().enumerate().filter_map(|(rank, slot)| slot.stream.as_ref().map(|stream| (rank as u32, stream.as_fd()))).collect()
     }
 
     /// Reads whatever `rank` has sent and answers it. Call when its descriptor is readable, and

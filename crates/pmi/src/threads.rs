@@ -23,11 +23,7 @@ impl ThreadBootstrap {
     /// Creates the bootstraps of a job of `size` ranks; hand one to each thread.
     /// `job_id` should be unique per test (it names shared-memory files).
     pub fn job(job_id: &str, size: u32) -> Vec<ThreadBootstrap> {
-        let shared = Arc::new(Shared {
-            job_id: job_id.to_string(),
-            values: Mutex::new(HashMap::new()),
-            barrier: Barrier::new(size as usize),
-        });
+        let shared = Arc::new(Shared { job_id: job_id.to_string(), values: Mutex::new(HashMap::new()), barrier: Barrier::new(size as usize) });
         (0..size).map(|rank| ThreadBootstrap { rank, size, shared: Arc::clone(&shared) }).collect()
     }
 }
@@ -51,13 +47,7 @@ impl Bootstrap for ThreadBootstrap {
     }
 
     fn get(&mut self, key: &str) -> Result<String, BootstrapError> {
-        self.shared
-            .values
-            .lock()
-            .expect("kvs lock")
-            .get(key)
-            .cloned()
-            .ok_or_else(|| BootstrapError { operation: "get", reason: format!("no value for key {key}") })
+        self.shared.values.lock().expect("kvs lock").get(key).cloned().ok_or_else(|| BootstrapError { operation: "get", reason: format!("no value for key {key}") })
     }
 
     fn fence(&mut self) -> Result<(), BootstrapError> {

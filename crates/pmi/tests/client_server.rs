@@ -11,11 +11,7 @@ use braid_pmi::server::{PmiServer, ServerEvent};
 use braid_pmi::Bootstrap;
 
 /// Starts `size` rank threads running `body` and returns the server holding their connections.
-fn job<T: Send + 'static>(
-    kvsname: &str,
-    size: u32,
-    body: impl Fn(PmiClient) -> T + Send + Sync + Clone + 'static,
-) -> (PmiServer, Vec<JoinHandle<T>>) {
+fn job<T: Send + 'static>(kvsname: &str, size: u32, body: impl Fn(PmiClient) -> T + Send + Sync + Clone + 'static) -> (PmiServer, Vec<JoinHandle<T>>) {
     let mut server = PmiServer::new(kvsname, size);
     let mut threads = Vec::new();
     for rank in 0..size {

@@ -10,10 +10,7 @@ fn pmi_hello() -> PathBuf {
     let profile_dir = std::env::current_exe().unwrap().parent().unwrap().parent().unwrap().to_path_buf();
     let example = profile_dir.join("examples").join("pmi_hello");
     if !example.exists() {
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "--quiet", "-p", "braid-pmi", "--example", "pmi_hello"])
-            .status()
-            .unwrap();
+        let status = Command::new(env!("CARGO")).args(["build", "--quiet", "-p", "braid-pmi", "--example", "pmi_hello"]).status().unwrap();
         assert!(status.success(), "building the pmi_hello example failed");
     }
     example
@@ -29,14 +26,7 @@ fn hydra_available() -> bool {
 
 /// Runs `mpiexec.hydra ARGS pmi_hello`, killing it after 20 s; returns (success, stdout, stderr).
 fn run_hydra(args: &[&str]) -> (bool, String, String) {
-    let mut child = Command::new("mpiexec.hydra")
-        .args(args)
-        .arg(pmi_hello())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = Command::new("mpiexec.hydra").args(args).arg(pmi_hello()).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {

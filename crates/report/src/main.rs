@@ -31,9 +31,11 @@ const WIDTH: u32 = 900;
 const HEIGHT: u32 = 560;
 const BAR_BENCHES: &[&str] = &["ring", "allreduce", "waitcpu"];
 
-/// The data rows of a CSV whose header is `header`: each row's fields and a maker of error
-/// messages naming the row; a row without `width` fields is an error.
-fn rows<'a>(text: &'a str, header: &str, width: usize) -> Result<Vec<(Vec<&'a str>, impl Fn(&str) -> String + 'a)>, String> {
+/// One CSV data row: its fields, and a maker of error messages naming the row.
+type Row<'a, E> = (Vec<&'a str>, E);
+
+/// The data rows of a CSV whose header is `header`; a row without `width` fields is an error.
+fn rows<'a>(text: &'a str, header: &str, width: usize) -> Result<Vec<Row<'a, impl Fn(&str) -> String + 'a>>, String> {
     let mut rows = Vec::new();
     for (index, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -73,16 +75,8 @@ fn implementations(samples: &[Sample]) -> Vec<String> {
 }
 
 fn colour(index: usize) -> RGBColor {
-    const PALETTE: [RGBColor; 8] = [
-        RGBColor(200, 40, 40),
-        RGBColor(40, 90, 200),
-        RGBColor(40, 150, 60),
-        RGBColor(150, 80, 180),
-        RGBColor(220, 140, 20),
-        RGBColor(20, 170, 190),
-        RGBColor(120, 120, 120),
-        RGBColor(240, 100, 170),
-    ];
+    const PALETTE: [RGBColor; 8] =
+        [RGBColor(200, 40, 40), RGBColor(40, 90, 200), RGBColor(40, 150, 60), RGBColor(150, 80, 180), RGBColor(220, 140, 20), RGBColor(20, 170, 190), RGBColor(120, 120, 120), RGBColor(240, 100, 170)];
     PALETTE[index % PALETTE.len()]
 }
 
@@ -129,12 +123,7 @@ fn line_chart(samples: &[Sample], bench: &str, title: &str, path: &Path) -> Resu
         .x_label_area_size(44)
         .y_label_area_size(70)
         .build_cartesian_2d((min_size..max_size).log_scale().base(2.0), (min_value / 1.5..max_value * 1.5).log_scale())?;
-    chart
-        .configure_mesh()
-        .x_desc("message size (bytes)")
-        .y_desc(unit.as_str())
-        .x_label_formatter(&|size| human_size(*size))
-        .draw()?;
+    chart.configure_mesh().x_desc("message size (bytes)").y_desc(unit.as_str()).x_label_formatter(&|size| human_size(*size)).draw()?;
     for (index, name) in implementations(samples).iter().enumerate() {
         let mut series: Vec<(u64, f64)> = points.iter().filter(|s| &s.implementation == name).map(|s| (s.size, s.median)).collect();
         if series.is_empty() {
@@ -142,10 +131,7 @@ fn line_chart(samples: &[Sample], bench: &str, title: &str, path: &Path) -> Resu
         }
         series.sort_by_key(|point| point.0);
         let style = colour(index).stroke_width(2);
-        chart
-            .draw_series(LineSeries::new(series.iter().copied(), style))?
-            .label(name.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
+        chart.draw_series(LineSeries::new(series.iter().copied(), style))?.label(name.as_str()).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
         chart.draw_series(series.iter().map(|&(x, y)| Circle::new((x, y), 3, colour(index).filled())))?;
     }
     chart.configure_series_labels().background_style(WHITE.mix(0.85)).border_style(BLACK).position(SeriesLabelPosition::UpperLeft).draw()?;
@@ -204,10 +190,7 @@ fn bar_panels(samples: &[Sample], path: &Path) -> Result<bool, Box<dyn Error>> {
                 Some(Rectangle::new([(left, floor), (left + 0.8, sample.median.max(floor))], colour(index).filled()))
             });
             let style = colour(index).filled();
-            chart
-                .draw_series(bars)?
-                .label(name.as_str())
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], style));
+            chart.draw_series(bars)?.label(name.as_str()).legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], style));
         }
         if panel_index == 0 {
             chart.configure_series_labels().background_style(WHITE.mix(0.85)).border_style(BLACK).position(SeriesLabelPosition::UpperRight).draw()?;
@@ -220,10 +203,8 @@ fn bar_panels(samples: &[Sample], path: &Path) -> Result<bool, Box<dyn Error>> {
 fn draw_all(samples: &[Sample], out_dir: &Path) -> Result<Vec<String>, Box<dyn Error>> {
     std::fs::create_dir_all(out_dir)?;
     let mut written = Vec::new();
-    let charts: [(&str, &str, &str); 2] = [
-        ("latency", "latency.svg", "Ping-pong latency, 2 ranks (lower is better)"),
-        ("bw", "bandwidth.svg", "Streaming bandwidth, window of 64, 2 ranks (higher is better)"),
-    ];
+    let charts: [(&str, &str, &str); 2] =
+        [("latency", "latency.svg", "Ping-pong latency, 2 ranks (lower is better)"), ("bw", "bandwidth.svg", "Streaming bandwidth, window of 64, 2 ranks (higher is better)")];
     for (bench, file, title) in charts {
         let path = out_dir.join(file);
         if line_chart(samples, bench, title, &path)? {

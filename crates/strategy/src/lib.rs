@@ -44,13 +44,7 @@ pub struct Router {
 impl Router {
     /// Routes `own_rank` to `self_transport` and every other rank of `0..size` to the first of
     /// the `transport_count` transports for which `reaches(transport, rank)` holds.
-    pub fn new(
-        own_rank: PeerId,
-        size: u32,
-        self_transport: usize,
-        transport_count: usize,
-        reaches: impl Fn(usize, PeerId) -> bool,
-    ) -> Result<Router, Unroutable> {
+    pub fn new(own_rank: PeerId, size: u32, self_transport: usize, transport_count: usize, reaches: impl Fn(usize, PeerId) -> bool) -> Result<Router, Unroutable> {
         Router::with_rails(own_rank, size, self_transport, 0..transport_count, 0..0, reaches)
     }
 

@@ -24,10 +24,7 @@ use braid_lane::Profile;
 pub use aggregate::{Aggregator, Batch, Decision};
 pub use rate::RateEstimator;
 pub use thresholds::{offload_pays, rendezvous_threshold, RENDEZVOUS_THRESHOLD_MAX, RENDEZVOUS_THRESHOLD_MIN};
-pub use timing::{
-    common_finish_time, fastest_rail, predicted_finish, soonest_rail, split_finish, time_until_idle, transfer_time,
-    usable_factor, RATE_FACTOR_MAX, RATE_FACTOR_MIN,
-};
+pub use timing::{common_finish_time, fastest_rail, predicted_finish, soonest_rail, split_finish, time_until_idle, transfer_time, usable_factor, RATE_FACTOR_MAX, RATE_FACTOR_MIN};
 
 /// One rail toward one peer, as the strategy sees it at one instant.
 #[derive(Debug, Clone, Copy)]
@@ -95,12 +92,7 @@ pub struct SplitSettings {
 
 impl SplitSettings {
     pub fn from_config(config: &Config) -> SplitSettings {
-        SplitSettings {
-            split_min: config.split_min.max(1),
-            rate_smoothing: config.rate_smoothing,
-            aggregate_max: config.eager_max.max(1),
-            queue_horizon_ns: config.rail_queue_us as f64 * 1e3,
-        }
+        SplitSettings { split_min: config.split_min.max(1), rate_smoothing: config.rate_smoothing, aggregate_max: config.eager_max.max(1), queue_horizon_ns: config.rail_queue_us as f64 * 1e3 }
     }
 
     /// A rate estimator for one rail.
@@ -128,9 +120,6 @@ pub fn build(kind: StrategyKind, settings: SplitSettings) -> Box<dyn MultirailSt
         StrategyKind::Greedy => Box::new(strategies::Greedy),
         StrategyKind::Iso => Box::new(strategies::Iso { split_min }),
         StrategyKind::Weighted => Box::new(strategies::Weighted { split_min }),
-        StrategyKind::Hetero => Box::new(strategies::Hetero {
-            split_min,
-            queue_horizon_ns: Some(settings.queue_horizon_ns).filter(|&horizon| horizon > 0.0),
-        }),
+        StrategyKind::Hetero => Box::new(strategies::Hetero { split_min, queue_horizon_ns: Some(settings.queue_horizon_ns).filter(|&horizon| horizon > 0.0) }),
     }
 }

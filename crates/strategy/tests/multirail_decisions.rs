@@ -3,8 +3,7 @@
 use braid_config::{Config, StrategyKind};
 use braid_lane::Profile;
 use braid_strategy::multirail::{
-    build, predicted_finish, rendezvous_threshold, time_until_idle, Aggregator, Batch, Decision, RailView, SplitSettings, RENDEZVOUS_THRESHOLD_MAX,
-    RENDEZVOUS_THRESHOLD_MIN,
+    build, predicted_finish, rendezvous_threshold, time_until_idle, Aggregator, Batch, Decision, RailView, SplitSettings, RENDEZVOUS_THRESHOLD_MAX, RENDEZVOUS_THRESHOLD_MIN,
 };
 
 const GBIT: f64 = 1e9 / 8.0;

@@ -3,16 +3,13 @@
 
 use braid_config::StrategyKind;
 use braid_lane::Profile;
-use braid_strategy::multirail::{
-    build, predicted_finish, split_finish, Chunk, MultirailStrategy, RailView, RateEstimator, SplitSettings,
-};
+use braid_strategy::multirail::{build, predicted_finish, split_finish, Chunk, MultirailStrategy, RailView, RateEstimator, SplitSettings};
 
 const GBIT: f64 = 1e9 / 8.0;
 const MIB: usize = 1 << 20;
 const KIB: usize = 1 << 10;
 const LARGEST_SAMPLE: usize = 64 * MIB;
-const ALL_KINDS: [StrategyKind; 5] =
-    [StrategyKind::Single, StrategyKind::Greedy, StrategyKind::Iso, StrategyKind::Weighted, StrategyKind::Hetero];
+const ALL_KINDS: [StrategyKind; 5] = [StrategyKind::Single, StrategyKind::Greedy, StrategyKind::Iso, StrategyKind::Weighted, StrategyKind::Hetero];
 
 /// One simulated rail. Our own bytes queue on it (the backlog the strategy sees); background
 /// traffic takes `background_share` of its rate without showing in our backlog.
@@ -57,12 +54,7 @@ impl Network {
     fn views(&self) -> Vec<RailView<'_>> {
         self.rails
             .iter()
-            .map(|rail| RailView {
-                profile: &rail.profile,
-                backlog_bytes: rail.backlog_bytes as u64,
-                rate_factor: if self.corrects_rates { rail.estimator.factor() } else { 1.0 },
-                up: rail.up,
-            })
+            .map(|rail| RailView { profile: &rail.profile, backlog_bytes: rail.backlog_bytes as u64, rate_factor: if self.corrects_rates { rail.estimator.factor() } else { 1.0 }, up: rail.up })
             .collect()
     }
 
@@ -111,11 +103,7 @@ fn two_rails() -> Network {
 }
 
 fn three_rails() -> Network {
-    Network::new(vec![
-        SimRail::new(2.0 * GBIT, 40_000.0),
-        SimRail::new(GBIT, 60_000.0),
-        SimRail::new(0.25 * GBIT, 50_000.0),
-    ])
+    Network::new(vec![SimRail::new(2.0 * GBIT, 40_000.0), SimRail::new(GBIT, 60_000.0), SimRail::new(0.25 * GBIT, 50_000.0)])
 }
 
 fn strategy(kind: StrategyKind) -> Box<dyn MultirailStrategy> {
@@ -131,12 +119,8 @@ fn bytes_per_rail(chunks: &[Chunk], rails: usize) -> Vec<usize> {
 }
 
 fn assert_share(chunks: &[Chunk], len: usize, rail: usize, expected: f64, tolerance: f64) {
-    let share =
-        chunks.iter().filter(|chunk| chunk.rail == rail).map(|chunk| chunk.len).sum::<usize>() as f64 / len as f64;
-    assert!(
-        (share - expected).abs() <= tolerance * expected,
-        "rail {rail}: share {share}, expected {expected}: {chunks:?}"
-    );
+    let share = chunks.iter().filter(|chunk| chunk.rail == rail).map(|chunk| chunk.len).sum::<usize>() as f64 / len as f64;
+    assert!((share - expected).abs() <= tolerance * expected, "rail {rail}: share {share}, expected {expected}: {chunks:?}");
 }
 
 #[test]
@@ -209,8 +193,7 @@ fn dichotomy_makes_chosen_rails_finish_together() {
         let earliest = finishes.iter().copied().fold(f64::INFINITY, f64::min);
         assert!(latest - earliest <= (0.01 * latest).max(1_000.0), "{len}: {chunks:?} finish {finishes:?}");
         // Never predicted slower than the best single rail.
-        let best_single =
-            (0..views.len()).map(|rail| predicted_finish(&views[rail], len)).fold(f64::INFINITY, f64::min);
+        let best_single = (0..views.len()).map(|rail| predicted_finish(&views[rail], len)).fold(f64::INFINITY, f64::min);
         assert!(split_finish(&chunks, &views) <= best_single);
         checked += usize::from(chunks.len() > 1);
     }
@@ -228,8 +211,7 @@ fn hetero_is_never_slower_than_the_best_single_rail_and_near_the_sum_when_large(
                 copy.rails = network.rails.iter().map(|rail| SimRail::new(rail.rate, rail.latency_ns)).collect();
                 let chunks = copy.split(hetero.as_mut(), size);
                 let time = copy.send(&chunks);
-                let best_single =
-                    (0..network.rails.len()).map(|rail| network.alone(rail, size)).fold(f64::INFINITY, f64::min);
+                let best_single = (0..network.rails.len()).map(|rail| network.alone(rail, size)).fold(f64::INFINITY, f64::min);
                 assert!(time <= best_single * (1.0 + 1e-9), "{size}: {time} > {best_single}: {chunks:?}");
                 if size >= MIB {
                     let efficiency = size as f64 * 1e9 / time / network.sum_of_rates();
@@ -315,10 +297,7 @@ fn baselines_do_what_they_say() {
     assert_eq!(iso.name(), "iso");
     chunks.clear();
     iso.split(MIB + 8, &views, &mut chunks);
-    assert_eq!(
-        chunks,
-        vec![Chunk { rail: 0, offset: 0, len: MIB / 2 + 8 }, Chunk { rail: 1, offset: MIB / 2 + 8, len: MIB / 2 }]
-    );
+    assert_eq!(chunks, vec![Chunk { rail: 0, offset: 0, len: MIB / 2 + 8 }, Chunk { rail: 1, offset: MIB / 2 + 8, len: MIB / 2 }]);
     chunks.clear();
     iso.split(20 * KIB, &views, &mut chunks);
     assert_eq!(chunks, vec![Chunk { rail: 0, offset: 0, len: 20 * KIB }], "two shares would be under BRAID_SPLIT_MIN");

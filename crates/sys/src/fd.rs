@@ -64,8 +64,7 @@ impl Readiness {
 /// Waits until one of `fds` is readable (or hung up), or `timeout` passes (`None`: no limit).
 /// Returns one entry per descriptor, in order; an interrupted wait returns all-quiet entries.
 pub fn poll_readable(fds: &[BorrowedFd<'_>], timeout: Option<Duration>) -> io::Result<Vec<Readiness>> {
-    let mut entries: Vec<libc::pollfd> =
-        fds.iter().map(|fd| libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 }).collect();
+    let mut entries: Vec<libc::pollfd> = fds.iter().map(|fd| libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 }).collect();
     let timeout_ms = match timeout {
         None => -1,
         Some(duration) => duration.as_millis().min(i32::MAX as u128) as libc::c_int,
@@ -82,11 +81,7 @@ pub fn poll_readable(fds: &[BorrowedFd<'_>], timeout: Option<Duration>) -> io::R
     }
     Ok(entries
         .iter()
-        .map(|entry| Readiness {
-            readable: entry.revents & libc::POLLIN != 0,
-            hangup: entry.revents & libc::POLLHUP != 0,
-            error: entry.revents & (libc::POLLERR | libc::POLLNVAL) != 0,
-        })
+        .map(|entry| Readiness { readable: entry.revents & libc::POLLIN != 0, hangup: entry.revents & libc::POLLHUP != 0, error: entry.revents & (libc::POLLERR | libc::POLLNVAL) != 0 })
         .collect())
 }
 

@@ -23,10 +23,7 @@ pub enum WaitOutcome {
 
 /// Sleeps while `word == expected`, for at most `timeout` (forever if `None`).
 pub fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) -> io::Result<WaitOutcome> {
-    let timespec = timeout.map(|t| libc::timespec {
-        tv_sec: t.as_secs().min(libc::time_t::MAX as u64) as libc::time_t,
-        tv_nsec: t.subsec_nanos() as libc::c_long,
-    });
+    let timespec = timeout.map(|t| libc::timespec { tv_sec: t.as_secs().min(libc::time_t::MAX as u64) as libc::time_t, tv_nsec: t.subsec_nanos() as libc::c_long });
     let timespec_ptr = timespec.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
     // SAFETY: FUTEX_WAIT reads the aligned u32 behind `word` (valid for the call) and the optional
     // relative timeout; it writes nothing.

@@ -49,13 +49,7 @@ pub fn interfaces() -> io::Result<Vec<Interface>> {
             u32::from(unsafe { ipv4_of(entry.ifa_netmask.cast()) }).count_ones() as u8
         };
         let flags = entry.ifa_flags as libc::c_int;
-        found.push(Interface {
-            name: name.to_string_lossy().into_owned(),
-            address,
-            prefix_len,
-            up: flags & libc::IFF_UP != 0,
-            loopback: flags & libc::IFF_LOOPBACK != 0,
-        });
+        found.push(Interface { name: name.to_string_lossy().into_owned(), address, prefix_len, up: flags & libc::IFF_UP != 0, loopback: flags & libc::IFF_LOOPBACK != 0 });
     }
     // SAFETY: `head` came from getifaddrs and no reference into the list outlives this call.
     unsafe { libc::freeifaddrs(head) };

@@ -83,9 +83,7 @@ impl SharedMapping {
 fn map(file: &File, len: usize, extra_flags: libc::c_int) -> io::Result<SharedMapping> {
     // SAFETY: a fresh mapping at an address the kernel picks; the fd is valid for the call and the
     // mapping stays valid after the file is closed.
-    let address = unsafe {
-        libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED | extra_flags, file.as_raw_fd(), 0)
-    };
+    let address = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED | extra_flags, file.as_raw_fd(), 0) };
     if address == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }

@@ -89,8 +89,7 @@ impl Topology {
     /// Reads a /sys tree rooted at `root` (only `devices/system/{cpu,node}` are used).
     pub fn from_sysfs(root: &Path) -> io::Result<Topology> {
         let cpu_root = root.join("devices/system/cpu");
-        let online = parse_cpu_list(read_trimmed(&cpu_root.join("online"))?.as_str())
-            .ok_or_else(|| invalid(&cpu_root.join("online"), "not a CPU list"))?;
+        let online = parse_cpu_list(read_trimmed(&cpu_root.join("online"))?.as_str()).ok_or_else(|| invalid(&cpu_root.join("online"), "not a CPU list"))?;
         let numa_nodes = read_numa_nodes(&root.join("devices/system/node"), &online)?;
         let numa_of = |cpu: usize| numa_nodes.iter().find(|node| node.cpus.contains(&cpu)).map_or(0, |node| node.id);
 
@@ -251,9 +250,7 @@ fn read_caches(cache_root: &Path) -> io::Result<Vec<Cache>> {
 }
 
 fn read_trimmed(path: &Path) -> io::Result<String> {
-    fs::read_to_string(path)
-        .map(|text| text.trim().to_string())
-        .map_err(|error| io::Error::new(error.kind(), format!("{}: {error}", path.display())))
+    fs::read_to_string(path).map(|text| text.trim().to_string()).map_err(|error| io::Error::new(error.kind(), format!("{}: {error}", path.display())))
 }
 
 fn read_number(path: &Path) -> io::Result<usize> {

@@ -6,8 +6,8 @@ use std::io::IoSlice;
 use std::time::Instant;
 
 use braid_config::Config;
-use braid_pmi::Bootstrap;
 use braid_pmi::threads::ThreadBootstrap;
+use braid_pmi::Bootstrap;
 use braid_transport::shm::ShmTransport;
 use braid_transport::{SendOutcome, Transport};
 

@@ -162,10 +162,7 @@ where
                 assert!(me.transport.try_send(peer, &[0; MAX_HEADER + 1], &[]).is_err(), "oversized header must be refused");
                 if caps.max_payload < 1 << 26 {
                     let big = vec![0u8; caps.max_payload + 1];
-                    assert_eq!(
-                        me.transport.try_send(peer, &[], &[IoSlice::new(&big)]),
-                        Err(TransportError::TooLarge { len: caps.max_payload + 1, max: caps.max_payload })
-                    );
+                    assert_eq!(me.transport.try_send(peer, &[], &[IoSlice::new(&big)]), Err(TransportError::TooLarge { len: caps.max_payload + 1, max: caps.max_payload }));
                 }
             }
         });
@@ -628,6 +625,25 @@ fn decode_region(bytes: &[u8]) -> RemoteRegion {
     }
 }
 
+/// Counts this rank in at the job's barrier and waits for the others, calling `between` every
+/// `period` while it waits.
+fn meet(job: &JobState, period: Duration, mut between: impl FnMut()) {
+    let mut state = job.barrier.lock().expect("barrier");
+    let generation = state.1;
+    state.0 += 1;
+    if state.0 == job.size {
+        *state = (0, generation + 1);
+        job.released.notify_all();
+        return;
+    }
+    while state.1 == generation {
+        state = job.released.wait_timeout(state, period).expect("barrier").0;
+        drop(state);
+        between();
+        state = job.barrier.lock().expect("barrier");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -647,24 +663,5 @@ mod tests {
     fn regions_round_trip() {
         let region = RemoteRegion { pid: 1234, address: 0xdead_beef_0000, len: 77 };
         assert_eq!(decode_region(&encode_region(region)), region);
-    }
-}
-
-/// Counts this rank in at the job's barrier and waits for the others, calling `between` every
-/// `period` while it waits.
-fn meet(job: &JobState, period: Duration, mut between: impl FnMut()) {
-    let mut state = job.barrier.lock().expect("barrier");
-    let generation = state.1;
-    state.0 += 1;
-    if state.0 == job.size {
-        *state = (0, generation + 1);
-        job.released.notify_all();
-        return;
-    }
-    while state.1 == generation {
-        state = job.released.wait_timeout(state, period).expect("barrier").0;
-        drop(state);
-        between();
-        state = job.barrier.lock().expect("barrier");
     }
 }

@@ -349,11 +349,7 @@ impl ShmTransport {
         if let Some(own) = own {
             let mut own = Some(own);
             for (local, &rank) in local_ranks.iter().enumerate() {
-                let opened = if local == own_local {
-                    Ok(own.take().expect("own segment is placed once"))
-                } else {
-                    Segment::open(&ShmTransport::segment_name(&job_id, rank), layout)
-                };
+                let opened = if local == own_local { Ok(own.take().expect("own segment is placed once")) } else { Segment::open(&ShmTransport::segment_name(&job_id, rank), layout) };
                 match opened {
                     Ok(segment) => segments.push(segment),
                     Err(reason) => {
@@ -374,9 +370,7 @@ impl ShmTransport {
 
         self.segments = segments;
         self.outbound = (0..local_ranks.len())
-            .map(|receiver| {
-                (receiver != own_local).then(|| Outbound { producer: Producer::new(self.segments[receiver].ring(ring_slot(own_local, receiver))), segment: receiver })
-            })
+            .map(|receiver| (receiver != own_local).then(|| Outbound { producer: Producer::new(self.segments[receiver].ring(ring_slot(own_local, receiver))), segment: receiver }))
             .collect();
         self.inbound = (0..local_ranks.len())
             .filter(|&sender| sender != own_local)
@@ -510,16 +504,12 @@ impl Transport for ShmTransport {
 
     fn remote_read(&mut self, peer: PeerId, remote: RemoteRegion, offset: u64, local: &mut [u8]) -> Result<(), TransportError> {
         self.check_remote_access(peer, remote, offset, local.len(), "read")?;
-        self.copy_in_chunks(local.len(), "process_vm_readv", remote.pid, |done, chunk| {
-            cma::read_remote(remote.pid, remote.address + offset + done as u64, &mut local[done..done + chunk])
-        })
+        self.copy_in_chunks(local.len(), "process_vm_readv", remote.pid, |done, chunk| cma::read_remote(remote.pid, remote.address + offset + done as u64, &mut local[done..done + chunk]))
     }
 
     fn remote_write(&mut self, peer: PeerId, remote: RemoteRegion, offset: u64, local: &[u8]) -> Result<(), TransportError> {
         self.check_remote_access(peer, remote, offset, local.len(), "write")?;
-        self.copy_in_chunks(local.len(), "process_vm_writev", remote.pid, |done, chunk| {
-            cma::write_remote(remote.pid, remote.address + offset + done as u64, &local[done..done + chunk])
-        })
+        self.copy_in_chunks(local.len(), "process_vm_writev", remote.pid, |done, chunk| cma::write_remote(remote.pid, remote.address + offset + done as u64, &local[done..done + chunk]))
     }
 
     fn offer_share(&mut self, peer: PeerId) -> Option<u64> {

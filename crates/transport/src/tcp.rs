@@ -412,11 +412,7 @@ impl Connection {
             }
             let header_start = self.received_start + FRAME_PREFIX;
             let payload_start = header_start + header_len;
-            sink.deliver(Incoming {
-                peer: self.peer,
-                header: &self.received[header_start..payload_start],
-                payload: Payload::Complete(&self.received[payload_start..payload_start + payload_len]),
-            });
+            sink.deliver(Incoming { peer: self.peer, header: &self.received[header_start..payload_start], payload: Payload::Complete(&self.received[payload_start..payload_start + payload_len]) });
             self.received_start += frame_len;
             delivered += 1;
         }

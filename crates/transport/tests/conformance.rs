@@ -41,8 +41,6 @@ fn shm_conforms_when_every_pooled_payload_is_handed_over_while_written() {
 
 #[test]
 fn shm_alone_on_its_node_reaches_nobody() {
-    let results = Suite::new("shm1", 1, |_, _| ShmTransport::new(&Config::default()).unwrap()).run_job("alone", |me| {
-        (me.peers(), me.transport.node_ranks().to_vec(), me.transport.prepare_sleep())
-    });
+    let results = Suite::new("shm1", 1, |_, _| ShmTransport::new(&Config::default()).unwrap()).run_job("alone", |me| (me.peers(), me.transport.node_ranks().to_vec(), me.transport.prepare_sleep()));
     assert_eq!(results, vec![(vec![], vec![0], None)]);
 }

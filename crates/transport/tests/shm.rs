@@ -18,11 +18,7 @@ fn unique_job(tag: &str) -> String {
 /// Files in /dev/shm that belong to `job_id`.
 fn leftovers(job_id: &str) -> Vec<String> {
     let prefix = ShmTransport::segment_name(job_id, 0).trim_end_matches('0').to_string();
-    std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
-        .filter(|name| name.starts_with(&prefix))
-        .collect()
+    std::fs::read_dir("/dev/shm").unwrap().filter_map(|entry| entry.ok()?.file_name().into_string().ok()).filter(|name| name.starts_with(&prefix)).collect()
 }
 
 /// Connects one transport per rank, each with its own config, on threads; returns the results.

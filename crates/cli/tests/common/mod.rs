@@ -121,14 +121,7 @@ pub fn can_build_mpi_programs() -> bool {
 #[allow(dead_code)] // Only the test crates that compile MPI programs use it.
 pub fn compile_c(source: &Path, dir: &Path) -> PathBuf {
     let binary = dir.join(source.file_stem().unwrap());
-    let output = Command::new(repository().join("bin/braidcc"))
-        .args(["-std=c99", "-O2", "-DTEST_BRAID_ONLY"])
-        .arg(source)
-        .arg("-o")
-        .arg(&binary)
-        .env("BRAID_LIBDIR", library_dir())
-        .output()
-        .unwrap();
+    let output = Command::new(repository().join("bin/braidcc")).args(["-std=c99", "-O2", "-DTEST_BRAID_ONLY"]).arg(source).arg("-o").arg(&binary).env("BRAID_LIBDIR", library_dir()).output().unwrap();
     assert!(output.status.success(), "braidcc {}: {}", source.display(), text(&output.stderr));
     binary
 }

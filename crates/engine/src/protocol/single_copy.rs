@@ -100,9 +100,7 @@ impl Engine {
                     moved = true;
                     self.core.endpoints[read.peer as usize].remote_read_confirmed = true;
                     let unclaimed = match read.share {
-                        Some(Share { wanted, token: Some(token) }) if read.offset == read.end => {
-                            transport.revoke_share(read.peer, token).then_some(wanted)
-                        }
+                        Some(Share { wanted, token: Some(token) }) if read.offset == read.end => transport.revoke_share(read.peer, token).then_some(wanted),
                         _ => None,
                     };
                     if let Some(wanted) = unclaimed {

@@ -6,8 +6,8 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use braid_strategy::multirail::{Aggregator, Decision};
 use braid_lane::PeerId;
+use braid_strategy::multirail::{Aggregator, Decision};
 use braid_transport::{SendOutcome, TransportError};
 
 use super::io::RailIo;
@@ -62,9 +62,7 @@ impl RailMachine {
         let mut copy = self.spare.pop().unwrap_or_default();
         copy.clear();
         copy.extend_from_slice(payload);
-        let Some(state) = self.peers.get_mut(peer as usize).and_then(Option::as_mut) else {
-            unreachable!("the router sends only rail peers here")
-        };
+        let Some(state) = self.peers.get_mut(peer as usize).and_then(Option::as_mut) else { unreachable!("the router sends only rail peers here") };
         let seq = state.next_seq;
         state.next_seq += 1;
         state.unsent.push_back(Control { seq, header: frame.encode(), payload: copy, completes });

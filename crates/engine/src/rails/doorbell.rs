@@ -71,7 +71,11 @@ impl Rail {
     fn drain_time(&self, bytes: u64) -> Duration {
         let rate = self.profile.bandwidth() * multirail::usable_factor(self.rate.factor());
         let seconds = bytes as f64 / rate;
-        if seconds.is_finite() && seconds > 0.0 { Duration::from_secs_f64(seconds.min(1.0)) } else { Duration::ZERO }
+        if seconds.is_finite() && seconds > 0.0 {
+            Duration::from_secs_f64(seconds.min(1.0))
+        } else {
+            Duration::ZERO
+        }
     }
 }
 

@@ -9,20 +9,20 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use braid_config::{Config, OffloadMode};
+use braid_lane::{PeerId, Profile};
 use braid_strategy::multirail::{self, MultirailStrategy, RailView, RateEstimator, SplitSettings};
 use braid_strategy::ProtocolPolicy;
-use braid_lane::{PeerId, Profile};
 use braid_transport::TransportError;
 
+use super::control::Peer;
+use super::horizon::ProgressGaps;
+use super::io::RailIo;
+use super::transfer::{settle, waiting_bytes, Receive, Transfer};
 use crate::counters::TransportTraffic;
 use crate::frame::{CONTROL_OVERHEAD, EAGER_HEADER_MAX, NET_DATA_HEADER};
 use crate::node::SpareCpus;
 use crate::offload::Offload;
 use crate::{protocol_error, EngineError};
-use super::control::Peer;
-use super::horizon::ProgressGaps;
-use super::io::RailIo;
-use super::transfer::{settle, waiting_bytes, Receive, Transfer};
 
 /// One rail's state shared by every peer.
 pub(super) struct Rail {
@@ -93,12 +93,7 @@ pub(super) fn views<'a>(rails: &'a [Rail], io: &impl RailIo, peer: PeerId, up: &
         .enumerate()
         .zip(up)
         .zip(waiting)
-        .map(|(((index, rail), &up), &waiting)| RailView {
-            profile: &rail.profile,
-            backlog_bytes: io.backlog(index, peer) + waiting,
-            rate_factor: rail.rate.factor(),
-            up,
-        })
+        .map(|(((index, rail), &up), &waiting)| RailView { profile: &rail.profile, backlog_bytes: io.backlog(index, peer) + waiting, rate_factor: rail.rate.factor(), up })
         .collect()
 }
 
@@ -149,11 +144,7 @@ impl RailMachine {
                 first_stretch: false,
             })
             .collect();
-        let frame_room = max_payloads
-            .iter()
-            .map(|max_payload| max_payload.saturating_sub(CONTROL_OVERHEAD + EAGER_HEADER_MAX))
-            .min()
-            .unwrap_or(0);
+        let frame_room = max_payloads.iter().map(|max_payload| max_payload.saturating_sub(CONTROL_OVERHEAD + EAGER_HEADER_MAX)).min().unwrap_or(0);
         let all_up = vec![true; rails.len()];
         let eager_limit = if rails.is_empty() {
             0
@@ -220,8 +211,7 @@ impl RailMachine {
 
     /// The strategy's name and each peer's control rail, for the debug line.
     pub(crate) fn describe(&self) -> String {
-        let controls: Vec<(usize, usize)> =
-            self.peers.iter().enumerate().filter_map(|(rank, peer)| peer.as_ref().map(|peer| (rank, peer.control_rail))).collect();
+        let controls: Vec<(usize, usize)> = self.peers.iter().enumerate().filter_map(|(rank, peer)| peer.as_ref().map(|peer| (rank, peer.control_rail))).collect();
         let offload = match &self.offload {
             Some(offload) => format!("offload cost {:.1} us", offload.cost_ns() / 1e3),
             None => "no offload".to_string(),
@@ -287,10 +277,7 @@ impl RailMachine {
         }
         for peer in 0..self.peers.len() as PeerId {
             let Some(state) = self.peers[peer as usize].as_ref() else { continue };
-            let busy = !state.unacked.is_empty()
-                || !state.unsent.is_empty()
-                || self.transfers.iter().any(|transfer| transfer.peer == peer)
-                || self.receives.iter().any(|receive| receive.peer == peer);
+            let busy = !state.unacked.is_empty() || !state.unsent.is_empty() || self.transfers.iter().any(|transfer| transfer.peer == peer) || self.receives.iter().any(|receive| receive.peer == peer);
             if !busy {
                 continue;
             }

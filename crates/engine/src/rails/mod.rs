@@ -46,12 +46,12 @@ mod doorbell;
 mod horizon;
 mod io;
 mod machine;
-mod rates;
-mod transfer;
 #[cfg(test)]
 mod properties;
+mod rates;
 #[cfg(test)]
 mod simulated;
+mod transfer;
 
 use std::time::{Duration, Instant};
 
@@ -83,15 +83,7 @@ impl Network {
     /// Takes over the rail transports `links` (already connected) with their `profiles`, for
     /// the `rail_peers`; `node` says what CPUs offload may use, `policy` how large an eager
     /// message may be.
-    pub(crate) fn new(
-        config: &Config,
-        policy: &ProtocolPolicy,
-        rank: u32,
-        profiles: Vec<Profile>,
-        links: Vec<Box<dyn Transport>>,
-        rail_peers: Vec<PeerId>,
-        node: &NodeInfo,
-    ) -> Network {
+    pub(crate) fn new(config: &Config, policy: &ProtocolPolicy, rank: u32, profiles: Vec<Profile>, links: Vec<Box<dyn Transport>>, rail_peers: Vec<PeerId>, node: &NodeInfo) -> Network {
         let max_payloads: Vec<usize> = links.iter().map(|link| link.capabilities().max_payload).collect();
         let offload = (&node.spare, node.oversubscribed);
         let machine = RailMachine::new(config, policy, rank, profiles, &max_payloads, rail_peers, &links, offload, Instant::now());

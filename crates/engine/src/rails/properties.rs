@@ -38,11 +38,7 @@ struct Run {
 }
 
 fn random_rail(rng: &mut Rng) -> RailModel {
-    RailModel {
-        bytes_per_second: rng.range(50, 2_000) as f64 * 1e6,
-        latency: Duration::from_micros(rng.range(5, 200)),
-        buffer: rng.range(64 << 10, 4 << 20),
-    }
+    RailModel { bytes_per_second: rng.range(50, 2_000) as f64 * 1e6, latency: Duration::from_micros(rng.range(5, 200)), buffer: rng.range(64 << 10, 4 << 20) }
 }
 
 fn random_scenario(rng: &mut Rng, rails: std::ops::Range<u64>) -> Scenario {
@@ -108,7 +104,18 @@ fn run(rng: &mut Rng, scenario: &Scenario, mut net: SimNetwork, profiles: Option
         assert!(
             net.now - start < HANG,
             "hung: (rank, sends not done, transfers, receives, unsent, unacked, error) {:?}, frames in flight: {}",
-            ranks.iter().map(|rank| (rank.id, rank.sends.iter().filter(|send| !send.done).count(), rank.machine.transfers.len(), rank.machine.receives.len(), rank.machine.unsent, rank.machine.unacked, rank.error.is_some())).collect::<Vec<_>>(),
+            ranks
+                .iter()
+                .map(|rank| (
+                    rank.id,
+                    rank.sends.iter().filter(|send| !send.done).count(),
+                    rank.machine.transfers.len(),
+                    rank.machine.receives.len(),
+                    rank.machine.unsent,
+                    rank.machine.unacked,
+                    rank.error.is_some()
+                ))
+                .collect::<Vec<_>>(),
             net.in_flight()
         );
         net.now += Duration::from_micros(rng.range(1, 40));
@@ -288,10 +295,15 @@ fn acknowledgements_are_cumulative_and_bounded() {
             assert!(rank.machine.peers[1 - rank.id as usize].as_ref().expect("a rail peer").unacked.is_empty(), "seed {seed}: rank {} still holds copies", rank.id);
         }
         for from in 0..2 {
-            let acks: Vec<u64> = net.log.iter().filter(|sent| sent.from == from).filter_map(|sent| match sent.kind {
-                Kind::Control { ack } | Kind::Ack { ack } => Some(ack),
-                _ => None,
-            }).collect();
+            let acks: Vec<u64> = net
+                .log
+                .iter()
+                .filter(|sent| sent.from == from)
+                .filter_map(|sent| match sent.kind {
+                    Kind::Control { ack } | Kind::Ack { ack } => Some(ack),
+                    _ => None,
+                })
+                .collect();
             assert!(acks.windows(2).all(|pair| pair[0] <= pair[1]), "seed {seed}: acknowledgements from {from} went back");
             let bare = net.log.iter().filter(|sent| sent.from == from && matches!(sent.kind, Kind::Ack { .. })).count();
             let carried = net.log.iter().filter(|sent| sent.from == 1 - from && matches!(sent.kind, Kind::Control { .. } | Kind::Batch { .. })).count();

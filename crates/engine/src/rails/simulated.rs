@@ -89,11 +89,17 @@ pub(super) struct Failure {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Kind {
     /// A control frame, acknowledging up to `ack`.
-    Control { ack: u64 },
-    Ack { ack: u64 },
+    Control {
+        ack: u64,
+    },
+    Ack {
+        ack: u64,
+    },
     Data,
     /// A NET_BATCH frame of `frames` control frames.
-    Batch { frames: usize },
+    Batch {
+        frames: usize,
+    },
 }
 
 /// What a test can check about one transmit afterwards.

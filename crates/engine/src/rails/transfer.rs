@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use braid_strategy::multirail::{self, Chunk, MultirailStrategy, RailView};
 use braid_lane::PeerId;
+use braid_strategy::multirail::{self, Chunk, MultirailStrategy, RailView};
 use braid_transport::{SendOutcome, TransportError};
 
 use super::io::RailIo;
@@ -89,15 +89,7 @@ pub(super) const QUEUED_FRAME_MAX: usize = 64 << 10;
 /// control rail stays with this thread (control frames must not wait behind a worker), and so
 /// does any whose rail cannot lend a writer. Returns how many pieces went to workers.
 #[cold]
-fn offload_split(
-    offload: &Offload,
-    rails: &[Rail],
-    io: &mut impl RailIo,
-    transfer: &mut Transfer,
-    first: usize,
-    control_rail: usize,
-    views: &[RailView<'_>],
-) -> usize {
+fn offload_split(offload: &Offload, rails: &[Rail], io: &mut impl RailIo, transfer: &mut Transfer, first: usize, control_rail: usize, views: &[RailView<'_>]) -> usize {
     let fresh = &transfer.pieces[first..];
     if fresh.len() < 2 {
         return 0;
@@ -205,11 +197,7 @@ impl RailMachine {
         // that a progress step allocates nothing.
         let mut rooms = std::mem::take(&mut self.rooms);
         rooms.clear();
-        let mut waiting = if self.transfers.iter().any(|transfer| !transfer.unassigned.is_empty()) {
-            waiting_bytes(&self.transfers, self.rails.len())
-        } else {
-            Vec::new()
-        };
+        let mut waiting = if self.transfers.iter().any(|transfer| !transfer.unassigned.is_empty()) { waiting_bytes(&self.transfers, self.rails.len()) } else { Vec::new() };
         for transfer in &mut self.transfers {
             if !transfer.unassigned.is_empty() {
                 let Some(state) = self.peers.get(transfer.peer as usize).and_then(Option::as_ref) else { continue };
@@ -387,7 +375,6 @@ impl RailMachine {
     }
 }
 
-
 impl Rail {
     /// Most bytes kept queued on this rail: `horizon_ns` of its corrected sustained rate, and
     /// at least two frames so that it never runs dry between two progress steps.
@@ -395,7 +382,11 @@ impl Rail {
         let rate = self.profile.bandwidth() * multirail::usable_factor(self.rate.factor());
         let floor = 2 * self.chunk_max.min(QUEUED_FRAME_MAX) as u64;
         let cap = horizon_ns * rate / 1e9;
-        if cap.is_finite() { (cap as u64).max(floor) } else { u64::MAX }
+        if cap.is_finite() {
+            (cap as u64).max(floor)
+        } else {
+            u64::MAX
+        }
     }
 }
 

@@ -157,8 +157,7 @@ fn read_own_memory(remote: RemoteRegion, offset: u64, local: &mut [u8]) -> Resul
     }
     let mut done = 0;
     while done < local.len() {
-        let copied = braid_sys::cma::read_remote(remote.pid, remote.address + offset + done as u64, &mut local[done..])
-            .map_err(|error| TransportError::System(error.to_string()))?;
+        let copied = braid_sys::cma::read_remote(remote.pid, remote.address + offset + done as u64, &mut local[done..]).map_err(|error| TransportError::System(error.to_string()))?;
         if copied == 0 {
             return Err(TransportError::System("short remote read".into()));
         }
@@ -173,8 +172,7 @@ fn write_own_memory(remote: RemoteRegion, offset: u64, local: &[u8]) -> Result<(
     }
     let mut done = 0;
     while done < local.len() {
-        let copied = braid_sys::cma::write_remote(remote.pid, remote.address + offset + done as u64, &local[done..])
-            .map_err(|error| TransportError::System(error.to_string()))?;
+        let copied = braid_sys::cma::write_remote(remote.pid, remote.address + offset + done as u64, &local[done..]).map_err(|error| TransportError::System(error.to_string()))?;
         if copied == 0 {
             return Err(TransportError::System("short remote write".into()));
         }
@@ -190,12 +188,7 @@ impl Transport for ChannelTransport {
 
     fn capabilities(&self) -> Capabilities {
         let options = self.net.options;
-        Capabilities {
-            max_payload: options.max_payload,
-            max_inline: 256,
-            remote_read: options.remote_reads != RemoteReads::Off,
-            wakes_receiver: true,
-        }
+        Capabilities { max_payload: options.max_payload, max_inline: 256, remote_read: options.remote_reads != RemoteReads::Off, wakes_receiver: true }
     }
 
     fn profile(&self) -> &Profile {
@@ -353,12 +346,7 @@ impl Transport for LoopTransport {
 
 /// Runs `body` on every rank of an in-process job over channel transports, then finalizes.
 /// Returns what each rank's body returned, in rank order.
-pub fn run_channel_job<T: Send + 'static>(
-    size: u32,
-    config: Config,
-    options: ChannelOptions,
-    body: impl Fn(&mut Engine) -> T + Send + Sync + 'static,
-) -> (Vec<T>, Arc<ChannelNet>) {
+pub fn run_channel_job<T: Send + 'static>(size: u32, config: Config, options: ChannelOptions, body: impl Fn(&mut Engine) -> T + Send + Sync + 'static) -> (Vec<T>, Arc<ChannelNet>) {
     run_channel_job_on(None, size, config, options, body)
 }
 
@@ -384,9 +372,7 @@ pub fn run_channel_job_on<T: Send + 'static>(
                 }
                 let rank = bootstrap.rank();
                 let channel = ChannelTransport::new(&net, rank);
-                let mut engine =
-                    Engine::with_transports(&config, Box::new(bootstrap), Box::new(LoopTransport::new(rank)), vec![Box::new(channel)])
-                        .expect("engine start");
+                let mut engine = Engine::with_transports(&config, Box::new(bootstrap), Box::new(LoopTransport::new(rank)), vec![Box::new(channel)]).expect("engine start");
                 let result = body(&mut engine);
                 engine.finalize().expect("finalize");
                 result

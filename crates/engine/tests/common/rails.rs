@@ -262,12 +262,7 @@ impl Transport for NodeLocal {
 
 /// Runs `body` on every rank of an in-process job whose ranks sit on `nodes` (rails between
 /// nodes, a node-local channel within one), then finalizes; returns each rank's result.
-pub fn run_rail_job<T: Send + 'static>(
-    nodes: Vec<u32>,
-    rails: Vec<RailOptions>,
-    config: Config,
-    body: impl Fn(&mut Engine, &RailNet) -> T + Send + Sync + 'static,
-) -> (Vec<T>, Arc<RailNet>) {
+pub fn run_rail_job<T: Send + 'static>(nodes: Vec<u32>, rails: Vec<RailOptions>, config: Config, body: impl Fn(&mut Engine, &RailNet) -> T + Send + Sync + 'static) -> (Vec<T>, Arc<RailNet>) {
     run_rail_job_finalizing(nodes, rails, config, true, body)
 }
 

@@ -244,7 +244,14 @@ pub(crate) fn run_in_steps<T>(comm: MPI_Comm, port: Rc<Port>, route: Route, mut 
 ///
 /// # Safety
 /// `request` must be NULL (an error) or point to a request handle.
-unsafe fn launch<A: Copy, F, G>(comm: MPI_Comm, request: *mut MPI_Request, begin: impl Begin, args: A, build: impl FnOnce(&Start, A) -> MpiResult<F>, build_inter: impl FnOnce(&Start, A) -> MpiResult<G>) -> MpiResult<()>
+unsafe fn launch<A: Copy, F, G>(
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+    begin: impl Begin,
+    args: A,
+    build: impl FnOnce(&Start, A) -> MpiResult<F>,
+    build_inter: impl FnOnce(&Start, A) -> MpiResult<G>,
+) -> MpiResult<()>
 where
     F: Future<Output = Outcome> + 'static,
     G: Future<Output = Outcome> + 'static,
@@ -599,7 +606,6 @@ unsafe fn reduction_input(send: &Typed, work: &mut [u8]) {
     work.copy_from_slice(&input);
 }
 
-
 /// The reduction and its element size, moved into a schedule.
 fn combiner(reduction: &Reduction) -> (impl Fn(&[u8], &mut [u8]) + '_, usize, bool) {
     (move |input: &[u8], inout: &mut [u8]| reduction.apply(input, inout), reduction.element_size().max(1), reduction.commutative())
@@ -702,7 +708,15 @@ enum ReduceKind {
     Exscan,
 }
 
-unsafe fn in_place_reduction(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, kind: ReduceKind) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+unsafe fn in_place_reduction(
+    start: &Start,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    kind: ReduceKind,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let reduction = reduction_of(comm, op, datatype)?;
     let recv = typed(comm, recvbuf, count, datatype)?;
@@ -733,12 +747,26 @@ unsafe fn in_place_reduction(start: &Start, sendbuf: *const c_void, recvbuf: *mu
 collective!(MPI_Reduce_scatter_block / MPI_Ireduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op) => reduce_scatter_block);
 collective!(MPI_Reduce_scatter / MPI_Ireduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op) => reduce_scatter_v);
 
-unsafe fn reduce_scatter_block(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+unsafe fn reduce_scatter_block(
+    start: &Start,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     // SAFETY: forwarded.
     unsafe { reduce_scatter(start, sendbuf, recvbuf, Counts::Same(recvcount), datatype, op) }
 }
 
-unsafe fn reduce_scatter_v(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+unsafe fn reduce_scatter_v(
+    start: &Start,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     // SAFETY: forwarded.
     unsafe { reduce_scatter(start, sendbuf, recvbuf, Counts::PerRank(recvcounts), datatype, op) }
 }
@@ -799,7 +827,16 @@ collective!(
 );
 
 #[allow(clippy::too_many_arguments)]
-unsafe fn gather(start: &Start, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+unsafe fn gather(
+    start: &Start,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let (rank, size) = (start.rank(), start.size());
     let root = root_of(comm, root, size)?;
@@ -837,7 +874,17 @@ collective!(
 );
 
 #[allow(clippy::too_many_arguments)]
-unsafe fn gatherv(start: &Start, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+unsafe fn gatherv(
+    start: &Start,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let (rank, size) = (start.rank(), start.size());
     let root = root_of(comm, root, size)?;
@@ -921,7 +968,16 @@ collective!(
 );
 
 #[allow(clippy::too_many_arguments)]
-unsafe fn scatter(start: &Start, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+unsafe fn scatter(
+    start: &Start,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let (rank, size) = (start.rank(), start.size());
     let root = root_of(comm, root, size)?;
@@ -954,7 +1010,17 @@ collective!(
 );
 
 #[allow(clippy::too_many_arguments)]
-unsafe fn scatterv(start: &Start, sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+unsafe fn scatterv(
+    start: &Start,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let (rank, size) = (start.rank(), start.size());
     let root = root_of(comm, root, size)?;
@@ -987,7 +1053,15 @@ collective!(
     MPI_Allgather / MPI_Iallgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) => allgather
 );
 
-unsafe fn allgather(start: &Start, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+unsafe fn allgather(
+    start: &Start,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let size = start.size();
     let recv = typed_elements(comm, recvbuf, times(comm, count_of(comm, recvcount)?, size)?, recvtype)?;
@@ -1025,7 +1099,16 @@ collective!(
 );
 
 #[allow(clippy::too_many_arguments)]
-unsafe fn allgatherv(start: &Start, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+unsafe fn allgatherv(
+    start: &Start,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let (rank, size) = (start.rank(), start.size());
     // SAFETY: the caller passes one count and one displacement per rank.
@@ -1051,7 +1134,15 @@ collective!(
     MPI_Alltoall / MPI_Ialltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) => alltoall
 );
 
-unsafe fn alltoall(start: &Start, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+unsafe fn alltoall(
+    start: &Start,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let size = start.size();
     let recv = typed_elements(comm, recvbuf, times(comm, count_of(comm, recvcount)?, size)?, recvtype)?;
@@ -1087,7 +1178,17 @@ collective!(
 );
 
 #[allow(clippy::too_many_arguments)]
-unsafe fn alltoallv(start: &Start, sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+unsafe fn alltoallv(
+    start: &Start,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let (rank, size) = (start.rank(), start.size());
     // SAFETY: the caller passes one count and one displacement per rank.
@@ -1180,7 +1281,17 @@ impl Mixed {
 }
 
 #[allow(clippy::too_many_arguments)]
-unsafe fn alltoallw(start: &Start, sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+unsafe fn alltoallw(
+    start: &Start,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const MPI_Datatype,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let (rank, size) = (start.rank(), start.size());
     // SAFETY: the caller passes one count, displacement and type per rank.
@@ -1265,7 +1376,15 @@ collective!(
     MPI_Neighbor_allgather / MPI_Ineighbor_allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) => neighbor_allgather, intra only, Start::with_neighbors
 );
 
-unsafe fn neighbor_allgather(start: &Start, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+unsafe fn neighbor_allgather(
+    start: &Start,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let (indegree, outdegree) = neighbor_counts(start);
     let send = typed(comm, sendbuf, sendcount, sendtype)?;
@@ -1284,7 +1403,16 @@ collective!(
 );
 
 #[allow(clippy::too_many_arguments)]
-unsafe fn neighbor_allgatherv(start: &Start, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+unsafe fn neighbor_allgatherv(
+    start: &Start,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let (indegree, outdegree) = neighbor_counts(start);
     let send = typed(comm, sendbuf, sendcount, sendtype)?;
@@ -1301,7 +1429,15 @@ collective!(
     MPI_Neighbor_alltoall / MPI_Ineighbor_alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) => neighbor_alltoall, intra only, Start::with_neighbors
 );
 
-unsafe fn neighbor_alltoall(start: &Start, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+unsafe fn neighbor_alltoall(
+    start: &Start,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let (indegree, outdegree) = neighbor_counts(start);
     let (send_counts, send_displs) = equal_blocks(sendcount, outdegree);
@@ -1321,7 +1457,17 @@ collective!(
 );
 
 #[allow(clippy::too_many_arguments)]
-unsafe fn neighbor_alltoallv(start: &Start, sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+unsafe fn neighbor_alltoallv(
+    start: &Start,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let (indegree, outdegree) = neighbor_counts(start);
     // SAFETY: the caller passes one count and displacement per destination and per source.
@@ -1339,7 +1485,17 @@ collective!(
 );
 
 #[allow(clippy::too_many_arguments)]
-unsafe fn neighbor_alltoallw(start: &Start, sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+unsafe fn neighbor_alltoallw(
+    start: &Start,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const MPI_Aint,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const MPI_Aint,
+    recvtypes: *const MPI_Datatype,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let (indegree, outdegree) = neighbor_counts(start);
     // MPI_Neighbor_alltoallw's displacements are MPI_Aint bytes; MPI_Alltoallw's are int bytes.

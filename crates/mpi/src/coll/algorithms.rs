@@ -574,7 +574,6 @@ pub async fn allreduce(port: &Port, data: &mut [u8], element_size: usize, combin
     unfold_extra_ranks(port, data).await
 }
 
-
 /// Every rank sends its input to every other and reduces all of them itself, in rank order, so
 /// every rank computes the same `x0 op x1 op ... op x(n-1)`. One round of messages instead of
 /// log2 n dependent ones: fewer wake-ups, which matters most when ranks share cores.
@@ -638,15 +637,7 @@ async fn unfold_extra_ranks(port: &Port, data: &mut [u8]) -> Outcome {
     Ok(())
 }
 
-async fn allreduce_halving_doubling(
-    port: &Port,
-    data: &mut [u8],
-    incoming: &mut [u8],
-    element_size: usize,
-    combine: Combine<'_>,
-    folded_rank: usize,
-    participants: usize,
-) -> Outcome {
+async fn allreduce_halving_doubling(port: &Port, data: &mut [u8], incoming: &mut [u8], element_size: usize, combine: Combine<'_>, folded_rank: usize, participants: usize) -> Outcome {
     let size = port.size();
     let elements = data.len() / element_size;
     // Chunk i's bytes; chunks are numbered so that folded rank r ends up owning chunk r.

@@ -19,8 +19,8 @@ use std::task::Poll;
 
 use braid_engine::{Engine, EngineError, ProgressAgent, RequestId, SendMode, Source, Status, TagSelector};
 
-use super::port::{poll_once, Port, Transfer};
 use super::hierarchy::Hierarchy;
+use super::port::{poll_once, Port, Transfer};
 use super::CollTuning;
 use crate::comm::CommShared;
 use crate::consts::{MPI_ERR_OTHER, MPI_ERR_TRUNCATE};

@@ -234,7 +234,8 @@ impl Hierarchy {
     pub fn new(layout: NodeLayout, costs: LinkCosts) -> Hierarchy {
         let choices = (0..Collective::COUNT * SLOTS_PER_COLLECTIVE).map(|_| AtomicU8::new(UNCHOSEN)).collect();
         let default = CollTuning::default();
-        let chosen_under = [AtomicUsize::new(default.bcast_split_min), AtomicUsize::new(default.allreduce_split_min), AtomicUsize::new(default.allreduce_exchange_max), AtomicUsize::new(default.alltoall_batch)];
+        let chosen_under =
+            [AtomicUsize::new(default.bcast_split_min), AtomicUsize::new(default.allreduce_split_min), AtomicUsize::new(default.allreduce_exchange_max), AtomicUsize::new(default.alltoall_batch)];
         Hierarchy { layout, costs, reporting: false, choices, chosen_under, node_segment: OnceLock::new() }
     }
 
@@ -340,7 +341,8 @@ impl Hierarchy {
         }
         let leaders = self.layout.representatives(0);
         let meeting = self.costs.intra.predict(0) + self.costs.wake_up;
-        let chunk_time = |chunk: usize| 3.0 * meeting + self.copy(chunk) + self.copy(chunk.div_ceil(widest) * widest) + 2.0 * self.copy(chunk) + self.allreduce(&leaders, chunk, tuning) + self.copy(chunk);
+        let chunk_time =
+            |chunk: usize| 3.0 * meeting + self.copy(chunk) + self.copy(chunk.div_ceil(widest) * widest) + 2.0 * self.copy(chunk) + self.allreduce(&leaders, chunk, tuning) + self.copy(chunk);
         let whole = bytes / NODE_SEGMENT_CHUNK;
         let rest = bytes % NODE_SEGMENT_CHUNK;
         let mut total = whole as f64 * chunk_time(NODE_SEGMENT_CHUNK);
@@ -561,9 +563,7 @@ impl Hierarchy {
             // The node's ranks first tell their representative their sizes (one per rank, or
             // two per rank and peer).
             Collective::Gatherv | Collective::Scatterv => self.to_node_leaders(COUNT_BYTES) + self.to_node_leaders(bytes) + self.round(&sections, widest * bytes) + self.copy(size * bytes),
-            Collective::Alltoallv => {
-                self.to_node_leaders(2 * COUNT_BYTES * size) + self.node_aggregated_alltoall(&node, &leaders, bytes) + self.copy((2 * widest + 2) * elsewhere * bytes)
-            }
+            Collective::Alltoallv => self.to_node_leaders(2 * COUNT_BYTES * size) + self.node_aggregated_alltoall(&node, &leaders, bytes) + self.copy((2 * widest + 2) * elsewhere * bytes),
         }
     }
 

@@ -301,7 +301,15 @@ impl Port {
     /// `destinations[j]`, all in one round; a `None` peer (MPI_PROC_NULL) moves nothing. A rank may
     /// be its own neighbour, and the same neighbour may appear more than once: its messages are
     /// matched in the order of the lists. Receive blocks must not overlap (MPI_ERR_BUFFER).
-    pub fn exchange_with<'a>(&'a self, sources: &[Option<usize>], recv: &'a mut [u8], recv_blocks: &[Range<usize>], destinations: &[Option<usize>], send: &'a [u8], send_blocks: &[Range<usize>]) -> Result<Settle<'a>, i32> {
+    pub fn exchange_with<'a>(
+        &'a self,
+        sources: &[Option<usize>],
+        recv: &'a mut [u8],
+        recv_blocks: &[Range<usize>],
+        destinations: &[Option<usize>],
+        send: &'a [u8],
+        send_blocks: &[Range<usize>],
+    ) -> Result<Settle<'a>, i32> {
         // Carve the receive blocks off in address order, then post them in list order.
         let mut order: Vec<usize> = (0..sources.len().min(recv_blocks.len())).filter(|&i| !recv_blocks[i].is_empty()).collect();
         order.sort_by_key(|&i| recv_blocks[i].start);

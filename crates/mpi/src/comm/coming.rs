@@ -26,11 +26,7 @@ impl ComingComm {
             Some(id) => {
                 let original = &prototype.shared;
                 let me = original.members[original.rank as usize];
-                let shared = if original.is_inter() {
-                    CommShared::new_inter(original.members.clone(), original.peers.clone(), me, id)
-                } else {
-                    CommShared::new(original.members.clone(), me, id)
-                };
+                let shared = if original.is_inter() { CommShared::new_inter(original.members.clone(), original.peers.clone(), me, id) } else { CommShared::new(original.members.clone(), me, id) };
                 comms.fill(handle, Some(Comm { shared: Arc::new(shared), ..prototype }));
             }
             None => {

@@ -13,8 +13,8 @@ use std::cell::Cell;
 use std::ffi::c_int;
 use std::rc::Rc;
 
-use super::construct::parent_of;
 use super::coming::ComingComm;
+use super::construct::parent_of;
 use super::{ids, Comm};
 use crate::attr::{self, Object};
 use crate::coll::drive::{self, Route};

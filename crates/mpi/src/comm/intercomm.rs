@@ -11,10 +11,10 @@
 use std::ffi::c_int;
 use std::sync::Arc;
 
-use super::construct::{agreement_tag, allgather_words, check_agreement_tag, install, parent_of, split_members, split_records, Parent};
-use super::ids::{from_bytes, to_bytes};
 use super::channel::LEADER_TAG;
+use super::construct::{agreement_tag, allgather_words, check_agreement_tag, install, parent_of, split_members, split_records, Parent};
 use super::ids::{self, Report};
+use super::ids::{from_bytes, to_bytes};
 use super::{Agreement, Comm, CommShared};
 use crate::coll::{algorithms, CollTuning};
 use crate::consts::*;

@@ -4,8 +4,8 @@
 // it documents.
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
-use std::ffi::{c_char, c_int, c_void, CStr};
 use std::convert::identity;
+use std::ffi::{c_char, c_int, c_void, CStr};
 use std::slice;
 use std::sync::Arc;
 
@@ -223,9 +223,7 @@ pub(super) unsafe fn vector(count: c_int, blocklength: c_int, stride: Stride, ol
     let child = old_type(oldtype)?;
     let types = vec![(oldtype, child.clone())];
     let (stride_bytes, origin) = match stride {
-        Stride::Elements(elements) => {
-            (element_bytes(elements, child.extent)?, Origin::constructed(MPI_COMBINER_VECTOR, vec![count, blocklength, elements], vec![], types))
-        }
+        Stride::Elements(elements) => (element_bytes(elements, child.extent)?, Origin::constructed(MPI_COMBINER_VECTOR, vec![count, blocklength, elements], vec![], types)),
         Stride::Bytes(bytes) => (bytes, Origin::constructed(MPI_COMBINER_HVECTOR, vec![count, blocklength], vec![bytes], types)),
     };
     // SAFETY: forwarded from this function's contract.
@@ -379,17 +377,10 @@ pub(super) unsafe fn structure(
 ) -> MpiResult<()> {
     let blocks = count_arg(count, "count")?;
     // SAFETY: the arrays are null or valid for `count` reads (caller's guarantee).
-    let (blocklengths, displacements, types) = unsafe {
-        (
-            array(array_of_blocklengths, blocks, "array_of_blocklengths")?,
-            array(array_of_displacements, blocks, "array_of_displacements")?,
-            array(array_of_types, blocks, "array_of_types")?,
-        )
-    };
+    let (blocklengths, displacements, types) =
+        unsafe { (array(array_of_blocklengths, blocks, "array_of_blocklengths")?, array(array_of_displacements, blocks, "array_of_displacements")?, array(array_of_types, blocks, "array_of_types")?) };
     let children = types.iter().map(|&dt| Ok((dt, old_type(dt)?))).collect::<MpiResult<Vec<_>>>()?;
-    let list = (0..blocks)
-        .map(|index| Ok((children[index].1.clone(), displacements[index], blocklength_arg(blocklengths[index])?)))
-        .collect::<MpiResult<Vec<_>>>()?;
+    let list = (0..blocks).map(|index| Ok((children[index].1.clone(), displacements[index], blocklength_arg(blocklengths[index])?))).collect::<MpiResult<Vec<_>>>()?;
     let integers = [&[count][..], blocklengths].concat();
     let origin = Origin::constructed(MPI_COMBINER_STRUCT, integers, displacements.to_vec(), children);
     // SAFETY: `newtype` forwarded from the caller.
@@ -407,12 +398,7 @@ constructor!(
 );
 
 #[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_resized(
-    oldtype: MPI_Datatype,
-    lb: MPI_Aint,
-    extent: MPI_Aint,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
+pub unsafe extern "C" fn MPI_Type_create_resized(oldtype: MPI_Datatype, lb: MPI_Aint, extent: MPI_Aint, newtype: *mut MPI_Datatype) -> c_int {
     let result = (|| {
         let child = old_type(oldtype)?;
         let origin = Origin::constructed(MPI_COMBINER_RESIZED, vec![], vec![lb, extent], vec![(oldtype, child.clone())]);
@@ -564,32 +550,16 @@ unsafe fn span<'a>(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn MPI_Pack(
-    inbuf: *const c_void,
-    incount: c_int,
-    datatype: MPI_Datatype,
-    outbuf: *mut c_void,
-    outsize: c_int,
-    position: *mut c_int,
-    comm: MPI_Comm,
-) -> c_int {
+pub unsafe extern "C" fn MPI_Pack(inbuf: *const c_void, incount: c_int, datatype: MPI_Datatype, outbuf: *mut c_void, outsize: c_int, position: *mut c_int, comm: MPI_Comm) -> c_int {
     // SAFETY: buffers and position forwarded from the caller.
     finish("MPI_Pack", on_comm(comm, || unsafe { pack_into(inbuf, incount, datatype, outbuf, outsize, position) }))
 }
 
 /// # Safety
 /// As MPI_Pack: `outbuf` holds `outsize` bytes, `inbuf` the type map of `incount` elements.
-pub(super) unsafe fn pack_into(
-    inbuf: *const c_void,
-    incount: c_int,
-    datatype: MPI_Datatype,
-    outbuf: *mut c_void,
-    outsize: c_int,
-    position: *mut c_int,
-) -> MpiResult<()> {
+pub(super) unsafe fn pack_into(inbuf: *const c_void, incount: c_int, datatype: MPI_Datatype, outbuf: *mut c_void, outsize: c_int, position: *mut c_int) -> MpiResult<()> {
     // SAFETY: `position` is null or the caller's in/out variable.
-    let Span { count, info, position, start, needed } =
-        unsafe { span(incount, "incount", datatype, position, outsize, outbuf, "outbuf", "pack", "output") }?;
+    let Span { count, info, position, start, needed } = unsafe { span(incount, "incount", datatype, position, outsize, outbuf, "outbuf", "pack", "output") }?;
     // SAFETY: MPI requires `outbuf` to hold `outsize` bytes, and start + needed <= outsize;
     // the type map of `incount` elements at `inbuf` is the user's readable data.
     unsafe {
@@ -601,32 +571,16 @@ pub(super) unsafe fn pack_into(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn MPI_Unpack(
-    inbuf: *const c_void,
-    insize: c_int,
-    position: *mut c_int,
-    outbuf: *mut c_void,
-    outcount: c_int,
-    datatype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
+pub unsafe extern "C" fn MPI_Unpack(inbuf: *const c_void, insize: c_int, position: *mut c_int, outbuf: *mut c_void, outcount: c_int, datatype: MPI_Datatype, comm: MPI_Comm) -> c_int {
     // SAFETY: buffers and position forwarded from the caller.
     finish("MPI_Unpack", on_comm(comm, || unsafe { unpack_from(inbuf, insize, position, outbuf, outcount, datatype) }))
 }
 
 /// # Safety
 /// As MPI_Unpack: `inbuf` holds `insize` bytes, `outbuf` the type map of `outcount` elements.
-pub(super) unsafe fn unpack_from(
-    inbuf: *const c_void,
-    insize: c_int,
-    position: *mut c_int,
-    outbuf: *mut c_void,
-    outcount: c_int,
-    datatype: MPI_Datatype,
-) -> MpiResult<()> {
+pub(super) unsafe fn unpack_from(inbuf: *const c_void, insize: c_int, position: *mut c_int, outbuf: *mut c_void, outcount: c_int, datatype: MPI_Datatype) -> MpiResult<()> {
     // SAFETY: `position` is null or the caller's in/out variable.
-    let Span { count, info, position, start, needed } =
-        unsafe { span(outcount, "outcount", datatype, position, insize, inbuf, "inbuf", "unpack", "input") }?;
+    let Span { count, info, position, start, needed } = unsafe { span(outcount, "outcount", datatype, position, insize, inbuf, "inbuf", "unpack", "input") }?;
     // SAFETY: MPI requires `inbuf` to hold `insize` bytes, and start + needed <= insize; the
     // type map of `outcount` elements at `outbuf` is the user's writable data.
     unsafe {

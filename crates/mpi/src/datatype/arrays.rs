@@ -46,10 +46,7 @@ fn subarray_dimensions(sizes: &[c_int], subsizes: &[c_int], starts: &[c_int]) ->
         .map(|index| {
             let (size, subsize, start) = (sizes[index], subsizes[index], starts[index]);
             if subsize > size || start > size - subsize {
-                return Err(failure(
-                    MPI_ERR_ARG,
-                    format!("dimension {index}: {subsize} elements from index {start} do not fit in {size}"),
-                ));
+                return Err(failure(MPI_ERR_ARG, format!("dimension {index}: {subsize} elements from index {start} do not fit in {size}")));
             }
             Ok(Dimension { size, runs: vec![(start, subsize)] })
         })
@@ -161,9 +158,8 @@ pub unsafe extern "C" fn MPI_Type_create_subarray(
     let result = (|| {
         let rank = dimensions_arg(ndims)?;
         // SAFETY: the arrays are null or hold `ndims` entries (caller's guarantee).
-        let (sizes, subsizes, starts) = unsafe {
-            (array(array_of_sizes, rank, "array_of_sizes")?, array(array_of_subsizes, rank, "array_of_subsizes")?, array(array_of_starts, rank, "array_of_starts")?)
-        };
+        let (sizes, subsizes, starts) =
+            unsafe { (array(array_of_sizes, rank, "array_of_sizes")?, array(array_of_subsizes, rank, "array_of_subsizes")?, array(array_of_starts, rank, "array_of_starts")?) };
         let dimensions = fastest_first(subarray_dimensions(sizes, subsizes, starts)?, order)?;
         let child = old_type(oldtype)?;
         let integers = [&[ndims][..], sizes, subsizes, starts, &[order]].concat();

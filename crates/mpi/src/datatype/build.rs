@@ -79,14 +79,7 @@ impl Bounds {
         let lb = self.marked_lb.or(self.natural_lb).unwrap_or(0);
         let ub = self.marked_ub.or(natural_ub).unwrap_or(lb);
         let (true_lb, true_ub) = (self.true_lb.unwrap_or(0), self.true_ub.unwrap_or(0));
-        Settled {
-            lb,
-            extent: ub - lb,
-            true_lb,
-            true_extent: true_ub - true_lb,
-            lb_marker: self.marked_lb.is_some(),
-            ub_marker: self.marked_ub.is_some(),
-        }
+        Settled { lb, extent: ub - lb, true_lb, true_extent: true_ub - true_lb, lb_marker: self.marked_lb.is_some(), ub_marker: self.marked_ub.is_some() }
     }
 }
 
@@ -184,13 +177,5 @@ pub(crate) fn build_struct(blocks: &[(Arc<TypeInfo>, isize, usize)], origin: Ori
 
 /// MPI_Type_create_resized: both bounds become markers.
 pub(crate) fn build_resized(child: &Arc<TypeInfo>, lb: isize, extent: isize, origin: Origin) -> TypeInfo {
-    TypeInfo {
-        lb,
-        extent,
-        lb_marker: true,
-        ub_marker: true,
-        signature: Signature::Repeat(child.clone()),
-        origin,
-        ..(**child).clone()
-    }
+    TypeInfo { lb, extent, lb_marker: true, ub_marker: true, signature: Signature::Repeat(child.clone()), origin, ..(**child).clone() }
 }

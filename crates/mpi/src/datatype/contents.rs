@@ -12,21 +12,13 @@ use crate::consts::*;
 use crate::error::{finish, MpiResult};
 
 #[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_envelope(
-    datatype: MPI_Datatype,
-    num_integers: *mut c_int,
-    num_addresses: *mut c_int,
-    num_datatypes: *mut c_int,
-    combiner: *mut c_int,
-) -> c_int {
+pub unsafe extern "C" fn MPI_Type_get_envelope(datatype: MPI_Datatype, num_integers: *mut c_int, num_addresses: *mut c_int, num_datatypes: *mut c_int, combiner: *mut c_int) -> c_int {
     finish(
         "MPI_Type_get_envelope",
         (|| {
             let info = old_type(datatype)?;
             // SAFETY: each output is null or the caller's variable.
-            let outputs = unsafe {
-                (out(num_integers, "num_integers")?, out(num_addresses, "num_addresses")?, out(num_datatypes, "num_datatypes")?, out(combiner, "combiner")?)
-            };
+            let outputs = unsafe { (out(num_integers, "num_integers")?, out(num_addresses, "num_addresses")?, out(num_datatypes, "num_datatypes")?, out(combiner, "combiner")?) };
             let counts = match info.origin.envelope() {
                 None => (MPI_COMBINER_NAMED, 0, 0, 0),
                 Some(envelope) => (envelope.combiner, envelope.integers.len(), envelope.addresses.len(), envelope.types.len()),
@@ -67,8 +59,7 @@ pub unsafe extern "C" fn MPI_Type_get_contents(
         "MPI_Type_get_contents",
         (|| {
             let info = old_type(datatype)?;
-            let envelope =
-                info.origin.envelope().ok_or_else(|| failure(MPI_ERR_TYPE, "a predefined datatype has no contents (its combiner is MPI_COMBINER_NAMED)"))?;
+            let envelope = info.origin.envelope().ok_or_else(|| failure(MPI_ERR_TYPE, "a predefined datatype has no contents (its combiner is MPI_COMBINER_NAMED)"))?;
             if usize::try_from(max_datatypes).map_or(true, |room| room < envelope.types.len()) {
                 return Err(failure(MPI_ERR_ARG, format!("max_datatypes is {max_datatypes}, the type has {}", envelope.types.len())));
             }

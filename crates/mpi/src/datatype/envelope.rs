@@ -30,12 +30,7 @@ pub(crate) struct Envelope {
 }
 
 impl Origin {
-    pub(crate) fn constructed(
-        combiner: c_int,
-        integers: Vec<c_int>,
-        addresses: Vec<MPI_Aint>,
-        types: Vec<(MPI_Datatype, Arc<TypeInfo>)>,
-    ) -> Origin {
+    pub(crate) fn constructed(combiner: c_int, integers: Vec<c_int>, addresses: Vec<MPI_Aint>, types: Vec<(MPI_Datatype, Arc<TypeInfo>)>) -> Origin {
         Origin::Constructed(Arc::new(Envelope { combiner, integers, addresses, types }))
     }
 

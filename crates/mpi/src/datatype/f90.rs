@@ -25,11 +25,7 @@ fn matching_size(typeclass: c_int, size: c_int) -> MpiResult<MPI_Datatype> {
         other => return Err(failure(MPI_ERR_ARG, format!("typeclass {other} is not an MPI_TYPECLASS_* value"))),
     };
     let size_of = |dt: MPI_Datatype| lookup(dt).map_or(0, |info| info.size);
-    candidates
-        .iter()
-        .copied()
-        .find(|&dt| usize::try_from(size).is_ok_and(|size| size_of(dt) == size))
-        .ok_or_else(|| failure(MPI_ERR_ARG, format!("no type of class {typeclass} has {size} bytes")))
+    candidates.iter().copied().find(|&dt| usize::try_from(size).is_ok_and(|size| size_of(dt) == size)).ok_or_else(|| failure(MPI_ERR_ARG, format!("no type of class {typeclass} has {size} bytes")))
 }
 
 #[no_mangle]

@@ -48,16 +48,10 @@ impl Layout {
         let piece = match piece {
             Piece::Runs { len: 0, .. } | Piece::Runs { count: 0, .. } | Piece::Nested { count: 0, .. } => return,
             Piece::Nested { offset, count: 1, inner, .. } => return self.append_shifted(&inner, offset),
-            Piece::Runs { offset, len, count, stride } if count == 1 || stride == len as isize => {
-                Piece::Runs { offset, len: len * count, count: 1, stride: 0 }
-            }
+            Piece::Runs { offset, len, count, stride } if count == 1 || stride == len as isize => Piece::Runs { offset, len: len * count, count: 1, stride: 0 },
             other => other,
         };
-        if let (
-            Some(Piece::Runs { offset: o1, len: l1, count: c1, stride: s1 }),
-            Piece::Runs { offset: o2, len: l2, count: c2, stride: s2 },
-        ) = (self.pieces.last_mut(), &piece)
-        {
+        if let (Some(Piece::Runs { offset: o1, len: l1, count: c1, stride: s1 }), Piece::Runs { offset: o2, len: l2, count: c2, stride: s2 }) = (self.pieces.last_mut(), &piece) {
             if *c1 == 1 && *c2 == 1 && *o2 == *o1 + *l1 as isize {
                 *l1 += l2;
                 return;
@@ -127,9 +121,7 @@ pub(crate) fn as_single_runs(pieces: &[Piece], extent: isize, count: usize) -> O
     match pieces {
         [Piece::Runs { offset, len, count: 1, .. }] if count == 1 || *len as isize == extent => Some((*offset, len * count, 1, 0)),
         [Piece::Runs { offset, len, count: 1, .. }] => Some((*offset, *len, count, extent)),
-        [Piece::Runs { offset, len, count: c, stride }] if count == 1 || *c as isize * stride == extent => {
-            Some((*offset, *len, c * count, *stride))
-        }
+        [Piece::Runs { offset, len, count: c, stride }] if count == 1 || *c as isize * stride == extent => Some((*offset, *len, c * count, *stride)),
         _ => None,
     }
 }
@@ -258,9 +250,7 @@ unsafe fn transfer_interleaved<const PACK: bool>(pieces: &[Piece], extent: isize
             if let Piece::Runs { offset, len, .. } = piece {
                 // SAFETY: run `i` is field `piece` of element `first + i` (the caller's memory) and
                 // its packed place lies within the `count * element_bytes` packed bytes.
-                unsafe {
-                    copy_runs::<PACK>(user_batch.wrapping_offset(*offset), packed.add(field_start), *len, batch, extent, element_bytes)
-                };
+                unsafe { copy_runs::<PACK>(user_batch.wrapping_offset(*offset), packed.add(field_start), *len, batch, extent, element_bytes) };
                 field_start += len;
             }
         }
@@ -325,13 +315,7 @@ unsafe fn copy_runs<const PACK: bool>(user: *mut u8, packed: *mut u8, len: usize
 /// # Safety
 /// As [`copy_runs`] with `len == N`.
 #[inline]
-unsafe fn copy_fixed_runs<const PACK: bool, const N: usize>(
-    user: *mut u8,
-    packed: *mut u8,
-    count: usize,
-    stride: isize,
-    packed_stride: usize,
-) {
+unsafe fn copy_fixed_runs<const PACK: bool, const N: usize>(user: *mut u8, packed: *mut u8, count: usize, stride: isize, packed_stride: usize) {
     for index in 0..count {
         let user_run = user.wrapping_offset(index as isize * stride).cast::<[u8; N]>();
         // SAFETY: run `index` is valid user memory and packed run `index` valid packed memory.

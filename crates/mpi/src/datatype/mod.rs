@@ -310,8 +310,7 @@ struct Registry {
     parameterized: Vec<([c_int; 3], MPI_Datatype)>,
 }
 
-static REGISTRY: RwLock<Registry> =
-    RwLock::new(Registry { derived: Vec::new(), vacant: Vec::new(), predefined_names: Vec::new(), parameterized: Vec::new() });
+static REGISTRY: RwLock<Registry> = RwLock::new(Registry { derived: Vec::new(), vacant: Vec::new(), predefined_names: Vec::new(), parameterized: Vec::new() });
 
 fn registry() -> std::sync::RwLockReadGuard<'static, Registry> {
     REGISTRY.read().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -410,10 +409,7 @@ pub(crate) fn parameterized(key: [c_int; 3], make: impl FnOnce(MPI_Datatype) -> 
 }
 
 fn handle_of_index(index: usize) -> Result<MPI_Datatype, MpiError> {
-    c_int::try_from(index)
-        .ok()
-        .and_then(|index| index.checked_add(BRAID_FIRST_DERIVED_DATATYPE))
-        .ok_or_else(|| failure(MPI_ERR_INTERN, "out of datatype handles"))
+    c_int::try_from(index).ok().and_then(|index| index.checked_add(BRAID_FIRST_DERIVED_DATATYPE)).ok_or_else(|| failure(MPI_ERR_INTERN, "out of datatype handles"))
 }
 
 fn register_entry(entry: Entry) -> Result<MPI_Datatype, MpiError> {
@@ -455,9 +451,7 @@ pub(crate) fn free(dt: MPI_Datatype) -> Result<bool, MpiError> {
     let index = derived_index(dt).ok_or_else(|| failure(MPI_ERR_TYPE, format!("invalid datatype ({dt})")))?;
     let mut registry = registry_mut();
     match registry.derived.get_mut(index) {
-        Some(Some(entry)) if entry.permanent => {
-            Err(failure(MPI_ERR_TYPE, "the types of MPI_Type_create_f90_* are predefined and cannot be freed"))
-        }
+        Some(Some(entry)) if entry.permanent => Err(failure(MPI_ERR_TYPE, "the types of MPI_Type_create_f90_* are predefined and cannot be freed")),
         Some(Some(entry)) if entry.references > 1 => {
             entry.references -= 1;
             Ok(false)

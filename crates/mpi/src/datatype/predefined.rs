@@ -199,11 +199,7 @@ macro_rules! scalar {
 
 macro_rules! pair {
     ($pair:ty, $value_size:expr) => {
-        Shape {
-            parts: &[(0, $value_size), (offset_of!($pair, index), size_of::<c_int>())],
-            extent: size_of::<$pair>(),
-            align: align_of::<$pair>(),
-        }
+        Shape { parts: &[(0, $value_size), (offset_of!($pair, index), size_of::<c_int>())], extent: size_of::<$pair>(), align: align_of::<$pair>() }
     };
 }
 
@@ -228,16 +224,10 @@ impl Basic {
             Basic::Count => scalar!(MPI_Count),
             Basic::Float | Basic::Real | Basic::Real4 => scalar!(f32),
             Basic::Double | Basic::DoublePrecision | Basic::Real8 => scalar!(f64),
-            Basic::CComplex | Basic::CFloatComplex | Basic::Complex | Basic::Complex8 | Basic::CxxFloatComplex => {
-                Shape { parts: &[(0, 8)], extent: 8, align: 4 }
-            }
-            Basic::CDoubleComplex | Basic::DoubleComplex | Basic::Complex16 | Basic::CxxDoubleComplex => {
-                Shape { parts: &[(0, 16)], extent: 16, align: 8 }
-            }
+            Basic::CComplex | Basic::CFloatComplex | Basic::Complex | Basic::Complex8 | Basic::CxxFloatComplex => Shape { parts: &[(0, 8)], extent: 8, align: 4 },
+            Basic::CDoubleComplex | Basic::DoubleComplex | Basic::Complex16 | Basic::CxxDoubleComplex => Shape { parts: &[(0, 16)], extent: 16, align: 8 },
             Basic::LongDouble => Shape { parts: &[(0, LONG_DOUBLE_SIZE)], extent: LONG_DOUBLE_SIZE, align: LONG_DOUBLE_ALIGN },
-            Basic::CLongDoubleComplex | Basic::CxxLongDoubleComplex => {
-                Shape { parts: &[(0, 2 * LONG_DOUBLE_SIZE)], extent: 2 * LONG_DOUBLE_SIZE, align: LONG_DOUBLE_ALIGN }
-            }
+            Basic::CLongDoubleComplex | Basic::CxxLongDoubleComplex => Shape { parts: &[(0, 2 * LONG_DOUBLE_SIZE)], extent: 2 * LONG_DOUBLE_SIZE, align: LONG_DOUBLE_ALIGN },
             Basic::Real16 => Shape { parts: &[(0, BINARY128_SIZE)], extent: BINARY128_SIZE, align: BINARY128_SIZE },
             Basic::Complex32 => Shape { parts: &[(0, 2 * BINARY128_SIZE)], extent: 2 * BINARY128_SIZE, align: BINARY128_SIZE },
             Basic::TwoInteger => Shape { parts: &[(0, 4), (4, 4)], extent: 8, align: 4 },

@@ -535,9 +535,7 @@ fn subarrays_and_darrays_through_the_c_interface() {
     let (gsizes, distribs, dargs, psizes) = ([7, 2], [MPI_DISTRIBUTE_CYCLIC, MPI_DISTRIBUTE_BLOCK], [2, MPI_DISTRIBUTE_DFLT_DARG], [2, 1]);
     let mut second = MPI_DATATYPE_NULL;
     // SAFETY: as above.
-    let rc = unsafe {
-        MPI_Type_create_darray(2, 1, 2, gsizes.as_ptr(), distribs.as_ptr(), dargs.as_ptr(), psizes.as_ptr(), MPI_ORDER_C, MPI_INT, &mut second)
-    };
+    let rc = unsafe { MPI_Type_create_darray(2, 1, 2, gsizes.as_ptr(), distribs.as_ptr(), dargs.as_ptr(), psizes.as_ptr(), MPI_ORDER_C, MPI_INT, &mut second) };
     assert_eq!(rc, MPI_SUCCESS);
     let second = commit(second);
     // Rows 2, 3 and 6 of a 7x2 array.

@@ -68,7 +68,15 @@ predefined_delete!(MPI_Fint: mpi_null_delete_fn_, mpi_null_delete_fn__, mpi_null
 /// Fortran's MPI_CONVERSION_FN_NULL: (userbuf, datatype, count, filebuf, position, extra_state,
 /// ierror); it converts nothing.
 #[no_mangle]
-pub unsafe extern "C" fn mpi_conversion_fn_null_(_userbuf: *mut c_void, _datatype: *const MPI_Fint, _count: *const MPI_Fint, _filebuf: *mut c_void, _position: *const MPI_Offset, _extra: *const MPI_Aint, ierror: *mut MPI_Fint) {
+pub unsafe extern "C" fn mpi_conversion_fn_null_(
+    _userbuf: *mut c_void,
+    _datatype: *const MPI_Fint,
+    _count: *const MPI_Fint,
+    _filebuf: *mut c_void,
+    _position: *const MPI_Offset,
+    _extra: *const MPI_Aint,
+    ierror: *mut MPI_Fint,
+) {
     // SAFETY: Fortran passes every argument.
     unsafe { ierror.write(MPI_SUCCESS) }
 }

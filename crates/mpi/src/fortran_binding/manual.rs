@@ -10,7 +10,9 @@
 use std::ffi::{c_char, c_int, c_void, CString};
 
 use super::attributes::{attribute_to_fortran, logical_result};
-use super::callbacks::{copy_trampoline, delete_trampoline, grequest_cancel_trampoline, grequest_free_trampoline, grequest_query_trampoline, FortranCopy, FortranDelete, FortranGrequest, FortranKeyval};
+use super::callbacks::{
+    copy_trampoline, delete_trampoline, grequest_cancel_trampoline, grequest_free_trampoline, grequest_query_trampoline, FortranCopy, FortranDelete, FortranGrequest, FortranKeyval,
+};
 use super::fortran_symbols;
 use super::sentinels::Sentinels;
 use super::strings::string_in;
@@ -30,8 +32,28 @@ mod c {
         pub fn PMPI_Pcontrol(level: c_int, ...) -> c_int;
         pub fn MPI_Comm_spawn(command: *const c_char, argv: *mut *mut c_char, maxprocs: c_int, info: MPI_Info, root: c_int, comm: MPI_Comm, intercomm: *mut MPI_Comm, errcodes: *mut c_int) -> c_int;
         pub fn PMPI_Comm_spawn(command: *const c_char, argv: *mut *mut c_char, maxprocs: c_int, info: MPI_Info, root: c_int, comm: MPI_Comm, intercomm: *mut MPI_Comm, errcodes: *mut c_int) -> c_int;
-        pub fn MPI_Comm_spawn_multiple(count: c_int, commands: *mut *mut c_char, argvs: *mut *mut *mut c_char, maxprocs: *const c_int, infos: *const MPI_Info, root: c_int, comm: MPI_Comm, intercomm: *mut MPI_Comm, errcodes: *mut c_int) -> c_int;
-        pub fn PMPI_Comm_spawn_multiple(count: c_int, commands: *mut *mut c_char, argvs: *mut *mut *mut c_char, maxprocs: *const c_int, infos: *const MPI_Info, root: c_int, comm: MPI_Comm, intercomm: *mut MPI_Comm, errcodes: *mut c_int) -> c_int;
+        pub fn MPI_Comm_spawn_multiple(
+            count: c_int,
+            commands: *mut *mut c_char,
+            argvs: *mut *mut *mut c_char,
+            maxprocs: *const c_int,
+            infos: *const MPI_Info,
+            root: c_int,
+            comm: MPI_Comm,
+            intercomm: *mut MPI_Comm,
+            errcodes: *mut c_int,
+        ) -> c_int;
+        pub fn PMPI_Comm_spawn_multiple(
+            count: c_int,
+            commands: *mut *mut c_char,
+            argvs: *mut *mut *mut c_char,
+            maxprocs: *const c_int,
+            infos: *const MPI_Info,
+            root: c_int,
+            comm: MPI_Comm,
+            intercomm: *mut MPI_Comm,
+            errcodes: *mut c_int,
+        ) -> c_int;
         pub fn MPI_Comm_create_keyval(copy: CopyFn, delete: DeleteFn, keyval: *mut c_int, extra_state: *mut c_void) -> c_int;
         pub fn PMPI_Comm_create_keyval(copy: CopyFn, delete: DeleteFn, keyval: *mut c_int, extra_state: *mut c_void) -> c_int;
         pub fn MPI_Type_create_keyval(copy: CopyFn, delete: DeleteFn, keyval: *mut c_int, extra_state: *mut c_void) -> c_int;
@@ -40,8 +62,20 @@ mod c {
         pub fn PMPI_Win_create_keyval(copy: CopyFn, delete: DeleteFn, keyval: *mut c_int, extra_state: *mut c_void) -> c_int;
         pub fn MPI_Keyval_create(copy: CopyFn, delete: DeleteFn, keyval: *mut c_int, extra_state: *mut c_void) -> c_int;
         pub fn PMPI_Keyval_create(copy: CopyFn, delete: DeleteFn, keyval: *mut c_int, extra_state: *mut c_void) -> c_int;
-        pub fn MPI_Grequest_start(query: MPI_Grequest_query_function, free: MPI_Grequest_free_function, cancel: MPI_Grequest_cancel_function, extra_state: *mut c_void, request: *mut MPI_Request) -> c_int;
-        pub fn PMPI_Grequest_start(query: MPI_Grequest_query_function, free: MPI_Grequest_free_function, cancel: MPI_Grequest_cancel_function, extra_state: *mut c_void, request: *mut MPI_Request) -> c_int;
+        pub fn MPI_Grequest_start(
+            query: MPI_Grequest_query_function,
+            free: MPI_Grequest_free_function,
+            cancel: MPI_Grequest_cancel_function,
+            extra_state: *mut c_void,
+            request: *mut MPI_Request,
+        ) -> c_int;
+        pub fn PMPI_Grequest_start(
+            query: MPI_Grequest_query_function,
+            free: MPI_Grequest_free_function,
+            cancel: MPI_Grequest_cancel_function,
+            extra_state: *mut c_void,
+            request: *mut MPI_Request,
+        ) -> c_int;
         pub fn MPI_Attr_put(comm: MPI_Comm, keyval: c_int, value: *mut c_void) -> c_int;
         pub fn PMPI_Attr_put(comm: MPI_Comm, keyval: c_int, value: *mut c_void) -> c_int;
         pub fn MPI_Attr_get(comm: MPI_Comm, keyval: c_int, value: *mut c_void, flag: *mut c_int) -> c_int;
@@ -126,7 +160,20 @@ unsafe fn argv_of(first: *const c_char, len: usize, stride: usize) -> (Vec<CStri
 }
 
 type SpawnFn = unsafe extern "C" fn(*const c_char, *mut *mut c_char, c_int, MPI_Info, c_int, MPI_Comm, *mut MPI_Comm, *mut c_int) -> c_int;
-unsafe fn spawn(c_function: SpawnFn, command: *const c_char, argv: *const c_char, maxprocs: *const MPI_Fint, info: *const MPI_Fint, root: *const MPI_Fint, comm: *const MPI_Fint, intercomm: *mut MPI_Fint, errcodes: *mut MPI_Fint, ierror: *mut MPI_Fint, command_len: usize, argv_len: usize) {
+unsafe fn spawn(
+    c_function: SpawnFn,
+    command: *const c_char,
+    argv: *const c_char,
+    maxprocs: *const MPI_Fint,
+    info: *const MPI_Fint,
+    root: *const MPI_Fint,
+    comm: *const MPI_Fint,
+    intercomm: *mut MPI_Fint,
+    errcodes: *mut MPI_Fint,
+    ierror: *mut MPI_Fint,
+    command_len: usize,
+    argv_len: usize,
+) {
     let sentinels = Sentinels::get();
     // SAFETY: Fortran's arguments: CHARACTER command and argv with their lengths, the rest by reference.
     unsafe {
@@ -141,7 +188,21 @@ fortran_symbols!(spawn(command: *const c_char, argv: *const c_char, maxprocs: *c
     c::MPI_Comm_spawn => mpi_comm_spawn_, mpi_comm_spawn__, mpi_comm_spawn, MPI_COMM_SPAWN; c::PMPI_Comm_spawn => pmpi_comm_spawn_);
 
 type SpawnMultipleFn = unsafe extern "C" fn(c_int, *mut *mut c_char, *mut *mut *mut c_char, *const c_int, *const MPI_Info, c_int, MPI_Comm, *mut MPI_Comm, *mut c_int) -> c_int;
-unsafe fn spawn_multiple(c_function: SpawnMultipleFn, count: *const MPI_Fint, commands: *const c_char, argvs: *const c_char, maxprocs: *const MPI_Fint, infos: *const MPI_Fint, root: *const MPI_Fint, comm: *const MPI_Fint, intercomm: *mut MPI_Fint, errcodes: *mut MPI_Fint, ierror: *mut MPI_Fint, commands_len: usize, argvs_len: usize) {
+unsafe fn spawn_multiple(
+    c_function: SpawnMultipleFn,
+    count: *const MPI_Fint,
+    commands: *const c_char,
+    argvs: *const c_char,
+    maxprocs: *const MPI_Fint,
+    infos: *const MPI_Fint,
+    root: *const MPI_Fint,
+    comm: *const MPI_Fint,
+    intercomm: *mut MPI_Fint,
+    errcodes: *mut MPI_Fint,
+    ierror: *mut MPI_Fint,
+    commands_len: usize,
+    argvs_len: usize,
+) {
     let sentinels = Sentinels::get();
     // SAFETY: Fortran's arguments: `count` commands, ARRAY_OF_ARGV(COUNT, *), the rest by reference.
     unsafe {
@@ -224,7 +285,14 @@ unsafe fn attr_put(c_function: unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void
 fortran_symbols!(attr_put(comm: *const MPI_Fint, keyval: *const MPI_Fint, value: *const MPI_Fint, ierror: *mut MPI_Fint); c::MPI_Attr_put => mpi_attr_put_, mpi_attr_put__, mpi_attr_put, MPI_ATTR_PUT; c::PMPI_Attr_put => pmpi_attr_put_);
 
 /// MPI-1's MPI_ATTR_GET: the value is a default INTEGER.
-unsafe fn attr_get(c_function: unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_int) -> c_int, comm: *const MPI_Fint, keyval: *const MPI_Fint, value: *mut MPI_Fint, flag: *mut MPI_Fint, ierror: *mut MPI_Fint) {
+unsafe fn attr_get(
+    c_function: unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_int) -> c_int,
+    comm: *const MPI_Fint,
+    keyval: *const MPI_Fint,
+    value: *mut MPI_Fint,
+    flag: *mut MPI_Fint,
+    ierror: *mut MPI_Fint,
+) {
     let mut stored: MPI_Aint = 0;
     // SAFETY: Fortran passes every argument by reference; `stored` receives the C value.
     unsafe {
@@ -242,7 +310,15 @@ unsafe fn attr_get(c_function: unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void
 fortran_symbols!(attr_get(comm: *const MPI_Fint, keyval: *const MPI_Fint, value: *mut MPI_Fint, flag: *mut MPI_Fint, ierror: *mut MPI_Fint); c::MPI_Attr_get => mpi_attr_get_, mpi_attr_get__, mpi_attr_get, MPI_ATTR_GET; c::PMPI_Attr_get => pmpi_attr_get_);
 
 /// MPI-1's MPI_TYPE_HVECTOR: the stride is a default INTEGER.
-unsafe fn type_hvector(c_function: unsafe extern "C" fn(c_int, c_int, MPI_Aint, MPI_Datatype, *mut MPI_Datatype) -> c_int, count: *const MPI_Fint, blocklength: *const MPI_Fint, stride: *const MPI_Fint, oldtype: *const MPI_Fint, newtype: *mut MPI_Fint, ierror: *mut MPI_Fint) {
+unsafe fn type_hvector(
+    c_function: unsafe extern "C" fn(c_int, c_int, MPI_Aint, MPI_Datatype, *mut MPI_Datatype) -> c_int,
+    count: *const MPI_Fint,
+    blocklength: *const MPI_Fint,
+    stride: *const MPI_Fint,
+    oldtype: *const MPI_Fint,
+    newtype: *mut MPI_Fint,
+    ierror: *mut MPI_Fint,
+) {
     // SAFETY: Fortran passes every argument by reference.
     unsafe { set_ierror(ierror, c_function(count.read(), blocklength.read(), stride.read() as MPI_Aint, oldtype.read(), newtype)) }
 }
@@ -261,7 +337,15 @@ unsafe fn displacements(count: c_int, displacements: *const MPI_Fint) -> Vec<MPI
 }
 
 /// MPI-1's MPI_TYPE_HINDEXED: the displacements are default INTEGERs.
-unsafe fn type_hindexed(c_function: unsafe extern "C" fn(c_int, *const c_int, *const MPI_Aint, MPI_Datatype, *mut MPI_Datatype) -> c_int, count: *const MPI_Fint, blocklengths: *const MPI_Fint, displs: *const MPI_Fint, oldtype: *const MPI_Fint, newtype: *mut MPI_Fint, ierror: *mut MPI_Fint) {
+unsafe fn type_hindexed(
+    c_function: unsafe extern "C" fn(c_int, *const c_int, *const MPI_Aint, MPI_Datatype, *mut MPI_Datatype) -> c_int,
+    count: *const MPI_Fint,
+    blocklengths: *const MPI_Fint,
+    displs: *const MPI_Fint,
+    oldtype: *const MPI_Fint,
+    newtype: *mut MPI_Fint,
+    ierror: *mut MPI_Fint,
+) {
     // SAFETY: Fortran passes every argument by reference, arrays of `count` elements.
     unsafe {
         let widened = displacements(count.read(), displs);
@@ -272,7 +356,15 @@ fortran_symbols!(type_hindexed(count: *const MPI_Fint, blocklengths: *const MPI_
     c::MPI_Type_hindexed => mpi_type_hindexed_, mpi_type_hindexed__, mpi_type_hindexed, MPI_TYPE_HINDEXED; c::PMPI_Type_hindexed => pmpi_type_hindexed_);
 
 /// MPI-1's MPI_TYPE_STRUCT: the displacements are default INTEGERs.
-unsafe fn type_struct(c_function: unsafe extern "C" fn(c_int, *const c_int, *const MPI_Aint, *const MPI_Datatype, *mut MPI_Datatype) -> c_int, count: *const MPI_Fint, blocklengths: *const MPI_Fint, displs: *const MPI_Fint, types: *const MPI_Fint, newtype: *mut MPI_Fint, ierror: *mut MPI_Fint) {
+unsafe fn type_struct(
+    c_function: unsafe extern "C" fn(c_int, *const c_int, *const MPI_Aint, *const MPI_Datatype, *mut MPI_Datatype) -> c_int,
+    count: *const MPI_Fint,
+    blocklengths: *const MPI_Fint,
+    displs: *const MPI_Fint,
+    types: *const MPI_Fint,
+    newtype: *mut MPI_Fint,
+    ierror: *mut MPI_Fint,
+) {
     // SAFETY: Fortran passes every argument by reference, arrays of `count` elements.
     unsafe {
         let widened = displacements(count.read(), displs);
@@ -315,7 +407,16 @@ fortran_symbols!(address(location: *mut c_void, result: *mut MPI_Fint, ierror: *
 
 /// MPI_REGISTER_DATAREP: the extra state is an INTEGER(KIND=MPI_ADDRESS_KIND) passed by reference.
 /// The C function refuses every data representation (no file I/O yet), before any callback runs.
-unsafe fn register_datarep(c_function: unsafe extern "C" fn(*const c_char, *mut c_void, *mut c_void, *mut c_void, *mut c_void) -> c_int, datarep: *const c_char, read: *mut c_void, write: *mut c_void, extent: *mut c_void, extra_state: *const MPI_Aint, ierror: *mut MPI_Fint, datarep_len: usize) {
+unsafe fn register_datarep(
+    c_function: unsafe extern "C" fn(*const c_char, *mut c_void, *mut c_void, *mut c_void, *mut c_void) -> c_int,
+    datarep: *const c_char,
+    read: *mut c_void,
+    write: *mut c_void,
+    extent: *mut c_void,
+    extra_state: *const MPI_Aint,
+    ierror: *mut MPI_Fint,
+    datarep_len: usize,
+) {
     // SAFETY: Fortran passes every argument by reference and the CHARACTER length.
     unsafe {
         let datarep = string_in(datarep, datarep_len);

@@ -107,15 +107,27 @@ impl Sentinels {
     }
 
     pub fn status(&self, status: *mut c_void) -> *mut c_void {
-        if status as usize == self.status_ignore { MPI_STATUS_IGNORE.cast() } else { status }
+        if status as usize == self.status_ignore {
+            MPI_STATUS_IGNORE.cast()
+        } else {
+            status
+        }
     }
 
     pub fn statuses(&self, statuses: *mut c_void) -> *mut c_void {
-        if statuses as usize == self.statuses_ignore { MPI_STATUSES_IGNORE.cast() } else { statuses }
+        if statuses as usize == self.statuses_ignore {
+            MPI_STATUSES_IGNORE.cast()
+        } else {
+            statuses
+        }
     }
 
     pub fn errcodes(&self, errcodes: *mut c_void) -> *mut c_void {
-        if errcodes as usize == self.errcodes_ignore { MPI_ERRCODES_IGNORE.cast() } else { errcodes }
+        if errcodes as usize == self.errcodes_ignore {
+            MPI_ERRCODES_IGNORE.cast()
+        } else {
+            errcodes
+        }
     }
 
     pub fn weights(&self, weights: *mut c_void) -> *mut c_void {

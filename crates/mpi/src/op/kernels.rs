@@ -362,25 +362,13 @@ pub fn kernel(op: Builtin, basic: Basic) -> Option<Kernel> {
         Basic::Double | Basic::DoublePrecision | Basic::Real8 => float_kernel::<f64>(op),
         Basic::LongDouble => floating_kernel(
             op,
-            [
-                long_double::<{ LongDoubleOp::Max as i32 }>,
-                long_double::<{ LongDoubleOp::Min as i32 }>,
-                long_double::<{ LongDoubleOp::Sum as i32 }>,
-                long_double::<{ LongDoubleOp::Prod as i32 }>,
-            ],
+            [long_double::<{ LongDoubleOp::Max as i32 }>, long_double::<{ LongDoubleOp::Min as i32 }>, long_double::<{ LongDoubleOp::Sum as i32 }>, long_double::<{ LongDoubleOp::Prod as i32 }>],
         ),
         Basic::Real16 => floating_kernel(
             op,
-            [
-                binary128::<{ LongDoubleOp::Max as i32 }>,
-                binary128::<{ LongDoubleOp::Min as i32 }>,
-                binary128::<{ LongDoubleOp::Sum as i32 }>,
-                binary128::<{ LongDoubleOp::Prod as i32 }>,
-            ],
+            [binary128::<{ LongDoubleOp::Max as i32 }>, binary128::<{ LongDoubleOp::Min as i32 }>, binary128::<{ LongDoubleOp::Sum as i32 }>, binary128::<{ LongDoubleOp::Prod as i32 }>],
         ),
-        Basic::CComplex | Basic::CFloatComplex | Basic::Complex | Basic::Complex8 | Basic::CxxFloatComplex => {
-            complex_kernel::<Complex<f32>>(op)
-        }
+        Basic::CComplex | Basic::CFloatComplex | Basic::Complex | Basic::Complex8 | Basic::CxxFloatComplex => complex_kernel::<Complex<f32>>(op),
         Basic::CDoubleComplex | Basic::DoubleComplex | Basic::Complex16 | Basic::CxxDoubleComplex => complex_kernel::<Complex<f64>>(op),
         Basic::CLongDoubleComplex | Basic::CxxLongDoubleComplex => match op {
             Builtin::Sum => Some(long_double_complex::<{ LongDoubleOp::Sum as i32 }>),

@@ -124,8 +124,7 @@ macro_rules! check_float_type {
     ($handle:expr, $t:ty) => {{
         let a: [$t; 5] = [1.5, -2.0, 0.25, 8.0, -0.5];
         let b: [$t; 5] = [2.5, -3.0, 0.25, -8.0, 4.0];
-        let cases: [(MPI_Op, fn($t, $t) -> $t); 4] =
-            [(MPI_MAX, |x, y| x.max(y)), (MPI_MIN, |x, y| x.min(y)), (MPI_SUM, |x, y| x + y), (MPI_PROD, |x, y| x * y)];
+        let cases: [(MPI_Op, fn($t, $t) -> $t); 4] = [(MPI_MAX, |x, y| x.max(y)), (MPI_MIN, |x, y| x.min(y)), (MPI_SUM, |x, y| x + y), (MPI_PROD, |x, y| x * y)];
         for (op, reference) in cases {
             let got = values_of::<$t>(&reduce(op, $handle, &bytes_of(&a), &bytes_of(&b)));
             let expected: Vec<$t> = a.iter().zip(&b).map(|(&x, &y)| reference(x, y)).collect();
@@ -259,18 +258,7 @@ fn defined(op: MPI_Op, basic: Basic) -> bool {
     let floating = matches!(basic, Float | Double | LongDouble | Real | DoublePrecision | Real4 | Real8 | Real16);
     let complex = matches!(
         basic,
-        CComplex
-            | CFloatComplex
-            | CDoubleComplex
-            | CLongDoubleComplex
-            | Complex
-            | DoubleComplex
-            | Complex8
-            | Complex16
-            | Complex32
-            | CxxFloatComplex
-            | CxxDoubleComplex
-            | CxxLongDoubleComplex
+        CComplex | CFloatComplex | CDoubleComplex | CLongDoubleComplex | Complex | DoubleComplex | Complex8 | Complex16 | Complex32 | CxxFloatComplex | CxxDoubleComplex | CxxLongDoubleComplex
     );
     let logical = matches!(basic, CBool | CxxBool | Logical);
     let multi_language = matches!(basic, Aint | Offset | Count);
@@ -329,8 +317,7 @@ fn derived_types_of_one_basic_type_reduce_elementwise() {
     let displacements: [MPI_Aint; 2] = [0, 8];
     let types = [MPI_INT, MPI_DOUBLE];
     // SAFETY: the three arrays hold 2 entries each and outlive the call.
-    let mixed =
-        derived(|dt| unsafe { crate::datatype::MPI_Type_create_struct(2, lengths.as_ptr(), displacements.as_ptr(), types.as_ptr(), dt) });
+    let mixed = derived(|dt| unsafe { crate::datatype::MPI_Type_create_struct(2, lengths.as_ptr(), displacements.as_ptr(), types.as_ptr(), dt) });
     assert_eq!(reduction(MPI_SUM, mixed).map(|_| ()), Err(MPI_ERR_OP));
     // SAFETY: `dt` is a live output.
     let empty = derived(|dt| unsafe { crate::datatype::MPI_Type_contiguous(0, MPI_INT, dt) });

@@ -365,15 +365,7 @@ pub unsafe extern "C" fn MPI_Testany(count: c_int, array_of_requests: *mut MPI_R
 }
 
 /// MPI_Waitany (blocking) and MPI_Testany.
-unsafe fn any_completion(
-    function: &str,
-    count: c_int,
-    array_of_requests: *mut MPI_Request,
-    index: *mut c_int,
-    flag: *mut c_int,
-    status: *mut MPI_Status,
-    blocking: bool,
-) -> c_int {
+unsafe fn any_completion(function: &str, count: c_int, array_of_requests: *mut MPI_Request, index: *mut c_int, flag: *mut c_int, status: *mut MPI_Status, blocking: bool) -> c_int {
     let outcome = runtime::with(|rt| {
         // SAFETY: MPI requires `count` handles.
         let requests = unsafe { request_array(count, array_of_requests)? };

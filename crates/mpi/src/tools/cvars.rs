@@ -341,7 +341,11 @@ mod tests {
                     let Kind::Choice(enumeration) = variable.kind else { unreachable!() };
                     let name = enums::ENUMS[enumeration].items[*item as usize];
                     // BRAID_DEBUG documents its default as 0, the switch's "off".
-                    if default == "0" { "0".to_string() } else { name.to_string() }
+                    if default == "0" {
+                        "0".to_string()
+                    } else {
+                        name.to_string()
+                    }
                 }
             };
             assert_eq!(shown, default, "{}", variable.name);

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, c_void};
 
 use super::pvars::{PerformanceVariable, Sample, PVARS};
-use super::{counter_values, index_argument, required, restart_unexpected_high_watermark, call, ToolResult, Tools};
+use super::{call, counter_values, index_argument, required, restart_unexpected_high_watermark, ToolResult, Tools};
 use crate::consts::*;
 
 /// How a handle's value follows the variable's readings.
@@ -249,13 +249,7 @@ fn reset(tools: &mut Tools, session: MPI_T_pvar_session, id: u64) -> ToolResult<
 
 /// Applies `operation` to every target; with MPI_T_PVAR_ALL_HANDLES, handles it does not apply
 /// to (`skipped` errors: continuous for start and stop, read-only for reset) are left alone.
-fn apply(
-    tools: &mut Tools,
-    session: MPI_T_pvar_session,
-    handle: MPI_T_pvar_handle,
-    skipped: c_int,
-    operation: fn(&mut Tools, MPI_T_pvar_session, u64) -> ToolResult<()>,
-) -> ToolResult<()> {
+fn apply(tools: &mut Tools, session: MPI_T_pvar_session, handle: MPI_T_pvar_handle, skipped: c_int, operation: fn(&mut Tools, MPI_T_pvar_session, u64) -> ToolResult<()>) -> ToolResult<()> {
     for id in targets(tools, session, handle)? {
         match operation(tools, session, id) {
             Err(code) if code == skipped && handle == MPI_T_PVAR_ALL_HANDLES => {}

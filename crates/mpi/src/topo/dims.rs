@@ -195,15 +195,7 @@ mod tests {
     fn dims_are_more_balanced_than_greedy_prime_assignment() {
         // MPICH's answers; Open MPI's greedy assignment gives 12x6, 18x10, 20x12, 24x12, 24x14,
         // 42x30x26x22 and 117x111x77.
-        let balanced: &[(c_int, &[c_int])] = &[
-            (72, &[9, 8]),
-            (180, &[15, 12]),
-            (240, &[16, 15]),
-            (288, &[18, 16]),
-            (336, &[21, 16]),
-            (720720, &[33, 30, 28, 26]),
-            (999999, &[111, 99, 91]),
-        ];
+        let balanced: &[(c_int, &[c_int])] = &[(72, &[9, 8]), (180, &[15, 12]), (240, &[16, 15]), (288, &[18, 16]), (336, &[21, 16]), (720720, &[33, 30, 28, 26]), (999999, &[111, 99, 91])];
         for &(nodes, expected) in balanced {
             assert_eq!(free_dims(nodes, expected.len()), expected, "{nodes} in {} dimensions", expected.len());
         }

@@ -13,12 +13,12 @@ use std::rc::Rc;
 use braid_sys::shm::SharedMapping;
 
 use super::agent::WinAgent;
+use super::lockword;
 use super::ops::{self, Action, Memory};
 use super::single_copy;
 use super::state::{header_len, Members, Path, ResultBuffer, Segment, WinState};
 use super::table::{AttributeValues, Window};
 use super::wire::{Header, RequestKind};
-use super::lockword;
 use crate::coll::drive::Outcome;
 use crate::consts::*;
 use crate::datatype::{self, Uniform};
@@ -184,7 +184,11 @@ fn build(flavor: Flavor, user_base: *mut c_void, size: usize, disp_unit: usize, 
     let mine: [u64; EXCHANGED] = [size as u64, disp_unit as u64, u64::from(std::process::id()), user_base as u64, single_copy::probe_address()];
     let mut all = vec![0u64; EXCHANGED * members.len()];
     // SAFETY: EXCHANGED u64s from each member into a buffer of EXCHANGED * size.
-    check_call(dup, unsafe { crate::coll::abi::MPI_Allgather(mine.as_ptr().cast(), EXCHANGED as c_int, MPI_UINT64_T, all.as_mut_ptr().cast(), EXCHANGED as c_int, MPI_UINT64_T, dup) }, "exchanging the window sizes")?;
+    check_call(
+        dup,
+        unsafe { crate::coll::abi::MPI_Allgather(mine.as_ptr().cast(), EXCHANGED as c_int, MPI_UINT64_T, all.as_mut_ptr().cast(), EXCHANGED as c_int, MPI_UINT64_T, dup) },
+        "exchanging the window sizes",
+    )?;
     let column = |index: usize| all.chunks(EXCHANGED).map(move |member| member[index]);
     let sizes: Vec<usize> = column(0).map(|value| value as usize).collect();
     let disp_units: Vec<usize> = column(1).map(|value| value as usize).collect();
@@ -206,7 +210,11 @@ fn build(flavor: Flavor, user_base: *mut c_void, size: usize, disp_unit: usize, 
         let mut reachable = c_int::from((0..count).filter(|&r| r != rank).all(|r| single_copy::reachable(pids[r], probes[r])));
         let mut all_reachable: c_int = 0;
         // SAFETY: one int each way.
-        check_call(dup, unsafe { crate::coll::abi::MPI_Allreduce((&mut reachable as *mut c_int).cast(), (&mut all_reachable as *mut c_int).cast(), 1, MPI_INT, MPI_MIN, dup) }, "agreeing on single copies")?;
+        check_call(
+            dup,
+            unsafe { crate::coll::abi::MPI_Allreduce((&mut reachable as *mut c_int).cast(), (&mut all_reachable as *mut c_int).cast(), 1, MPI_INT, MPI_MIN, dup) },
+            "agreeing on single copies",
+        )?;
         if all_reachable == 1 {
             let (mapping, _) = shared_segment(dup, rank, &vec![0; count], false, header_len(count, flavor == Flavor::Dynamic))?;
             segment = Some(Rc::new(Segment { mapping, members: count }));
@@ -319,7 +327,9 @@ fn free(win: *mut MPI_Win) -> MpiResult<MPI_Win> {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_free(win: *mut MPI_Win) -> c_int {
-    let handle = if win.is_null() { MPI_WIN_NULL } else {
+    let handle = if win.is_null() {
+        MPI_WIN_NULL
+    } else {
         // SAFETY: checked non-null.
         unsafe { *win }
     };
@@ -554,7 +564,14 @@ fn fast_path(state: &WinState, target: u32, args: &Rma) -> Option<MpiResult<()>>
     let (local, local_count, local_datatype) = match args.action {
         Action::Put => (args.origin.cast_mut(), args.origin_count, args.origin_datatype),
         Action::Get => (args.result, args.result_count, args.result_datatype),
-        Action::GetAccumulate if mapped.path == Path::Direct && args.target_count == 1 && args.origin_datatype == args.target_datatype && args.result_datatype == args.target_datatype && args.origin_count == 1 && args.result_count == 1 => {
+        Action::GetAccumulate
+            if mapped.path == Path::Direct
+                && args.target_count == 1
+                && args.origin_datatype == args.target_datatype
+                && args.result_datatype == args.target_datatype
+                && args.origin_count == 1
+                && args.result_count == 1 =>
+        {
             return fast_fetch_and_op(state, target, args, len);
         }
         _ => return None,
@@ -785,31 +802,86 @@ fn put_args(origin: *const c_void, origin_count: c_int, origin_datatype: MPI_Dat
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn MPI_Put(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win) -> c_int {
+pub unsafe extern "C" fn MPI_Put(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+) -> c_int {
     operation("MPI_Put", win, put_args(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype))
 }
 
 fn get_args(origin: *mut c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype) -> Rma {
-    Rma { action: Action::Get, result: origin, result_count: origin_count, result_datatype: origin_datatype, ..put_args(std::ptr::null(), 0, MPI_BYTE, target_rank, target_disp, target_count, target_datatype) }
+    Rma {
+        action: Action::Get,
+        result: origin,
+        result_count: origin_count,
+        result_datatype: origin_datatype,
+        ..put_args(std::ptr::null(), 0, MPI_BYTE, target_rank, target_disp, target_count, target_datatype)
+    }
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn MPI_Get(origin_addr: *mut c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win) -> c_int {
+pub unsafe extern "C" fn MPI_Get(
+    origin_addr: *mut c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+) -> c_int {
     operation("MPI_Get", win, get_args(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype))
 }
 
 #[allow(clippy::too_many_arguments)]
-fn accumulate_args(origin: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, op: MPI_Op) -> Rma {
+fn accumulate_args(
+    origin: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+) -> Rma {
     Rma { action: Action::Accumulate, op, ..put_args(origin, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype) }
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn MPI_Accumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win) -> c_int {
+pub unsafe extern "C" fn MPI_Accumulate(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+) -> c_int {
     operation("MPI_Accumulate", win, accumulate_args(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op))
 }
 
 #[allow(clippy::too_many_arguments)]
-fn get_accumulate_args(origin: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, result: *mut c_void, result_count: c_int, result_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, op: MPI_Op) -> Rma {
+fn get_accumulate_args(
+    origin: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    result: *mut c_void,
+    result_count: c_int,
+    result_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+) -> Rma {
     Rma { action: Action::GetAccumulate, result, result_count, result_datatype, ..accumulate_args(origin, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op) }
 }
 
@@ -839,19 +911,48 @@ pub unsafe extern "C" fn MPI_Fetch_and_op(origin_addr: *const c_void, result_add
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn MPI_Compare_and_swap(origin_addr: *const c_void, compare_addr: *const c_void, result_addr: *mut c_void, datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, win: MPI_Win) -> c_int {
-    let args = Rma { action: Action::CompareAndSwap, compare: compare_addr, ..get_accumulate_args(origin_addr, 1, datatype, result_addr, 1, datatype, target_rank, target_disp, 1, datatype, MPI_REPLACE) };
+pub unsafe extern "C" fn MPI_Compare_and_swap(
+    origin_addr: *const c_void,
+    compare_addr: *const c_void,
+    result_addr: *mut c_void,
+    datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    win: MPI_Win,
+) -> c_int {
+    let args =
+        Rma { action: Action::CompareAndSwap, compare: compare_addr, ..get_accumulate_args(origin_addr, 1, datatype, result_addr, 1, datatype, target_rank, target_disp, 1, datatype, MPI_REPLACE) };
     operation("MPI_Compare_and_swap", win, args)
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn MPI_Rput(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win, request: *mut MPI_Request) -> c_int {
+pub unsafe extern "C" fn MPI_Rput(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
     // SAFETY: the caller's request pointer.
     unsafe { request_operation("MPI_Rput", win, put_args(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype), request) }
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn MPI_Rget(origin_addr: *mut c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win, request: *mut MPI_Request) -> c_int {
+pub unsafe extern "C" fn MPI_Rget(
+    origin_addr: *mut c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
     // SAFETY: the caller's request pointer.
     unsafe { request_operation("MPI_Rget", win, get_args(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype), request) }
 }
@@ -894,4 +995,3 @@ pub unsafe extern "C" fn MPI_Rget_accumulate(
     // SAFETY: the caller's request pointer.
     unsafe { request_operation("MPI_Rget_accumulate", win, args, request) }
 }
-

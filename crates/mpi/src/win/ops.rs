@@ -50,9 +50,7 @@ pub fn check_range(runs: &[(isize, usize)], size: usize, target: u32) -> Result<
 /// attached memory.
 pub fn check_attached(runs: &[(isize, usize)], regions: &[(usize, usize)], target: u32) -> Result<(), String> {
     for &(address, len) in runs {
-        let inside = usize::try_from(address).ok().is_some_and(|start| {
-            regions.iter().any(|&(base, size)| start >= base && start.checked_add(len).is_some_and(|end| end <= base + size))
-        });
+        let inside = usize::try_from(address).ok().is_some_and(|start| regions.iter().any(|&(base, size)| start >= base && start.checked_add(len).is_some_and(|end| end <= base + size)));
         if !inside {
             return Err(format!("the access of {len} bytes at address {address:#x} is outside the memory attached to rank {target}'s dynamic window"));
         }
@@ -62,9 +60,7 @@ pub fn check_attached(runs: &[(isize, usize)], regions: &[(usize, usize)], targe
 
 /// Shifts runs relative to a displacement to runs relative to the window's base.
 pub fn displaced(runs: Vec<(isize, usize)>, displacement: isize) -> Result<Vec<(isize, usize)>, String> {
-    runs.into_iter()
-        .map(|(offset, len)| offset.checked_add(displacement).map(|at| (at, len)).ok_or_else(|| "the target displacement overflows".to_string()))
-        .collect()
+    runs.into_iter().map(|(offset, len)| offset.checked_add(displacement).map(|at| (at, len)).ok_or_else(|| "the target displacement overflows".to_string())).collect()
 }
 
 /// Window memory an operation applies to: mapped in this process, or another process's reached

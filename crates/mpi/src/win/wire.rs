@@ -133,16 +133,7 @@ impl Header {
         let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
         let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
         let kind = RequestKind::from_code(bytes[0]).ok_or_else(|| format!("unknown request kind {}", bytes[0]))?;
-        Ok(Header {
-            kind,
-            sequence: u32_at(4),
-            op: u32_at(8) as c_int,
-            basic: u32_at(12) as c_int,
-            runs: u32_at(16),
-            data_len: u64_at(24),
-            compare_len: u64_at(32),
-            result_len: u64_at(40),
-        })
+        Ok(Header { kind, sequence: u32_at(4), op: u32_at(8) as c_int, basic: u32_at(12) as c_int, runs: u32_at(16), data_len: u64_at(24), compare_len: u64_at(32), result_len: u64_at(40) })
     }
 }
 

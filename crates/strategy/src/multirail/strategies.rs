@@ -1,9 +1,6 @@
 //! The five strategies of BRAID_STRATEGY.
 
-use super::timing::{
-    capacity_by, common_finish, fastest_rail, predicted_finish, soonest_rail, split_finish, time_until_idle, transfer_time,
-    usable_factor,
-};
+use super::timing::{capacity_by, common_finish, fastest_rail, predicted_finish, soonest_rail, split_finish, time_until_idle, transfer_time, usable_factor};
 use super::{Chunk, MultirailStrategy, RailView};
 
 /// Chunk boundaries fall on multiples of this many bytes, so that chunks start word-aligned.
@@ -234,11 +231,7 @@ fn push_up_rails(rails: &[RailView<'_>], out: &mut Vec<Chunk>) -> usize {
 fn apportion(len: usize, candidates: &mut [Chunk], weight: impl Fn(usize) -> f64) {
     let total: f64 = candidates.iter().map(|chunk| weight(chunk.rail)).sum();
     let smallest = candidates.iter().map(|chunk| weight(chunk.rail)).fold(f64::INFINITY, f64::min);
-    let granule = if total > 0.0 && smallest / total * len as f64 >= PAGE_GRANULE_MIN_CHUNK as f64 {
-        PAGE_GRANULE
-    } else {
-        WORD_GRANULE
-    };
+    let granule = if total > 0.0 && smallest / total * len as f64 >= PAGE_GRANULE_MIN_CHUNK as f64 { PAGE_GRANULE } else { WORD_GRANULE };
     let last = candidates.len().saturating_sub(1);
     let mut running = 0.0;
     let mut boundary = 0;

@@ -79,11 +79,7 @@ pub fn offload_pays(chunk_times_ns: &[f64], offload_cost_ns: f64, copy_time_ns: 
         .iter()
         .enumerate()
         .map(|(index, &time)| {
-            let submitted_before = chunk_times_ns
-                .iter()
-                .enumerate()
-                .filter(|&(other, &other_time)| other_time > time || (other_time == time && other < index))
-                .count();
+            let submitted_before = chunk_times_ns.iter().enumerate().filter(|&(other, &other_time)| other_time > time || (other_time == time && other < index)).count();
             (submitted_before + 1) as f64 * copy_time_ns + time
         })
         .fold(f64::NEG_INFINITY, f64::max);

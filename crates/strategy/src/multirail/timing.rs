@@ -119,8 +119,7 @@ where
         return None;
     }
     let wanted = len as f64;
-    let excess =
-        |finish: f64| candidates.clone().map(|rail| capacity_by(&rails[rail], finish, len)).sum::<f64>() - wanted;
+    let excess = |finish: f64| candidates.clone().map(|rail| capacity_by(&rails[rail], finish, len)).sum::<f64>() - wanted;
     let mut excess_low = excess(low);
     if excess_low >= 0.0 {
         return Some(low);
@@ -221,12 +220,7 @@ mod tests {
 
     #[test]
     fn inverse_of_a_noisy_profile_takes_the_first_crossing() {
-        let samples = vec![
-            Sample { size: 0, nanos: 10.0 },
-            Sample { size: 1, nanos: 30.0 },
-            Sample { size: 2, nanos: 20.0 },
-            Sample { size: 4, nanos: 60.0 },
-        ];
+        let samples = vec![Sample { size: 0, nanos: 10.0 }, Sample { size: 1, nanos: 30.0 }, Sample { size: 2, nanos: 20.0 }, Sample { size: 4, nanos: 60.0 }];
         let profile = Profile::from_samples(samples);
         assert!((inverse_predict(&profile, 20.0) - 0.5).abs() < 1e-9);
         assert!((inverse_predict(&profile, 100.0) - 6.0).abs() < 1e-9);

@@ -106,7 +106,8 @@ impl ReductionSegment {
 
     /// Creates the shared-memory file `name` (zeroed: every arrival word at phase 0) and maps it.
     pub fn create(name: &str, ranks: usize, slot_bytes: usize) -> io::Result<ReductionSegment> {
-        let len = Self::total_len(ranks, slot_bytes).filter(|_| ranks > 0 && slot_bytes > 0).ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "a reduction segment of that size does not fit"))?;
+        let len =
+            Self::total_len(ranks, slot_bytes).filter(|_| ranks > 0 && slot_bytes > 0).ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "a reduction segment of that size does not fit"))?;
         Ok(ReductionSegment { mapping: SharedMapping::create(name, len)?, ranks, slot_bytes })
     }
 

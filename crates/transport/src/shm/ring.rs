@@ -506,8 +506,8 @@ mod tests {
             let mut producer = Producer::new(memory.view());
             let mut consumer = Consumer::new(memory.view());
             let mut scratch = vec![0u8; Consumer::scratch_len(64)];
-            let mut seq = 0u32;
-            for len in 0..=40usize {
+            for (seq, len) in (0..=40usize).enumerate() {
+                let seq = seq as u32;
                 let data: Vec<u8> = (0..len).map(|i| pattern(seq, i)).collect();
                 for first in 0..=len {
                     for second in first..=len {
@@ -522,7 +522,6 @@ mod tests {
                         consumer.release(frame);
                     }
                 }
-                seq += 1;
             }
         }
 

@@ -113,7 +113,15 @@ pub(super) unsafe fn bcast(start: &Start, buffer: *mut c_void, count: c_int, dat
     })
 }
 
-pub(super) unsafe fn reduce(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+pub(super) unsafe fn reduce(
+    start: &Start,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let role = role_of(start, root)?;
     let reduction = if role == Role::Idle { None } else { Some(reduction_of(comm, op, datatype)?) };
@@ -158,12 +166,26 @@ pub(super) unsafe fn allreduce(start: &Start, sendbuf: *const c_void, recvbuf: *
     })
 }
 
-pub(super) unsafe fn reduce_scatter_block(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+pub(super) unsafe fn reduce_scatter_block(
+    start: &Start,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     // SAFETY: forwarded.
     unsafe { reduce_scatter(start, sendbuf, recvbuf, Counts::Same(recvcount), datatype, op) }
 }
 
-pub(super) unsafe fn reduce_scatter_v(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+pub(super) unsafe fn reduce_scatter_v(
+    start: &Start,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     // SAFETY: forwarded.
     unsafe { reduce_scatter(start, sendbuf, recvbuf, Counts::PerRank(recvcounts), datatype, op) }
 }
@@ -195,7 +217,16 @@ unsafe fn reduce_scatter(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_
 }
 
 #[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn gather(start: &Start, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+pub(super) unsafe fn gather(
+    start: &Start,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let role = role_of(start, root)?;
     let recv = if role == Role::Root { Some(typed_elements(comm, recvbuf, times(comm, count_of(comm, recvcount)?, start.remote_size())?, recvtype)?) } else { None };
@@ -204,7 +235,17 @@ pub(super) unsafe fn gather(start: &Start, sendbuf: *const c_void, sendcount: c_
 }
 
 #[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn gatherv(start: &Start, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+pub(super) unsafe fn gatherv(
+    start: &Start,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let role = role_of(start, root)?;
     // SAFETY: at the root, the caller passes one count and one displacement per remote rank.
@@ -229,7 +270,16 @@ pub(super) unsafe fn gatherv(start: &Start, sendbuf: *const c_void, sendcount: c
 }
 
 #[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn scatter(start: &Start, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+pub(super) unsafe fn scatter(
+    start: &Start,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let role = role_of(start, root)?;
     let send = if role == Role::Root { Some(typed_elements(comm, sendbuf, times(comm, count_of(comm, sendcount)?, start.remote_size())?, sendtype)?) } else { None };
@@ -243,7 +293,17 @@ pub(super) unsafe fn scatter(start: &Start, sendbuf: *const c_void, sendcount: c
 }
 
 #[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn scatterv(start: &Start, sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+pub(super) unsafe fn scatterv(
+    start: &Start,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let role = role_of(start, root)?;
     // SAFETY: at the root, the caller passes one count and one displacement per remote rank.
@@ -272,7 +332,15 @@ pub(super) unsafe fn scatterv(start: &Start, sendbuf: *const c_void, sendcounts:
     })
 }
 
-pub(super) unsafe fn allgather(start: &Start, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+pub(super) unsafe fn allgather(
+    start: &Start,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let send = typed_send(start, sendbuf, sendcount, sendtype)?;
     let recv = typed_elements(comm, recvbuf, times(comm, count_of(comm, recvcount)?, start.remote_size())?, recvtype)?;
@@ -290,7 +358,16 @@ pub(super) unsafe fn allgather(start: &Start, sendbuf: *const c_void, sendcount:
 }
 
 #[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn allgatherv(start: &Start, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+pub(super) unsafe fn allgatherv(
+    start: &Start,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let send = typed_send(start, sendbuf, sendcount, sendtype)?;
     // SAFETY: the caller passes one count and one displacement per remote rank.
     let recv = unsafe { spread(start.comm, recvbuf, recvcounts, displs, recvtype, start.remote_size())? };
@@ -307,7 +384,15 @@ pub(super) unsafe fn allgatherv(start: &Start, sendbuf: *const c_void, sendcount
     })
 }
 
-pub(super) unsafe fn alltoall(start: &Start, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+pub(super) unsafe fn alltoall(
+    start: &Start,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let remote_size = start.remote_size();
     not_in_place(start, sendbuf)?;
@@ -327,7 +412,17 @@ pub(super) unsafe fn alltoall(start: &Start, sendbuf: *const c_void, sendcount: 
 }
 
 #[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn alltoallv(start: &Start, sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+pub(super) unsafe fn alltoallv(
+    start: &Start,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let (comm, remote_size) = (start.comm, start.remote_size());
     not_in_place(start, sendbuf)?;
     // SAFETY: the caller passes one count and one displacement per remote rank.
@@ -348,7 +443,17 @@ pub(super) unsafe fn alltoallv(start: &Start, sendbuf: *const c_void, sendcounts
 }
 
 #[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn alltoallw(start: &Start, sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+pub(super) unsafe fn alltoallw(
+    start: &Start,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const MPI_Datatype,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let (comm, remote_size) = (start.comm, start.remote_size());
     not_in_place(start, sendbuf)?;
     // SAFETY: the caller passes one count, displacement and type per remote rank.

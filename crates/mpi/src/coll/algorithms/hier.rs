@@ -15,8 +15,8 @@
 use std::ops::Range;
 
 use super::{
-    allgatherv as flat_allgatherv, allreduce as flat_allreduce, alltoallv as flat_alltoallv, barrier as flat_barrier, bcast as flat_bcast, check_blocks, check_elements, check_root, gather as flat_gather,
-    gatherv as flat_gatherv, reduce as flat_reduce, reduce_scatter as flat_reduce_scatter, require, scatter as flat_scatter, scatterv as flat_scatterv, Outcome,
+    allgatherv as flat_allgatherv, allreduce as flat_allreduce, alltoallv as flat_alltoallv, barrier as flat_barrier, bcast as flat_bcast, check_blocks, check_elements, check_root,
+    gather as flat_gather, gatherv as flat_gatherv, reduce as flat_reduce, reduce_scatter as flat_reduce_scatter, require, scatter as flat_scatter, scatterv as flat_scatterv, Outcome,
 };
 use crate::coll::hierarchy::NodeLayout;
 use crate::coll::port::Port;
@@ -175,7 +175,16 @@ pub async fn gather(port: &Port, layout: &NodeLayout, mine: Option<&[u8]>, all: 
     let staging = Staging::new(layout, |_| block);
     let (node, representatives, node_root) = phases(port, layout, root);
     let section = node_index(layout, rank);
-    let mut staged = vec![0u8; if rank == root { staging.total } else if representatives.contains(&rank) { staging.sections[section].len() } else { 0 }];
+    let mut staged = vec![
+        0u8;
+        if rank == root {
+            staging.total
+        } else if representatives.contains(&rank) {
+            staging.sections[section].len()
+        } else {
+            0
+        }
+    ];
     if rank == root {
         require(all.len() == staging.total, super::MPI_ERR_ARG)?;
     }

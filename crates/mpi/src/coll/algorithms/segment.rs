@@ -71,7 +71,9 @@ async fn node_segment<'h>(port: &Port, hierarchy: &'h Hierarchy, node: &[usize])
     let pid = u64::from_le_bytes(announce[..8].try_into().expect("8 bytes"));
     let serial = u64::from_le_bytes(announce[8..].try_into().expect("8 bytes"));
     if !first && pid != 0 {
-        made = ReductionSegment::open(&segment_name(pid, serial), node.len(), NODE_SEGMENT_CHUNK).map_err(|e| eprintln!("Braid: the node-wide reduction segment cannot be mapped ({e}): reductions pass messages instead")).ok();
+        made = ReductionSegment::open(&segment_name(pid, serial), node.len(), NODE_SEGMENT_CHUNK)
+            .map_err(|e| eprintln!("Braid: the node-wide reduction segment cannot be mapped ({e}): reductions pass messages instead"))
+            .ok();
     }
     let mut everywhere = [u8::from(made.is_some())];
     flat_allreduce(port, &mut everywhere, 1, &|input: &[u8], inout: &mut [u8]| inout[0] = inout[0].min(input[0]), true).await?;

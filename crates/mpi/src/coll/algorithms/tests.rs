@@ -8,14 +8,14 @@ use std::future::Future;
 use std::ops::Range;
 use std::pin::pin;
 use std::rc::Rc;
-use std::sync::Arc;
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
 use super::*;
-use crate::coll::port::{poll_once, Transfer};
 use crate::coll::hierarchy::{Hierarchy, LinkCosts, NodeLayout};
+use crate::coll::port::{poll_once, Transfer};
 use crate::coll::CollTuning;
 
 const DEADLOCK: Duration = Duration::from_secs(5);
@@ -235,10 +235,7 @@ struct Operation {
     commutative: bool,
 }
 
-const OPERATIONS: [Operation; 2] = [
-    Operation { element_size: SUM_SIZE, combine: sum, commutative: true },
-    Operation { element_size: MATRIX_SIZE, combine: matrix_product, commutative: false },
-];
+const OPERATIONS: [Operation; 2] = [Operation { element_size: SUM_SIZE, combine: sum, commutative: true }, Operation { element_size: MATRIX_SIZE, combine: matrix_product, commutative: false }];
 
 /// x_first op ... op x_last, sequentially.
 fn reference(operation: &Operation, inputs: &[Vec<u8>]) -> Vec<u8> {
@@ -495,11 +492,7 @@ fn allreduce_gives_every_rank_the_same_result() {
                         ch.run(allreduce(&ch.port(), &mut data, operation.element_size, &operation.combine, operation.commutative)).unwrap();
                         data
                     });
-                    assert!(
-                        results.iter().all(|r| *r == expected),
-                        "size {size} elements {elements} commutative {} {tuning:?}",
-                        operation.commutative
-                    );
+                    assert!(results.iter().all(|r| *r == expected), "size {size} elements {elements} commutative {} {tuning:?}", operation.commutative);
                 }
             }
         }
