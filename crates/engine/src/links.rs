@@ -22,13 +22,16 @@ pub struct LinkProfiles {
     /// Nanoseconds that waking the receiver adds to a message, where ranks sleep while they wait
     /// (an oversubscribed machine; see `wake_up`); `None` where they spin.
     pub wake_up_ns: Option<f64>,
+    /// Nanoseconds a waiting rank stays awake (spinning or yielding its core) before it sleeps:
+    /// only a wait longer than this pays the wake-up. Infinite where ranks never sleep.
+    pub awake_ns: f64,
 }
 
 impl LinkProfiles {
     /// The links of a job whose node transport has profile `intra_node` and whose rails have
     /// `rails`.
     pub(crate) fn new(intra_node: Option<&Profile>, rails: &[Profile]) -> LinkProfiles {
-        LinkProfiles { intra_node: intra_node.cloned(), inter_node: combined(rails), wake_up_ns: None }
+        LinkProfiles { intra_node: intra_node.cloned(), inter_node: combined(rails), wake_up_ns: None, awake_ns: 0.0 }
     }
 }
 
@@ -36,7 +39,8 @@ impl LinkProfiles {
 /// cached on different nodes may differ. Collective over the job, but a no-op (and no fence)
 /// unless some node holds several ranks and there are several nodes: only then can a hierarchy
 /// be chosen, and every rank sees the same `node_of`. Where rank 0's machine is `oversubscribed`,
-/// rank 0 measures the wake-up cost and shares it with the profiles.
+/// rank 0 measures the wake-up cost and shares it with the profiles, and with how long its ranks
+/// stay awake before they sleep.
 pub(crate) fn agree(bootstrap: &mut dyn Bootstrap, node_of: &[u32], oversubscribed: bool, links: LinkProfiles) -> Result<LinkProfiles, EngineError> {
     let nodes = node_of.iter().max().map_or(0, |&last| last as usize + 1);
     if nodes < 2 || nodes == node_of.len() {
@@ -47,20 +51,21 @@ pub(crate) fn agree(bootstrap: &mut dyn Bootstrap, node_of: &[u32], oversubscrib
         let encode = |profile: &Option<Profile>| profile.as_ref().map_or_else(|| "none".to_string(), encode_profile);
         let wake_up = if oversubscribed { crate::wake_up::measure() } else { None };
         let wake_up = wake_up.map_or_else(|| "none".to_string(), |nanos| format!("{nanos:.0}"));
-        bootstrap.put(LINKS_KEY, &format!("{};{};{wake_up}", encode(&links.intra_node), encode(&links.inter_node))).map_err(failed)?;
+        bootstrap.put(LINKS_KEY, &format!("{};{};{wake_up};{}", encode(&links.intra_node), encode(&links.inter_node), links.awake_ns)).map_err(failed)?;
     }
     bootstrap.fence().map_err(failed)?;
     let text = bootstrap.get(LINKS_KEY).map_err(failed)?;
     let malformed = || EngineError::Init(format!("malformed link profiles {text:?}"));
     let mut fields = text.split(';');
-    let (Some(intra), Some(inter), Some(wake_up), None) = (fields.next(), fields.next(), fields.next(), fields.next()) else {
+    let (Some(intra), Some(inter), Some(wake_up), Some(awake), None) = (fields.next(), fields.next(), fields.next(), fields.next(), fields.next()) else {
         return Err(malformed());
     };
     let wake_up_ns = match wake_up {
         "none" => None,
         nanos => Some(nanos.parse::<f64>().ok().filter(|nanos| nanos.is_finite() && *nanos >= 0.0).ok_or_else(malformed)?),
     };
-    Ok(LinkProfiles { intra_node: decode_profile(intra), inter_node: decode_profile(inter), wake_up_ns })
+    let awake_ns = awake.parse::<f64>().ok().filter(|nanos| *nanos >= 0.0).ok_or_else(malformed)?;
+    Ok(LinkProfiles { intra_node: decode_profile(intra), inter_node: decode_profile(inter), wake_up_ns, awake_ns })
 }
 
 /// The rails as one link: at each sampled size, when idle rails sharing the message finish.
@@ -98,7 +103,9 @@ mod tests {
                     std::thread::spawn(move || {
                         // Each rank's rails differ, as profiles cached on different nodes may.
                         let rail = Profile::from_model(10_000.0 * (bootstrap.rank() + 1) as f64, 100e6, 1 << 20);
-                        agree(&mut bootstrap, &[0, 0, 1, 1], oversubscribed, LinkProfiles::new(None, &[rail])).unwrap()
+                        // And so may how long their ranks stay awake (rank 3: never asleep).
+                        let awake_ns = if bootstrap.rank() == 3 { f64::INFINITY } else { 200_000.0 + bootstrap.rank() as f64 };
+                        agree(&mut bootstrap, &[0, 0, 1, 1], oversubscribed, LinkProfiles { awake_ns, ..LinkProfiles::new(None, &[rail]) }).unwrap()
                     })
                 })
                 .collect();
@@ -108,6 +115,7 @@ mod tests {
             let predicted = links[0].inter_node.as_ref().unwrap().predict(1 << 10);
             assert!((predicted - rank_0s.inter_node.unwrap().predict(1 << 10)).abs() < 1.0, "{predicted}");
             assert_eq!(links[0].wake_up_ns.is_some(), oversubscribed);
+            assert_eq!(links[0].awake_ns, 200_000.0);
         }
     }
 }

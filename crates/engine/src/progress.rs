@@ -80,6 +80,20 @@ pub(crate) enum Idle {
 impl WaitPolicy {
     /// `idle_polls` unsuccessful polls so far, `idle_for` since the first of them; `bulk_on_rails`:
     /// a rendezvous is moving over the rails (chunks to send or to receive).
+    /// How long a waiter stays awake (spinning or yielding) before it sleeps, as
+    /// [`WaitPolicy::after_idle_poll`] decides: a collective's cost model charges a wake-up only
+    /// to waits longer than this. `Duration::MAX` where waiters never sleep.
+    pub(crate) fn awake_before_sleep(&self) -> Duration {
+        match self.mode {
+            WaitMode::Poll => Duration::MAX,
+            WaitMode::Block => Duration::ZERO,
+            WaitMode::Auto if self.oversubscribed => self.yield_window,
+            WaitMode::Auto if matches!(self.doorbell, Doorbell::Rails { .. }) => self.rail_spin_window,
+            // A few polls: next to nothing.
+            WaitMode::Auto => Duration::ZERO,
+        }
+    }
+
     pub(crate) fn after_idle_poll(&self, idle_polls: u32, bulk_on_rails: bool, idle_for: impl FnOnce() -> Duration) -> Idle {
         match self.mode {
             WaitMode::Poll => Idle::Spin,
@@ -330,6 +344,14 @@ mod wait_policy_tests {
         assert_eq!(auto.after_idle_poll(1, false, || Duration::from_micros(100)), Idle::Block);
         let no_window = WaitPolicy { yield_window: Duration::ZERO, ..policy(WaitMode::Auto, true) };
         assert_eq!(no_window.after_idle_poll(1, false, || Duration::ZERO), Idle::Block);
+    }
+
+    #[test]
+    fn a_waiter_stays_awake_for_its_yield_window_when_oversubscribed_and_never_when_told_to_block() {
+        assert_eq!(policy(WaitMode::Auto, true).awake_before_sleep(), Duration::from_micros(100));
+        assert_eq!(policy(WaitMode::Block, true).awake_before_sleep(), Duration::ZERO);
+        assert_eq!(policy(WaitMode::Poll, false).awake_before_sleep(), Duration::MAX);
+        assert_eq!(policy(WaitMode::Auto, false).awake_before_sleep(), Duration::ZERO);
     }
 
     #[test]

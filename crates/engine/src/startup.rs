@@ -102,8 +102,7 @@ impl Engine {
                 sampling::startup_profiles(config, bootstrap.as_mut(), &mut links, &caches, &rail_peers, leader)?
             }
         };
-        let link_profiles = LinkProfiles::new(all.get(1).map(|node_transport| node_transport.profile()), &rail_profiles);
-        let link_profiles = crate::links::agree(bootstrap.as_mut(), &node.node_of, node.oversubscribed, link_profiles)?;
+        let mut link_profiles = LinkProfiles::new(all.get(1).map(|node_transport| node_transport.profile()), &rail_profiles);
         let polls_rails = !rail_peers.is_empty();
         let rail_count = links.len();
         let policy = ProtocolPolicy::from_config(config);
@@ -126,6 +125,11 @@ impl Engine {
             oversubscribed: node.oversubscribed,
             doorbell,
         };
+        link_profiles.awake_ns = match wait.awake_before_sleep() {
+            Duration::MAX => f64::INFINITY,
+            awake => awake.as_nanos() as f64,
+        };
+        let link_profiles = crate::links::agree(bootstrap.as_mut(), &node.node_of, node.oversubscribed, link_profiles)?;
         if config.debug {
             let names: Vec<&str> = (0..size)
                 .map(|peer| match router.route(peer) {

@@ -80,12 +80,15 @@ impl NodeLayout {
 }
 
 /// The links a collective's messages take: within a node and between nodes, and what waking a
-/// sleeping receiver adds to every round (nanoseconds; 0 where ranks spin while they wait).
+/// sleeping receiver adds to a round (nanoseconds; 0 where ranks spin while they wait) that
+/// lasts longer than the ranks stay awake (`awake`, nanoseconds: they spin or yield their core
+/// first, so a shorter round wakes nobody).
 #[derive(Debug, Clone, PartialEq)]
 pub struct LinkCosts {
     pub intra: Profile,
     pub inter: Profile,
     pub wake_up: f64,
+    pub awake: f64,
 }
 
 /// Which form of a collective to run.
@@ -355,8 +358,8 @@ impl Hierarchy {
     /// One round in which each `(from, to)` of `messages` carries `bytes`: the slowest link. Within
     /// a node a rank handles its own messages one after another, other ranks at the same time;
     /// the messages leaving (or reaching) one node go one after another (its network, and on TCP
-    /// its CPUs, serve them in turn). Where ranks sleep while they wait, the round's end waits
-    /// for a wake-up too.
+    /// its CPUs, serve them in turn). Where ranks sleep while they wait, a round longer than they
+    /// stay awake also waits for a wake-up at its end.
     fn round(&self, messages: &[(usize, usize)], bytes: usize) -> f64 {
         if messages.is_empty() {
             return 0.0;
@@ -376,7 +379,12 @@ impl Hierarchy {
         let most = leaving.into_iter().chain(arriving).max().unwrap_or(0);
         let inter = most as f64 * self.costs.inter.predict(bytes);
         let intra = handled.into_iter().max().unwrap_or(0) as f64 * self.costs.intra.predict(bytes);
-        inter.max(intra) + self.costs.wake_up
+        let busy = inter.max(intra);
+        if busy > self.costs.awake {
+            busy + self.costs.wake_up
+        } else {
+            busy
+        }
     }
 
     /// `steps` rounds in which rank i of `ranks` sends `bytes` to rank i + step (step 1, 2, ...):
@@ -582,7 +590,7 @@ mod tests {
 
     fn costs() -> LinkCosts {
         // Shared memory: 0.3 us, 10 GB/s. Network: 20 us, 200 MB/s.
-        LinkCosts { intra: Profile::from_model(300.0, 10e9, 1 << 24), inter: Profile::from_model(20_000.0, 200e6, 1 << 24), wake_up: 0.0 }
+        LinkCosts { intra: Profile::from_model(300.0, 10e9, 1 << 24), inter: Profile::from_model(20_000.0, 200e6, 1 << 24), wake_up: 0.0, awake: 0.0 }
     }
 
     fn tuning() -> CollTuning {
@@ -646,6 +654,26 @@ mod tests {
     }
 
     #[test]
+    fn rounds_shorter_than_the_ranks_stay_awake_wake_nobody() {
+        // Blocked 8-byte allreduce: four network messages leave each node in the flat exchange,
+        // one in the hierarchical form's three rounds. With every round waking a rank, the
+        // wake-ups make the flat form's single round the cheaper.
+        let mut sleeping = costs();
+        sleeping.wake_up = 50_000.0;
+        let always_asleep = Hierarchy::new(NodeLayout::new(&[0, 0, 1, 1]), sleeping.clone());
+        assert_eq!(always_asleep.choose(Collective::Allreduce, 8, tuning()).0, Form::Flat);
+        // Ranks that yield for 200 us first never sleep in those rounds: the network decides.
+        let yielding = Hierarchy::new(NodeLayout::new(&[0, 0, 1, 1]), LinkCosts { awake: 200_000.0, ..sleeping });
+        let (form, flat, hierarchical) = yielding.choose(Collective::Allreduce, 8, tuning());
+        assert_eq!(form, Form::Hierarchical, "{flat} vs {hierarchical}");
+        assert!((flat - 4.0 * costs().inter.predict(8)).abs() < 1.0, "{flat}");
+        // A round longer than that (a 4 MiB message is 21 ms here) still pays its wake-up.
+        let (_, flat_large, _) = yielding.choose(Collective::Bcast, 4 << 20, tuning());
+        let (_, flat_large_spinning, _) = Hierarchy::new(NodeLayout::new(&[0, 0, 1, 1]), costs()).choose(Collective::Bcast, 4 << 20, tuning());
+        assert!(flat_large > flat_large_spinning + 50_000.0, "{flat_large_spinning} -> {flat_large}");
+    }
+
+    #[test]
     fn choices_are_cached_per_size_class_and_remade_when_the_switch_points_change() {
         assert_eq!(size_class(0), (0, 0));
         assert_eq!(size_class(7), (7, 7));
@@ -682,7 +710,7 @@ mod tests {
         // Sixteen ranks per node whose copies are nearly free, behind a 1 ms network: sending
         // each node's blocks as one message saves more than the extra rounds and copies cost,
         // at every size.
-        let slow = LinkCosts { intra: Profile::from_model(300.0, 1e12, 1 << 24), inter: Profile::from_model(1e6, 200e6, 1 << 24), wake_up: 0.0 };
+        let slow = LinkCosts { intra: Profile::from_model(300.0, 1e12, 1 << 24), inter: Profile::from_model(1e6, 200e6, 1 << 24), wake_up: 0.0, awake: 0.0 };
         let ids: Vec<u32> = (0..64).map(|rank| rank / 16).collect();
         let wide = Hierarchy::new(NodeLayout::new(&ids), slow);
         for collective in [Collective::Gatherv, Collective::Scatterv] {
@@ -749,7 +777,7 @@ mod tests {
     #[test]
     fn equal_links_leave_the_flat_form() {
         let same = Profile::from_model(300.0, 10e9, 1 << 24);
-        let flat = Hierarchy::new(NodeLayout::new(&[0, 0, 1, 1]), LinkCosts { intra: same.clone(), inter: same, wake_up: 0.0 });
+        let flat = Hierarchy::new(NodeLayout::new(&[0, 0, 1, 1]), LinkCosts { intra: same.clone(), inter: same, wake_up: 0.0, awake: 0.0 });
         for collective in [Collective::Barrier, Collective::Bcast, Collective::Reduce] {
             for bytes in [8, 1 << 16, 4 << 20] {
                 assert_eq!(flat.choose(collective, bytes, tuning()).0, Form::Flat, "{collective:?}, {bytes} bytes");

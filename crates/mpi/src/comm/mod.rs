@@ -107,14 +107,15 @@ impl CommShared {
             let node_ids: Vec<u32> = self.members.iter().map(|&job| engine.node_of().get(job as usize).copied().unwrap_or(job)).collect();
             let layout = NodeLayout::new(&node_ids);
             let links = engine.links();
-            let costs = LinkCosts { intra: links.intra_node.clone()?, inter: links.inter_node.clone()?, wake_up: links.wake_up_ns.unwrap_or(0.0) };
+            let costs = LinkCosts { intra: links.intra_node.clone()?, inter: links.inter_node.clone()?, wake_up: links.wake_up_ns.unwrap_or(0.0), awake: links.awake_ns };
             if debug {
                 eprintln!(
-                    "braid: rank {}: a communicator of {} ranks on nodes {:?}: hierarchical collectives where the cost model predicts they pay (wake-up per round {:.1} us)",
+                    "braid: rank {}: a communicator of {} ranks on nodes {:?}: hierarchical collectives where the cost model predicts they pay (wake-up {:.1} us, for rounds longer than {:.0} us)",
                     engine.rank(),
                     self.size(),
                     layout.nodes(),
-                    costs.wake_up / 1e3
+                    costs.wake_up / 1e3,
+                    costs.awake / 1e3
                 );
             }
             let hierarchy = Hierarchy::new(layout, costs);

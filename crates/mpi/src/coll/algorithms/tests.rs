@@ -1010,7 +1010,7 @@ fn hierarchical_bcast_and_barrier_work_on_every_layout() {
 #[test]
 fn a_port_with_a_hierarchy_runs_the_form_the_model_picks_and_gets_the_same_results() {
     // Links so unequal that a cyclic layout always goes hierarchical.
-    let costs = LinkCosts { intra: braid_lane::Profile::from_model(10.0, 1e12, 1 << 24), inter: braid_lane::Profile::from_model(1e6, 1e6, 1 << 24), wake_up: 0.0 };
+    let costs = LinkCosts { intra: braid_lane::Profile::from_model(10.0, 1e12, 1 << 24), inter: braid_lane::Profile::from_model(1e6, 1e6, 1 << 24), wake_up: 0.0, awake: 0.0 };
     let ids = [0, 1, 0, 1, 0, 1];
     let hierarchy = Arc::new(Hierarchy::new(NodeLayout::new(&ids), costs));
     let operation = &OPERATIONS[0];
@@ -1039,7 +1039,7 @@ fn a_port_with_a_hierarchy_runs_the_form_the_model_picks_and_gets_the_same_resul
 
 /// A port on each layout of [`LAYOUTS`] that always takes the hierarchical forms.
 fn run_hierarchical<T: Send>(ids: &[u32], body: impl Fn(&mut SimulatedRank) -> T + Sync) -> Vec<T> {
-    let costs = LinkCosts { intra: braid_lane::Profile::from_model(300.0, 10e9, 1 << 24), inter: braid_lane::Profile::from_model(20_000.0, 200e6, 1 << 24), wake_up: 0.0 };
+    let costs = LinkCosts { intra: braid_lane::Profile::from_model(300.0, 10e9, 1 << 24), inter: braid_lane::Profile::from_model(20_000.0, 200e6, 1 << 24), wake_up: 0.0, awake: 0.0 };
     let hierarchy = Arc::new(Hierarchy::new(NodeLayout::new(ids), costs));
     let tuning = CollTuning { hierarchy: braid_config::HierarchyMode::Always, ..CollTuning::default() };
     run_groups_with(&[ids.len()], tuning, Some(hierarchy), body)
