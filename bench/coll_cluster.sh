@@ -164,14 +164,15 @@ with open(sys.argv[2], "w") as out:
     for (placement, collective, size, variant), value in sorted(median.items()):
         out.write(f"{placement},{collective},{size},{variant},{value:g}\n")
 
-# `coll model` lines: "<placement>: braid: coll model: <collective> <bytes> B: flat <ns> ns, hierarchical <ns> ns: <form>",
+# `coll model` lines: "<placement>: braid: coll model: <collective> <bytes> B: flat <ns> ns, hierarchical <ns> ns: <form>"
+# (an allreduce's also "(node segment <ns> ns)" before the form, which may be "node segment"),
 # or for a v-variant "<placement>: braid: coll model: <collective> any size (...): <form>".
 decided = {}
 any_size = {}
-pattern = re.compile(r"^(\w+): .*coll model: (\w+) (\d+) B: flat ([\d.e+]+) ns, hierarchical ([\d.e+]+) ns: (\w+)")
+pattern = re.compile(r"^(\w+): .*coll model: (\w+) (\d+) B: flat ([\d.e+]+) ns, hierarchical ([\d.e+]+) ns(?: \(node segment [\d.e+]+ ns\))?: ([\w ]+)$")
 any_pattern = re.compile(r"^(\w+): .*coll model: (\w+) any size .*: (\w+)$")
 for line in open(sys.argv[3]):
-    match = pattern.match(line)
+    match = pattern.match(line.strip())
     if match:
         placement, collective, size, flat, hier, form = match.groups()
         decided[(placement, collective, int(size))] = (float(flat) / 1e3, float(hier) / 1e3, form)
@@ -199,7 +200,7 @@ for placement, collective, size in points:
     model = decided.get((placement, model_name.get(collective, collective), model_size)) or any_size.get((placement, collective))
     pick = best = ok = "-"
     if model and off is not None and always is not None:
-        pick = "hier" if model[2] == "hierarchical" else "flat"
+        pick = "flat" if model[2] == "flat" else "hier"
         tie = abs(off - always) <= 0.05 * min(off, always)
         best = "tie" if tie else ("hier" if always < off else "flat")
         good = tie or best == pick
