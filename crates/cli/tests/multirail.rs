@@ -1,6 +1,6 @@
 //! Multirail jobs on a 2-node virtual cluster with two shaped rails (2gbit, 1gbit): matching
-//! across nodes, large messages split over both rails, a rail taken down mid-run, and shared memory
-//! mixed with TCP in one job. Needs root and iproute2 (the tests say so and pass without checking
+//! across nodes, large messages split over both rails, a rail taken down mid-run, every rail lost
+//! while a receive waits with nothing in flight, and shared memory mixed with TCP in one job. Needs root and iproute2 (the tests say so and pass without checking
 //! anything otherwise) and libbraid.so next to the `braid` binary. Every cluster is named
 //! `bm<pid><letter>` and removed by a guard, even when a test fails; clusters left by a test
 //! process that died are removed at start. The tests take turns: they share two cores and their
@@ -8,7 +8,7 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, ChildStdout, Command, ExitStatus, Output};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -17,6 +17,8 @@ use common::*;
 
 /// The stream of the failover test takes about 5 s on a quiet machine; past this it hangs.
 const STREAM_LIMIT: Duration = Duration::from_secs(20);
+/// A receive from a peer that every rail lost fails in about 3 s; past this it hangs.
+const LOST_PEER_LIMIT: Duration = Duration::from_secs(20);
 /// The rails of every cluster here.
 const RAILS: &str = "2gbit,1gbit";
 const RAIL_NAMES: [&str; 2] = ["rail0", "rail1"];
@@ -160,7 +162,20 @@ fn a_rail_taken_down_mid_run_loses_duplicates_and_corrupts_nothing() {
     assert!(down.status.success(), "taking rail1 down: {}", text(&down.stderr));
     assert!(during[1] > before[1], "rail1 carried nothing before it went down: {before:?} -> {during:?}");
 
-    // Read the rest in threads, so that a job that hangs is killed at the limit rather than waited on.
+    let (status, rest, stderr) = ending_within(job, stdout, STREAM_LIMIT);
+    let Some(status) = status else {
+        panic!("the stream hung after rail1 went down (killed after {STREAM_LIMIT:?}):\n{rest}{stderr}");
+    };
+    assert!(status.success(), "the stream failed after rail1 went down:\n{rest}{stderr}");
+    assert!(rest.contains("multirail_stream: ok on 2 ranks"), "{rest}{stderr}");
+    let after = cluster.sent_per_rail(0);
+    assert!(after[0] - during[0] > 100 * MIB, "rail0 did not carry the rest of the stream: {during:?} -> {after:?}");
+}
+
+/// The end of a running job whose first stdout line was read: its status, or None if it was
+/// still running at `limit` (then it is killed), and the rest of its stdout and its stderr. The
+/// pipes are read in threads, so that a job that hangs is killed at the limit, not waited on.
+fn ending_within(mut job: Child, mut stdout: BufReader<ChildStdout>, limit: Duration) -> (Option<ExitStatus>, String, String) {
     let rest = std::thread::spawn(move || {
         let mut rest = String::new();
         let _ = stdout.read_to_string(&mut rest);
@@ -177,21 +192,39 @@ fn a_rail_taken_down_mid_run_loses_duplicates_and_corrupts_nothing() {
         if let Some(status) = job.try_wait().unwrap() {
             break Some(status);
         }
-        if started.elapsed() > STREAM_LIMIT {
+        if started.elapsed() > limit {
             let _ = job.kill();
             let _ = job.wait();
             break None;
         }
         std::thread::sleep(Duration::from_millis(5));
     };
-    let (rest, stderr) = (rest.join().unwrap(), stderr.join().unwrap());
+    (status, rest.join().unwrap(), stderr.join().unwrap())
+}
+
+#[test]
+fn a_receive_from_a_peer_that_every_rail_lost_while_idle_fails_instead_of_hanging() {
+    let Some((_turn, cluster)) = Cluster::for_test('f') else { return };
+    let binary = cluster.compiled("silent_peer");
+    // Rank 0 (node 0) pauses for a minute; rank 1 (node 1) waits for it in MPI_Recv, nothing
+    // in flight. With both of node 0's rails down, only the keepalive probes notice.
+    let mut job = cluster.job(&["-n", "2", "--ppn", "1"], &binary, &["60"]).spawn().unwrap();
+    let mut stdout = BufReader::new(job.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    assert_eq!(first.trim_end(), "waiting", "rank 1 did not get to its receive");
+    std::thread::sleep(Duration::from_millis(300));
+    for rail in RAIL_NAMES {
+        let down = Command::new("ip").args(["netns", "exec", &cluster.node(0), "ip", "link", "set", rail, "down"]).output().unwrap();
+        assert!(down.status.success(), "taking {rail} down: {}", text(&down.stderr));
+    }
+    // The default keepalive (1 s) and rail timeout (2 s) notice it in about 3 s.
+    let (status, rest, stderr) = ending_within(job, stdout, LOST_PEER_LIMIT);
     let Some(status) = status else {
-        panic!("the stream hung after rail1 went down (killed after {STREAM_LIMIT:?}):\n{rest}{stderr}");
+        panic!("rank 1 still waited {LOST_PEER_LIMIT:?} after every rail to rank 0 went down:\n{rest}{stderr}");
     };
-    assert!(status.success(), "the stream failed after rail1 went down:\n{rest}{stderr}");
-    assert!(rest.contains("multirail_stream: ok on 2 ranks"), "{rest}{stderr}");
-    let after = cluster.sent_per_rail(0);
-    assert!(after[0] - during[0] > 100 * MIB, "rail0 did not carry the rest of the stream: {during:?} -> {after:?}");
+    assert!(!status.success(), "the job succeeded without its rails:\n{rest}{stderr}");
+    assert!(stderr.contains("rank 1") && stderr.contains("every network rail to it has failed"), "the job did not say that rank 1 lost every rail to rank 0:\n{rest}{stderr}");
 }
 
 #[test]

@@ -145,6 +145,14 @@ impl Matching {
         }
     }
 
+    /// The named sources of every posted receive (a rank may appear more than once).
+    pub(crate) fn awaited_sources(&self) -> impl Iterator<Item = u32> + '_ {
+        self.direct.iter().chain(self.hashed.values()).flat_map(|queues| queues.posted.iter()).filter_map(|posted| match posted.source {
+            Source::Rank(rank) => Some(rank),
+            Source::Any => None,
+        })
+    }
+
     /// Removes and returns the earliest posted receive accepting a message from `from` with `tag`.
     /// Inlined into the receive path: the common case, the earliest receive taking the message,
     /// is a few loads; the search behind it is a call.

@@ -221,6 +221,9 @@ impl Engine {
             core.counters.time_blocked(std::thread::yield_now);
             return Ok(());
         }
+        // Before a long sleep: a peer whose every rail has gone (noticed on an idle link by the
+        // keepalive) will never send what a receive waits for.
+        core.net.check_awaited(core.matching.awaited_sources())?;
         // Frames held for aggregation would wait for the whole sleep.
         if core.net.has_unsent() {
             let flushed = core.net.flush_unsent();

@@ -129,6 +129,16 @@ pub fn set_user_timeout(fd: BorrowedFd<'_>, timeout: Duration) -> io::Result<()>
     set_int_option(fd.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, millis)
 }
 
+/// Makes the kernel probe an idle connection after `idle` without traffic, and again every
+/// `idle`: a link lost while nothing moves then fails the connection too (ETIMEDOUT, once the
+/// probes stay unanswered for the user timeout). `idle` is rounded up to whole seconds.
+pub fn set_keepalive(fd: BorrowedFd<'_>, idle: Duration) -> io::Result<()> {
+    let seconds = idle.as_secs().saturating_add(u64::from(idle.subsec_nanos() > 0)).clamp(1, i32::MAX as u64) as libc::c_int;
+    set_int_option(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1)?;
+    set_int_option(fd.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, seconds)?;
+    set_int_option(fd.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, seconds)
+}
+
 fn bind(fd: RawFd, address: SocketAddrV4) -> io::Result<()> {
     let raw = sockaddr_of(address);
     // SAFETY: `raw` is a live sockaddr_in of the length passed.

@@ -625,6 +625,8 @@ pub struct TcpTransport {
     socket_buffer: Option<usize>,
     /// Unacknowledged bytes older than this fail the connection (a rail that went down silently).
     user_timeout: Duration,
+    /// Idle time before a connection is probed; `None`: never.
+    keepalive: Option<Duration>,
     connected: bool,
     /// For each job rank: its index in `connections`, or NO_CONNECTION.
     route: Vec<u32>,
@@ -657,6 +659,7 @@ impl TcpTransport {
             shm: config.shm,
             socket_buffer: None,
             user_timeout: Duration::from_millis(config.rail_timeout_ms as u64),
+            keepalive: (config.rail_keepalive_s > 0).then(|| Duration::from_secs(config.rail_keepalive_s.into())),
             connected: false,
             route: Vec::new(),
             connections: Vec::new(),
@@ -804,6 +807,7 @@ impl TcpTransport {
             let prepared = stream
                 .set_nodelay(true)
                 .and_then(|()| sysnet::set_user_timeout(stream.as_fd(), self.user_timeout))
+                .and_then(|()| self.keepalive.map_or(Ok(()), |idle| sysnet::set_keepalive(stream.as_fd(), idle)))
                 .and_then(|()| stream.set_read_timeout(None))
                 .and_then(|()| stream.set_nonblocking(true))
                 .and_then(|()| poller.add(stream.as_fd(), index as u64));

@@ -289,6 +289,22 @@ impl RailMachine {
         Ok(())
     }
 
+    /// A receive waits for a message from each of `awaited`, and nothing of this rank's own is in
+    /// flight to those peers, so [`RailMachine::detect_failures`] does not watch them: a rail that
+    /// stopped reaching one of them (its connection closed, on an idle link by the keepalive) is
+    /// failed, and a peer that no rail reaches any more ends the wait with an error instead of
+    /// leaving it to wait forever.
+    pub(crate) fn check_awaited(&mut self, awaited: impl Iterator<Item = PeerId>, io: &impl RailIo) -> Result<(), EngineError> {
+        for peer in awaited {
+            let Some(state) = self.peers.get(peer as usize).and_then(Option::as_ref) else { continue };
+            let dead: Vec<usize> = (0..self.rails.len()).filter(|&rail| state.rail_up[rail] && !io.reaches(rail, peer)).collect();
+            for rail in dead {
+                self.fail_rail(peer, rail, io)?;
+            }
+        }
+        Ok(())
+    }
+
     /// `rail` no longer reaches `peer`: move its control frames and chunks to the other rails.
     #[cold]
     pub(super) fn fail_rail(&mut self, peer: PeerId, rail: usize, io: &impl RailIo) -> Result<(), EngineError> {

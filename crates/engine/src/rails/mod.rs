@@ -140,6 +140,13 @@ impl Network {
         self.machine.advance(idle, &mut self.links)
     }
 
+    /// Fails the rails that no longer reach a peer a receive waits for (see
+    /// [`RailMachine::check_awaited`]).
+    #[cold]
+    pub(crate) fn check_awaited(&mut self, awaited: impl Iterator<Item = PeerId>) -> Result<(), EngineError> {
+        self.machine.check_awaited(awaited, &self.links)
+    }
+
     /// Queues a control frame to `peer` (see [`RailMachine::queue_control`]).
     #[inline]
     pub(crate) fn queue_control(&mut self, peer: PeerId, frame: Frame, payload: &[u8], completes: Option<u32>) -> u64 {

@@ -344,6 +344,38 @@ fn a_receiver_waiting_for_chunks_learns_that_every_rail_failed() {
 }
 
 #[test]
+fn a_receive_awaiting_a_peer_that_every_rail_lost_while_idle_is_a_clear_error() {
+    let model = RailModel { bytes_per_second: 1e9, latency: Duration::from_micros(20), buffer: 4 << 20 };
+    let mut net = SimNetwork::new(vec![model; 2], 2);
+    let config = sim_config(StrategyKind::Hetero);
+    let mut ranks = [Rank::new(0, 2, &mut net, &config), Rank::new(1, 2, &mut net, &config)];
+    // One message, delivered and acknowledged: afterwards nothing is in flight either way.
+    ranks[0].send(&mut net, 1, 0, 64);
+    for _ in 0..200 {
+        for rank in &mut ranks {
+            rank.progress(&mut net);
+        }
+        net.now += Duration::from_micros(20);
+    }
+    assert_eq!(ranks[1].completed[0], vec![0], "the first message did not arrive");
+    assert!(ranks.iter().all(|rank| rank.machine.unacked == 0 && rank.machine.unsent == 0), "something is still in flight");
+    let now = net.now;
+    net.fail(0, now, Duration::ZERO);
+    // One rail gone: progress alone does not look at an idle peer, a waited-for one loses that
+    // rail and keeps the other.
+    ranks[1].progress(&mut net);
+    assert!(ranks[1].error.is_none());
+    ranks[1].check_awaited(&mut net, &[0]).unwrap();
+    net.fail(1, now, Duration::ZERO);
+    ranks[1].progress(&mut net);
+    assert!(ranks[1].error.is_none(), "an idle peer's loss was reported without a receive waiting for it");
+    // A peer nothing waits for is not checked.
+    ranks[1].check_awaited(&mut net, &[]).unwrap();
+    let lost = ranks[1].check_awaited(&mut net, &[0]);
+    assert!(matches!(lost, Err(EngineError::Unreachable { rank: 0, .. })), "{lost:?}");
+}
+
+#[test]
 fn an_acknowledgement_lost_with_the_peers_control_rail_is_sent_again() {
     let model = RailModel { bytes_per_second: 1e9, latency: Duration::from_micros(50), buffer: 4 << 20 };
     let mut net = SimNetwork::new(vec![model; 2], 2);

@@ -346,6 +346,11 @@ impl Rank {
 
     /// One progress step: the frames that arrived, then the rails' own work. Returns whether
     /// anything happened.
+    /// A receive waits for messages from `awaited` (see [`RailMachine::check_awaited`]).
+    pub(super) fn check_awaited(&mut self, net: &mut SimNetwork, awaited: &[PeerId]) -> Result<(), EngineError> {
+        self.machine.check_awaited(awaited.iter().copied(), &RankIo { net, rank: self.id })
+    }
+
     pub(super) fn progress(&mut self, net: &mut SimNetwork) -> bool {
         if self.error.is_some() {
             return false;
