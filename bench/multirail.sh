@@ -25,6 +25,8 @@
 #             no plots)
 #   --reps R  run every strategy and variant R times, interleaved (repetition 1 of all, then 2,
 #             ...), and keep the median of each point (default 1)
+#   STRATEGIES (environment): the Braid strategies to run (default "single greedy iso weighted
+#             hetero"), e.g. STRATEGIES="weighted hetero" for the loaded comparison alone
 #   --mtu M   MTU of the cluster's links (default 9000). With 1500, a 2-vCPU machine spends its
 #             CPUs on per-packet work through the veths and tbf (two hops a packet) before the
 #             3 rails are full, so that run measures CPU contention more than rails.
@@ -44,7 +46,7 @@ REPS=1
 MTU=9000
 OPENMPI=1
 RAIL_SETS="2gbit,1gbit 2gbit,1gbit,250mbit"
-STRATEGIES="single greedy iso weighted hetero"
+STRATEGIES="${STRATEGIES:-single greedy iso weighted hetero}"
 PHASES="bandwidths latencies loaded"
 TRANSFERS=400
 while [ $# -gt 0 ]; do
