@@ -312,12 +312,28 @@ fn acknowledgements_are_cumulative_and_bounded() {
     }
 }
 
+/// Two ranks (`hetero`) on two rails of `model`.
+fn two_ranks_on_two_rails(model: RailModel) -> (SimNetwork, [Rank; 2]) {
+    let mut net = SimNetwork::new(vec![model; 2], 2);
+    let config = sim_config(StrategyKind::Hetero);
+    let ranks = [Rank::new(0, 2, &mut net, &config), Rank::new(1, 2, &mut net, &config)];
+    (net, ranks)
+}
+
+/// `steps` progress steps of every rank, `step` of virtual time apart.
+fn run_steps(ranks: &mut [Rank], net: &mut SimNetwork, steps: usize, step: Duration) {
+    for _ in 0..steps {
+        for rank in ranks.iter_mut() {
+            rank.progress(net);
+        }
+        net.now += step;
+    }
+}
+
 #[test]
 fn a_receiver_waiting_for_chunks_learns_that_every_rail_failed() {
     let model = RailModel { bytes_per_second: 0.6e9, latency: Duration::from_micros(20), buffer: 4 << 20 };
-    let mut net = SimNetwork::new(vec![model; 2], 2);
-    let config = sim_config(StrategyKind::Hetero);
-    let mut ranks = [Rank::new(0, 2, &mut net, &config), Rank::new(1, 2, &mut net, &config)];
+    let (mut net, mut ranks) = two_ranks_on_two_rails(model);
     ranks[0].send(&mut net, 1, 0, 8 << 20);
     // Until the receive is filling and its CTS acknowledged: the receiver has nothing more to
     // send until its FIN.
@@ -332,12 +348,7 @@ fn a_receiver_waiting_for_chunks_learns_that_every_rail_failed() {
     let now = net.now;
     net.fail(0, now, Duration::ZERO);
     net.fail(1, now, Duration::ZERO);
-    for _ in 0..100 {
-        for rank in &mut ranks {
-            rank.progress(&mut net);
-        }
-        net.now += Duration::from_micros(20);
-    }
+    run_steps(&mut ranks, &mut net, 100, Duration::from_micros(20));
     for rank in &ranks {
         assert!(matches!(rank.error, Some(EngineError::Unreachable { rank: peer, .. }) if peer == 1 - rank.id), "rank {}: {:?}", rank.id, rank.error);
     }
@@ -346,17 +357,10 @@ fn a_receiver_waiting_for_chunks_learns_that_every_rail_failed() {
 #[test]
 fn a_receive_awaiting_a_peer_that_every_rail_lost_while_idle_is_a_clear_error() {
     let model = RailModel { bytes_per_second: 1e9, latency: Duration::from_micros(20), buffer: 4 << 20 };
-    let mut net = SimNetwork::new(vec![model; 2], 2);
-    let config = sim_config(StrategyKind::Hetero);
-    let mut ranks = [Rank::new(0, 2, &mut net, &config), Rank::new(1, 2, &mut net, &config)];
+    let (mut net, mut ranks) = two_ranks_on_two_rails(model);
     // One message, delivered and acknowledged: afterwards nothing is in flight either way.
     ranks[0].send(&mut net, 1, 0, 64);
-    for _ in 0..200 {
-        for rank in &mut ranks {
-            rank.progress(&mut net);
-        }
-        net.now += Duration::from_micros(20);
-    }
+    run_steps(&mut ranks, &mut net, 200, Duration::from_micros(20));
     assert_eq!(ranks[1].completed[0], vec![0], "the first message did not arrive");
     assert!(ranks.iter().all(|rank| rank.machine.unacked == 0 && rank.machine.unsent == 0), "something is still in flight");
     let now = net.now;
@@ -378,9 +382,7 @@ fn a_receive_awaiting_a_peer_that_every_rail_lost_while_idle_is_a_clear_error() 
 #[test]
 fn an_acknowledgement_lost_with_the_peers_control_rail_is_sent_again() {
     let model = RailModel { bytes_per_second: 1e9, latency: Duration::from_micros(50), buffer: 4 << 20 };
-    let mut net = SimNetwork::new(vec![model; 2], 2);
-    let config = sim_config(StrategyKind::Hetero);
-    let mut ranks = [Rank::new(0, 2, &mut net, &config), Rank::new(1, 2, &mut net, &config)];
+    let (mut net, mut ranks) = two_ranks_on_two_rails(model);
     // Each side chooses its own control rail: here rank 0 sends on rail 0, rank 1 acknowledges
     // on rail 1.
     ranks[0].machine.peers[1].as_mut().expect("a rail peer").control_rail = 0;
@@ -393,12 +395,7 @@ fn an_acknowledgement_lost_with_the_peers_control_rail_is_sent_again() {
     // Rail 1 fails with the acknowledgement on it.
     let now = net.now;
     net.fail(1, now, Duration::ZERO);
-    for _ in 0..1000 {
-        for rank in &mut ranks {
-            rank.progress(&mut net);
-        }
-        net.now += Duration::from_micros(10);
-    }
+    run_steps(&mut ranks, &mut net, 1000, Duration::from_micros(10));
     assert_eq!(ranks[0].machine.unacked, 0, "rank 0 still holds a copy of a frame rank 1 has");
     assert_eq!(ranks[1].matched[0], vec![0]);
     assert!(ranks.iter().all(|rank| rank.error.is_none()));
