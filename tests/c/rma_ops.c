@@ -3,7 +3,8 @@
  * MPI_Win_create_dynamic. Fence: put, get, accumulate with derived datatypes on both sides.
  * Passive target: lock/unlock (shared and exclusive), flush, lock_all, fetch_and_op,
  * compare_and_swap, get_accumulate (MPI_SUM, MPI_REPLACE, MPI_NO_OP), request-based operations.
- * PSCW: post/start/complete/wait and MPI_Win_test. Every result is checked. Any number of ranks. */
+ * PSCW: post/start/complete/wait and MPI_Win_test. Then put, get and accumulate of half a
+ * megabyte on created and allocated windows. Every result is checked. Any number of ranks. */
 #include "check.h"
 #include <string.h>
 
@@ -222,6 +223,66 @@ static void pscw_epochs(enum flavor flavor)
     free_window(flavor, &win, memory);
 }
 
+/* Operations far larger than a request frame, on windows of `flavor` holding BIG ints per rank:
+ * a contiguous put of 128 KiB at an offset (its data follows the request, and may land straight in the
+ * window), a strided put of more runs than a request frame holds, a large get and a large
+ * accumulate, each checked everywhere, with the elements around them untouched. */
+#define BIG (1 << 17)
+static void large_operations(enum flavor flavor)
+{
+    MPI_Win win;
+    int *memory = NULL;
+    if (flavor == ALLOCATE) {
+        MPI_Win_allocate(BIG * sizeof(int), sizeof(int), MPI_INFO_NULL, comm, &memory, &win);
+    } else {
+        memory = malloc(BIG * sizeof(int));
+        MPI_Win_create(memory, BIG * sizeof(int), sizeof(int), MPI_INFO_NULL, comm, &win);
+    }
+    int *origin = malloc(BIG * sizeof(int));
+    const int offset = 1000, count = BIG / 4, strided = 700;
+    for (int i = 0; i < BIG; i++)
+        memory[i] = -1;
+    int target = (rank + 1) % size, source = (rank + size - 1) % size;
+    for (int i = 0; i < count; i++)
+        origin[i] = rank * 1000000 + i;
+    MPI_Win_fence(0, win);
+    MPI_Put(origin, count, MPI_INT, target, offset, count, MPI_INT, win);
+    MPI_Win_fence(0, win);
+    for (int i = 0; i < BIG; i++) {
+        int expected = i >= offset && i < offset + count ? source * 1000000 + (i - offset) : -1;
+        CHECK(memory[i] == expected, "%s: large put: element %d is %d, expected %d", flavor_name[flavor], i, memory[i], expected);
+    }
+    /* The next epoch's operations may reach this rank as soon as the others leave the fence. */
+    MPI_Barrier(comm);
+    /* Every other int of the far half: 700 runs, more than a request frame carries. */
+    MPI_Datatype every_other;
+    MPI_Type_vector(strided, 1, 2, MPI_INT, &every_other);
+    MPI_Type_commit(&every_other);
+    MPI_Put(origin, strided, MPI_INT, target, BIG / 2 + 1, 1, every_other, win);
+    MPI_Win_fence(0, win);
+    for (int j = 0; j < strided; j++) {
+        CHECK(memory[BIG / 2 + 1 + 2 * j] == source * 1000000 + j, "%s: strided put: element %d is %d", flavor_name[flavor], j, memory[BIG / 2 + 1 + 2 * j]);
+        CHECK(memory[BIG / 2 + 2 + 2 * j] == -1, "%s: strided put wrote a gap", flavor_name[flavor]);
+    }
+    MPI_Barrier(comm);
+    /* Get back what this rank put, and add a large vector to it. */
+    for (int i = 0; i < count; i++)
+        origin[i] = 0;
+    MPI_Get(origin, count, MPI_INT, target, offset, count, MPI_INT, win);
+    MPI_Win_fence(0, win);
+    for (int i = 0; i < count; i++)
+        CHECK(origin[i] == rank * 1000000 + i, "%s: large get: element %d is %d", flavor_name[flavor], i, origin[i]);
+    MPI_Accumulate(origin, count, MPI_INT, target, offset, count, MPI_INT, MPI_SUM, win);
+    MPI_Win_fence(0, win);
+    for (int i = offset; i < offset + count; i++)
+        CHECK(memory[i] == 2 * (source * 1000000 + (i - offset)), "%s: large accumulate: element %d is %d", flavor_name[flavor], i, memory[i]);
+    MPI_Type_free(&every_other);
+    MPI_Win_free(&win);
+    if (flavor != ALLOCATE)
+        free(memory);
+    free(origin);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -240,6 +301,11 @@ int main(int argc, char **argv)
         passive_epochs(flavor);
         pscw_epochs(flavor);
     }
+    comm = MPI_COMM_WORLD;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    large_operations(CREATE);
+    large_operations(ALLOCATE);
     MPI_Comm_free(&node);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (rank == 0)

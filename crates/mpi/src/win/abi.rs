@@ -753,7 +753,7 @@ fn rma(rt: &mut Runtime, win: MPI_Win, args: &Rma, request_based: bool) -> MpiRe
         result_len: if action.fetches() { target_len as u64 } else { 0 },
     };
     let outcome = (request_based && action.fetches()).then(|| Rc::new(Outcome::default()));
-    state.issue(&mut rt.engine, target, header, &runs, &data, &compare, result, outcome.clone()).map_err(|e| engine_error(MPI_COMM_WORLD, e))?;
+    state.issue(&mut rt.engine, target, header, &runs, data, &compare, result, outcome.clone()).map_err(|e| engine_error(MPI_COMM_WORLD, e))?;
     Ok(outcome)
 }
 

@@ -115,9 +115,16 @@ struct Awaiting {
 struct Incoming {
     origin: u32,
     header: Header,
-    body: Vec<u8>,
-    /// The receive of a body that follows the request.
+    /// What followed the header in the request frame: the whole body, or the runs of one that
+    /// follows (see [`Header::runs_in_frame`]).
+    in_frame: Vec<u8>,
+    /// The message that followed the request, unless it went straight into the window.
+    apart: Vec<u8>,
+    /// The receive of the message that follows the request.
     body_request: Option<RequestId>,
+    /// A put whose data was received straight into this rank's window memory: nothing is left
+    /// to apply.
+    landed: bool,
 }
 
 /// A failure an origin learns from an answer, reported by the call that completes the operation.
@@ -258,7 +265,7 @@ impl WinState {
         target: u32,
         mut header: Header,
         runs: &[(isize, usize)],
-        data: &[u8],
+        data: Vec<u8>,
         compare: &[u8],
         result: Option<ResultBuffer>,
         outcome: Option<Rc<Outcome>>,
@@ -349,15 +356,22 @@ impl WinState {
             let origin = self.rank_of_job(status.source);
             match (origin, Header::decode(frame)) {
                 (Some(origin), Ok(header)) => {
-                    let mut incoming = Incoming { origin, header, body: Vec::new(), body_request: None };
-                    if header.body_inline() {
-                        incoming.body = frame[wire::HEADER_LEN..].to_vec();
-                    } else {
-                        incoming.body = vec![0; header.body_len()];
-                        // SAFETY: the body's heap buffer stays in `incoming` (moved, never
-                        // reallocated) until the receive completes.
-                        let lent: &'static mut [u8] = unsafe { std::slice::from_raw_parts_mut(incoming.body.as_mut_ptr(), incoming.body.len()) };
-                        incoming.body_request = Some(engine.irecv(lent, Source::Rank(status.source), TagSelector::Tag(wire::body_tag(header.sequence)), self.context)?);
+                    let in_frame = frame[wire::HEADER_LEN..].to_vec();
+                    let mut incoming = Incoming { origin, header, in_frame, apart: Vec::new(), body_request: None, landed: false };
+                    if !header.body_inline() {
+                        let place = match self.landing_place(&incoming) {
+                            Some(place) => {
+                                incoming.landed = true;
+                                place
+                            }
+                            None => {
+                                incoming.apart = vec![0; header.apart_len()];
+                                // SAFETY: the buffer stays in `incoming` (moved, never
+                                // reallocated) until the receive completes.
+                                unsafe { std::slice::from_raw_parts_mut(incoming.apart.as_mut_ptr(), incoming.apart.len()) }
+                            }
+                        };
+                        incoming.body_request = Some(engine.irecv(place, Source::Rank(status.source), TagSelector::Tag(wire::body_tag(header.sequence)), self.context)?);
                     }
                     self.incoming.push_back(incoming);
                 }
@@ -381,6 +395,29 @@ impl WinState {
         Ok(moved)
     }
 
+    /// Where the data of a large put may be received straight into this rank's window memory:
+    /// one run, sent with the request (so known before the data comes), within the window
+    /// (a dynamic window's attached memory is checked when the put is applied, so it takes the
+    /// buffered way). Puts are unordered in MPI, and memory that a put writes is not accessed by
+    /// anyone else in its epoch, so the data may land before earlier requests are served.
+    fn landing_place(&self, incoming: &Incoming) -> Option<&'static mut [u8]> {
+        let header = &incoming.header;
+        if header.kind != RequestKind::Put || !header.runs_in_frame() || header.runs != 1 || header.compare_len != 0 || self.dynamic {
+            return None;
+        }
+        let runs = wire::decode_runs(&incoming.in_frame, 1).ok()?;
+        let (offset, len) = runs[0];
+        let me = &self.targets[self.rank as usize];
+        if len as u64 != header.data_len || ops::check_range(&runs, me.size, self.rank).is_err() {
+            return None;
+        }
+        // SAFETY: the run lies within this rank's window memory (checked above), which the
+        // program keeps valid while the window exists, and which MPI lets no one else access
+        // while an origin's put to it is outstanding; the receive completes before the window
+        // is freed (freeing waits for every request served).
+        Some(unsafe { std::slice::from_raw_parts_mut(me.base.wrapping_offset(offset), len) })
+    }
+
     /// Sends the answer to request `sequence` of window rank `origin`.
     fn answer(&mut self, engine: &mut Engine, origin: u32, sequence: u32, class: c_int, result: &[u8]) -> Result<(), EngineError> {
         let job = self.targets[origin as usize].job;
@@ -389,7 +426,7 @@ impl WinState {
 
     /// Serves one request as its target.
     fn apply(&mut self, engine: &mut Engine, incoming: Incoming) -> Result<(), EngineError> {
-        let Incoming { origin, header, body, .. } = incoming;
+        let Incoming { origin, header, in_frame, apart, landed, .. } = incoming;
         let sequence = header.sequence;
         let action = match header.kind {
             RequestKind::Put => Action::Put,
@@ -419,7 +456,10 @@ impl WinState {
                 return self.answer(engine, origin, sequence, MPI_SUCCESS, &[]);
             }
         };
-        let decoded = wire::decode_body(&header, &body).map_err(|detail| (MPI_ERR_INTERN, detail));
+        if landed {
+            return self.answer(engine, origin, sequence, MPI_SUCCESS, &[]);
+        }
+        let decoded = wire::decode_body(&header, &in_frame, &apart).map_err(|detail| (MPI_ERR_INTERN, detail));
         // Under this rank's accumulate lock where single-copy origins accumulate too.
         let executed = decoded.and_then(|body| self.execute_mapped(self.rank, action, &body.runs, body.data, body.compare, header.op, header.basic));
         let (class, result) = match executed {

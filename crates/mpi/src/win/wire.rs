@@ -113,6 +113,22 @@ impl Header {
         HEADER_LEN + self.body_len() <= INLINE_MAX
     }
 
+    /// Whether the runs of a body sent apart travel in the request frame (they fit there): the
+    /// message that follows is then the data alone, sent from the origin's packed operand as it
+    /// is and, for a put, received straight into the target's window.
+    pub fn runs_in_frame(&self) -> bool {
+        !self.body_inline() && HEADER_LEN + self.runs as usize * RUN_LEN <= INLINE_MAX
+    }
+
+    /// Bytes of the message that follows a request whose body does not travel inline.
+    pub fn apart_len(&self) -> usize {
+        if self.runs_in_frame() {
+            self.data_len as usize + self.compare_len as usize
+        } else {
+            self.body_len()
+        }
+    }
+
     fn encode_into(&self, out: &mut Vec<u8>) {
         out.push(self.kind.code());
         out.extend_from_slice(&[0; 3]);
@@ -137,25 +153,34 @@ impl Header {
     }
 }
 
-/// Encodes a request: the header, then (when it fits inline) the body. The body of a larger
-/// request is returned apart, to be sent under [`body_tag`].
-pub fn encode(header: &Header, runs: &[(isize, usize)], data: &[u8], compare: &[u8]) -> (Vec<u8>, Option<Vec<u8>>) {
+/// Encodes a request: the header, then (when it fits inline) the body. A larger request's runs
+/// stay in the frame where they fit ([`Header::runs_in_frame`]), and what follows, to be sent
+/// under [`body_tag`], is returned apart: `data` itself (the compare data appended), or the whole
+/// body.
+pub fn encode(header: &Header, runs: &[(isize, usize)], mut data: Vec<u8>, compare: &[u8]) -> (Vec<u8>, Option<Vec<u8>>) {
     let mut frame = Vec::with_capacity(HEADER_LEN + if header.body_inline() { header.body_len() } else { 0 });
     header.encode_into(&mut frame);
-    let write_body = |out: &mut Vec<u8>| {
+    let write_runs = |out: &mut Vec<u8>| {
         for &(offset, len) in runs {
             out.extend_from_slice(&(offset as i64).to_le_bytes());
             out.extend_from_slice(&(len as u64).to_le_bytes());
         }
-        out.extend_from_slice(data);
-        out.extend_from_slice(compare);
     };
     if header.body_inline() {
-        write_body(&mut frame);
+        write_runs(&mut frame);
+        frame.extend_from_slice(&data);
+        frame.extend_from_slice(compare);
         return (frame, None);
     }
+    if header.runs_in_frame() {
+        write_runs(&mut frame);
+        data.extend_from_slice(compare);
+        return (frame, Some(data));
+    }
     let mut body = Vec::with_capacity(header.body_len());
-    write_body(&mut body);
+    write_runs(&mut body);
+    body.extend_from_slice(&data);
+    body.extend_from_slice(compare);
     (frame, Some(body))
 }
 
@@ -166,20 +191,37 @@ pub struct Body<'a> {
     pub compare: &'a [u8],
 }
 
-/// Splits `body` per `header`.
-pub fn decode_body<'a>(header: &Header, body: &'a [u8]) -> Result<Body<'a>, String> {
-    if body.len() != header.body_len() {
-        return Err(format!("a request body of {} bytes, {} expected", body.len(), header.body_len()));
+/// The runs encoded in `bytes` (exactly `count` of them).
+pub fn decode_runs(bytes: &[u8], count: u32) -> Result<Vec<(isize, usize)>, String> {
+    if bytes.len() != count as usize * RUN_LEN {
+        return Err(format!("{} bytes of runs, {} expected", bytes.len(), count as usize * RUN_LEN));
     }
-    let (run_bytes, rest) = body.split_at(header.runs as usize * RUN_LEN);
-    let runs = run_bytes
+    Ok(bytes
         .chunks_exact(RUN_LEN)
         .map(|run| {
             let offset = i64::from_le_bytes(run[..8].try_into().expect("8 bytes"));
             let len = u64::from_le_bytes(run[8..].try_into().expect("8 bytes"));
             (offset as isize, len as usize)
         })
-        .collect();
+        .collect())
+}
+
+/// Splits a request's body per `header`: `in_frame` is what followed the header in the request
+/// frame, `apart` the message that followed the request (empty for an inline body).
+pub fn decode_body<'a>(header: &Header, in_frame: &'a [u8], apart: &'a [u8]) -> Result<Body<'a>, String> {
+    let (run_bytes, rest) = if header.runs_in_frame() {
+        (in_frame, apart)
+    } else {
+        let body = if header.body_inline() { in_frame } else { apart };
+        if body.len() != header.body_len() {
+            return Err(format!("a request body of {} bytes, {} expected", body.len(), header.body_len()));
+        }
+        body.split_at(header.runs as usize * RUN_LEN)
+    };
+    let runs = decode_runs(run_bytes, header.runs)?;
+    if rest.len() != header.data_len as usize + header.compare_len as usize {
+        return Err(format!("request data of {} bytes, {} expected", rest.len(), header.data_len + header.compare_len));
+    }
     let (data, compare) = rest.split_at(header.data_len as usize);
     Ok(Body { runs, data, compare })
 }
@@ -208,11 +250,11 @@ mod tests {
     fn a_small_request_travels_whole() {
         let header = Header { kind: RequestKind::Accumulate, sequence: 9, op: 3, basic: 8, runs: 2, data_len: 8, compare_len: 0, result_len: 0 };
         let runs = [(0isize, 4usize), (-8, 4)];
-        let (frame, body) = encode(&header, &runs, &[1, 2, 3, 4, 5, 6, 7, 8], &[]);
+        let (frame, body) = encode(&header, &runs, vec![1, 2, 3, 4, 5, 6, 7, 8], &[]);
         assert!(body.is_none());
         let decoded = Header::decode(&frame).unwrap();
         assert_eq!(decoded, header);
-        let body = decode_body(&decoded, &frame[HEADER_LEN..]).unwrap();
+        let body = decode_body(&decoded, &frame[HEADER_LEN..], &[]).unwrap();
         assert_eq!(body.runs, runs);
         assert_eq!(body.data, &[1, 2, 3, 4, 5, 6, 7, 8]);
         assert!(body.compare.is_empty());
@@ -222,18 +264,38 @@ mod tests {
     fn a_large_body_follows_apart() {
         let data = vec![7u8; INLINE_MAX];
         let header = Header { kind: RequestKind::Put, sequence: 1, op: 0, basic: 0, runs: 1, data_len: data.len() as u64, compare_len: 0, result_len: 0 };
-        let (frame, body) = encode(&header, &[(16, data.len())], &data, &[]);
+        // The run stays in the frame; the data follows as it is.
+        assert!(header.runs_in_frame());
+        let (frame, body) = encode(&header, &[(16, data.len())], data.clone(), &[]);
+        assert_eq!(frame.len(), HEADER_LEN + RUN_LEN);
+        let body = body.unwrap();
+        assert_eq!(body, data);
+        assert_eq!(header.apart_len(), body.len());
+        let decoded = decode_body(&header, &frame[HEADER_LEN..], &body).unwrap();
+        assert_eq!((decoded.runs, decoded.data.len()), (vec![(16, INLINE_MAX)], INLINE_MAX));
+        assert!(decode_body(&header, &frame[HEADER_LEN..], &body[1..]).is_err());
+        assert!(decode_body(&header, &frame[HEADER_LEN + 1..], &body).is_err());
+    }
+
+    #[test]
+    fn runs_too_many_for_the_frame_follow_with_the_data() {
+        let runs: Vec<(isize, usize)> = (0..600).map(|i| (2 * i as isize, 1)).collect();
+        let data: Vec<u8> = (0..600).map(|i| i as u8).collect();
+        let header = Header { kind: RequestKind::Accumulate, sequence: 3, op: 3, basic: 1, runs: 600, data_len: 600, compare_len: 0, result_len: 0 };
+        assert!(!header.body_inline() && !header.runs_in_frame());
+        let (frame, body) = encode(&header, &runs, data.clone(), &[]);
         assert_eq!(frame.len(), HEADER_LEN);
         let body = body.unwrap();
-        assert_eq!(decode_body(&header, &body).unwrap().data.len(), INLINE_MAX);
-        assert!(decode_body(&header, &body[1..]).is_err());
+        assert_eq!(header.apart_len(), body.len());
+        let decoded = decode_body(&header, &frame[HEADER_LEN..], &body).unwrap();
+        assert_eq!((decoded.runs, decoded.data), (runs, &data[..]));
     }
 
     #[test]
     fn every_kind_round_trips_and_tags_never_collide() {
         for code in 1..=11 {
             let kind = RequestKind::from_code(code).unwrap();
-            assert_eq!(Header::decode(&encode(&Header::control(kind, 5), &[], &[], &[]).0).unwrap().kind, kind);
+            assert_eq!(Header::decode(&encode(&Header::control(kind, 5), &[], Vec::new(), &[]).0).unwrap().kind, kind);
         }
         assert!(Header::decode(&[0u8; HEADER_LEN]).is_err());
         assert!(Header::decode(&[1u8; 10]).is_err());

@@ -84,7 +84,7 @@ fn take_lock_word(win: MPI_Win, target: u32, kind: LockKind) -> MpiResult<()> {
 
 /// Sends the control frame `kind` to `target`.
 fn send_control(rt: &mut Runtime, state: &Rc<RefCell<WinState>>, target: u32, kind: RequestKind) -> MpiResult<()> {
-    state.borrow_mut().issue(&mut rt.engine, target, Header::control(kind, 0), &[], &[], &[], None, None).map_err(|e| engine_error(MPI_COMM_WORLD, e))
+    state.borrow_mut().issue(&mut rt.engine, target, Header::control(kind, 0), &[], Vec::new(), &[], None, None).map_err(|e| engine_error(MPI_COMM_WORLD, e))
 }
 
 fn check_assert(assert: c_int, allowed: c_int) -> MpiResult<()> {
