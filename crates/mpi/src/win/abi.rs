@@ -16,7 +16,7 @@ use super::agent::WinAgent;
 use super::lockword;
 use super::ops::{self, Action, Memory};
 use super::single_copy;
-use super::state::{header_len, Members, Path, ResultBuffer, Segment, WinState};
+use super::state::{header_len, Members, Operand, Path, ResultBuffer, Segment, WinState};
 use super::table::{AttributeValues, Window};
 use super::wire::{Header, RequestKind};
 use crate::coll::drive::Outcome;
@@ -672,7 +672,7 @@ fn rma(rt: &mut Runtime, win: MPI_Win, args: &Rma, request_based: bool) -> MpiRe
     let target_len = target_info.size * args.target_count as usize;
     // The operand: put, accumulate, compare-and-swap's new value (MPI_NO_OP ignores it).
     let data = if matches!(action, Action::Get) || no_op {
-        Vec::new()
+        Operand::Packed(Vec::new())
     } else {
         let origin_info = committed(args.origin_datatype, args.origin_count, "origin")?;
         let data_len = origin_info.size * args.origin_count as usize;
@@ -682,8 +682,17 @@ fn rma(rt: &mut Runtime, win: MPI_Win, args: &Rma, request_based: bool) -> MpiRe
         if matches!(action, Action::Accumulate | Action::GetAccumulate | Action::CompareAndSwap) && basic_handle(&origin_info) != basic_handle(&target_info) && target_len > 0 {
             return Err(win_error(MPI_ERR_TYPE, "the origin and target datatypes of an accumulate must be built from the same predefined type"));
         }
-        // SAFETY: MPI requires the origin buffer to hold its count of elements.
-        unsafe { packed(&origin_info, args.origin_count as usize, args.origin) }
+        // An operation that completes at synchronisation sends contiguous data from where it is;
+        // a request-based one completes at once, so its data is packed.
+        let lend = !request_based && matches!(action, Action::Put | Action::Accumulate);
+        match origin_info.contiguous_run(args.origin_count as usize) {
+            // SAFETY: the run lies within the origin's elements, which MPI requires to be readable
+            // and unchanged until the operation completes at the next synchronisation, which
+            // waits for every send of lent data (see `Operand::Lent`).
+            Some((offset, len)) if lend && len > 0 => Operand::Lent(unsafe { std::slice::from_raw_parts(args.origin.cast::<u8>().wrapping_offset(offset), len) }),
+            // SAFETY: MPI requires the origin buffer to hold its count of elements.
+            _ => Operand::Packed(unsafe { packed(&origin_info, args.origin_count as usize, args.origin) }),
+        }
     };
     let basic = basic_handle(&target_info).unwrap_or(MPI_BYTE);
     if matches!(action, Action::Accumulate | Action::GetAccumulate) && !no_op {

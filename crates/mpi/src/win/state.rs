@@ -111,6 +111,27 @@ struct Awaiting {
     outcome: Option<Rc<Outcome>>,
 }
 
+/// An operation's data at the origin: packed into a buffer of its own, or the origin's memory
+/// itself, lent until the operation completes.
+pub enum Operand {
+    Packed(Vec<u8>),
+    /// Contiguous data of an operation that completes at a synchronisation call (MPI forbids
+    /// changing the origin buffer until then): a send of it counts as outstanding to its
+    /// target until the engine is done with it, so every synchronisation waits for it.
+    Lent(&'static [u8]),
+}
+
+impl std::ops::Deref for Operand {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Operand::Packed(bytes) => bytes,
+            Operand::Lent(bytes) => bytes,
+        }
+    }
+}
+
 /// A request received as a target, waiting for its body or its turn.
 struct Incoming {
     origin: u32,
@@ -153,6 +174,8 @@ pub struct WinState {
     next_sequence: u32,
     /// Sends not complete yet, with their bytes.
     sending: Vec<(RequestId, Vec<u8>)>,
+    /// Sends of lent origin data, with their target (see [`Operand::Lent`]).
+    lent: Vec<(RequestId, u32)>,
     pub failure: Option<Failure>,
     /// Target side: the posted receive of the next request.
     request_recv: Option<(RequestId, Box<[u8]>)>,
@@ -210,6 +233,7 @@ impl WinState {
             awaiting: Vec::new(),
             next_sequence: 0,
             sending: Vec::new(),
+            lent: Vec::new(),
             failure: None,
             request_recv: None,
             incoming: VecDeque::new(),
@@ -256,6 +280,18 @@ impl WinState {
         Ok(())
     }
 
+    /// Sends lent origin data to window rank `target`: outstanding to it until the send ends.
+    fn send_lent(&mut self, engine: &mut Engine, target: u32, tag: i32, data: &'static [u8]) -> Result<(), EngineError> {
+        let job = self.targets[target as usize].job;
+        if engine.try_send_now(data, job, tag, self.context)? {
+            return Ok(());
+        }
+        let request = engine.isend(data, job, tag, self.context, SendMode::Standard)?;
+        self.lent.push((request, target));
+        self.outstanding[target as usize] += 1;
+        Ok(())
+    }
+
     /// Sends a request to window rank `target` and posts the receive of its answer
     /// (`result_len` bytes after the error class).
     #[allow(clippy::too_many_arguments)]
@@ -265,7 +301,7 @@ impl WinState {
         target: u32,
         mut header: Header,
         runs: &[(isize, usize)],
-        data: Vec<u8>,
+        data: Operand,
         compare: &[u8],
         result: Option<ResultBuffer>,
         outcome: Option<Rc<Outcome>>,
@@ -281,18 +317,38 @@ impl WinState {
         let request = engine.irecv(lent, Source::Rank(job), TagSelector::Tag(wire::reply_tag(sequence)), self.context)?;
         self.awaiting.push(Awaiting { target, request, buffer, result, outcome });
         self.outstanding[target as usize] += 1;
-        let (frame, body) = wire::encode(&header, runs, data, compare);
-        self.send(engine, job, wire::REQUEST_TAG, frame)?;
-        if let Some(body) = body {
-            self.send(engine, job, wire::body_tag(sequence), body)?;
+        match data {
+            Operand::Lent(lent) if header.runs_in_frame() && compare.is_empty() => {
+                self.send(engine, job, wire::REQUEST_TAG, wire::request_frame(&header, runs))?;
+                self.send_lent(engine, target, wire::body_tag(sequence), lent)
+            }
+            data => {
+                let packed = match data {
+                    Operand::Packed(bytes) => bytes,
+                    Operand::Lent(bytes) => bytes.to_vec(),
+                };
+                let (frame, body) = wire::encode(&header, runs, packed, compare);
+                self.send(engine, job, wire::REQUEST_TAG, frame)?;
+                match body {
+                    Some(body) => self.send(engine, job, wire::body_tag(sequence), body),
+                    None => Ok(()),
+                }
+            }
         }
-        Ok(())
     }
 
     /// Reaps completed sends and answers: results are unpacked, failures recorded.
     fn reap(&mut self, engine: &mut Engine) -> bool {
-        let before = self.sending.len() + self.awaiting.len();
+        let before = self.sending.len() + self.lent.len() + self.awaiting.len();
         self.sending.retain(|(request, _)| engine.take_if_complete(*request).is_none());
+        let outstanding = &mut self.outstanding;
+        self.lent.retain(|&(request, target)| {
+            let done = engine.take_if_complete(request).is_some();
+            if done {
+                outstanding[target as usize] -= 1;
+            }
+            !done
+        });
         let mut index = 0;
         while index < self.awaiting.len() {
             let Some(status) = engine.take_if_complete(self.awaiting[index].request) else {
@@ -316,7 +372,7 @@ impl WinState {
                 outcome.finish(if class == MPI_SUCCESS { Ok(()) } else { Err(class) });
             }
         }
-        before != self.sending.len() + self.awaiting.len()
+        before != self.sending.len() + self.lent.len() + self.awaiting.len()
     }
 
     /// Posts the receive of the next request from any origin.

@@ -160,28 +160,39 @@ impl Header {
 pub fn encode(header: &Header, runs: &[(isize, usize)], mut data: Vec<u8>, compare: &[u8]) -> (Vec<u8>, Option<Vec<u8>>) {
     let mut frame = Vec::with_capacity(HEADER_LEN + if header.body_inline() { header.body_len() } else { 0 });
     header.encode_into(&mut frame);
-    let write_runs = |out: &mut Vec<u8>| {
-        for &(offset, len) in runs {
-            out.extend_from_slice(&(offset as i64).to_le_bytes());
-            out.extend_from_slice(&(len as u64).to_le_bytes());
-        }
-    };
     if header.body_inline() {
-        write_runs(&mut frame);
+        write_runs(&mut frame, runs);
         frame.extend_from_slice(&data);
         frame.extend_from_slice(compare);
         return (frame, None);
     }
     if header.runs_in_frame() {
-        write_runs(&mut frame);
+        write_runs(&mut frame, runs);
         data.extend_from_slice(compare);
         return (frame, Some(data));
     }
     let mut body = Vec::with_capacity(header.body_len());
-    write_runs(&mut body);
+    write_runs(&mut body, runs);
     body.extend_from_slice(&data);
     body.extend_from_slice(compare);
     (frame, Some(body))
+}
+
+/// The request frame of a request whose runs travel in it and whose data (no compare data)
+/// follows apart ([`Header::runs_in_frame`]): what [`encode`] makes, without the data.
+pub fn request_frame(header: &Header, runs: &[(isize, usize)]) -> Vec<u8> {
+    debug_assert!(header.runs_in_frame() && header.compare_len == 0);
+    let mut frame = Vec::with_capacity(HEADER_LEN + runs.len() * RUN_LEN);
+    header.encode_into(&mut frame);
+    write_runs(&mut frame, runs);
+    frame
+}
+
+fn write_runs(out: &mut Vec<u8>, runs: &[(isize, usize)]) {
+    for &(offset, len) in runs {
+        out.extend_from_slice(&(offset as i64).to_le_bytes());
+        out.extend_from_slice(&(len as u64).to_le_bytes());
+    }
 }
 
 /// A body split into its parts.
@@ -268,6 +279,7 @@ mod tests {
         assert!(header.runs_in_frame());
         let (frame, body) = encode(&header, &[(16, data.len())], data.clone(), &[]);
         assert_eq!(frame.len(), HEADER_LEN + RUN_LEN);
+        assert_eq!(request_frame(&header, &[(16, data.len())]), frame);
         let body = body.unwrap();
         assert_eq!(body, data);
         assert_eq!(header.apart_len(), body.len());

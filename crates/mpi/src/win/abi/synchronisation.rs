@@ -13,7 +13,7 @@ use std::rc::Rc;
 use std::sync::atomic::{fence, Ordering};
 
 use super::super::lockword;
-use super::super::state::{Path, WinState};
+use super::super::state::{Operand, Path, WinState};
 use super::super::sync::LockKind;
 use super::super::wire::{Header, RequestKind};
 use super::{check_call, finish_on, sync_error, win_error};
@@ -84,7 +84,7 @@ fn take_lock_word(win: MPI_Win, target: u32, kind: LockKind) -> MpiResult<()> {
 
 /// Sends the control frame `kind` to `target`.
 fn send_control(rt: &mut Runtime, state: &Rc<RefCell<WinState>>, target: u32, kind: RequestKind) -> MpiResult<()> {
-    state.borrow_mut().issue(&mut rt.engine, target, Header::control(kind, 0), &[], Vec::new(), &[], None, None).map_err(|e| engine_error(MPI_COMM_WORLD, e))
+    state.borrow_mut().issue(&mut rt.engine, target, Header::control(kind, 0), &[], Operand::Packed(Vec::new()), &[], None, None).map_err(|e| engine_error(MPI_COMM_WORLD, e))
 }
 
 fn check_assert(assert: c_int, allowed: c_int) -> MpiResult<()> {
