@@ -135,7 +135,14 @@ impl WaitPolicy {
 impl Core {
     /// Frames, copies or chunks still to move (finalize waits for them).
     pub(crate) fn has_local_work(&self) -> bool {
-        self.backlog_len > 0 || !self.streams.is_empty() || !self.reads.is_empty() || self.net.has_work()
+        self.has_direct_work() || self.net.has_work()
+    }
+
+    /// Work on the direct lanes that only polling moves on: frames in the backlogs, streams,
+    /// single-copy reads and writes.
+    #[inline]
+    fn has_direct_work(&self) -> bool {
+        self.backlog_len != 0 || !self.streams.is_empty() || !self.reads.is_empty() || !self.writes.is_empty()
     }
 
     /// Polls every rail once; a rail's frames are counted per rail (the others per peer, by the
@@ -155,7 +162,7 @@ impl Core {
     /// Whether any protocol needs a progress step beyond polling for frames.
     #[inline]
     pub(crate) fn has_protocol_work(&self) -> bool {
-        !self.reads.is_empty() || !self.writes.is_empty() || self.backlog_len != 0 || !self.streams.is_empty() || self.net.active()
+        self.has_direct_work() || self.net.active()
     }
 }
 
@@ -217,7 +224,7 @@ impl Engine {
     /// poll ends the sleep at once.
     fn sleep_on_rails(&mut self, bounded: bool) -> Result<(), EngineError> {
         let core = &mut self.core;
-        if core.backlog_len != 0 || !core.streams.is_empty() || !core.reads.is_empty() || !core.writes.is_empty() {
+        if core.has_direct_work() {
             core.counters.time_blocked(std::thread::yield_now);
             return Ok(());
         }
