@@ -1,5 +1,17 @@
 # Shared by the benchmarks that run on a virtual cluster (multirail.sh, coll_cluster.sh,
-# rail_cpu.sh); sourced, with BRAID (the braid binary) and CLUSTER (the cluster's name) set.
+# rail_cpu.sh, rails_ab.sh); sourced, with BRAID (the braid binary) and CLUSTER (the cluster's
+# name) set.
+
+# session_prefix SCRIPT MODE: sets SESSION to what goes in front of each rank's program for
+# `--sessions MODE`: nothing for launcher, `setsid -w` for rank (every rank in a session of its
+# own, so that under autogroup scheduling each gets its own share of the CPUs); exits otherwise.
+session_prefix() {
+    case "$2" in
+    launcher) SESSION=() ;;
+    rank) SESSION=(setsid -w) ;;
+    *) echo "$1: --sessions takes rank or launcher, not '$2'" >&2; exit 2 ;;
+    esac
+}
 
 # cluster_address NODE NET: the address of node NODE (0, 1, ...) on network NET (mgmt, rail0, ...),
 # from `braid cluster status`, or from CLUSTER_STATUS when the caller has kept a copy of it.

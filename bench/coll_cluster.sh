@@ -56,11 +56,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 [[ "$REPS" =~ ^[1-9][0-9]*$ ]] || { echo "coll_cluster.sh: --reps needs a positive number" >&2; exit 2; }
-case "$SESSIONS" in
-launcher) SESSION=() ;;
-rank) SESSION=(setsid -w) ;;
-*) echo "coll_cluster.sh: --sessions takes rank or launcher, not '$SESSIONS'" >&2; exit 2 ;;
-esac
+session_prefix coll_cluster.sh "$SESSIONS"
 for placement in $PLACEMENTS; do
     case "$placement" in blocked | cyclic) ;; *) echo "coll_cluster.sh: unknown placement $placement" >&2; exit 2 ;; esac
 done

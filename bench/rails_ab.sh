@@ -10,6 +10,9 @@
 # is shared: read the spreads with it).
 #
 # Usage: bench/rails_ab.sh DIR_A DIR_B [--reps R] [--rails "2gbit,1gbit"] [--mtu M]
+#                          [--sessions rank|launcher]
+#   --sessions  launcher (default): the ranks in the launcher's session; rank: every rank in a
+#               session of its own (`setsid -w`), as in bench/coll_cluster.sh
 # Output: the table on stdout; every run in bench/results/rails-ab-<date>.csv
 #   (build,repetition,bench,size,value,unit).
 set -euo pipefail
@@ -18,6 +21,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 REPS=5
 RAILS=2gbit,1gbit
 MTU=9000
+SESSIONS=launcher
 [ $# -ge 2 ] || { sed -n '2,/^set -euo/{/^#/p}' "$0"; exit 2; }
 A="$(cd "$1" && pwd)"
 B="$(cd "$2" && pwd)"
@@ -27,11 +31,15 @@ while [ $# -gt 0 ]; do
     --reps) REPS="$2"; shift ;;
     --rails) RAILS="$2"; shift ;;
     --mtu) MTU="$2"; shift ;;
+    --sessions) SESSIONS="$2"; shift ;;
     *) echo "rails_ab.sh: unknown argument $1" >&2; exit 2 ;;
     esac
     shift
 done
 [[ "$REPS" =~ ^[1-9][0-9]*$ ]] || { echo "rails_ab.sh: --reps needs a positive number" >&2; exit 2; }
+# shellcheck source=bench/cluster-lib.sh
+source "$ROOT/bench/cluster-lib.sh"
+session_prefix rails_ab.sh "$SESSIONS"
 for dir in "$A" "$B"; do
     if [ ! -x "$dir/braid" ] || [ ! -f "$dir/libbraid.so" ]; then
         echo "rails_ab.sh: $dir has no braid and libbraid.so" >&2
@@ -62,7 +70,7 @@ for rep in $(seq 1 "$REPS"); do
         [ "$build" = b ] && dir=$B
         for args in "bw -n 1048576 -m 1048576 -i 8" "bw -n 16777216 -m 16777216 -i 1" "latency -n 8 -m 8" "mr -n 8 -m 8"; do
             # shellcheck disable=SC2086
-            timeout 180 "$dir/braid" run --cluster "$CLUSTER" -n 2 --ppn 1 "$WORK/osu-$build" $args 2>>"$WORK/errors.log" \
+            timeout 180 "$dir/braid" run --cluster "$CLUSTER" -n 2 --ppn 1 "${SESSION[@]}" "$WORK/osu-$build" $args 2>>"$WORK/errors.log" \
                 | grep -v '^#' | grep ',' | sed "s/^/$build,$rep,/" >>"$CSV" || echo "# failed: build $build osu $args" >&2
         done
     done

@@ -2,20 +2,31 @@
 # Runs examples/shared_table.c on Braid, Open MPI and MPICH, both modes (window, messages), at 2
 # and 4 ranks on this node, interleaved (the implementation order rotates every round), and
 # prints the median lookup rate of each with its spread and the load average.
-# Usage: examples/compare-shared-table.sh [--reps R] [--seconds S] [--ranks "2 4"]
+# Usage: examples/compare-shared-table.sh [--reps R] [--seconds S] [--ranks "2 4"] [--sessions rank|launcher]
+#   --sessions launcher (default): each launcher's own layout; rank: every rank in a session of its
+#   own (`setsid -w` in front of the program for Braid and Open MPI; MPICH's launcher does this
+#   itself), so that under autogroup scheduling each rank gets its own share of the CPUs, as in
+#   bench/compare.sh
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 REPS=5
 SECONDS_EACH=1
 RANKS="2 4"
+SESSIONS=launcher
 while [ $# -gt 0 ]; do
     case "$1" in
     --reps) REPS="$2"; shift 2 ;;
     --seconds) SECONDS_EACH="$2"; shift 2 ;;
     --ranks) RANKS="$2"; shift 2 ;;
-    *) sed -n '2,6p' "$0" >&2; exit 2 ;;
+    --sessions) SESSIONS="$2"; shift 2 ;;
+    *) sed -n '2,9p' "$0" >&2; exit 2 ;;
     esac
 done
+case "$SESSIONS" in
+launcher) SESSION="" ;;
+rank) SESSION="setsid -w" ;;
+*) echo "compare-shared-table.sh: --sessions takes rank or launcher, not '$SESSIONS'" >&2; exit 2 ;;
+esac
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/braid-shared-table.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -30,8 +41,8 @@ for impl in braid openmpi mpich; do
 done
 launch() {
     case "$1" in
-    braid) echo "$ROOT/target/release/braid run -n $2" ;;
-    openmpi) echo "mpirun.openmpi --oversubscribe -n $2" ;;
+    braid) echo "$ROOT/target/release/braid run -n $2 $SESSION" ;;
+    openmpi) echo "mpirun.openmpi --oversubscribe -n $2 $SESSION" ;;
     mpich) echo "mpiexec.mpich -n $2" ;;
     esac
 }
