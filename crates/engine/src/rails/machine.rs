@@ -278,12 +278,8 @@ impl RailMachine {
         for peer in 0..self.peers.len() as PeerId {
             let Some(state) = self.peers[peer as usize].as_ref() else { continue };
             let busy = !state.unacked.is_empty() || !state.unsent.is_empty() || self.transfers.iter().any(|transfer| transfer.peer == peer) || self.receives.iter().any(|receive| receive.peer == peer);
-            if !busy {
-                continue;
-            }
-            let dead: Vec<usize> = (0..self.rails.len()).filter(|&rail| state.rail_up[rail] && !io.reaches(rail, peer)).collect();
-            for rail in dead {
-                self.fail_rail(peer, rail, io)?;
+            if busy {
+                self.fail_unreachable_rails(peer, io)?;
             }
         }
         Ok(())
@@ -296,9 +292,16 @@ impl RailMachine {
     /// leaving it to wait forever.
     pub(crate) fn check_awaited(&mut self, awaited: impl Iterator<Item = PeerId>, io: &impl RailIo) -> Result<(), EngineError> {
         for peer in awaited {
-            let Some(state) = self.peers.get(peer as usize).and_then(Option::as_ref) else { continue };
-            let dead: Vec<usize> = (0..self.rails.len()).filter(|&rail| state.rail_up[rail] && !io.reaches(rail, peer)).collect();
-            for rail in dead {
+            self.fail_unreachable_rails(peer, io)?;
+        }
+        Ok(())
+    }
+
+    /// Fails every rail still up to `peer` (a peer over the rails) that no longer reaches it.
+    fn fail_unreachable_rails(&mut self, peer: PeerId, io: &impl RailIo) -> Result<(), EngineError> {
+        for rail in 0..self.rails.len() {
+            let up = self.peers.get(peer as usize).and_then(Option::as_ref).is_some_and(|state| state.rail_up[rail]);
+            if up && !io.reaches(rail, peer) {
                 self.fail_rail(peer, rail, io)?;
             }
         }
