@@ -708,6 +708,16 @@ enum ReduceKind {
     Exscan,
 }
 
+/// The operands of a reduction whose result lands in the receive buffer (allreduce, scan,
+/// exscan): the reduction, the receive buffer, and the send buffer unless it is MPI_IN_PLACE.
+fn reduction_operands(comm: MPI_Comm, sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<(Reduction, Typed, Option<Typed>)> {
+    let reduction = reduction_of(comm, op, datatype)?;
+    let recv = typed(comm, recvbuf, count, datatype)?;
+    let send = if is_in_place(sendbuf) { None } else { Some(typed(comm, sendbuf, count, datatype)?) };
+    distinct_buffers(comm, sendbuf, recvbuf, || recv.packed_len > 0)?;
+    Ok((reduction, recv, send))
+}
+
 unsafe fn in_place_reduction(
     start: &Start,
     sendbuf: *const c_void,
@@ -717,12 +727,8 @@ unsafe fn in_place_reduction(
     op: MPI_Op,
     kind: ReduceKind,
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
-    let comm = start.comm;
-    let reduction = reduction_of(comm, op, datatype)?;
-    let recv = typed(comm, recvbuf, count, datatype)?;
-    let in_place = is_in_place(sendbuf);
-    let send = if in_place { None } else { Some(typed(comm, sendbuf, count, datatype)?) };
-    distinct_buffers(comm, sendbuf, recvbuf, || recv.packed_len > 0)?;
+    let (reduction, recv, send) = reduction_operands(start.comm, sendbuf, recvbuf, count, datatype, op)?;
+    let in_place = send.is_none();
     let port = start.port();
     Ok(async move {
         let (combine, element_size, commutative) = combiner(&reduction);

@@ -11,7 +11,7 @@ use std::ffi::{c_int, c_void};
 
 use super::super::algorithms::{self, AllreduceForm};
 use super::super::drive;
-use super::{bytes_mut, combiner, distinct_buffers, failed, is_in_place, reduction_input, reduction_of, typed, Start};
+use super::{bytes_mut, combiner, failed, reduction_input, reduction_operands, Start};
 use crate::consts::{MPI_Comm, MPI_Datatype, MPI_Op};
 use crate::error::MpiResult;
 use crate::runtime::{self, engine_error, Runtime};
@@ -38,10 +38,7 @@ unsafe fn allreduce_on(rt: &mut Runtime, (sendbuf, recvbuf, count, datatype, op)
     if start.is_inter() || !size.is_power_of_two() {
         return None;
     }
-    let reduction = reduction_of(comm, op, datatype).ok()?;
-    let recv = typed(comm, recvbuf, count, datatype).ok()?;
-    let send = if is_in_place(sendbuf) { None } else { Some(typed(comm, sendbuf, count, datatype).ok()?) };
-    distinct_buffers(comm, sendbuf, recvbuf, || recv.packed_len > 0).ok()?;
+    let (reduction, recv, send) = reduction_operands(comm, sendbuf, recvbuf, count, datatype, op).ok()?;
     let (offset, len) = recv.run?;
     let (combine, element_size, commutative) = combiner(&reduction);
     let port = start.port();
