@@ -11,7 +11,7 @@ use crate::endpoint::{ControlLane, Lane};
 use crate::frame::Frame;
 use crate::matching::{Body, Unexpected};
 use crate::requests::Operation;
-use crate::{gather, protocol_error, transport_error, Core, Engine, EngineError, Status};
+use crate::{gather, protocol_error, transport_error, Core, Engine, EngineError, RequestId, SendMode, Status};
 
 impl Engine {
     /// A standard-mode send that finishes at once, with no request: the message is small enough
@@ -37,6 +37,16 @@ impl Engine {
             Ok(SendOutcome::WouldBlock) => Ok(false),
             Err(error) => Err(transport_error(transport.as_ref(), dest, error)),
         }
+    }
+
+    /// A standard-mode send: finished at once where [`Engine::try_send_now`] can (`None`), else
+    /// started (its request, which the caller waits for or reaps).
+    #[inline]
+    pub fn send_or_start(&mut self, data: &'static [u8], dest: u32, tag: i32, context: u32) -> Result<Option<RequestId>, EngineError> {
+        if self.try_send_now(data, dest, tag, context)? {
+            return Ok(None);
+        }
+        self.isend(data, dest, tag, context, SendMode::Standard).map(Some)
     }
 }
 

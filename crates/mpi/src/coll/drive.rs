@@ -17,7 +17,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::task::Poll;
 
-use braid_engine::{Engine, EngineError, ProgressAgent, RequestId, SendMode, Source, Status, TagSelector};
+use braid_engine::{Engine, EngineError, ProgressAgent, RequestId, Source, Status, TagSelector};
 
 use super::hierarchy::Hierarchy;
 use super::port::{poll_once, Port, Transfer};
@@ -99,12 +99,10 @@ impl Driver {
                     // until the round ends, and the driver runs the schedule to its end.
                     let data: &'static [u8] = unsafe { lent(data, len) };
                     // A small message the transport takes at once needs no request.
-                    if engine.try_send_now(data, job, tag, context)? {
-                        self.port.finish_transfer(Ok(()));
-                        continue;
+                    match engine.send_or_start(data, job, tag, context)? {
+                        Some(request) => self.in_flight.push(InFlight { request, expected: None }),
+                        None => self.port.finish_transfer(Ok(())),
                     }
-                    let request = engine.isend(data, job, tag, context, SendMode::Standard)?;
-                    self.in_flight.push(InFlight { request, expected: None });
                 }
                 Transfer::Recv { peer, buffer, len } => {
                     let (job, context, tag) = self.route.address(peer);
@@ -228,12 +226,7 @@ pub fn exchange_now(engine: &mut Engine, route: &Route, peer: usize, data: &[u8]
     // returns, so the engine uses the buffers only while they are borrowed here.
     let (data, incoming) = unsafe { (lent(data.as_ptr(), data.len()), lent_mut(incoming.as_mut_ptr(), expected)) };
     let receive = engine.irecv(incoming, Source::Rank(job), TagSelector::Tag(tag), context)?;
-    let sent = match engine.try_send_now(data, job, tag, context) {
-        Ok(true) => Ok(None),
-        Ok(false) => engine.isend(data, job, tag, context, SendMode::Standard).map(Some),
-        Err(failure) => Err(failure),
-    };
-    let send = match sent {
+    let send = match engine.send_or_start(data, job, tag, context) {
         Ok(send) => send,
         Err(failure) => {
             engine.cancel(receive);

@@ -3,11 +3,12 @@
 //! The window's progress agent and the MPI calls share it (`Rc<RefCell<..>>`); nothing here
 //! enters the runtime: callers hand in the engine.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::ffi::c_int;
 use std::rc::Rc;
 
-use braid_engine::{Engine, EngineError, RequestId, SendMode, Source, TagSelector};
+use braid_engine::{Engine, EngineError, RequestId, Source, TagSelector};
 use braid_sys::shm::SharedMapping;
 
 use super::lockword;
@@ -269,26 +270,22 @@ impl WinState {
 
     /// Sends `bytes` to job rank `job` under `tag`, keeping them until the send completes.
     fn send(&mut self, engine: &mut Engine, job: u32, tag: i32, bytes: Vec<u8>) -> Result<(), EngineError> {
-        if engine.try_send_now(&bytes, job, tag, self.context)? {
-            return Ok(());
-        }
         // SAFETY: the bytes stay in `sending` (a Vec's heap buffer does not move) until the
         // engine reports the send complete.
         let data: &'static [u8] = unsafe { std::slice::from_raw_parts(bytes.as_ptr(), bytes.len()) };
-        let request = engine.isend(data, job, tag, self.context, SendMode::Standard)?;
-        self.sending.push((request, bytes));
+        if let Some(request) = engine.send_or_start(data, job, tag, self.context)? {
+            self.sending.push((request, bytes));
+        }
         Ok(())
     }
 
     /// Sends lent origin data to window rank `target`: outstanding to it until the send ends.
     fn send_lent(&mut self, engine: &mut Engine, target: u32, tag: i32, data: &'static [u8]) -> Result<(), EngineError> {
         let job = self.targets[target as usize].job;
-        if engine.try_send_now(data, job, tag, self.context)? {
-            return Ok(());
+        if let Some(request) = engine.send_or_start(data, job, tag, self.context)? {
+            self.lent.push((request, target));
+            self.outstanding[target as usize] += 1;
         }
-        let request = engine.isend(data, job, tag, self.context, SendMode::Standard)?;
-        self.lent.push((request, target));
-        self.outstanding[target as usize] += 1;
         Ok(())
     }
 
@@ -323,11 +320,11 @@ impl WinState {
                 self.send_lent(engine, target, wire::body_tag(sequence), lent)
             }
             data => {
-                let packed = match data {
-                    Operand::Packed(bytes) => bytes,
-                    Operand::Lent(bytes) => bytes.to_vec(),
+                let data = match data {
+                    Operand::Packed(bytes) => Cow::Owned(bytes),
+                    Operand::Lent(bytes) => Cow::Borrowed(bytes),
                 };
-                let (frame, body) = wire::encode(&header, runs, packed, compare);
+                let (frame, body) = wire::encode(&header, runs, data, compare);
                 self.send(engine, job, wire::REQUEST_TAG, frame)?;
                 match body {
                     Some(body) => self.send(engine, job, wire::body_tag(sequence), body),

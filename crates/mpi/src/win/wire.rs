@@ -2,6 +2,7 @@
 //! [`REQUEST_TAG`]), the body that follows a large one (its own tag) and the answer (the origin's
 //! reply tag). Little-endian, fixed layout; pure encoding, unit-tested.
 
+use std::borrow::Cow;
 use std::ffi::c_int;
 
 use super::sync::LockKind;
@@ -156,8 +157,8 @@ impl Header {
 /// Encodes a request: the header, then (when it fits inline) the body. A larger request's runs
 /// stay in the frame where they fit ([`Header::runs_in_frame`]), and what follows, to be sent
 /// under [`body_tag`], is returned apart: `data` itself (the compare data appended), or the whole
-/// body.
-pub fn encode(header: &Header, runs: &[(isize, usize)], mut data: Vec<u8>, compare: &[u8]) -> (Vec<u8>, Option<Vec<u8>>) {
+/// body. Borrowed `data` is copied only into what is sent.
+pub fn encode(header: &Header, runs: &[(isize, usize)], data: Cow<'_, [u8]>, compare: &[u8]) -> (Vec<u8>, Option<Vec<u8>>) {
     let mut frame = Vec::with_capacity(HEADER_LEN + if header.body_inline() { header.body_len() } else { 0 });
     header.encode_into(&mut frame);
     if header.body_inline() {
@@ -168,6 +169,7 @@ pub fn encode(header: &Header, runs: &[(isize, usize)], mut data: Vec<u8>, compa
     }
     if header.runs_in_frame() {
         write_runs(&mut frame, runs);
+        let mut data = data.into_owned();
         data.extend_from_slice(compare);
         return (frame, Some(data));
     }
@@ -261,7 +263,7 @@ mod tests {
     fn a_small_request_travels_whole() {
         let header = Header { kind: RequestKind::Accumulate, sequence: 9, op: 3, basic: 8, runs: 2, data_len: 8, compare_len: 0, result_len: 0 };
         let runs = [(0isize, 4usize), (-8, 4)];
-        let (frame, body) = encode(&header, &runs, vec![1, 2, 3, 4, 5, 6, 7, 8], &[]);
+        let (frame, body) = encode(&header, &runs, vec![1, 2, 3, 4, 5, 6, 7, 8].into(), &[]);
         assert!(body.is_none());
         let decoded = Header::decode(&frame).unwrap();
         assert_eq!(decoded, header);
@@ -277,7 +279,7 @@ mod tests {
         let header = Header { kind: RequestKind::Put, sequence: 1, op: 0, basic: 0, runs: 1, data_len: data.len() as u64, compare_len: 0, result_len: 0 };
         // The run stays in the frame; the data follows as it is.
         assert!(header.runs_in_frame());
-        let (frame, body) = encode(&header, &[(16, data.len())], data.clone(), &[]);
+        let (frame, body) = encode(&header, &[(16, data.len())], data.as_slice().into(), &[]);
         assert_eq!(frame.len(), HEADER_LEN + RUN_LEN);
         assert_eq!(request_frame(&header, &[(16, data.len())]), frame);
         let body = body.unwrap();
@@ -295,7 +297,7 @@ mod tests {
         let data: Vec<u8> = (0..600).map(|i| i as u8).collect();
         let header = Header { kind: RequestKind::Accumulate, sequence: 3, op: 3, basic: 1, runs: 600, data_len: 600, compare_len: 0, result_len: 0 };
         assert!(!header.body_inline() && !header.runs_in_frame());
-        let (frame, body) = encode(&header, &runs, data.clone(), &[]);
+        let (frame, body) = encode(&header, &runs, data.as_slice().into(), &[]);
         assert_eq!(frame.len(), HEADER_LEN);
         let body = body.unwrap();
         assert_eq!(header.apart_len(), body.len());
@@ -307,7 +309,7 @@ mod tests {
     fn every_kind_round_trips_and_tags_never_collide() {
         for code in 1..=11 {
             let kind = RequestKind::from_code(code).unwrap();
-            assert_eq!(Header::decode(&encode(&Header::control(kind, 5), &[], Vec::new(), &[]).0).unwrap().kind, kind);
+            assert_eq!(Header::decode(&encode(&Header::control(kind, 5), &[], Vec::new().into(), &[]).0).unwrap().kind, kind);
         }
         assert!(Header::decode(&[0u8; HEADER_LEN]).is_err());
         assert!(Header::decode(&[1u8; 10]).is_err());
