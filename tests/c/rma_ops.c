@@ -2,10 +2,12 @@
  * MPI_Win_allocate, MPI_Win_allocate_shared (on a communicator of one node) and
  * MPI_Win_create_dynamic. Fence: put, get, accumulate with derived datatypes on both sides.
  * Passive target: lock/unlock (shared and exclusive), flush, lock_all, fetch_and_op,
- * compare_and_swap, get_accumulate (MPI_SUM, MPI_REPLACE, MPI_NO_OP), request-based operations.
+ * compare_and_swap, get_accumulate (MPI_SUM, MPI_REPLACE, MPI_NO_OP), request-based operations,
+ * fetch_and_op of seven predefined types and operations.
  * PSCW: post/start/complete/wait and MPI_Win_test. Then put, get and accumulate of half a
  * megabyte on created and allocated windows. Every result is checked. Any number of ranks. */
 #include "check.h"
+#include <stdint.h>
 #include <string.h>
 
 #define N 16
@@ -183,6 +185,72 @@ static void passive_epochs(enum flavor flavor)
     free_window(flavor, &win, memory);
 }
 
+/* Fetch-and-op of one element of several predefined types and operations: each rank works on
+ * its right neighbour's memory under an exclusive lock, twice per element (so the second fetch
+ * returns the first result), and the neighbour checks what is left. The elements sit inside the
+ * window's ints at 8-byte aligned offsets. */
+static void fetch_and_op_kinds(enum flavor flavor)
+{
+    MPI_Aint disps[64];
+    int *memory;
+    MPI_Win win = make_window(flavor, &memory, disps);
+    char *bytes = (char *)memory;
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win);
+    *(double *)(bytes + 8) = 1.5;              /* MPI_MAX */
+    *(unsigned *)(bytes + 16) = 0xF0F0u;       /* MPI_BXOR */
+    *(float *)(bytes + 20) = 2.0f;             /* MPI_PROD */
+    *(int64_t *)(bytes + 24) = 5;              /* MPI_REPLACE */
+    *(short *)(bytes + 32) = 9;                /* MPI_MIN */
+    *(int *)(bytes + 36) = 77;                 /* MPI_NO_OP */
+    *(unsigned char *)(bytes + 40) = 0x0Fu;    /* MPI_BOR on MPI_UINT8_T */
+    MPI_Win_unlock(rank, win);
+    MPI_Barrier(comm);
+    int right = (rank + 1) % size;
+    /* Byte offset `offset` of rank `right`'s memory as a displacement in the window's units. */
+#define DISP(offset) (flavor == DYNAMIC ? disps[right] + (offset) : (MPI_Aint)(offset) / (MPI_Aint)sizeof(int))
+    double d_in = 3.25, d_out[2];
+    unsigned u_in = 0xFF00u, u_out[2];
+    float f_in = 1.5f, f_out[2];
+    int64_t l_in = 1000 + rank, l_out[2];
+    short s_in = 4, s_out[2];
+    int i_in = -1, i_out[2];
+    unsigned char c_in = 0x30u, c_out[2];
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win);
+    for (int k = 0; k < 2; k++) {
+        MPI_Fetch_and_op(&d_in, &d_out[k], MPI_DOUBLE, right, DISP(8), MPI_MAX, win);
+        MPI_Fetch_and_op(&u_in, &u_out[k], MPI_UNSIGNED, right, DISP(16), MPI_BXOR, win);
+        MPI_Fetch_and_op(&f_in, &f_out[k], MPI_FLOAT, right, DISP(20), MPI_PROD, win);
+        MPI_Fetch_and_op(&l_in, &l_out[k], MPI_INT64_T, right, DISP(24), MPI_REPLACE, win);
+        MPI_Fetch_and_op(&s_in, &s_out[k], MPI_SHORT, right, DISP(32), MPI_MIN, win);
+        MPI_Fetch_and_op(&i_in, &i_out[k], MPI_INT, right, DISP(36), MPI_NO_OP, win);
+        MPI_Fetch_and_op(&c_in, &c_out[k], MPI_UINT8_T, right, DISP(40), MPI_BOR, win);
+        MPI_Win_flush(right, win);
+    }
+    MPI_Win_unlock(right, win);
+#undef DISP
+    const char *name = flavor_name[flavor];
+    CHECK(d_out[0] == 1.5 && d_out[1] == 3.25, "%s fetch_and_op MAX fetched %g, %g", name, d_out[0], d_out[1]);
+    CHECK(u_out[0] == 0xF0F0u && u_out[1] == 0x0FF0u, "%s fetch_and_op BXOR fetched %x, %x", name, u_out[0], u_out[1]);
+    CHECK(f_out[0] == 2.0f && f_out[1] == 3.0f, "%s fetch_and_op PROD fetched %g, %g", name, f_out[0], f_out[1]);
+    CHECK(l_out[0] == 5 && l_out[1] == 1000 + rank, "%s fetch_and_op REPLACE fetched %lld, %lld", name, (long long)l_out[0], (long long)l_out[1]);
+    CHECK(s_out[0] == 9 && s_out[1] == 4, "%s fetch_and_op MIN fetched %d, %d", name, s_out[0], s_out[1]);
+    CHECK(i_out[0] == 77 && i_out[1] == 77, "%s fetch_and_op NO_OP fetched %d, %d", name, i_out[0], i_out[1]);
+    CHECK(c_out[0] == 0x0Fu && c_out[1] == 0x3Fu, "%s fetch_and_op BOR fetched %x, %x", name, c_out[0], c_out[1]);
+    MPI_Barrier(comm);
+    int left = (rank + size - 1) % size;
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win);
+    CHECK(*(double *)(bytes + 8) == 3.25, "%s MAX left %g", name, *(double *)(bytes + 8));
+    CHECK(*(unsigned *)(bytes + 16) == 0xF0F0u, "%s BXOR left %x", name, *(unsigned *)(bytes + 16));
+    CHECK(*(float *)(bytes + 20) == 4.5f, "%s PROD left %g", name, *(float *)(bytes + 20));
+    CHECK(*(int64_t *)(bytes + 24) == 1000 + left, "%s REPLACE left %lld", name, (long long)*(int64_t *)(bytes + 24));
+    CHECK(*(short *)(bytes + 32) == 4, "%s MIN left %d", name, *(short *)(bytes + 32));
+    CHECK(*(int *)(bytes + 36) == 77, "%s NO_OP left %d", name, *(int *)(bytes + 36));
+    CHECK(*(unsigned char *)(bytes + 40) == 0x3Fu, "%s BOR left %x", name, *(unsigned char *)(bytes + 40));
+    MPI_Win_unlock(rank, win);
+    MPI_Barrier(comm);
+    free_window(flavor, &win, memory);
+}
+
 static void pscw_epochs(enum flavor flavor)
 {
     MPI_Aint disps[64];
@@ -299,6 +367,7 @@ int main(int argc, char **argv)
         MPI_Comm_size(comm, &size);
         fence_epochs(flavor);
         passive_epochs(flavor);
+        fetch_and_op_kinds(flavor);
         pscw_epochs(flavor);
     }
     comm = MPI_COMM_WORLD;

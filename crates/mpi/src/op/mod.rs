@@ -17,7 +17,7 @@ use crate::consts::*;
 use crate::datatype::{self, DatatypeRef, Uniform};
 pub use abi::*;
 pub use kernels::Builtin;
-use kernels::Kernel;
+pub use kernels::Kernel;
 
 /// A user function with its commute flag.
 #[derive(Clone, Copy)]
@@ -109,6 +109,27 @@ pub struct Reduction {
     commutative: bool,
 }
 
+/// The kernel of predefined operation `builtin` over elements made of `uniform`; None where MPI
+/// does not define it.
+#[inline]
+fn builtin_kernel(builtin: Builtin, uniform: Uniform) -> Option<Kernel> {
+    match (builtin, uniform) {
+        (_, Uniform::Empty) => kernels::kernel(Builtin::NoOp, datatype::Basic::Byte),
+        (Builtin::NoOp | Builtin::Replace, _) => kernels::kernel(builtin, datatype::Basic::Byte),
+        (_, Uniform::One(basic)) => kernels::kernel(builtin, basic),
+        (_, Uniform::Mixed) => None,
+    }
+}
+
+/// The kernel [`reduction`] picks for predefined operation `op` on predefined datatype `dt`,
+/// from the fixed tables alone (fast paths); None for anything else, which [`reduction`] takes.
+#[inline]
+pub fn predefined_kernel(op: MPI_Op, dt: MPI_Datatype) -> Option<Kernel> {
+    let builtin = builtin(op)?;
+    let DatatypeRef::Predefined(info) = datatype::lookup(dt).ok()? else { return None };
+    builtin_kernel(builtin, info.uniform)
+}
+
 /// The reduction of `op` over elements of `dt`: MPI_ERR_OP for an unknown operation or a
 /// predefined operation that MPI does not define on `dt`'s basic type (or on a type mixing
 /// several), MPI_ERR_TYPE for an invalid or uncommitted type.
@@ -116,13 +137,7 @@ pub fn reduction(op: MPI_Op, dt: MPI_Datatype) -> Result<Reduction, c_int> {
     let info = datatype::lookup_committed(dt)?;
     let element_size = info.size;
     if let Some(builtin) = builtin(op) {
-        let kernel = match (builtin, info.uniform) {
-            (_, Uniform::Empty) => kernels::kernel(Builtin::NoOp, datatype::Basic::Byte),
-            (Builtin::NoOp | Builtin::Replace, _) => kernels::kernel(builtin, datatype::Basic::Byte),
-            (_, Uniform::One(basic)) => kernels::kernel(builtin, basic),
-            (_, Uniform::Mixed) => None,
-        }
-        .ok_or(MPI_ERR_OP)?;
+        let kernel = builtin_kernel(builtin, info.uniform).ok_or(MPI_ERR_OP)?;
         return Ok(Reduction { action: Action::Kernel(kernel), element_size, commutative: true });
     }
     let user = user_op(op).ok_or(MPI_ERR_OP)?;

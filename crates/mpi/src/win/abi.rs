@@ -33,12 +33,21 @@ pub mod synchronisation;
 use synchronisation::{wait_until_state, with_state};
 
 /// Reports a window call's failure on the window's error handler.
+#[inline]
 fn finish_on(function: &str, win: MPI_Win, result: MpiResult<()>) -> c_int {
     match result {
         Ok(()) => MPI_SUCCESS,
-        Err(e) if e.comm != MPI_COMM_WORLD => crate::error::raise(e.comm, function, e.class, &e.detail),
-        Err(e) => apply(Target::Win(win), e.class, || format!("Braid: {function}: {}: {}", class_text(e.class), e.detail)),
+        Err(e) => report_on(function, win, e),
     }
+}
+
+#[cold]
+#[inline(never)]
+fn report_on(function: &str, win: MPI_Win, e: MpiError) -> c_int {
+    if e.comm != MPI_COMM_WORLD {
+        return crate::error::raise(e.comm, function, e.class, &e.detail);
+    }
+    apply(Target::Win(win), e.class, || format!("Braid: {function}: {}: {}", class_text(e.class), e.detail))
 }
 
 fn win_error(class: c_int, detail: impl Into<String>) -> MpiError {
@@ -617,7 +626,7 @@ fn fast_fetch_and_op(state: &WinState, target: u32, args: &Rma, len: usize) -> O
     if offset < 0 || (offset as usize).checked_add(len)? > mapped.size {
         return None;
     }
-    let reduction = if args.op == MPI_NO_OP { None } else { Some(crate::op::reduction(args.op, args.target_datatype).ok()?) };
+    let kernel = if args.op == MPI_NO_OP { None } else { Some(crate::op::predefined_kernel(args.op, args.target_datatype)?) };
     let word = state.segment.as_ref().map(|segment| segment.accumulate_word(target));
     if let Some(word) = word {
         while !lockword::try_lock_accumulate(word) {
@@ -630,8 +639,8 @@ fn fast_fetch_and_op(state: &WinState, target: u32, args: &Rma, len: usize) -> O
     unsafe {
         let remote = mapped.base.wrapping_offset(offset);
         copy_bytes(remote, args.result.cast::<u8>(), len);
-        if let Some(reduction) = &reduction {
-            reduction.apply(std::slice::from_raw_parts(args.origin.cast::<u8>(), len), std::slice::from_raw_parts_mut(remote, len));
+        if let Some(kernel) = kernel {
+            kernel(std::slice::from_raw_parts(args.origin.cast::<u8>(), len), std::slice::from_raw_parts_mut(remote, len));
         }
     }
     if let Some(word) = word {
@@ -642,6 +651,7 @@ fn fast_fetch_and_op(state: &WinState, target: u32, args: &Rma, len: usize) -> O
 
 /// Issues one operation; with `request_based`, the outcome a request watches (gets of
 /// request-based operations, which need a passive-target epoch), None when it is complete.
+#[inline(never)]
 fn rma(rt: &mut Runtime, win: MPI_Win, args: &Rma, request_based: bool) -> MpiResult<Option<Rc<Outcome>>> {
     let window = rt.windows.get(win)?;
     if args.target_rank == MPI_PROC_NULL {
@@ -768,7 +778,24 @@ fn rma(rt: &mut Runtime, win: MPI_Win, args: &Rma, request_based: bool) -> MpiRe
 
 /// A blocking-style RMA call (it completes at synchronisation).
 fn operation(function: &str, win: MPI_Win, args: Rma) -> c_int {
-    finish_on(function, win, runtime::with(|rt| rma(rt, win, &args, false).map(|_| ())))
+    let result = runtime::with(|rt| match passive_fast_path(rt, win, &args) {
+        Some(done) => done,
+        None => rma(rt, win, &args, false).map(|_| ()),
+    });
+    finish_on(function, win, result)
+}
+
+/// [`fast_path`] inside a passive-target epoch to the target, the common case of small
+/// operations, checked before anything else: such an epoch needs no bookkeeping per operation,
+/// so the state is only read. None: [`rma`] takes the operation.
+#[inline(always)]
+fn passive_fast_path(rt: &Runtime, win: MPI_Win, args: &Rma) -> Option<MpiResult<()>> {
+    let state = rt.windows.find(win)?.state.try_borrow().ok()?;
+    let target = u32::try_from(args.target_rank).ok().filter(|&target| (target as usize) < state.targets.len())?;
+    if !state.epochs.passive_to(target) {
+        return None;
+    }
+    fast_path(&state, target, args)
 }
 
 /// A request-based RMA call.

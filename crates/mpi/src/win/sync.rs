@@ -31,7 +31,7 @@ impl Epochs {
     /// Whether an operation may target `target` now; the error detail otherwise. An operation in
     /// a fence epoch marks it used.
     pub fn check_access(&mut self, target: u32) -> Result<(), String> {
-        if self.lock_all || self.locked(target) {
+        if self.passive_to(target) {
             return Ok(());
         }
         if self.access_group.as_ref().is_some_and(|group| group.contains(&target)) {
@@ -49,6 +49,12 @@ impl Epochs {
 
     fn passive_open(&self) -> bool {
         self.lock_all || self.locked > 0
+    }
+
+    /// Whether a passive-target epoch to `target` is open (its lock, or lock_all, is held).
+    #[inline]
+    pub fn passive_to(&self, target: u32) -> bool {
+        self.lock_all || self.locked(target)
     }
 
     fn locked(&self, target: u32) -> bool {
@@ -129,7 +135,7 @@ impl Epochs {
 
     /// Whether `target` is in a passive-target epoch (what flush needs).
     pub fn check_passive(&self, target: u32) -> Result<(), String> {
-        if self.lock_all || self.locked(target) {
+        if self.passive_to(target) {
             Ok(())
         } else {
             Err(format!("rank {target} is not locked by this rank (flush outside a passive-target epoch)"))

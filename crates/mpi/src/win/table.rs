@@ -65,7 +65,13 @@ impl WinTable {
     }
 
     pub fn get(&self, win: MPI_Win) -> MpiResult<&Window> {
-        Self::index(win).and_then(|index| self.slots.get(index)?.as_ref()).ok_or_else(|| invalid(win))
+        self.find(win).ok_or_else(|| invalid(win))
+    }
+
+    /// The window of `win`, if it names one (fast paths, which leave the error to the full path).
+    #[inline]
+    pub fn find(&self, win: MPI_Win) -> Option<&Window> {
+        Self::index(win).and_then(|index| self.slots.get(index)?.as_ref())
     }
 
     pub fn get_mut(&mut self, win: MPI_Win) -> MpiResult<&mut Window> {

@@ -336,8 +336,8 @@ pub unsafe extern "C" fn MPI_Win_unlock_all(win: MPI_Win) -> c_int {
 /// MPI_Win_flush and MPI_Win_flush_local: the operations to `rank` are complete (answered)
 /// when they return; `Direct` operations are complete when issued.
 fn win_flush(rank: c_int, win: MPI_Win) -> MpiResult<()> {
-    let (target, idle) = with_state(win, |_, state| {
-        let state = state.borrow();
+    let (target, idle) = runtime::with(|rt| {
+        let state = rt.windows.get(win)?.state.borrow();
         let target = checked_rank(&state, rank)?;
         state.epochs.check_passive(target).map_err(sync_error)?;
         Ok((target, state.outstanding_to(target) == 0 && state.failure.is_none()))
