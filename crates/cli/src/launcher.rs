@@ -47,6 +47,12 @@ pub struct JobRequest {
     pub hosts: Option<HostLayout>,
     /// The job's time limit (MPIEXEC_TIMEOUT): past it every rank is stopped.
     pub timeout: Option<Duration>,
+    /// After a rank exited with code 0 without MPI_Finalize while others still run, how long the
+    /// others get to end on their own before the job is stopped as failed
+    /// (BRAID_UNFINALIZED_WAIT_S). Programs that skip MPI_Finalize at their very end (some
+    /// benchmarks do) end every rank soon after; ranks that wait on the one that left would wait
+    /// for ever.
+    pub unfinalized_wait: Duration,
 }
 
 /// Where the ranks run when the job spans hosts reached through a launch agent.
@@ -218,6 +224,7 @@ pub fn run(request: JobRequest) -> i32 {
         stopping: Stopping::Unfinalized,
         deadline: request.timeout.map(|limit| Instant::now() + limit),
         finalize_wait: None,
+        left_early: None,
     };
     job.launch(&placements);
     job.supervise(&signals);
@@ -382,6 +389,9 @@ struct Job<'a> {
     /// Set when a rank failed after MPI_Finalize: when the ranks that have not finalized by then
     /// are stopped.
     finalize_wait: Option<Instant>,
+    /// The first rank that exited cleanly without MPI_Finalize while others ran, and when the job
+    /// fails if some are still running (see [`JobRequest::unfinalized_wait`]).
+    left_early: Option<(Failure, Instant)>,
 }
 
 impl Job<'_> {
@@ -580,7 +590,8 @@ impl Job<'_> {
     /// The earliest moment the event loop must wake up for, whatever the ranks do.
     fn next_deadline(&self) -> Option<Instant> {
         let kill_at = self.ending.filter(|_| !self.killed).map(|start| start + GRACE_BEFORE_KILL);
-        [kill_at, self.deadline, self.finalize_wait].into_iter().flatten().min()
+        let left_early = self.left_early.as_ref().map(|(_, until)| *until);
+        [kill_at, self.deadline, self.finalize_wait, left_early].into_iter().flatten().min()
     }
 
     /// Kills what outlived the grace period, ends a job past its time limit, and stops the ranks
@@ -600,6 +611,12 @@ impl Job<'_> {
         if self.finalize_wait.is_some_and(|wait_end| now >= wait_end) {
             self.finalize_wait = None;
             self.stop(Stopping::Unfinalized);
+        }
+        if self.left_early.as_ref().is_some_and(|(_, until)| now >= *until) {
+            if let Some((failure, _)) = self.left_early.take().filter(|_| self.running() > 0) {
+                self.record(failure, &format!(", and still were {} s later", self.request.unfinalized_wait.as_secs()));
+                self.stop(Stopping::Unfinalized);
+            }
         }
         if let Some(start) = self.ending {
             if !self.killed && start.elapsed() >= GRACE_BEFORE_KILL {
@@ -694,10 +711,25 @@ impl Job<'_> {
             };
             match failure {
                 Some(failure) if self.server.finalized(rank) => self.fail_after_finalize(failure),
+                Some(failure @ Failure::LeftEarly { .. }) => self.left_early(failure),
                 Some(failure) => self.fail(failure),
                 None => {}
             }
         }
+    }
+
+    /// A rank exited cleanly without MPI_Finalize while others run: a warning now, a failure
+    /// if they are still running after [`JobRequest::unfinalized_wait`] (or at once, as the
+    /// cause, if another rank fails first).
+    fn left_early(&mut self, failure: Failure) {
+        if self.left_early.is_some() || self.failure.is_some() || self.ending.is_some() {
+            return;
+        }
+        if let Failure::LeftEarly { rank, pid } = failure {
+            let wait = self.request.unfinalized_wait.as_secs();
+            eprintln!("braid run: warning: rank {rank} (pid {pid}) exited without calling MPI_Finalize; the other ranks have {wait} s to end (BRAID_UNFINALIZED_WAIT_S)");
+        }
+        self.left_early = Some((failure, Instant::now() + self.request.unfinalized_wait));
     }
 
     fn reap_blocking(&mut self) {
@@ -727,6 +759,14 @@ impl Job<'_> {
     /// Records and reports `failure` (with `context` after its description) if it is the first;
     /// returns whether it was.
     fn record(&mut self, failure: Failure, context: &str) -> bool {
+        // A rank that left without MPI_Finalize before this failure is its likelier cause: the
+        // job's status is that rank's, and both are reported.
+        if let Some((early, _)) = self.left_early.take().filter(|_| self.failure.is_none()) {
+            eprintln!("braid run: {}", early.describe());
+            eprintln!("braid run: then {}{context}", failure.describe());
+            self.failure = Some(early);
+            return true;
+        }
         if self.failure.is_some() {
             return false;
         }

@@ -11,6 +11,7 @@ mod sample;
 use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use braid_sys::affinity;
 use braid_sys::topology::{format_cpu_list, Cache, Topology};
@@ -280,7 +281,9 @@ fn run_job(args: RunArgs) -> ExitCode {
     };
     let mut command = args.command.into_iter();
     let program = command.next().unwrap_or_default();
-    let request = JobRequest { ranks: args.ranks, map_by: args.map_by, bind_to: args.bind_to, tag_output: args.tag_output, program, args: command.collect(), nodes, hosts, timeout };
+    // Checked above, with every other setting.
+    let unfinalized_wait = Duration::from_secs(braid_config::Config::from_env().map_or(0, |config| u64::from(config.unfinalized_wait_s)));
+    let request = JobRequest { ranks: args.ranks, map_by: args.map_by, bind_to: args.bind_to, tag_output: args.tag_output, program, args: command.collect(), nodes, hosts, timeout, unfinalized_wait };
     ExitCode::from(launcher::run(request).clamp(0, 255) as u8)
 }
 

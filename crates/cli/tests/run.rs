@@ -57,6 +57,12 @@ fn run_script(ranks: u32, shell: &str, script: &str) -> Outcome {
     run(&["run", "-n", &ranks.to_string(), shell, "-c", script])
 }
 
+/// [`run_script`] with bash and BRAID_UNFINALIZED_WAIT_S set to `wait_s`.
+fn run_script_waiting(ranks: u32, wait_s: &str, script: &str) -> Outcome {
+    let started = Instant::now();
+    finish(braid().env("BRAID_UNFINALIZED_WAIT_S", wait_s).args(["run", "-n", &ranks.to_string(), "bash", "-c", script]).spawn().unwrap(), started)
+}
+
 fn sorted_lines(text: &str) -> Vec<String> {
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
     lines.sort();
@@ -168,14 +174,39 @@ fn processes_the_ranks_leave_running_end_with_the_job() {
 #[test]
 fn leaving_without_finalize_while_others_run_is_an_error() {
     let script = format!(r#"{PMI_IN_BASH} if [ "$PMI_RANK" = 0 ]; then exit 0; fi; sleep 10"#);
-    let outcome = run_script(2, "bash", &script);
+    let outcome = run_script_waiting(2, "1", &script);
     assert_eq!(outcome.status.code(), Some(1), "{}", outcome.stderr);
-    assert!(outcome.stderr.contains("rank 0 (pid "), "{}", outcome.stderr);
-    assert!(outcome.stderr.contains("without calling MPI_Finalize"), "{}", outcome.stderr);
+    assert!(outcome.stderr.contains("warning: rank 0 (pid "), "{}", outcome.stderr);
+    assert!(outcome.stderr.contains("without calling MPI_Finalize (no PMI finalize) while other ranks were still running, and still were 1 s later"), "{}", outcome.stderr);
+    assert!(outcome.elapsed >= Duration::from_millis(900) && outcome.elapsed < Duration::from_secs(5), "took {:?}", outcome.elapsed);
+
+    // 0: the job fails at once.
+    let outcome = run_script_waiting(2, "0", &script);
+    assert_eq!(outcome.status.code(), Some(1), "{}", outcome.stderr);
+    assert!(outcome.elapsed < Duration::from_secs(3), "took {:?}", outcome.elapsed);
 
     let finalized = format!(r#"{PMI_IN_BASH} pmi "cmd=finalize"; [ "$PMI_RANK" = 0 ] || sleep 0.3"#);
     let outcome = run_script(2, "bash", &finalized);
     assert!(outcome.status.success(), "{}", outcome.stderr);
+}
+
+#[test]
+fn ranks_that_all_end_without_finalize_in_time_are_a_warning() {
+    // Rank 0 leaves first; rank 1 ends cleanly 0.3 s later, also without MPI_Finalize.
+    let script = format!(r#"{PMI_IN_BASH} [ "$PMI_RANK" = 0 ] || sleep 0.3; echo "rank $PMI_RANK done""#);
+    let outcome = run_script(2, "bash", &script);
+    assert!(outcome.status.success(), "{}", outcome.stderr);
+    assert!(outcome.stderr.contains("warning: rank 0 (pid "), "{}", outcome.stderr);
+    assert!(outcome.stderr.contains("have 10 s to end (BRAID_UNFINALIZED_WAIT_S)"), "{}", outcome.stderr);
+    assert_eq!(sorted_lines(&outcome.stdout), ["rank 0 done", "rank 1 done"], "{}", outcome.stderr);
+
+    // A rank that fails meanwhile is reported after the one that left, which sets the status.
+    let failing = format!(r#"{PMI_IN_BASH} [ "$PMI_RANK" = 0 ] && exit 0; sleep 0.3; exit 5"#);
+    let outcome = run_script(2, "bash", &failing);
+    assert_eq!(outcome.status.code(), Some(1), "{}", outcome.stderr);
+    let left = outcome.stderr.find("rank 0 (pid ").expect("rank 0 named");
+    let failed = outcome.stderr.find("exited with code 5").expect("rank 1's exit reported");
+    assert!(left < failed, "{}", outcome.stderr);
 }
 
 #[test]

@@ -118,6 +118,7 @@ pub struct Config {
     pub rail_hedge: bool,
     pub offload: OffloadMode,
     pub offload_cost_ns: Option<u64>,
+    pub unfinalized_wait_s: u32,
     pub debug: bool,
 }
 
@@ -160,6 +161,7 @@ impl Default for Config {
             rail_hedge: true,
             offload: OffloadMode::Auto,
             offload_cost_ns: None,
+            unfinalized_wait_s: 10,
             debug: false,
         }
     }
@@ -210,6 +212,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_RAIL_HEDGE", default: "on", meaning: "on | off: hetero, one transfer in flight, every byte posted: a rail that runs dry sends again the undelivered end of a slower rail's chunk (the receiver keeps the first copy)" },
     Setting { variable: "BRAID_OFFLOAD", default: "auto", meaning: "auto | off: submit chunks from threads on idle cores when the measured offload cost pays (never when oversubscribed)" },
     Setting { variable: "BRAID_OFFLOAD_COST_US", default: "measured", meaning: "offload cost T_O in microseconds (seed 004, equation 1); unset: measured at start-up" },
+    Setting { variable: "BRAID_UNFINALIZED_WAIT_S", default: "10", meaning: "braid run: seconds the other ranks get to end on their own after a rank exits with code 0 without calling MPI_Finalize (some programs skip it at their very end), with a warning; ranks still running then are stopped and the job fails. 0: fail at once" },
     Setting { variable: "BRAID_DEBUG", default: "0", meaning: "1: print wire-up and protocol decisions on stderr" },
 ];
 
@@ -304,6 +307,7 @@ impl Config {
         config.rail_hedge = reader.choice("BRAID_RAIL_HEDGE", config.rail_hedge, &[("on", true), ("off", false), ("1", true), ("0", false)])?;
         config.offload = reader.choice("BRAID_OFFLOAD", config.offload, &[("auto", OffloadMode::Auto), ("on", OffloadMode::Auto), ("off", OffloadMode::Off)])?;
         config.offload_cost_ns = reader.optional_micros("BRAID_OFFLOAD_COST_US", config.offload_cost_ns)?;
+        config.unfinalized_wait_s = reader.number_u32("BRAID_UNFINALIZED_WAIT_S", config.unfinalized_wait_s, 0)?;
         config.debug = reader.choice("BRAID_DEBUG", config.debug, &[("0", false), ("1", true), ("off", false), ("on", true)])?;
         Ok(config)
     }

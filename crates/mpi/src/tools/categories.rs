@@ -20,13 +20,13 @@ pub(crate) struct Category {
     categories: &'static [&'static str],
 }
 
-pub(crate) static CATEGORIES: [Category; 8] = [
+pub(crate) static CATEGORIES: [Category; 9] = [
     Category {
         name: "braid",
         description: "Braid: its settings and the traffic counters of its engine",
         cvars: &[],
         pvars: &[],
-        categories: &["braid_traffic", "braid_protocol", "braid_waiting", "braid_shared_memory", "braid_collectives", "braid_network", "braid_diagnostics"],
+        categories: &["braid_traffic", "braid_protocol", "braid_waiting", "braid_shared_memory", "braid_collectives", "braid_network", "braid_launch", "braid_diagnostics"],
     },
     Category {
         name: "braid_traffic",
@@ -106,6 +106,7 @@ pub(crate) static CATEGORIES: [Category; 8] = [
         pvars: &[],
         categories: &[],
     },
+    Category { name: "braid_launch", description: "how braid run treats the job's ranks", cvars: &["BRAID_UNFINALIZED_WAIT_S"], pvars: &[], categories: &[] },
     Category { name: "braid_diagnostics", description: "diagnostic output", cvars: &["BRAID_DEBUG"], pvars: &[], categories: &[] },
 ];
 
