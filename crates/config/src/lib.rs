@@ -95,6 +95,7 @@ pub struct Config {
     /// profiles say a rendezvous split starts to pay, capped by this.
     pub eager_max: usize,
     pub cma: CmaMode,
+    pub win_create_share: bool,
     pub cma_chunk: usize,
     pub cma_share_min: usize,
     pub cma_share_max: usize,
@@ -138,6 +139,7 @@ impl Default for Config {
             shm_handover_chunk: 4 * 1024,
             eager_max: 32 * 1024,
             cma: CmaMode::Auto,
+            win_create_share: true,
             cma_chunk: 1024 * 1024,
             cma_share_min: 64 * 1024,
             cma_share_max: 8 * 1024 * 1024,
@@ -189,6 +191,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_SHM_HANDOVER_CHUNK", default: "4096", meaning: "bytes the sender copies between two publications of its progress in a handed-over payload (at least 64)" },
     Setting { variable: "BRAID_EAGER_MAX", default: "32768", meaning: "largest message sent eagerly; larger ones use rendezvous (CMA single copy, two-copy pipeline, or a split over the network rails). Shared memory: this, or less if a frame cannot carry it. Network rails: where their profiles say a split starts to pay, capped by this" },
     Setting { variable: "BRAID_CMA", default: "auto", meaning: "auto | off: single-copy large messages and MPI_Win_create windows on a node with process_vm_readv/writev (auto falls back on EPERM)" },
+    Setting { variable: "BRAID_WIN_CREATE_SHARE", default: "on", meaning: "on | off: on one node, MPI_Win_create windows over private anonymous memory (heap or mmap; whole pages, or any span in a process with one thread) have it moved under a shared-memory file in place, so that the node's ranks reach it by loads and stores as in allocated windows; off: single copies (BRAID_CMA) or messages" },
     Setting { variable: "BRAID_CMA_CHUNK", default: "1048576", meaning: "bytes per process_vm_readv call of the single-copy pipeline" },
     Setting { variable: "BRAID_CMA_SHARE_MIN", default: "65536", meaning: "smallest single-copy message whose copy the receiver shares with the waiting sender: it reads the first half (process_vm_readv) while the sender writes the second (process_vm_writev), so two cores copy; from the second large message to a peer on (the first confirms that CMA works); 0: the receiver copies alone" },
     Setting { variable: "BRAID_CMA_SHARE_MAX", default: "8388608", meaning: "largest message whose copy is shared (see BRAID_CMA_SHARE_MIN); above it two concurrent copies measured slower on this machine than one" },
@@ -276,6 +279,7 @@ impl Config {
         config.shm_handover_chunk = reader.number("BRAID_SHM_HANDOVER_CHUNK", config.shm_handover_chunk, 64)?;
         config.eager_max = reader.number("BRAID_EAGER_MAX", config.eager_max, 0)?;
         config.cma = reader.choice("BRAID_CMA", config.cma, &[("auto", CmaMode::Auto), ("on", CmaMode::Auto), ("off", CmaMode::Off)])?;
+        config.win_create_share = reader.choice("BRAID_WIN_CREATE_SHARE", config.win_create_share, &[("on", true), ("off", false), ("auto", true)])?;
         config.cma_chunk = reader.number("BRAID_CMA_CHUNK", config.cma_chunk, 4096)?;
         config.cma_share_min = reader.number("BRAID_CMA_SHARE_MIN", config.cma_share_min, 0)?;
         config.cma_share_max = reader.number("BRAID_CMA_SHARE_MAX", config.cma_share_max, 0)?;

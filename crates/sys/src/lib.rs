@@ -4,6 +4,7 @@ pub mod affinity;
 pub mod cma;
 pub mod fd;
 pub mod futex;
+pub mod memory_map;
 pub mod net;
 pub mod netns;
 pub mod process;

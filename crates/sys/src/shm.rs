@@ -100,6 +100,69 @@ impl Drop for SharedMapping {
     }
 }
 
+/// Memory of this process moved, where it lies, under a new shared-memory file: the same
+/// addresses and contents, which other processes may now map too ([`SharedMapping::open`] of the
+/// file's name). With `restore`, dropping it puts private anonymous memory with the same contents
+/// back; without, the memory stays backed by the (by then unlinked) file, private in effect.
+#[derive(Debug)]
+pub struct SharedInPlace {
+    start: NonNull<u8>,
+    len: usize,
+    restore: bool,
+}
+
+impl SharedInPlace {
+    /// Copies the `len` bytes at `start` into the new shared-memory file `name`, then moves the
+    /// file's mapping over them (`mremap`), replacing the pages. On failure the pages are as they
+    /// were and the file is removed.
+    ///
+    /// # Safety
+    /// `start` and `len` must be page-aligned (`len` > 0), and the pages private writable memory
+    /// of this process that nothing else reads or writes (no other thread, no signal handler)
+    /// until this returns, nor, with `restore`, while the result is dropped; they must stay
+    /// mapped while the result lives.
+    pub unsafe fn new(name: &str, start: *mut u8, len: usize, restore: bool) -> io::Result<SharedInPlace> {
+        let start_ptr = NonNull::new(start).ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "null address"))?;
+        let staging = SharedMapping::create(name, len)?;
+        // SAFETY: per the caller `start` holds `len` readable bytes; `staging` is another range.
+        unsafe { std::ptr::copy_nonoverlapping(start, staging.as_ptr(), len) };
+        // SAFETY: moves the file's mapping over the caller's pages, which the caller lets go
+        // (see above); both ranges are page-aligned and `len` long.
+        let moved = unsafe { libc::mremap(staging.as_ptr().cast(), len, len, libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED, start.cast::<libc::c_void>()) };
+        if moved == libc::MAP_FAILED {
+            let error = io::Error::last_os_error();
+            drop(staging);
+            let _ = unlink(name);
+            return Err(error);
+        }
+        // Its pages are at `start` now, owned by the result.
+        std::mem::forget(staging);
+        Ok(SharedInPlace { start: start_ptr, len, restore })
+    }
+}
+
+impl Drop for SharedInPlace {
+    fn drop(&mut self) {
+        if !self.restore {
+            return;
+        }
+        let (start, len) = (self.start.as_ptr(), self.len);
+        // SAFETY: fresh private pages elsewhere receive the contents, then move over the shared
+        // ones (nothing else touches them meanwhile: `new`'s contract). If a step fails the
+        // shared pages stay, still this process's memory with its contents.
+        unsafe {
+            let private = libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
+            if private == libc::MAP_FAILED {
+                return;
+            }
+            std::ptr::copy_nonoverlapping(start, private.cast::<u8>(), len);
+            if libc::mremap(private, len, len, libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED, start.cast::<libc::c_void>()) == libc::MAP_FAILED {
+                libc::munmap(private, len);
+            }
+        }
+    }
+}
+
 /// Removes the file `name`; mappings of it stay valid until unmapped.
 pub fn unlink(name: &str) -> io::Result<()> {
     std::fs::remove_file(checked_path(name)?)
@@ -168,6 +231,35 @@ mod tests {
         }
         let faults = minor_faults() - before;
         assert!(faults < 8, "{faults} page faults touching {} freshly mapped pages", 2 * PAGES);
+    }
+
+    #[test]
+    fn memory_shared_in_place_keeps_its_contents_and_is_seen_by_another_mapping() {
+        let page = crate::memory_map::page_size();
+        let name = format!("braid-test-in-place-{}", std::process::id());
+        // SAFETY: a private anonymous mapping of this test alone.
+        let start = unsafe { libc::mmap(std::ptr::null_mut(), 2 * page, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+        assert_ne!(start, libc::MAP_FAILED);
+        let bytes = start.cast::<u8>();
+        // SAFETY: within the mapping above, which only this test uses.
+        unsafe {
+            bytes.write(7);
+            bytes.add(2 * page - 1).write(9);
+            let shared = SharedInPlace::new(&name, bytes, 2 * page, true).unwrap();
+            assert_eq!((bytes.read(), bytes.add(2 * page - 1).read()), (7, 9));
+            let other = SharedMapping::open(&name).unwrap();
+            unlink(&name).unwrap();
+            bytes.add(5).write(42);
+            assert_eq!(other.as_ptr().add(5).read(), 42, "a write in place shows in the file");
+            other.as_ptr().add(6).write(43);
+            assert_eq!(bytes.add(6).read(), 43, "a write to the file shows in place");
+            drop(shared);
+            // Restored: private again, with the contents.
+            other.as_ptr().add(7).write(44);
+            assert_eq!((bytes.read(), bytes.add(6).read(), bytes.add(7).read()), (7, 43, 0));
+            assert!(crate::memory_map::in_private_anonymous_memory(bytes as usize, bytes as usize + 2 * page).unwrap());
+            libc::munmap(start, 2 * page);
+        }
     }
 
     #[test]

@@ -71,6 +71,7 @@ pub(crate) static CATEGORIES: [Category; 9] = [
             "BRAID_SHM_HANDOVER_MIN",
             "BRAID_SHM_HANDOVER_CHUNK",
             "BRAID_CMA",
+            "BRAID_WIN_CREATE_SHARE",
             "BRAID_CMA_CHUNK",
             "BRAID_CMA_SHARE_MIN",
             "BRAID_CMA_SHARE_MAX",

@@ -28,6 +28,7 @@ use crate::group::store;
 use crate::request::{Completion, Pending};
 use crate::runtime::{self, engine_error, Runtime};
 
+pub mod shared_create;
 pub mod synchronisation;
 
 use synchronisation::{wait_until_state, with_state};
@@ -181,12 +182,12 @@ fn create(flavor: Flavor, user_base: *mut c_void, size: MPI_Aint, disp_unit: c_i
 fn build(flavor: Flavor, user_base: *mut c_void, size: usize, disp_unit: usize, dup: MPI_Comm, noncontig: bool, hints: crate::comm::Hints) -> MpiResult<(MPI_Win, *mut c_void)> {
     // SAFETY: MPI_COMM_WORLD's predefined handler, on the window's private communicator.
     check_call(dup, unsafe { crate::error::handlers::abi::MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN) }, "setting the window communicator's handler")?;
-    let (members, rank, context, same_node, cma) = runtime::with(|rt| {
+    let (members, rank, context, same_node, cma, share_created, debug) = runtime::with(|rt| {
         let shared = rt.comms.get(dup)?.shared.clone();
         let node_of = rt.engine.node_of();
         let node = |job: u32| node_of.get(job as usize).copied().unwrap_or(job);
         let same_node = shared.members.iter().all(|&job| node(job) == node(shared.members[0]));
-        Ok((shared.members.clone(), shared.rank as usize, shared.p2p_context, same_node, rt.config.cma != braid_config::CmaMode::Off))
+        Ok((shared.members.clone(), shared.rank as usize, shared.p2p_context, same_node, rt.config.cma != braid_config::CmaMode::Off, rt.config.win_create_share, rt.config.debug))
     })?;
     // Size, displacement unit, pid, memory address and probe word of every member.
     const EXCHANGED: usize = 5;
@@ -211,11 +212,24 @@ fn build(flavor: Flavor, user_base: *mut c_void, size: usize, disp_unit: usize, 
     let mut bases: Vec<Option<*mut u8>> = vec![None; count];
     let mut segment = None;
     let mut owned = None;
+    // Created windows on one node whose memory can be shared in place are reached directly.
+    let mut shared_created = None;
+    if flavor == Flavor::Create && same_node && count > 1 && share_created {
+        if let Some((memory, shared_bases)) = shared_create::share(dup, rank, context, user_base, size, &pids, &addresses, &sizes)? {
+            bases = shared_bases;
+            shared_created = Some(memory);
+            if debug {
+                eprintln!("Braid: rank {rank} of a created window: its {size} bytes at {user_base:?} are shared in place; every target is reached directly");
+            }
+            let (mapping, _) = shared_segment(dup, rank, &vec![0; count], false, header_len(count, false))?;
+            segment = Some(Rc::new(Segment { mapping, members: count }));
+        }
+    }
     // Create and dynamic windows on one node reach their targets with single copies when every
     // member may read every other one; the segment then holds only the lock words (and region
     // tables).
     let mut single_copy = false;
-    if matches!(flavor, Flavor::Create | Flavor::Dynamic) && same_node && count > 1 && cma {
+    if matches!(flavor, Flavor::Create | Flavor::Dynamic) && same_node && count > 1 && cma && shared_created.is_none() {
         let mut reachable = c_int::from((0..count).filter(|&r| r != rank).all(|r| single_copy::reachable(pids[r], probes[r])));
         let mut all_reachable: c_int = 0;
         // SAFETY: one int each way.
@@ -262,7 +276,7 @@ fn build(flavor: Flavor, user_base: *mut c_void, size: usize, disp_unit: usize, 
         state.borrow_mut().post_request_receive(&mut rt.engine).map_err(|e| engine_error(dup, e))?;
         rt.engine.attach_agent(Box::new(WinAgent { state: state.clone() }));
         let attributes = Box::new(AttributeValues { size: size as MPI_Aint, disp_unit: disp_unit as c_int, flavor: flavor.code(), model: MPI_WIN_UNIFIED });
-        Ok(rt.windows.insert(Window { state: state.clone(), comm: dup, members, base, attributes, name: String::new(), hints, errhandler: MPI_ERRORS_ARE_FATAL, owned }))
+        Ok(rt.windows.insert(Window { state: state.clone(), comm: dup, members, base, attributes, name: String::new(), hints, errhandler: MPI_ERRORS_ARE_FATAL, owned, shared_created }))
     })?;
     Ok((handle, base))
 }

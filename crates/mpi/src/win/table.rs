@@ -33,6 +33,8 @@ pub struct Window {
     pub errhandler: MPI_Errhandler,
     /// Memory MPI_Win_allocate took outside a shared segment (16-byte aligned).
     pub owned: Option<Vec<u128>>,
+    /// A created window's memory shared in place, and the other ranks' mapped here.
+    pub shared_created: Option<super::abi::shared_create::SharedCreated>,
 }
 
 /// Windows by handle (index + 1: handle 0 is MPI_WIN_NULL).

@@ -1,0 +1,77 @@
+//! What this process's memory map (`/proc/self/maps`) and status say about a range of its memory:
+//! whether memory may be moved under a shared mapping in place (see [`crate::shm::SharedInPlace`]).
+
+use std::io;
+
+/// The size of a page.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(size).ok().filter(|&size| size > 0).unwrap_or(4096)
+}
+
+/// Whether `[start, end)` lies inside one private, anonymous, readable and writable mapping of
+/// this process that is not the main thread's stack (the heap, or memory from `mmap`).
+pub fn in_private_anonymous_memory(start: usize, end: usize) -> io::Result<bool> {
+    Ok(maps_hold_private_anonymous(&std::fs::read_to_string("/proc/self/maps")?, start, end))
+}
+
+/// The number of threads of this process.
+pub fn thread_count() -> io::Result<usize> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    status.lines().find_map(|line| line.strip_prefix("Threads:")).and_then(|count| count.trim().parse().ok()).ok_or_else(|| io::Error::other("/proc/self/status has no thread count"))
+}
+
+/// [`in_private_anonymous_memory`] on the text of a maps file. Adjacent mappings are not merged:
+/// a range across two of them is refused.
+fn maps_hold_private_anonymous(maps: &str, start: usize, end: usize) -> bool {
+    maps.lines().any(|line| {
+        let mut fields = line.split_whitespace();
+        let (Some(range), Some(perms), Some(_offset), Some(_device), Some(inode)) = (fields.next(), fields.next(), fields.next(), fields.next(), fields.next()) else { return false };
+        let path = fields.next().unwrap_or("");
+        let Some((low, high)) = range.split_once('-') else { return false };
+        let (Ok(low), Ok(high)) = (usize::from_str_radix(low, 16), usize::from_str_radix(high, 16)) else { return false };
+        low <= start && end <= high && start < end && perms.starts_with("rw") && perms.ends_with('p') && inode == "0" && (path.is_empty() || path == "[heap]")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MAPS: &str = "\
+55d0a0000000-55d0a0021000 rw-p 00000000 00:00 0                          [heap]
+7f0000000000-7f0000400000 rw-p 00000000 00:00 0 
+7f0000400000-7f0000500000 rw-s 00000000 00:1a 12345                      /dev/shm/braid-x
+7f0000500000-7f0000600000 r--p 00000000 08:01 777                        /usr/lib/libc.so.6
+7f0000600000-7f0000700000 rw-p 00001000 08:01 777                        /usr/lib/libc.so.6
+7ffc00000000-7ffc00021000 rw-p 00000000 00:00 0                          [stack]
+";
+
+    #[test]
+    fn the_heap_and_anonymous_memory_qualify() {
+        assert!(maps_hold_private_anonymous(MAPS, 0x55d0a0001000, 0x55d0a0002008));
+        assert!(maps_hold_private_anonymous(MAPS, 0x7f0000000000, 0x7f0000400000));
+    }
+
+    #[test]
+    fn shared_file_backed_stack_and_straddling_ranges_do_not() {
+        assert!(!maps_hold_private_anonymous(MAPS, 0x7f0000400000, 0x7f0000401000), "shared");
+        assert!(!maps_hold_private_anonymous(MAPS, 0x7f0000600000, 0x7f0000601000), "file-backed");
+        assert!(!maps_hold_private_anonymous(MAPS, 0x7f0000500000, 0x7f0000501000), "read-only");
+        assert!(!maps_hold_private_anonymous(MAPS, 0x7ffc00001000, 0x7ffc00002000), "stack");
+        assert!(!maps_hold_private_anonymous(MAPS, 0x7f00003ff000, 0x7f0000401000), "across two mappings");
+        assert!(!maps_hold_private_anonymous(MAPS, 0x1000, 0x2000), "unmapped");
+        assert!(!maps_hold_private_anonymous(MAPS, 0x7f0000001000, 0x7f0000001000), "empty");
+        assert!(!maps_hold_private_anonymous("garbage line\n", 0x1000, 0x2000));
+    }
+
+    #[test]
+    fn this_process_has_threads_and_its_heap_is_found() {
+        assert!(thread_count().unwrap() >= 1);
+        let boxed = Box::new([0u8; 64]);
+        let start = boxed.as_ptr() as usize;
+        // Small allocations come from the heap or from an arena's anonymous mapping.
+        assert!(in_private_anonymous_memory(start, start + 64).unwrap());
+    }
+}
