@@ -10,8 +10,8 @@ pub fn page_size() -> usize {
     usize::try_from(size).ok().filter(|&size| size > 0).unwrap_or(4096)
 }
 
-/// Whether `[start, end)` lies inside one private, anonymous, readable and writable mapping of
-/// this process that is not the main thread's stack (the heap, or memory from `mmap`).
+/// Whether `[start, end)` lies in private, anonymous, readable and writable memory of this
+/// process other than the main thread's stack (the heap, or memory from `mmap`).
 pub fn in_private_anonymous_memory(start: usize, end: usize) -> io::Result<bool> {
     Ok(maps_hold_private_anonymous(&std::fs::read_to_string("/proc/self/maps")?, start, end))
 }
@@ -22,17 +22,38 @@ pub fn thread_count() -> io::Result<usize> {
     status.lines().find_map(|line| line.strip_prefix("Threads:")).and_then(|count| count.trim().parse().ok()).ok_or_else(|| io::Error::other("/proc/self/status has no thread count"))
 }
 
-/// [`in_private_anonymous_memory`] on the text of a maps file. Adjacent mappings are not merged:
-/// a range across two of them is refused.
+/// [`in_private_anonymous_memory`] on the text of a maps file (its lines in address order): the
+/// range must be covered by qualifying mappings that follow each other with no gap.
 fn maps_hold_private_anonymous(maps: &str, start: usize, end: usize) -> bool {
-    maps.lines().any(|line| {
-        let mut fields = line.split_whitespace();
-        let (Some(range), Some(perms), Some(_offset), Some(_device), Some(inode)) = (fields.next(), fields.next(), fields.next(), fields.next(), fields.next()) else { return false };
-        let path = fields.next().unwrap_or("");
-        let Some((low, high)) = range.split_once('-') else { return false };
-        let (Ok(low), Ok(high)) = (usize::from_str_radix(low, 16), usize::from_str_radix(high, 16)) else { return false };
-        low <= start && end <= high && start < end && perms.starts_with("rw") && perms.ends_with('p') && inode == "0" && (path.is_empty() || path == "[heap]")
-    })
+    if start >= end {
+        return false;
+    }
+    let mut covered = start;
+    for line in maps.lines() {
+        let Some((low, high, qualifies)) = parse_line(line) else { continue };
+        if high <= covered {
+            continue;
+        }
+        if low > covered || !qualifies {
+            return false;
+        }
+        covered = high;
+        if covered >= end {
+            return true;
+        }
+    }
+    false
+}
+
+/// A maps line's range, and whether it is private, anonymous, readable and writable memory other
+/// than the stack.
+fn parse_line(line: &str) -> Option<(usize, usize, bool)> {
+    let mut fields = line.split_whitespace();
+    let (range, perms, _offset, _device, inode) = (fields.next()?, fields.next()?, fields.next()?, fields.next()?, fields.next()?);
+    let path = fields.next().unwrap_or("");
+    let (low, high) = range.split_once('-')?;
+    let (low, high) = (usize::from_str_radix(low, 16).ok()?, usize::from_str_radix(high, 16).ok()?);
+    Some((low, high, perms.starts_with("rw") && perms.ends_with('p') && inode == "0" && (path.is_empty() || path == "[heap]")))
 }
 
 #[cfg(test)]
@@ -41,6 +62,7 @@ mod tests {
 
     const MAPS: &str = "\
 55d0a0000000-55d0a0021000 rw-p 00000000 00:00 0                          [heap]
+7effff000000-7f0000000000 rw-p 00000000 00:00 0 
 7f0000000000-7f0000400000 rw-p 00000000 00:00 0 
 7f0000400000-7f0000500000 rw-s 00000000 00:1a 12345                      /dev/shm/braid-x
 7f0000500000-7f0000600000 r--p 00000000 08:01 777                        /usr/lib/libc.so.6
@@ -52,6 +74,7 @@ mod tests {
     fn the_heap_and_anonymous_memory_qualify() {
         assert!(maps_hold_private_anonymous(MAPS, 0x55d0a0001000, 0x55d0a0002008));
         assert!(maps_hold_private_anonymous(MAPS, 0x7f0000000000, 0x7f0000400000));
+        assert!(maps_hold_private_anonymous(MAPS, 0x7effffff0000, 0x7f0000010000), "two adjacent mappings");
     }
 
     #[test]
@@ -60,7 +83,8 @@ mod tests {
         assert!(!maps_hold_private_anonymous(MAPS, 0x7f0000600000, 0x7f0000601000), "file-backed");
         assert!(!maps_hold_private_anonymous(MAPS, 0x7f0000500000, 0x7f0000501000), "read-only");
         assert!(!maps_hold_private_anonymous(MAPS, 0x7ffc00001000, 0x7ffc00002000), "stack");
-        assert!(!maps_hold_private_anonymous(MAPS, 0x7f00003ff000, 0x7f0000401000), "across two mappings");
+        assert!(!maps_hold_private_anonymous(MAPS, 0x7f00003ff000, 0x7f0000401000), "into a shared mapping");
+        assert!(!maps_hold_private_anonymous(MAPS, 0x55d0a0020000, 0x7effff001000), "across a gap");
         assert!(!maps_hold_private_anonymous(MAPS, 0x1000, 0x2000), "unmapped");
         assert!(!maps_hold_private_anonymous(MAPS, 0x7f0000001000, 0x7f0000001000), "empty");
         assert!(!maps_hold_private_anonymous("garbage line\n", 0x1000, 0x2000));

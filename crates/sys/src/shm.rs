@@ -111,10 +111,14 @@ pub struct SharedInPlace {
     restore: bool,
 }
 
+/// How much memory [`SharedInPlace`] moves at a time: the move needs this much on top of the
+/// memory itself, since each part's old pages are freed as its new ones take their place.
+const MOVE_CHUNK: usize = 16 << 20;
+
 impl SharedInPlace {
-    /// Copies the `len` bytes at `start` into the new shared-memory file `name`, then moves the
-    /// file's mapping over them (`mremap`), replacing the pages. On failure the pages are as they
-    /// were and the file is removed.
+    /// Copies the `len` bytes at `start` into the new shared-memory file `name`, moving the
+    /// file's mapping over them part by part (`mremap`), which replaces the pages. On failure the
+    /// file is removed; the parts already moved keep their contents, backed by it.
     ///
     /// # Safety
     /// `start` and `len` must be page-aligned (`len` > 0), and the pages private writable memory
@@ -123,19 +127,36 @@ impl SharedInPlace {
     /// mapped while the result lives.
     pub unsafe fn new(name: &str, start: *mut u8, len: usize, restore: bool) -> io::Result<SharedInPlace> {
         let start_ptr = NonNull::new(start).ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "null address"))?;
-        let staging = SharedMapping::create(name, len)?;
-        // SAFETY: per the caller `start` holds `len` readable bytes; `staging` is another range.
-        unsafe { std::ptr::copy_nonoverlapping(start, staging.as_ptr(), len) };
-        // SAFETY: moves the file's mapping over the caller's pages, which the caller lets go
-        // (see above); both ranges are page-aligned and `len` long.
-        let moved = unsafe { libc::mremap(staging.as_ptr().cast(), len, len, libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED, start.cast::<libc::c_void>()) };
-        if moved == libc::MAP_FAILED {
-            let error = io::Error::last_os_error();
-            drop(staging);
-            let _ = unlink(name);
-            return Err(error);
+        let path = checked_path(name)?;
+        let file = OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).custom_flags(libc::O_CLOEXEC).open(&path)?;
+        // Not populated: the file's pages are allocated as the copy writes them.
+        let staging = match file.set_len(len as u64).and_then(|()| map(&file, len, 0)) {
+            Ok(staging) => staging,
+            Err(error) => {
+                let _ = unlink(name);
+                return Err(error);
+            }
+        };
+        let mut moved = 0;
+        while moved < len {
+            let part = MOVE_CHUNK.min(len - moved);
+            // SAFETY: per the caller `start` holds `len` readable bytes, and `staging` is another
+            // range of `len`; `part` starts `moved` bytes into both.
+            let failed = unsafe {
+                std::ptr::copy_nonoverlapping(start.add(moved), staging.as_ptr().add(moved), part);
+                libc::mremap(staging.as_ptr().add(moved).cast(), part, part, libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED, start.add(moved).cast::<libc::c_void>()) == libc::MAP_FAILED
+            };
+            if failed {
+                let error = io::Error::last_os_error();
+                // SAFETY: the part of the staging mapping not moved yet, unmapped once.
+                unsafe { libc::munmap(staging.as_ptr().add(moved).cast(), len - moved) };
+                std::mem::forget(staging);
+                let _ = unlink(name);
+                return Err(error);
+            }
+            moved += part;
         }
-        // Its pages are at `start` now, owned by the result.
+        // Every page of it is at `start` now, owned by the result.
         std::mem::forget(staging);
         Ok(SharedInPlace { start: start_ptr, len, restore })
     }
@@ -147,18 +168,24 @@ impl Drop for SharedInPlace {
             return;
         }
         let (start, len) = (self.start.as_ptr(), self.len);
-        // SAFETY: fresh private pages elsewhere receive the contents, then move over the shared
-        // ones (nothing else touches them meanwhile: `new`'s contract). If a step fails the
-        // shared pages stay, still this process's memory with its contents.
-        unsafe {
-            let private = libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
-            if private == libc::MAP_FAILED {
-                return;
+        let mut restored = 0;
+        while restored < len {
+            let part = MOVE_CHUNK.min(len - restored);
+            // SAFETY: fresh private pages elsewhere receive a part's contents, then move over the
+            // shared ones (nothing else touches them meanwhile: `new`'s contract). If a step
+            // fails the rest stays shared, still this process's memory with its contents.
+            unsafe {
+                let private = libc::mmap(std::ptr::null_mut(), part, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
+                if private == libc::MAP_FAILED {
+                    return;
+                }
+                std::ptr::copy_nonoverlapping(start.add(restored), private.cast::<u8>(), part);
+                if libc::mremap(private, part, part, libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED, start.add(restored).cast::<libc::c_void>()) == libc::MAP_FAILED {
+                    libc::munmap(private, part);
+                    return;
+                }
             }
-            std::ptr::copy_nonoverlapping(start, private.cast::<u8>(), len);
-            if libc::mremap(private, len, len, libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED, start.cast::<libc::c_void>()) == libc::MAP_FAILED {
-                libc::munmap(private, len);
-            }
+            restored += part;
         }
     }
 }
@@ -235,30 +262,33 @@ mod tests {
 
     #[test]
     fn memory_shared_in_place_keeps_its_contents_and_is_seen_by_another_mapping() {
-        let page = crate::memory_map::page_size();
+        // Larger than one part of the move, and not a whole number of parts.
+        let len = MOVE_CHUNK + 3 * crate::memory_map::page_size();
         let name = format!("braid-test-in-place-{}", std::process::id());
         // SAFETY: a private anonymous mapping of this test alone.
-        let start = unsafe { libc::mmap(std::ptr::null_mut(), 2 * page, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+        let start = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
         assert_ne!(start, libc::MAP_FAILED);
         let bytes = start.cast::<u8>();
         // SAFETY: within the mapping above, which only this test uses.
         unsafe {
-            bytes.write(7);
-            bytes.add(2 * page - 1).write(9);
-            let shared = SharedInPlace::new(&name, bytes, 2 * page, true).unwrap();
-            assert_eq!((bytes.read(), bytes.add(2 * page - 1).read()), (7, 9));
+            for at in (0..len).step_by(4093) {
+                bytes.add(at).write((at % 251) as u8);
+            }
+            let shared = SharedInPlace::new(&name, bytes, len, true).unwrap();
+            assert!((0..len).step_by(4093).all(|at| bytes.add(at).read() == (at % 251) as u8), "contents kept");
             let other = SharedMapping::open(&name).unwrap();
             unlink(&name).unwrap();
-            bytes.add(5).write(42);
-            assert_eq!(other.as_ptr().add(5).read(), 42, "a write in place shows in the file");
+            let last = len - 1;
+            bytes.add(last).write(42);
+            assert_eq!(other.as_ptr().add(last).read(), 42, "a write in place shows in the file");
             other.as_ptr().add(6).write(43);
             assert_eq!(bytes.add(6).read(), 43, "a write to the file shows in place");
             drop(shared);
             // Restored: private again, with the contents.
             other.as_ptr().add(7).write(44);
-            assert_eq!((bytes.read(), bytes.add(6).read(), bytes.add(7).read()), (7, 43, 0));
-            assert!(crate::memory_map::in_private_anonymous_memory(bytes as usize, bytes as usize + 2 * page).unwrap());
-            libc::munmap(start, 2 * page);
+            assert_eq!((bytes.read(), bytes.add(6).read(), bytes.add(7).read(), bytes.add(last).read()), (0, 43, 0, 42));
+            assert!(crate::memory_map::in_private_anonymous_memory(bytes as usize, bytes as usize + len).unwrap());
+            libc::munmap(start, len);
         }
     }
 

@@ -5,6 +5,8 @@ use std::cell::RefCell;
 use std::ffi::{c_int, c_void};
 use std::rc::Rc;
 
+use braid_sys::shm::{SharedInPlace, SharedMapping};
+
 use super::state::WinState;
 use crate::comm::Hints;
 use crate::consts::*;
@@ -34,7 +36,15 @@ pub struct Window {
     /// Memory MPI_Win_allocate took outside a shared segment (16-byte aligned).
     pub owned: Option<Vec<u128>>,
     /// A created window's memory shared in place, and the other ranks' mapped here.
-    pub shared_created: Option<super::abi::shared_create::SharedCreated>,
+    pub shared_created: Option<SharedCreated>,
+}
+
+/// A created window's memory on one node (see `abi::shared_create`): this rank's under its
+/// shared-memory file, and the other ranks' mapped here. Dropped when the window is freed, after
+/// its last access, which makes whole pages private again.
+pub struct SharedCreated {
+    pub own: Option<SharedInPlace>,
+    pub peers: Vec<SharedMapping>,
 }
 
 /// Windows by handle (index + 1: handle 0 is MPI_WIN_NULL).

@@ -21,13 +21,7 @@ use braid_sys::shm::{self, SharedInPlace, SharedMapping};
 use super::check_call;
 use crate::consts::*;
 use crate::error::MpiResult;
-
-/// This rank's window memory under its file, and the other ranks' memory mapped here; dropped
-/// when the window is freed (after its last access), which makes whole pages private again.
-pub struct SharedCreated {
-    _own: Option<SharedInPlace>,
-    _peers: Vec<SharedMapping>,
-}
+use crate::win::table::SharedCreated;
 
 /// Where each rank's window memory is mapped in this process.
 type Bases = Vec<Option<*mut u8>>;
@@ -120,7 +114,7 @@ pub fn share(dup: MPI_Comm, rank: usize, context: u32, base: *mut c_void, size: 
         return Ok(None);
     }
     let own = own.unwrap_or(None);
-    Ok(Some((SharedCreated { _own: own, _peers: peers }, bases)))
+    Ok(Some((SharedCreated { own, peers }, bases)))
 }
 
 #[cfg(test)]
