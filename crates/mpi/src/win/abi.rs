@@ -13,6 +13,7 @@ use std::rc::Rc;
 use braid_sys::shm::SharedMapping;
 
 use super::agent::WinAgent;
+use super::atomics;
 use super::lockword;
 use super::ops::{self, Action, Memory};
 use super::single_copy;
@@ -189,9 +190,11 @@ fn build(flavor: Flavor, user_base: *mut c_void, size: usize, disp_unit: usize, 
         let same_node = shared.members.iter().all(|&job| node(job) == node(shared.members[0]));
         Ok((shared.members.clone(), shared.rank as usize, shared.p2p_context, same_node, rt.config.cma != braid_config::CmaMode::Off, rt.config.win_create_share, rt.config.debug))
     })?;
-    // Size, displacement unit, pid, memory address and probe word of every member.
-    const EXCHANGED: usize = 5;
-    let mine: [u64; EXCHANGED] = [size as u64, disp_unit as u64, u64::from(std::process::id()), user_base as u64, single_copy::probe_address()];
+    // Size, displacement unit, pid, memory address, probe word and lock-free accumulates asked
+    // for (the `acc_single_intrinsic` hint) of every member.
+    const EXCHANGED: usize = 6;
+    let single_intrinsic = hints.iter().any(|(key, value)| key == "acc_single_intrinsic" && value == "true");
+    let mine: [u64; EXCHANGED] = [size as u64, disp_unit as u64, u64::from(std::process::id()), user_base as u64, single_copy::probe_address(), u64::from(single_intrinsic)];
     let mut all = vec![0u64; EXCHANGED * members.len()];
     // SAFETY: EXCHANGED u64s from each member into a buffer of EXCHANGED * size.
     check_call(
@@ -205,6 +208,7 @@ fn build(flavor: Flavor, user_base: *mut c_void, size: usize, disp_unit: usize, 
     let pids: Vec<i32> = column(2).map(|value| value as i32).collect();
     let addresses: Vec<u64> = column(3).collect();
     let probes: Vec<u64> = column(4).collect();
+    let lock_free_asked = column(5).all(|asked| asked == 1);
     if flavor == Flavor::Shared && !same_node {
         return Err(error(dup, MPI_ERR_RMA_SHARED, "MPI_Win_allocate_shared needs a communicator whose ranks share a node"));
     }
@@ -269,7 +273,8 @@ fn build(flavor: Flavor, user_base: *mut c_void, size: usize, disp_unit: usize, 
         }
     };
     let jobs = members.to_vec();
-    let state = WinState::new(rank as u32, context, Members { jobs, sizes, disp_units, pids, addresses }, bases, flavor == Flavor::Dynamic, segment, single_copy);
+    let mut state = WinState::new(rank as u32, context, Members { jobs, sizes, disp_units, pids, addresses }, bases, flavor == Flavor::Dynamic, segment, single_copy);
+    state.lock_free_accumulates = lock_free_asked && !single_copy;
     let state = Rc::new(RefCell::new(state));
     // The handle is moved in, so that its last reference here is dropped under the runtime too.
     let handle = runtime::with(move |rt| {
@@ -640,6 +645,18 @@ fn fast_fetch_and_op(state: &WinState, target: u32, args: &Rma, len: usize) -> O
     if offset < 0 || (offset as usize).checked_add(len)? > mapped.size {
         return None;
     }
+    let remote = mapped.base.wrapping_offset(offset);
+    if state.lock_free_accumulates && atomics::lock_free(remote as usize, len) {
+        let update = atomics::Update::of(Action::GetAccumulate, args.op, args.target_datatype)?;
+        // SAFETY: the element lies within the target's window memory, mapped here (checked
+        // above), aligned, and every updater of this window updates it atomically; MPI requires
+        // the origin and result buffers to hold one element each.
+        unsafe {
+            let operand = if args.op == MPI_NO_OP { &[][..] } else { std::slice::from_raw_parts(args.origin.cast::<u8>(), len) };
+            atomics::update_element(update, remote, len, operand, &[], args.result.cast());
+        }
+        return Some(Ok(()));
+    }
     let kernel = if args.op == MPI_NO_OP { None } else { Some(crate::op::predefined_kernel(args.op, args.target_datatype)?) };
     let word = state.segment.as_ref().map(|segment| segment.accumulate_word(target));
     if let Some(word) = word {
@@ -651,7 +668,6 @@ fn fast_fetch_and_op(state: &WinState, target: u32, args: &Rma, len: usize) -> O
     // and other accumulates are held off by its accumulate lock; MPI requires the origin and
     // result buffers to hold one element each.
     unsafe {
-        let remote = mapped.base.wrapping_offset(offset);
         copy_bytes(remote, args.result.cast::<u8>(), len);
         if let Some(kernel) = kernel {
             kernel(std::slice::from_raw_parts(args.origin.cast::<u8>(), len), std::slice::from_raw_parts_mut(remote, len));

@@ -2,11 +2,12 @@
 //! synchronisation. The design (access paths, the wire, where the target's progress is needed)
 //! is in docs/architecture.md, "One-sided communication".
 //!
-//! State modules (`table`, `state`, `sync`, `ops`, `wire`, `lockword`, `regions`, `single_copy`,
-//! `agent`) never enter the runtime; `abi` holds the MPI_* entry points.
+//! State modules (`table`, `state`, `sync`, `ops`, `atomics`, `wire`, `lockword`, `regions`,
+//! `single_copy`, `agent`) never enter the runtime; `abi` holds the MPI_* entry points.
 
 pub mod abi;
 pub mod agent;
+pub mod atomics;
 pub mod lockword;
 pub mod ops;
 pub mod regions;

@@ -11,6 +11,7 @@ use std::rc::Rc;
 use braid_engine::{Engine, EngineError, RequestId, Source, TagSelector};
 use braid_sys::shm::SharedMapping;
 
+use super::atomics;
 use super::lockword;
 use super::ops::{self, Action};
 use super::regions;
@@ -188,6 +189,10 @@ pub struct WinState {
     pub posts: Vec<u32>,
     pub completes: Vec<u32>,
     pub freed: bool,
+    /// Accumulate-like operations update 4- and 8-byte aligned elements with atomic instructions
+    /// and no lock ([`atomics`]): every rank asked for it (`acc_single_intrinsic`) and maps the
+    /// memory it updates (no `SingleCopy` target).
+    pub lock_free_accumulates: bool,
 }
 
 /// Job ranks and memory of the window's members, as creation exchanged them.
@@ -243,6 +248,7 @@ impl WinState {
             posts: vec![0; count],
             completes: vec![0; count],
             freed: false,
+            lock_free_accumulates: false,
         }
     }
 
@@ -551,6 +557,11 @@ impl WinState {
     /// were checked by the caller.
     #[allow(clippy::too_many_arguments)]
     pub fn execute_mapped(&self, target: u32, action: Action, runs: &[(isize, usize)], data: &[u8], compare: &[u8], op: MPI_Op, basic: MPI_Datatype) -> Result<Vec<u8>, (c_int, String)> {
+        if self.lock_free_accumulates && action.is_atomic() && (target == self.rank || self.targets[target as usize].path == Path::Direct) {
+            if let Some(result) = self.execute_lock_free(target, action, runs, data, compare, op, basic) {
+                return result;
+            }
+        }
         let word = self.segment.as_ref().filter(|_| action.is_atomic()).map(|segment| segment.accumulate_word(target));
         if let Some(word) = word {
             while !lockword::try_lock_accumulate(word) {
@@ -577,6 +588,38 @@ impl WinState {
             lockword::unlock_accumulate(word);
         }
         result
+    }
+
+    /// [`WinState::execute_mapped`] of an accumulate-like action on memory mapped here, on a
+    /// window with lock-free accumulates: the accumulate lock only for elements that are not
+    /// lock-free. None where the type or operation is not a predefined one defined together (the
+    /// caller's way reports it).
+    #[allow(clippy::too_many_arguments)]
+    fn execute_lock_free(&self, target: u32, action: Action, runs: &[(isize, usize)], data: &[u8], compare: &[u8], op: MPI_Op, basic: MPI_Datatype) -> Option<Result<Vec<u8>, (c_int, String)>> {
+        let size = crate::datatype::dense_predefined_size(basic)?;
+        let update = atomics::Update::of(action, op, basic)?;
+        let mapped = &self.targets[target as usize];
+        let checked = if self.dynamic { ops::check_attached(runs, &self.attached, self.rank) } else { ops::check_range(runs, mapped.size, target) };
+        if let Err(detail) = checked {
+            return Some(Err((MPI_ERR_RMA_RANGE, detail)));
+        }
+        let base = if self.dynamic { std::ptr::null_mut() } else { mapped.base };
+        let word = self.segment.as_ref().filter(|_| !atomics::all_lock_free(base, runs, size)).map(|segment| segment.accumulate_word(target));
+        if let Some(word) = word {
+            while !lockword::try_lock_accumulate(word) {
+                std::hint::spin_loop();
+            }
+        }
+        // SAFETY: the runs were checked against the target's memory mapped here (its window, or
+        // this rank's attached regions), which stays valid while the window exists; every
+        // updater of this window updates lock-free elements atomically and the others under the
+        // accumulate lock, held here when there are any (a window without a segment has one
+        // updater, its target).
+        let result = unsafe { atomics::execute(action, update, base, runs, size, data, compare) };
+        if let Some(word) = word {
+            lockword::unlock_accumulate(word);
+        }
+        Some(result)
     }
 
     /// Publishes this rank's attached regions to `SingleCopy` origins (dynamic windows with a
