@@ -214,7 +214,7 @@ echo
                         line = line " " (((row, "braid") in value) && ((row, order[i]) in value) && p != 0 ? sprintf("%.3g", b / p) : "-")
                     }
                 unit = row; sub(/.* /, "", unit)
-                print line " " ((unit == "MB/s" || unit == "msg/s") ? "higher" : "lower")
+                print line " " ((unit == "MB/s" || unit == "msg/s" || unit == "Mops/s") ? "higher" : "lower")
             }
         }'
 } | column -t

@@ -21,8 +21,12 @@
  *              (shared), one operation then MPI_Win_flush per iteration (us per operation)
  *   put_bw, get_bw  the same with 64 operations per flush (MB/s)
  *   fop_lat    MPI_Fetch_and_op (int64 sum) then a flush (us); 8 bytes only
+ *   fop_rate   every rank adds to its own int64 in rank 0's window (fetch-and-op, flush) at
+ *              once: the operations of all ranks per second (Mops/s)
  *   -W         the one-sided window: MPI_Win_allocate (default) or MPI_Win_create over malloc'd
  *              memory (rows named *_create)
+ *   -A         the window gets the info hint acc_single_intrinsic=true (its accumulates are single
+ *              elements of predefined types; rows named *_hint)
  *   -q         quick: fewer iterations and sizes (a smoke run)
  * Output (rank 0, stdout): `# ...` comment lines and one `bench,size,value,unit` line per point.
  */
@@ -291,20 +295,27 @@ static void allreduce(void)
  * MPI_Win_create over malloc'd memory. put/get: one op then a flush per iteration (latency, us)
  * or RMA_WINDOW ops then a flush (bandwidth, MB/s); fop: MPI_Fetch_and_op of an int64 sum. */
 #define RMA_WINDOW 64
-static int window_create;
+static int window_create, accumulate_hint;
 
 static MPI_Win rma_window(long bytes, char **base)
 {
     MPI_Win win;
+    MPI_Info info = MPI_INFO_NULL;
+    if (accumulate_hint) {
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "acc_single_intrinsic", "true");
+    }
     if (window_create) {
         *base = malloc((size_t)bytes + 8);
         if (!*base)
             die("out of memory");
         memset(*base, 0, (size_t)bytes + 8);
-        MPI_Win_create(*base, bytes + 8, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+        MPI_Win_create(*base, bytes + 8, 1, info, MPI_COMM_WORLD, &win);
     } else {
-        MPI_Win_allocate(bytes + 8, 1, MPI_INFO_NULL, MPI_COMM_WORLD, base, &win);
+        MPI_Win_allocate(bytes + 8, 1, info, MPI_COMM_WORLD, base, &win);
     }
+    if (info != MPI_INFO_NULL)
+        MPI_Info_free(&info);
     return win;
 }
 
@@ -368,7 +379,35 @@ static void put_latency(void) { one_sided(window_create ? "put_lat_create" : "pu
 static void get_latency(void) { one_sided(window_create ? "get_lat_create" : "get_lat", 1, 0); }
 static void put_bandwidth(void) { one_sided(window_create ? "put_bw_create" : "put_bw", 0, 1); }
 static void get_bandwidth(void) { one_sided(window_create ? "get_bw_create" : "get_bw", 1, 1); }
-static void fop_latency(void) { one_sided(window_create ? "fop_lat_create" : "fop_lat", 2, 0); }
+static void fop_latency(void)
+{
+    static const char *names[2][2] = {{"fop_lat", "fop_lat_hint"}, {"fop_lat_create", "fop_lat_create_hint"}};
+    one_sided(names[window_create][accumulate_hint], 2, 0);
+}
+
+/* Every rank adds to its own int64 in rank 0's window with fetch-and-op and a flush, all at
+ * once under lock_all: the operations per second of all ranks together (millions). */
+static void fop_rate(void)
+{
+    long iterations = iterations_for(8, 10000);
+    char *base;
+    MPI_Win win = rma_window(8L * size, &base);
+    int64_t one = 1, old = 0;
+    MPI_Win_lock_all(0, win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double start = MPI_Wtime();
+    for (long i = 0; i < iterations; i++) {
+        MPI_Fetch_and_op(&one, &old, MPI_INT64_T, 0, 8L * rank, MPI_SUM, win);
+        MPI_Win_flush(0, win);
+    }
+    double elapsed = MPI_Wtime() - start, slowest = 0;
+    MPI_Reduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Win_unlock_all(win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    rma_free(&win, base);
+    static const char *names[2][2] = {{"fop_rate", "fop_rate_hint"}, {"fop_rate_create", "fop_rate_create_hint"}};
+    emit(names[window_create][accumulate_hint], 8, (double)size * (double)iterations / slowest / 1e6, "Mops/s");
+}
 
 static double cpu_seconds(void)
 {
@@ -454,11 +493,11 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (argc < 2)
-        die("usage: osu latency|bw|bibw|mr|multi_bw|multi_lat|ring|allreduce|waitcpu|xfer|put_lat|get_lat|put_bw|get_bw|fop_lat [-q] [-n MIN] [-m MAX] [-i ITERATIONS] [-w MS] [-W allocate|create]");
+        die("usage: osu latency|bw|bibw|mr|multi_bw|multi_lat|ring|allreduce|waitcpu|xfer|put_lat|get_lat|put_bw|get_bw|fop_lat|fop_rate [-q] [-n MIN] [-m MAX] [-i ITERATIONS] [-w MS] [-W allocate|create] [-A]");
     const char *bench = argv[1];
     int option;
     optind = 2;
-    while ((option = getopt(argc, argv, "qn:m:i:w:W:")) != -1) {
+    while ((option = getopt(argc, argv, "qn:m:i:w:W:A")) != -1) {
         switch (option) {
         case 'q': quick = 1; break;
         case 'n': min_bytes = atol(optarg); break;
@@ -466,6 +505,7 @@ int main(int argc, char **argv)
         case 'i': iterations_option = atol(optarg); break;
         case 'w': compute_ms = atol(optarg); break;
         case 'W': window_create = strcmp(optarg, "create") == 0; break;
+        case 'A': accumulate_hint = 1; break;
         default: die("unknown option");
         }
     }
@@ -482,7 +522,7 @@ int main(int argc, char **argv)
     } benches[] = {{"latency", latency}, {"mr", message_rate}, {"multi_bw", multi_bandwidth}, {"multi_lat", multi_latency},
                    {"ring", ring},       {"allreduce", allreduce}, {"waitcpu", wait_cpu},
                    {"xfer", transfer_times}, {"put_lat", put_latency}, {"get_lat", get_latency},
-                   {"put_bw", put_bandwidth}, {"get_bw", get_bandwidth}, {"fop_lat", fop_latency}};
+                   {"put_bw", put_bandwidth}, {"get_bw", get_bandwidth}, {"fop_lat", fop_latency}, {"fop_rate", fop_rate}};
     int found = 0;
     if (strcmp(bench, "bw") == 0 || strcmp(bench, "bibw") == 0) {
         bandwidth(bench, strcmp(bench, "bibw") == 0);
@@ -495,7 +535,7 @@ int main(int argc, char **argv)
         }
     }
     if (!found)
-        die("unknown benchmark (latency, bw, bibw, mr, multi_bw, multi_lat, ring, allreduce, waitcpu, xfer, put_lat, get_lat, put_bw, get_bw, fop_lat)");
+        die("unknown benchmark (latency, bw, bibw, mr, multi_bw, multi_lat, ring, allreduce, waitcpu, xfer, put_lat, get_lat, put_bw, get_bw, fop_lat, fop_rate)");
     free(send_buffer);
     free(receive_buffer);
     MPI_Finalize();
