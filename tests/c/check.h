@@ -4,6 +4,7 @@
 #define BRAID_TEST_CHECK_H
 
 #include <mpi.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -88,6 +89,20 @@ static inline void require_ranks(int minimum, const char *name)
         if (check_world_rank() == 0)
             fprintf(stderr, "%s needs at least %d ranks, got %d\n", name, minimum, size);
         MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+}
+
+/* Adds one to the int64 at displacement `disp` of `target`'s window with a compare-and-swap
+ * loop, starting from the guess `seen`, inside a passive-target epoch. */
+static inline void add_one_by_compare_and_swap(MPI_Win win, int target, MPI_Aint disp, int64_t seen)
+{
+    for (;;) {
+        int64_t next = seen + 1, result = -1;
+        MPI_Compare_and_swap(&next, &seen, &result, MPI_INT64_T, target, disp, win);
+        MPI_Win_flush(target, win);
+        if (result == seen)
+            return;
+        seen = result;
     }
 }
 

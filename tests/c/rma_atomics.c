@@ -56,24 +56,15 @@ static void hammer(int allocate, int hinted)
         /* Compare-and-swap until this rank's increment of the counter at byte 8 lands. Open MPI
          * 4.1's osc/rdma crashes in compare-and-swap (btl vader's emulated atomics) on the
          * caller's own window and on allocated ones, so there those add with fetch-and-op. */
-        int64_t expected = 0, swapped = -1;
+        int64_t expected = 0;
         MPI_Fetch_and_op(NULL, &expected, MPI_INT64_T, 0, 8, MPI_NO_OP, win);
         MPI_Win_flush(0, win);
-        int compare_and_swap = 1;
 #ifdef OPEN_MPI
-        if (rank == 0 || allocate) {
-            MPI_Fetch_and_op(&one, &swapped, MPI_INT64_T, 0, 8, MPI_SUM, win);
-            compare_and_swap = 0;
-        }
+        if (rank == 0 || allocate)
+            MPI_Fetch_and_op(&one, &expected, MPI_INT64_T, 0, 8, MPI_SUM, win);
+        else
 #endif
-        while (compare_and_swap) {
-            int64_t next = expected + 1;
-            MPI_Compare_and_swap(&next, &expected, &swapped, MPI_INT64_T, 0, 8, win);
-            MPI_Win_flush(0, win);
-            if (swapped == expected)
-                break;
-            expected = swapped;
-        }
+            add_one_by_compare_and_swap(win, 0, 8, expected);
         double value = rank * ROUNDS + i, previous = 0;
         MPI_Fetch_and_op(&value, &previous, MPI_DOUBLE, 0, 16, MPI_MAX, win);
         int32_t old32 = 0;

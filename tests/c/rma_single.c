@@ -39,21 +39,14 @@ static void atomics_from_every_rank(void)
         /* Compare-and-swap until this rank's increment of the second counter lands. Open MPI
          * 4.1's osc/rdma crashes in compare-and-swap on the caller's own window (btl vader's
          * emulated atomics), so there rank 0 adds with fetch-and-op instead. */
-        int64_t seen = 0, result = -1;
 #ifdef OPEN_MPI
         if (rank == 0) {
+            int64_t result = -1;
             MPI_Fetch_and_op(&one, &result, MPI_INT64_T, 0, 1, MPI_SUM, win);
             continue;
         }
 #endif
-        for (;;) {
-            int64_t next = seen + 1;
-            MPI_Compare_and_swap(&next, &seen, &result, MPI_INT64_T, 0, 1, win);
-            MPI_Win_flush(0, win);
-            if (result == seen)
-                break;
-            seen = result;
-        }
+        add_one_by_compare_and_swap(win, 0, 1, 0);
     }
     MPI_Win_unlock_all(win);
     MPI_Barrier(MPI_COMM_WORLD);
