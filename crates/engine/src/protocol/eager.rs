@@ -40,8 +40,9 @@ impl Engine {
     }
 
     /// A standard-mode send: finished at once where [`Engine::try_send_now`] can (`None`), else
-    /// started (its request, which the caller waits for or reaps).
-    #[inline]
+    /// started (its request, which the caller waits for or reaps). Always inlined, as
+    /// `try_send_now` is: small collectives' exchanges go through it.
+    #[inline(always)]
     pub fn send_or_start(&mut self, data: &'static [u8], dest: u32, tag: i32, context: u32) -> Result<Option<RequestId>, EngineError> {
         if self.try_send_now(data, dest, tag, context)? {
             return Ok(None);
