@@ -60,6 +60,15 @@ fn sync_error(detail: String) -> MpiError {
     win_error(MPI_ERR_RMA_SYNC, detail)
 }
 
+/// Whether every member of `dup` says `mine` (an allreduce; `what` names the step in an error).
+fn everyone(dup: MPI_Comm, mine: bool, what: &str) -> MpiResult<bool> {
+    let mut mine = c_int::from(mine);
+    let mut all: c_int = 0;
+    // SAFETY: one int each way, over the window's communicator.
+    check_call(dup, unsafe { crate::coll::abi::MPI_Allreduce((&mut mine as *mut c_int).cast(), (&mut all as *mut c_int).cast(), 1, MPI_INT, MPI_MIN, dup) }, what)?;
+    Ok(all == 1)
+}
+
 /// An MPI call made from inside a window call, with the state released: its failure as an error.
 fn check_call(comm: MPI_Comm, code: c_int, what: &str) -> MpiResult<()> {
     if code == MPI_SUCCESS {
@@ -127,15 +136,12 @@ fn shared_segment(dup: MPI_Comm, rank: usize, sizes: &[usize], noncontig: bool, 
         None if announce[0] == 1 => (SharedMapping::open(&format!("braid-win-{}-{context}", announce[1])).ok(), None),
         None => (None, None),
     };
-    let mut ok: c_int = c_int::from(mapping.is_some());
-    let mut all_ok: c_int = 0;
-    // SAFETY: one int each way.
-    check_call(dup, unsafe { crate::coll::abi::MPI_Allreduce((&mut ok as *mut c_int).cast(), (&mut all_ok as *mut c_int).cast(), 1, MPI_INT, MPI_MIN, dup) }, "agreeing on the segment")?;
+    let all_mapped = everyone(dup, mapping.is_some(), "agreeing on the segment");
     if let Some(name) = &made_name {
         let _ = braid_sys::shm::unlink(name);
     }
     match mapping {
-        Some(mapping) if all_ok == 1 => Ok((mapping, offsets)),
+        Some(mapping) if all_mapped? => Ok((mapping, offsets)),
         _ => Err(error(dup, MPI_ERR_NO_MEM, format!("the window's shared segment of {end} bytes could not be made or mapped by every member"))),
     }
 }
@@ -234,15 +240,8 @@ fn build(flavor: Flavor, user_base: *mut c_void, size: usize, disp_unit: usize, 
     // tables).
     let mut single_copy = false;
     if matches!(flavor, Flavor::Create | Flavor::Dynamic) && same_node && count > 1 && cma && shared_created.is_none() {
-        let mut reachable = c_int::from((0..count).filter(|&r| r != rank).all(|r| single_copy::reachable(pids[r], probes[r])));
-        let mut all_reachable: c_int = 0;
-        // SAFETY: one int each way.
-        check_call(
-            dup,
-            unsafe { crate::coll::abi::MPI_Allreduce((&mut reachable as *mut c_int).cast(), (&mut all_reachable as *mut c_int).cast(), 1, MPI_INT, MPI_MIN, dup) },
-            "agreeing on single copies",
-        )?;
-        if all_reachable == 1 {
+        let reachable = (0..count).filter(|&r| r != rank).all(|r| single_copy::reachable(pids[r], probes[r]));
+        if everyone(dup, reachable, "agreeing on single copies")? {
             let (mapping, _) = shared_segment(dup, rank, &vec![0; count], false, header_len(count, flavor == Flavor::Dynamic))?;
             segment = Some(Rc::new(Segment { mapping, members: count }));
             single_copy = true;

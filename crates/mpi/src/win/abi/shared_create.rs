@@ -13,12 +13,12 @@
 //! child made by `fork` would share those pages with its parent. Every rank must qualify, or the
 //! window takes the single-copy path. `BRAID_WIN_CREATE_SHARE=off` turns this off.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_void;
 
 use braid_sys::memory_map;
 use braid_sys::shm::{self, SharedInPlace, SharedMapping};
 
-use super::check_call;
+use super::everyone;
 use crate::consts::*;
 use crate::error::MpiResult;
 use crate::win::table::SharedCreated;
@@ -44,15 +44,6 @@ fn qualifies(base: *mut c_void, size: usize) -> bool {
     let (start, len) = page_span(base as usize, size, memory_map::page_size());
     let whole_pages = start == base as usize && len == size;
     memory_map::in_private_anonymous_memory(start, start + len).unwrap_or(false) && (whole_pages || memory_map::thread_count().is_ok_and(|threads| threads == 1))
-}
-
-/// Whether every rank of `dup` says `mine`.
-fn everyone(dup: MPI_Comm, mine: bool, what: &str) -> MpiResult<bool> {
-    let mut mine = c_int::from(mine);
-    let mut all: c_int = 0;
-    // SAFETY: one int each way, over the window's communicator.
-    check_call(dup, unsafe { crate::coll::abi::MPI_Allreduce((&mut mine as *mut c_int).cast(), (&mut all as *mut c_int).cast(), 1, MPI_INT, MPI_MIN, dup) }, what)?;
-    Ok(all == 1)
 }
 
 /// Shares the memory of every rank of a created window on one node (collective over `dup`):
