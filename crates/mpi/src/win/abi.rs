@@ -657,12 +657,7 @@ fn fast_fetch_and_op(state: &WinState, target: u32, args: &Rma, len: usize) -> O
         return Some(Ok(()));
     }
     let kernel = if args.op == MPI_NO_OP { None } else { Some(crate::op::predefined_kernel(args.op, args.target_datatype)?) };
-    let word = state.segment.as_ref().map(|segment| segment.accumulate_word(target));
-    if let Some(word) = word {
-        while !lockword::try_lock_accumulate(word) {
-            std::hint::spin_loop();
-        }
-    }
+    let _lock = state.segment.as_ref().map(|segment| lockword::AccumulateLock::take(segment.accumulate_word(target)));
     // SAFETY: the element lies within the target's window memory, mapped here (checked above),
     // and other accumulates are held off by its accumulate lock; MPI requires the origin and
     // result buffers to hold one element each.
@@ -671,9 +666,6 @@ fn fast_fetch_and_op(state: &WinState, target: u32, args: &Rma, len: usize) -> O
         if let Some(kernel) = kernel {
             kernel(std::slice::from_raw_parts(args.origin.cast::<u8>(), len), std::slice::from_raw_parts_mut(remote, len));
         }
-    }
-    if let Some(word) = word {
-        lockword::unlock_accumulate(word);
     }
     Some(Ok(()))
 }

@@ -48,6 +48,25 @@ pub fn unlock_accumulate(word: &AtomicU64) {
     word.store(0, Ordering::Release);
 }
 
+/// The accumulate lock, held until dropped.
+pub struct AccumulateLock<'a>(&'a AtomicU64);
+
+impl<'a> AccumulateLock<'a> {
+    /// Spins until the accumulate lock `word` is taken (its holders hold it for one operation).
+    pub fn take(word: &'a AtomicU64) -> AccumulateLock<'a> {
+        while !try_lock_accumulate(word) {
+            std::hint::spin_loop();
+        }
+        AccumulateLock(word)
+    }
+}
+
+impl Drop for AccumulateLock<'_> {
+    fn drop(&mut self) {
+        unlock_accumulate(self.0);
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;

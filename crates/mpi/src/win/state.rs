@@ -533,93 +533,47 @@ impl WinState {
         self.answer(engine, origin, sequence, class, &result)
     }
 
-    /// Applies an operation to this rank's own window memory: a request served as target, or an
-    /// origin's operation on itself. `runs` are relative to the window's base (a dynamic window:
-    /// absolute addresses).
-    pub fn execute_local(&self, action: Action, runs: &[(isize, usize)], data: &[u8], compare: &[u8], op: MPI_Op, basic: MPI_Datatype) -> Result<Vec<u8>, (c_int, String)> {
-        let me = &self.targets[self.rank as usize];
-        if self.dynamic {
-            ops::check_attached(runs, &self.attached, self.rank).map_err(|detail| (MPI_ERR_RMA_RANGE, detail))?;
-        } else {
-            ops::check_range(runs, me.size, self.rank).map_err(|detail| (MPI_ERR_RMA_RANGE, detail))?;
+    /// Applies an operation on a target whose memory is mapped here (`Direct`, or this rank: a
+    /// request served as target, or an origin's operation on itself) or reached by single copies
+    /// (`SingleCopy`): accumulate-like actions under the target's accumulate lock when other
+    /// processes reach the memory too, except the elements a window with lock-free accumulates
+    /// updates atomically ([`atomics`]). Runs of a `SingleCopy` target were checked by the caller.
+    #[allow(clippy::too_many_arguments)]
+    pub fn execute_mapped(&self, target: u32, action: Action, runs: &[(isize, usize)], data: &[u8], compare: &[u8], op: MPI_Op, basic: MPI_Datatype) -> Result<Vec<u8>, (c_int, String)> {
+        let mapped = &self.targets[target as usize];
+        let single_copy = target != self.rank && mapped.path == Path::SingleCopy;
+        let lock_free = (self.lock_free_accumulates && action.is_atomic() && !single_copy).then(|| crate::datatype::dense_predefined_size(basic).zip(atomics::Update::of(action, op, basic))).flatten();
+        if let Some((size, update)) = lock_free {
+            let base = self.mapped_base(target, runs)?;
+            let _lock = self.segment.as_ref().filter(|_| !atomics::all_lock_free(base, runs, size)).map(|segment| lockword::AccumulateLock::take(segment.accumulate_word(target)));
+            // SAFETY: the runs were checked against the target's memory mapped here, which stays
+            // valid while the window exists; every updater of this window updates lock-free
+            // elements atomically and the others under the accumulate lock, held here when there
+            // are any (a window without a segment has one updater, its target).
+            return unsafe { atomics::execute(action, update, base, runs, size, data, compare) };
         }
-        let reduction = reduction_of(action, op, basic).map_err(|class| (class, format!("operation {op} is not defined on datatype {basic}")))?;
-        let base = if self.dynamic { std::ptr::null_mut() } else { me.base };
-        // SAFETY: the runs were checked against this rank's window memory (or attached regions),
-        // which the program keeps valid while the window exists; operations on it are applied
-        // one at a time (this process's calls and its agent never run together).
+        let _lock = self.segment.as_ref().filter(|_| action.is_atomic()).map(|segment| lockword::AccumulateLock::take(segment.accumulate_word(target)));
+        if single_copy {
+            let remote = Remote { pid: mapped.pid, base: if self.dynamic { 0 } else { mapped.address } };
+            return ops::apply(&remote, action, runs, data, compare, reduction_of(action, op, basic)?.as_ref());
+        }
+        let base = self.mapped_base(target, runs)?;
+        let reduction = reduction_of(action, op, basic)?;
+        // SAFETY: the runs were checked against the target's memory mapped here (its part of the
+        // shared segment, or this rank's window memory or attached regions), which stays valid
+        // while the window exists; atomic actions hold the target's accumulate lock, or are this
+        // process's alone (its calls and its agent never run together).
         unsafe { ops::execute(action, base, runs, data, compare, reduction.as_ref()) }
     }
 
-    /// Applies an operation on a target whose memory is mapped here (`Direct`, or this rank) or
-    /// reached by single copies (`SingleCopy`): accumulate-like actions under the target's
-    /// accumulate lock when other processes reach the memory too. Runs of a `SingleCopy` target
-    /// were checked by the caller.
-    #[allow(clippy::too_many_arguments)]
-    pub fn execute_mapped(&self, target: u32, action: Action, runs: &[(isize, usize)], data: &[u8], compare: &[u8], op: MPI_Op, basic: MPI_Datatype) -> Result<Vec<u8>, (c_int, String)> {
-        if self.lock_free_accumulates && action.is_atomic() && (target == self.rank || self.targets[target as usize].path == Path::Direct) {
-            if let Some(result) = self.execute_lock_free(target, action, runs, data, compare, op, basic) {
-                return result;
-            }
-        }
-        let word = self.segment.as_ref().filter(|_| action.is_atomic()).map(|segment| segment.accumulate_word(target));
-        if let Some(word) = word {
-            while !lockword::try_lock_accumulate(word) {
-                std::hint::spin_loop();
-            }
-        }
+    /// What the runs of `target`'s memory mapped here are relative to, once they are checked
+    /// against it (the window's size, or this rank's attached regions for a dynamic window; their
+    /// addresses are absolute).
+    fn mapped_base(&self, target: u32, runs: &[(isize, usize)]) -> Result<*mut u8, (c_int, String)> {
         let mapped = &self.targets[target as usize];
-        let result = if target == self.rank {
-            self.execute_local(action, runs, data, compare, op, basic)
-        } else if mapped.path == Path::SingleCopy {
-            let remote = Remote { pid: mapped.pid, base: if self.dynamic { 0 } else { mapped.address } };
-            reduction_of(action, op, basic)
-                .map_err(|class| (class, format!("operation {op} is not defined on datatype {basic}")))
-                .and_then(|reduction| ops::apply(&remote, action, runs, data, compare, reduction.as_ref()))
-        } else {
-            ops::check_range(runs, mapped.size, target)
-                .map_err(|detail| (MPI_ERR_RMA_RANGE, detail))
-                .and_then(|()| reduction_of(action, op, basic).map_err(|class| (class, format!("operation {op} is not defined on datatype {basic}"))))
-                // SAFETY: the runs lie within the target's part of the shared segment, mapped
-                // here for the window's life; atomic actions hold the target's accumulate lock.
-                .and_then(|reduction| unsafe { ops::execute(action, mapped.base, runs, data, compare, reduction.as_ref()) })
-        };
-        if let Some(word) = word {
-            lockword::unlock_accumulate(word);
-        }
-        result
-    }
-
-    /// [`WinState::execute_mapped`] of an accumulate-like action on memory mapped here, on a
-    /// window with lock-free accumulates: the accumulate lock only for elements that are not
-    /// lock-free. None where the type or operation is not a predefined one defined together (the
-    /// caller's way reports it).
-    #[allow(clippy::too_many_arguments)]
-    fn execute_lock_free(&self, target: u32, action: Action, runs: &[(isize, usize)], data: &[u8], compare: &[u8], op: MPI_Op, basic: MPI_Datatype) -> Option<Result<Vec<u8>, (c_int, String)>> {
-        let size = crate::datatype::dense_predefined_size(basic)?;
-        let update = atomics::Update::of(action, op, basic)?;
-        let mapped = &self.targets[target as usize];
-        let checked = if self.dynamic { ops::check_attached(runs, &self.attached, self.rank) } else { ops::check_range(runs, mapped.size, target) };
-        if let Err(detail) = checked {
-            return Some(Err((MPI_ERR_RMA_RANGE, detail)));
-        }
-        let base = if self.dynamic { std::ptr::null_mut() } else { mapped.base };
-        let word = self.segment.as_ref().filter(|_| !atomics::all_lock_free(base, runs, size)).map(|segment| segment.accumulate_word(target));
-        if let Some(word) = word {
-            while !lockword::try_lock_accumulate(word) {
-                std::hint::spin_loop();
-            }
-        }
-        // SAFETY: the runs were checked against the target's memory mapped here (its window, or
-        // this rank's attached regions), which stays valid while the window exists; every
-        // updater of this window updates lock-free elements atomically and the others under the
-        // accumulate lock, held here when there are any (a window without a segment has one
-        // updater, its target).
-        let result = unsafe { atomics::execute(action, update, base, runs, size, data, compare) };
-        if let Some(word) = word {
-            lockword::unlock_accumulate(word);
-        }
-        Some(result)
+        let checked = if self.dynamic && target == self.rank { ops::check_attached(runs, &self.attached, self.rank) } else { ops::check_range(runs, mapped.size, target) };
+        checked.map_err(|detail| (MPI_ERR_RMA_RANGE, detail))?;
+        Ok(if self.dynamic { std::ptr::null_mut() } else { mapped.base })
     }
 
     /// Publishes this rank's attached regions to `SingleCopy` origins (dynamic windows with a
@@ -668,9 +622,11 @@ impl WinState {
 
 /// The reduction an accumulate-like request applies: None for MPI_NO_OP and the actions that
 /// combine nothing.
-pub fn reduction_of(action: Action, op: MPI_Op, basic: MPI_Datatype) -> Result<Option<crate::op::Reduction>, c_int> {
+fn reduction_of(action: Action, op: MPI_Op, basic: MPI_Datatype) -> Result<Option<crate::op::Reduction>, (c_int, String)> {
     match action {
-        Action::Accumulate | Action::GetAccumulate if op != MPI_NO_OP => crate::op::reduction(op, basic).map(Some),
+        Action::Accumulate | Action::GetAccumulate if op != MPI_NO_OP => {
+            crate::op::reduction(op, basic).map(Some).map_err(|class| (class, format!("operation {op} is not defined on datatype {basic}")))
+        }
         _ => Ok(None),
     }
 }
