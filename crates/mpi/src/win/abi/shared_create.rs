@@ -26,24 +26,32 @@ use crate::win::table::SharedCreated;
 /// Where each rank's window memory is mapped in this process.
 type Bases = Vec<Option<*mut u8>>;
 
-/// The pages holding `size` bytes at `base`: their start and length.
-fn page_span(base: usize, size: usize, page: usize) -> (usize, usize) {
-    let start = base - base % page;
-    (start, (base + size).next_multiple_of(page) - start)
+/// The pages holding a window's memory.
+struct Span {
+    start: usize,
+    len: usize,
+    /// Whether they hold the window's bytes and nothing else.
+    whole_pages: bool,
+}
+
+impl Span {
+    /// The pages holding `size` bytes at `base`; None for no bytes.
+    fn of(base: usize, size: usize, page: usize) -> Option<Span> {
+        (size > 0).then(|| {
+            let start = base - base % page;
+            let len = (base + size).next_multiple_of(page) - start;
+            Span { start, len, whole_pages: start == base && len == size }
+        })
+    }
+
+    /// Whether the pages may move (see the module's description).
+    fn qualifies(&self) -> bool {
+        memory_map::in_private_anonymous_memory(self.start, self.start + self.len).unwrap_or(false) && (self.whole_pages || memory_map::thread_count().is_ok_and(|threads| threads == 1))
+    }
 }
 
 fn file_name(pid: i32, context: u32) -> String {
     format!("braid-winmem-{pid}-{context}")
-}
-
-/// Whether this rank's memory may move (see the module's description).
-fn qualifies(base: *mut c_void, size: usize) -> bool {
-    if size == 0 {
-        return true;
-    }
-    let (start, len) = page_span(base as usize, size, memory_map::page_size());
-    let whole_pages = start == base as usize && len == size;
-    memory_map::in_private_anonymous_memory(start, start + len).unwrap_or(false) && (whole_pages || memory_map::thread_count().is_ok_and(|threads| threads == 1))
 }
 
 /// Shares the memory of every rank of a created window on one node (collective over `dup`):
@@ -51,26 +59,25 @@ fn qualifies(base: *mut c_void, size: usize) -> bool {
 /// memory does not qualify or a step failed somewhere.
 #[allow(clippy::too_many_arguments)]
 pub fn share(dup: MPI_Comm, rank: usize, context: u32, base: *mut c_void, size: usize, pids: &[i32], addresses: &[u64], sizes: &[usize]) -> MpiResult<Option<(SharedCreated, Bases)>> {
-    if !everyone(dup, qualifies(base, size), "agreeing on sharing the window memory")? {
+    let page = memory_map::page_size();
+    let span = Span::of(base as usize, size, page);
+    if !everyone(dup, span.as_ref().is_none_or(Span::qualifies), "agreeing on sharing the window memory")? {
         return Ok(None);
     }
-    let page = memory_map::page_size();
     let own_name = file_name(pids[rank], context);
-    let own = if size == 0 {
-        Ok(None)
-    } else {
-        let (start, len) = page_span(base as usize, size, page);
+    let own = match &span {
+        None => Ok(None),
         // SAFETY: the span is private anonymous memory of this process (checked above); with
         // whole pages nothing but the window is in it, else this process has one thread, which
         // is here; the window's memory stays allocated while the window exists (MPI's rule).
-        unsafe { SharedInPlace::new(&own_name, start as *mut u8, len, start == base as usize && len == size) }.map(Some)
+        Some(span) => unsafe { SharedInPlace::new(&own_name, span.start as *mut u8, span.len, span.whole_pages) }.map(Some),
     };
     if let Err(error) = &own {
         eprintln!("Braid: the memory of a created window cannot be shared in place ({error}): its operations use single copies");
     }
-    let moved = own.is_ok();
-    if !everyone(dup, moved, "agreeing on the window memory moved")? {
-        if moved && size > 0 {
+    let made_file = matches!(own, Ok(Some(_)));
+    if !everyone(dup, own.is_ok(), "agreeing on the window memory moved")? {
+        if made_file {
             let _ = shm::unlink(&own_name);
         }
         return Ok(None);
@@ -98,7 +105,7 @@ pub fn share(dup: MPI_Comm, rank: usize, context: u32, base: *mut c_void, size: 
         }
     }
     let all_opened = everyone(dup, opened, "agreeing on the window memory mapped");
-    if size > 0 {
+    if made_file {
         let _ = shm::unlink(&own_name);
     }
     if !all_opened? {
@@ -114,9 +121,11 @@ mod tests {
 
     #[test]
     fn the_span_covers_every_page_the_window_touches() {
-        assert_eq!(page_span(4096, 4096, 4096), (4096, 4096));
-        assert_eq!(page_span(4100, 8, 4096), (4096, 4096));
-        assert_eq!(page_span(8190, 4, 4096), (4096, 8192));
-        assert_eq!(page_span(8192, 1, 4096), (8192, 4096));
+        let span = |base, size| Span::of(base, size, 4096).map(|span| (span.start, span.len, span.whole_pages));
+        assert_eq!(span(4096, 4096), Some((4096, 4096, true)));
+        assert_eq!(span(4100, 8), Some((4096, 4096, false)));
+        assert_eq!(span(8190, 4), Some((4096, 8192, false)));
+        assert_eq!(span(8192, 1), Some((8192, 4096, false)));
+        assert_eq!(span(8192, 0), None);
     }
 }
