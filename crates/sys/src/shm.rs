@@ -42,16 +42,7 @@ impl SharedMapping {
     /// Creates the file `name` (it must not exist yet), sizes it to `len` zero bytes and maps it.
     /// Pages are faulted in by this thread, so on NUMA machines they sit on its node.
     pub fn create(name: &str, len: usize) -> io::Result<SharedMapping> {
-        let path = checked_path(name)?;
-        if len == 0 {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "a shared mapping needs at least one byte"));
-        }
-        let file = OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).custom_flags(libc::O_CLOEXEC).open(&path)?;
-        let mapped = file.set_len(len as u64).and_then(|()| map(&file, len, libc::MAP_POPULATE));
-        if mapped.is_err() {
-            let _ = std::fs::remove_file(&path);
-        }
-        mapped
+        create_mapped(name, len, libc::MAP_POPULATE)
     }
 
     /// Maps the whole of the existing file `name`, every page at once: a page touched first
@@ -78,6 +69,21 @@ impl SharedMapping {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+}
+
+/// Creates the file `name` (it must not exist yet) of `len` zero bytes and maps it with
+/// `extra_flags`; on failure the file is removed.
+fn create_mapped(name: &str, len: usize, extra_flags: libc::c_int) -> io::Result<SharedMapping> {
+    let path = checked_path(name)?;
+    if len == 0 {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "a shared mapping needs at least one byte"));
+    }
+    let file = OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).custom_flags(libc::O_CLOEXEC).open(&path)?;
+    let mapped = file.set_len(len as u64).and_then(|()| map(&file, len, extra_flags));
+    if mapped.is_err() {
+        let _ = std::fs::remove_file(&path);
+    }
+    mapped
 }
 
 fn map(file: &File, len: usize, extra_flags: libc::c_int) -> io::Result<SharedMapping> {
@@ -127,27 +133,14 @@ impl SharedInPlace {
     /// mapped while the result lives.
     pub unsafe fn new(name: &str, start: *mut u8, len: usize, restore: bool) -> io::Result<SharedInPlace> {
         let start_ptr = NonNull::new(start).ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "null address"))?;
-        let path = checked_path(name)?;
-        let file = OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).custom_flags(libc::O_CLOEXEC).open(&path)?;
         // Not populated: the file's pages are allocated as the copy writes them.
-        let staging = match file.set_len(len as u64).and_then(|()| map(&file, len, 0)) {
-            Ok(staging) => staging,
-            Err(error) => {
-                let _ = unlink(name);
-                return Err(error);
-            }
-        };
+        let staging = create_mapped(name, len, 0)?;
         let mut moved = 0;
         while moved < len {
             let part = MOVE_CHUNK.min(len - moved);
-            // SAFETY: per the caller `start` holds `len` readable bytes, and `staging` is another
-            // range of `len`; `part` starts `moved` bytes into both.
-            let failed = unsafe {
-                std::ptr::copy_nonoverlapping(start.add(moved), staging.as_ptr().add(moved), part);
-                libc::mremap(staging.as_ptr().add(moved).cast(), part, part, libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED, start.add(moved).cast::<libc::c_void>()) == libc::MAP_FAILED
-            };
-            if failed {
-                let error = io::Error::last_os_error();
+            // SAFETY: per the caller `start` holds `len` bytes that nothing else touches, and
+            // `staging` is another mapping of `len`; `part` starts `moved` bytes into both.
+            if let Err(error) = unsafe { replace_with(start.add(moved), staging.as_ptr().add(moved), part) } {
                 // SAFETY: the part of the staging mapping not moved yet, unmapped once.
                 unsafe { libc::munmap(staging.as_ptr().add(moved).cast(), len - moved) };
                 std::mem::forget(staging);
@@ -160,6 +153,23 @@ impl SharedInPlace {
         std::mem::forget(staging);
         Ok(SharedInPlace { start: start_ptr, len, restore })
     }
+}
+
+/// Copies the `len` bytes at `place` into the mapping at `replacement`, then moves that mapping
+/// over them (`mremap`), replacing their pages.
+///
+/// # Safety
+/// Both ranges must be page-aligned mappings of this process of `len` bytes, nothing else may
+/// touch `place` meanwhile, and `replacement` is gone from its address on success.
+unsafe fn replace_with(place: *mut u8, replacement: *mut u8, len: usize) -> io::Result<()> {
+    // SAFETY: per the caller.
+    unsafe {
+        std::ptr::copy_nonoverlapping(place, replacement, len);
+        if libc::mremap(replacement.cast(), len, len, libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED, place.cast::<libc::c_void>()) == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 impl Drop for SharedInPlace {
@@ -179,8 +189,7 @@ impl Drop for SharedInPlace {
                 if private == libc::MAP_FAILED {
                     return;
                 }
-                std::ptr::copy_nonoverlapping(start.add(restored), private.cast::<u8>(), part);
-                if libc::mremap(private, part, part, libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED, start.add(restored).cast::<libc::c_void>()) == libc::MAP_FAILED {
+                if replace_with(start.add(restored), private.cast(), part).is_err() {
                     libc::munmap(private, part);
                     return;
                 }
