@@ -36,8 +36,9 @@ pub enum Update {
     Read,
     /// MPI_REPLACE: swap the operand in.
     Swap,
-    /// MPI_SUM of an integer type: one atomic add.
-    Add,
+    /// MPI_SUM of an integer type: one atomic add (its kernel for an element that is not
+    /// lock-free).
+    Add(Kernel),
     /// Any other operation: its kernel applied in a compare-and-swap loop.
     Combine(Kernel),
     /// Compare-and-swap.
@@ -52,7 +53,7 @@ impl Update {
             (Action::CompareAndSwap, _) => Update::CompareAndSwap,
             (_, MPI_NO_OP) => Update::Read,
             (_, MPI_REPLACE) => Update::Swap,
-            (_, MPI_SUM) if INTEGER_TYPES.contains(&basic) => Update::Add,
+            (_, MPI_SUM) if INTEGER_TYPES.contains(&basic) => Update::Add(crate::op::predefined_kernel(op, basic)?),
             _ => Update::Combine(crate::op::predefined_kernel(op, basic)?),
         })
     }
@@ -111,7 +112,7 @@ pub fn update<C: Cell>(cell: &C, update: Update, operand: &[u8], compare: &[u8])
     match update {
         Update::Read => cell.load(),
         Update::Swap => cell.swap(C::from_bytes(operand)),
-        Update::Add => cell.add(C::from_bytes(operand)),
+        Update::Add(_) => cell.add(C::from_bytes(operand)),
         Update::CompareAndSwap => match cell.compare_exchange(C::from_bytes(compare), C::from_bytes(operand)) {
             Ok(old) | Err(old) => old,
         },
@@ -207,31 +208,7 @@ unsafe fn plain_update(address: *mut u8, size: usize, update_kind: Update, opera
                 current.copy_from_slice(operand);
             }
         }
-        // Elements of 4 or 8 bytes here are misaligned ones; their sum is their kernel's too.
-        Update::Add | Update::Combine(_) => {
-            let kernel = match update_kind {
-                Update::Combine(kernel) => kernel,
-                _ => add_kernel(size),
-            };
-            kernel(operand, current);
-        }
-    }
-}
-
-/// The wrapping add of an integer element of `size` bytes (4 or 8).
-fn add_kernel(size: usize) -> Kernel {
-    fn add4(input: &[u8], inout: &mut [u8]) {
-        let sum = u32::from_ne_bytes(input.try_into().expect("4 bytes")).wrapping_add(u32::from_ne_bytes((&*inout).try_into().expect("4 bytes")));
-        inout.copy_from_slice(&sum.to_ne_bytes());
-    }
-    fn add8(input: &[u8], inout: &mut [u8]) {
-        let sum = u64::from_ne_bytes(input.try_into().expect("8 bytes")).wrapping_add(u64::from_ne_bytes((&*inout).try_into().expect("8 bytes")));
-        inout.copy_from_slice(&sum.to_ne_bytes());
-    }
-    if size == 4 {
-        add4
-    } else {
-        add8
+        Update::Add(kernel) | Update::Combine(kernel) => kernel(operand, current),
     }
 }
 
@@ -252,7 +229,7 @@ mod tests {
         assert!(!all_lock_free(base, &[(20, 8)], 8));
         let add = Update::of(Action::GetAccumulate, MPI_SUM, MPI_INT64_T).unwrap();
         let max = Update::of(Action::Accumulate, MPI_MAX, MPI_INT64_T).unwrap();
-        assert!(matches!(add, Update::Add) && matches!(max, Update::Combine(_)));
+        assert!(matches!(add, Update::Add(_)) && matches!(max, Update::Combine(_)));
         assert!(Update::of(Action::Accumulate, MPI_LAND, MPI_DOUBLE).is_none());
         // SAFETY: every run lies inside `memory`; nothing else touches it.
         unsafe {
@@ -307,7 +284,7 @@ mod loom_tests {
                     loom::thread::spawn(move || update(&*cell, Update::Combine(add8), &1u64.to_ne_bytes(), &[]))
                 })
                 .collect();
-            update(&*cell, Update::Add, &1u64.to_ne_bytes(), &[]);
+            update(&*cell, Update::Add(add8), &1u64.to_ne_bytes(), &[]);
             for other in others {
                 other.join().unwrap();
             }
