@@ -711,7 +711,7 @@ impl Job<'_> {
             };
             match failure {
                 Some(failure) if self.server.finalized(rank) => self.fail_after_finalize(failure),
-                Some(failure @ Failure::LeftEarly { .. }) => self.left_early(failure),
+                Some(Failure::LeftEarly { rank, pid }) => self.left_early(rank, pid),
                 Some(failure) => self.fail(failure),
                 None => {}
             }
@@ -721,15 +721,13 @@ impl Job<'_> {
     /// A rank exited cleanly without MPI_Finalize while others run: a warning now, a failure
     /// if they are still running after [`JobRequest::unfinalized_wait`] (or at once, as the
     /// cause, if another rank fails first).
-    fn left_early(&mut self, failure: Failure) {
+    fn left_early(&mut self, rank: u32, pid: u32) {
         if self.left_early.is_some() || self.failure.is_some() || self.ending.is_some() {
             return;
         }
-        if let Failure::LeftEarly { rank, pid } = failure {
-            let wait = self.request.unfinalized_wait.as_secs();
-            eprintln!("braid run: warning: rank {rank} (pid {pid}) exited without calling MPI_Finalize; the other ranks have {wait} s to end (BRAID_UNFINALIZED_WAIT_S)");
-        }
-        self.left_early = Some((failure, Instant::now() + self.request.unfinalized_wait));
+        let wait = self.request.unfinalized_wait.as_secs();
+        eprintln!("braid run: warning: rank {rank} (pid {pid}) exited without calling MPI_Finalize; the other ranks have {wait} s to end (BRAID_UNFINALIZED_WAIT_S)");
+        self.left_early = Some((Failure::LeftEarly { rank, pid }, Instant::now() + self.request.unfinalized_wait));
     }
 
     fn reap_blocking(&mut self) {
