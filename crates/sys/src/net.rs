@@ -421,9 +421,13 @@ mod tests {
 
     #[test]
     fn connecting_to_a_closed_port_fails_quickly() {
-        let listener = listen(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0), None).unwrap();
-        let std::net::SocketAddr::V4(target) = listener.local_addr().unwrap() else { panic!("IPv4 listener") };
-        drop(listener);
+        // The port stays bound without listening: a free port could be picked as the
+        // connection's own source port, and a TCP connection to itself succeeds.
+        let socket = new_socket(libc::SOCK_STREAM).unwrap();
+        bind(socket.as_raw_fd(), SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)).unwrap();
+        // Not listening; the type only reads the address back.
+        let bound = TcpListener::from(socket);
+        let std::net::SocketAddr::V4(target) = bound.local_addr().unwrap() else { panic!("IPv4 socket") };
         let error = connect_from(Ipv4Addr::LOCALHOST, target, None, Duration::from_secs(5)).unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::ConnectionRefused);
     }
