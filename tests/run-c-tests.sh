@@ -194,7 +194,7 @@ header_case "mpi.h -std=c99 -pedantic -Wall -Wextra -Werror" c99 "$CC" -std=c99
 header_case "mpi.h -std=c11 -pedantic -Wall -Wextra -Werror" c11 "$CC" -std=c11
 header_case "mpi.h C++ -pedantic -Wall -Wextra -Werror" cxx "$CXX" -x c++ "${CXXFLAGS[@]}"
 
-PROGRAMS=(p2p_matching p2p_modes p2p_more collectives nbc idup neighbors threads datatypes datatypes_more comms comms_more intercomm intercomm_coll attributes errors errhandlers topologies large ring fatal_error abort_code kill_rank unsupported conversions mpit pmpi_counts argerr_p2p argerr_coll argerr_objects rma_ops rma_win rma_single rma_threads rma_create_memory rma_atomics)
+PROGRAMS=(p2p_matching p2p_modes p2p_more collectives nbc idup neighbors threads datatypes datatypes_more comms comms_more intercomm intercomm_coll attributes errors errhandlers topologies large ring fatal_error abort_code kill_rank unsupported conversions mpit pmpi_counts argerr_p2p argerr_coll argerr_objects rma_ops rma_win rma_single rma_threads rma_create_memory rma_atomics rma_large_copy)
 for program in "${PROGRAMS[@]}"; do
     if ! compile_c "$program"; then
         fail "build $program" "$(explain "$LOG_DIR/build-$program.log")"; keep_logs
@@ -277,6 +277,7 @@ for ranks in 1 2 3 4; do
     built rma_single && expect_success "rma_single n=$ranks" "$ranks" -- "$BUILD/rma_single"
     built rma_create_memory && expect_success "rma_create_memory n=$ranks" "$ranks" -- "$BUILD/rma_create_memory"
     built rma_atomics && expect_success "rma_atomics n=$ranks" "$ranks" -- "$BUILD/rma_atomics"
+    [ "$ranks" -ge 2 ] && built rma_large_copy && expect_success "rma_large_copy n=$ranks" "$ranks" -- "$BUILD/rma_large_copy"
 done
 # Accumulates as messages (the target applies them) beside its own lock-free ones.
 is_braid && built rma_atomics && expect_success "rma_atomics n=3 BRAID_CMA=off BRAID_WIN_CREATE_SHARE=off" 3 BRAID_CMA=off BRAID_WIN_CREATE_SHARE=off -- "$BUILD/rma_atomics"

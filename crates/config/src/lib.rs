@@ -96,6 +96,11 @@ pub struct Config {
     pub eager_max: usize,
     pub cma: CmaMode,
     pub win_create_share: bool,
+    /// BRAID_COPY_ASSIST: large one-sided copies on a node are shared with a helper thread on an
+    /// idle CPU.
+    pub copy_assist: bool,
+    pub copy_assist_min: usize,
+    pub copy_assist_spin_us: u32,
     pub cma_chunk: usize,
     pub cma_share_min: usize,
     pub cma_share_max: usize,
@@ -140,6 +145,9 @@ impl Default for Config {
             eager_max: 32 * 1024,
             cma: CmaMode::Auto,
             win_create_share: true,
+            copy_assist: true,
+            copy_assist_min: 65536,
+            copy_assist_spin_us: 100,
             cma_chunk: 1024 * 1024,
             cma_share_min: 64 * 1024,
             cma_share_max: 8 * 1024 * 1024,
@@ -192,6 +200,9 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_EAGER_MAX", default: "32768", meaning: "largest message sent eagerly; larger ones use rendezvous (CMA single copy, two-copy pipeline, or a split over the network rails). Shared memory: this, or less if a frame cannot carry it. Network rails: where their profiles say a split starts to pay, capped by this" },
     Setting { variable: "BRAID_CMA", default: "auto", meaning: "auto | off: single-copy large messages and MPI_Win_create windows on a node with process_vm_readv/writev (auto falls back on EPERM)" },
     Setting { variable: "BRAID_WIN_CREATE_SHARE", default: "on", meaning: "on | off: on one node, MPI_Win_create windows over private anonymous memory (heap or mmap; whole pages, or any span in a process with one thread) have it moved under a shared-memory file in place, so that the node's ranks reach it by loads and stores as in allocated windows; off: single copies (BRAID_CMA) or messages" },
+    Setting { variable: "BRAID_COPY_ASSIST", default: "on", meaning: "on | off: a put or get of at least BRAID_COPY_ASSIST_MIN bytes on a window the ranks of a node reach by loads and stores is copied half by the calling rank and half by a helper thread, on a CPU that no running rank needs: a spare one, or the target's while it sleeps in a blocking call (never on an oversubscribed node); the caller finishes alone what the helper does not start in time" },
+    Setting { variable: "BRAID_COPY_ASSIST_MIN", default: "65536", meaning: "smallest one-sided copy (bytes) shared with the helper thread (see BRAID_COPY_ASSIST; at least 4096); below about 32 KiB one core's copy measured faster" },
+    Setting { variable: "BRAID_COPY_ASSIST_SPIN_US", default: "100", meaning: "microseconds the copy helper watches for the next copy before it sleeps (a sleeping helper is woken by the next copy, too late to help with that one)" },
     Setting { variable: "BRAID_CMA_CHUNK", default: "1048576", meaning: "bytes per process_vm_readv call of the single-copy pipeline" },
     Setting { variable: "BRAID_CMA_SHARE_MIN", default: "65536", meaning: "smallest single-copy message whose copy the receiver shares with the waiting sender: it reads the first half (process_vm_readv) while the sender writes the second (process_vm_writev), so two cores copy; from the second large message to a peer on (the first confirms that CMA works); 0: the receiver copies alone" },
     Setting { variable: "BRAID_CMA_SHARE_MAX", default: "8388608", meaning: "largest message whose copy is shared (see BRAID_CMA_SHARE_MIN); above it two concurrent copies measured slower on this machine than one" },
@@ -280,6 +291,9 @@ impl Config {
         config.eager_max = reader.number("BRAID_EAGER_MAX", config.eager_max, 0)?;
         config.cma = reader.choice("BRAID_CMA", config.cma, &[("auto", CmaMode::Auto), ("on", CmaMode::Auto), ("off", CmaMode::Off)])?;
         config.win_create_share = reader.choice("BRAID_WIN_CREATE_SHARE", config.win_create_share, &[("on", true), ("off", false), ("auto", true)])?;
+        config.copy_assist = reader.choice("BRAID_COPY_ASSIST", config.copy_assist, &[("on", true), ("off", false), ("auto", true)])?;
+        config.copy_assist_min = reader.number("BRAID_COPY_ASSIST_MIN", config.copy_assist_min, 4096)?;
+        config.copy_assist_spin_us = reader.number_u32("BRAID_COPY_ASSIST_SPIN_US", config.copy_assist_spin_us, 0)?;
         config.cma_chunk = reader.number("BRAID_CMA_CHUNK", config.cma_chunk, 4096)?;
         config.cma_share_min = reader.number("BRAID_CMA_SHARE_MIN", config.cma_share_min, 0)?;
         config.cma_share_max = reader.number("BRAID_CMA_SHARE_MAX", config.cma_share_max, 0)?;

@@ -217,9 +217,8 @@ pub struct Engine {
     polls_rails: bool,
     bootstrap: Box<dyn Bootstrap>,
     wait: WaitPolicy,
-    node_ranks: Vec<u32>,
-    /// The node of every job rank (see [`Engine::node_of`]).
-    node_of: Vec<u32>,
+    /// Which ranks share this node, their CPUs, and the node of every job rank.
+    node: node::NodeInfo,
     links: LinkProfiles,
     /// Work above the engine that every progress step advances.
     agents: Vec<Box<dyn ProgressAgent>>,
@@ -390,12 +389,24 @@ impl Engine {
 
     /// Job ranks on this node, this one included, in rank order.
     pub fn node_ranks(&self) -> &[u32] {
-        &self.node_ranks
+        &self.node.ranks
     }
 
     /// The node of every job rank: equal numbers share a node (and its shared memory).
     pub fn node_of(&self) -> &[u32] {
-        &self.node_of
+        &self.node.node_of
+    }
+
+    /// CPUs where a helper thread of this rank (a copy assistant) could work now without taking
+    /// one from a running rank: the node's spare CPUs, or else those of `peer` while it sleeps in
+    /// a blocking call on this node's shared memory. None on an oversubscribed machine, or when
+    /// neither applies. A hint: the sleeper may wake at any moment and then shares its CPU.
+    pub fn idle_cpus_beside(&self, peer: u32) -> Option<&[usize]> {
+        let asleep = || match self.core.endpoints.get(peer as usize).map(|endpoint| endpoint.lane.control) {
+            Some(ControlLane::Direct(transport)) => self.transports[transport].peer_asleep(peer),
+            _ => false,
+        };
+        self.node.idle_cpus(self.core.rank, peer, asleep)
     }
 
     /// The links within and between nodes, for the collectives' cost model.

@@ -18,6 +18,8 @@ pub(crate) struct NodeInfo {
     /// CPUs of this node that could run helper threads (chunk-submission offload) without taking
     /// one of the node's ranks' (on a virtual cluster, the other nodes' ranks share them too).
     pub(crate) spare: SpareCpus,
+    /// The CPU set of each of this node's ranks, in the order of `ranks`.
+    pub(crate) masks: Vec<Vec<usize>>,
 }
 
 /// CPUs of a node left to helper threads.
@@ -28,6 +30,26 @@ pub(crate) struct SpareCpus {
     /// Which ones, when every rank is bound to a single CPU (empty when the ranks float over
     /// shared masks: then the free ones are not known, only how many there are).
     pub(crate) cpus: Vec<usize>,
+}
+
+impl NodeInfo {
+    /// CPUs where a helper thread could work now without taking one from a running rank of this
+    /// machine: the node's spare CPUs (all of `me`'s when they are only counted), or else those of
+    /// `peer` when `peer_asleep` (a rank of this node, other than `me`, that sleeps in a blocking
+    /// call). None on an oversubscribed machine, or when neither applies.
+    pub(crate) fn idle_cpus(&self, me: u32, peer: u32, peer_asleep: impl FnOnce() -> bool) -> Option<&[usize]> {
+        if self.oversubscribed {
+            return None;
+        }
+        let mask_of = |rank: u32| self.ranks.iter().position(|&local| local == rank).map(|local| &self.masks[local][..]);
+        if self.spare.count > 0 {
+            return if self.spare.cpus.is_empty() { mask_of(me) } else { Some(&self.spare.cpus) };
+        }
+        if peer == me || !peer_asleep() {
+            return None;
+        }
+        mask_of(peer)
+    }
 }
 
 /// Names this node: machine, boot and network namespace (see `process::node_identity`).
@@ -78,7 +100,7 @@ pub(crate) fn exchange(bootstrap: &mut dyn Bootstrap) -> Result<NodeInfo, Engine
         }
     }
     let online: Vec<usize> = topology::Topology::detect().map(|topology| topology.cpus.iter().map(|cpu| cpu.id).collect()).unwrap_or_default();
-    Ok(NodeInfo { oversubscribed: oversubscribed(&masks), spare: spare_cpus(&node_masks, &online), ranks, node_of })
+    Ok(NodeInfo { oversubscribed: oversubscribed(&masks), spare: spare_cpus(&node_masks, &online), ranks, node_of, masks: node_masks })
 }
 
 /// The machine part of a node identity: without its network namespace.
@@ -132,6 +154,26 @@ mod tests {
         assert_eq!(spare_cpus(&[vec![0, 1, 2, 3], vec![0, 1, 2, 3]], &online), SpareCpus { count: 2, cpus: vec![] });
         assert_eq!(spare_cpus(&[vec![0, 1], vec![0, 1], vec![0, 1]], &online), SpareCpus { count: 0, cpus: vec![] });
         assert_eq!(spare_cpus(&[vec![0], vec![1], vec![2], vec![3]], &online), SpareCpus::default());
+    }
+
+    fn node(oversubscribed: bool, spare: SpareCpus, masks: Vec<Vec<usize>>) -> NodeInfo {
+        let ranks = (0..masks.len() as u32).collect();
+        NodeInfo { ranks, node_of: vec![0; masks.len()], oversubscribed, spare, masks }
+    }
+
+    #[test]
+    fn a_helper_takes_spare_cpus_else_a_sleeping_peers_never_a_busy_ones() {
+        let bound = node(false, SpareCpus::default(), vec![vec![0], vec![1]]);
+        assert_eq!(bound.idle_cpus(0, 1, || true), Some(&[1][..]));
+        assert_eq!(bound.idle_cpus(0, 1, || false), None);
+        assert_eq!(bound.idle_cpus(0, 0, || true), None);
+        assert_eq!(bound.idle_cpus(0, 7, || true), None, "not a rank of this node");
+        let spare = node(false, SpareCpus { count: 2, cpus: vec![2, 3] }, vec![vec![0], vec![1]]);
+        assert_eq!(spare.idle_cpus(0, 1, || false), Some(&[2, 3][..]));
+        let floating = node(false, SpareCpus { count: 1, cpus: vec![] }, vec![vec![0, 1, 2], vec![0, 1, 2]]);
+        assert_eq!(floating.idle_cpus(1, 0, || false), Some(&[0, 1, 2][..]));
+        let crowded = node(true, SpareCpus::default(), vec![vec![0], vec![0]]);
+        assert_eq!(crowded.idle_cpus(0, 1, || true), None);
     }
 
     #[test]

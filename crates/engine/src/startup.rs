@@ -180,6 +180,6 @@ impl Engine {
             counters: Counters::new(size as usize, rail_base, rail_count),
         };
         let polled = std::iter::once(0).chain(carriers.iter().copied().filter(|&t| t != 0)).collect();
-        Ok(Engine { transports: all, polled, polls_rails, core, bootstrap, wait, node_ranks: node.ranks, node_of: node.node_of, links: link_profiles, agents: Vec::new() })
+        Ok(Engine { transports: all, polled, polls_rails, core, bootstrap, wait, node, links: link_profiles, agents: Vec::new() })
     }
 }

@@ -48,6 +48,8 @@ pub struct Runtime {
     pub errhandlers: ErrhandlerTable,
     /// One-sided communication windows.
     pub windows: crate::win::WinTable,
+    /// Shares large one-sided copies with a helper thread on an idle CPU.
+    pub copy_helper: crate::win::assist::CopyHelper,
     pub error_codes: ErrorCodes,
     pub tuning: CollTuning,
     /// What blocking collectives reuse between calls.
@@ -307,6 +309,7 @@ pub(crate) fn initialize(required: c_int) -> MpiResult<c_int> {
         attributes: AttributeStore::new(),
         errhandlers: ErrhandlerTable::new(),
         windows: crate::win::WinTable::new(),
+        copy_helper: crate::win::assist::CopyHelper::new(&config),
         error_codes: ErrorCodes::new(),
         tuning: CollTuning::from_config(&config),
         coll_spare: Default::default(),

@@ -96,6 +96,12 @@ impl Doorbell {
         self.sleeping.0.store(0, Ordering::Relaxed);
     }
 
+    /// Whether the receiver is between `prepare_sleep` and `finish_sleep`: it waits in a blocking
+    /// call with nothing to do, so its CPU is idle (a hint; it may wake at any moment).
+    pub fn is_sleeping(&self) -> bool {
+        self.sleeping.0.load(Ordering::Relaxed) != 0
+    }
+
     /// Called by a sender after publishing a frame (with a Release store).
     #[inline]
     pub fn ring(&self) {

@@ -49,6 +49,14 @@ pub fn node_identity() -> io::Result<String> {
     Ok(identity.chars().map(|c| if c.is_ascii_graphic() && c != '=' { c } else { '_' }).collect())
 }
 
+/// The kernel's id of the calling thread (what [`crate::affinity::set_process`] takes to move
+/// one thread of a process).
+pub fn thread_id() -> u32 {
+    // SAFETY: gettid takes no arguments and cannot fail.
+    let id = unsafe { libc::gettid() };
+    id as u32
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -310,6 +310,13 @@ pub trait Transport {
     /// Ends a sleep phase started by `prepare_sleep` (senders stop ringing).
     fn finish_sleep(&mut self) {}
 
+    /// Whether `peer` sleeps on this transport's doorbell now (blocked in a wait with nothing to
+    /// do, so its CPU is idle); false where this transport cannot tell.
+    fn peer_asleep(&self, peer: PeerId) -> bool {
+        let _ = peer;
+        false
+    }
+
     /// A descriptor that is readable while `poll` has something to do (input, or room for a
     /// connection waiting for it), with no arming needed: the engine sleeps on several such
     /// transports at once (the network rails) by waiting on all their descriptors. `None`: no

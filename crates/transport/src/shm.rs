@@ -61,6 +61,7 @@
 //! through the pool. The share word beside each ring's consumed position settles who copies the
 //! second half of a shared copy (`offer_share`, `claim_share`, `revoke_share`; see `ring.rs`).
 
+pub mod copy_assist;
 mod pool;
 pub mod reduction;
 pub mod ring;
@@ -550,6 +551,13 @@ impl Transport for ShmTransport {
     fn finish_sleep(&mut self) {
         if let Some(segment) = self.own_segment() {
             segment.doorbell().finish_sleep();
+        }
+    }
+
+    fn peer_asleep(&self, peer: PeerId) -> bool {
+        match self.local_of(peer) {
+            Some(local) if peer != self.rank => self.segments.get(local).is_some_and(|segment| segment.doorbell().is_sleeping()),
+            _ => false,
         }
     }
 }

@@ -110,7 +110,7 @@ const fn collective(name: &'static str, read: fn(&Config, &CollTuning) -> Value,
 }
 
 /// The control variables, in the order of `SETTINGS` (the index of a variable is its setting's).
-pub(crate) static CVARS: [ControlVariable; 39] = [
+pub(crate) static CVARS: [ControlVariable; 42] = [
     fixed("BRAID_WAIT", Kind::Choice(enums::WAIT), MPI_T_VERBOSITY_USER_BASIC, |c, _| Value::Choice(enums::wait_value(c.wait))),
     fixed("BRAID_SPIN_COUNT", Kind::Unsigned, MPI_T_VERBOSITY_TUNER_BASIC, |c, _| Value::Unsigned(c.spin_count)),
     fixed("BRAID_YIELD_US", Kind::Unsigned, MPI_T_VERBOSITY_TUNER_DETAIL, |c, _| Value::Unsigned(c.yield_us)),
@@ -125,6 +125,9 @@ pub(crate) static CVARS: [ControlVariable; 39] = [
     fixed("BRAID_EAGER_MAX", Kind::Size, MPI_T_VERBOSITY_TUNER_BASIC, |c, _| size(c.eager_max)),
     fixed("BRAID_CMA", Kind::Choice(enums::CMA), MPI_T_VERBOSITY_USER_DETAIL, |c, _| Value::Choice(enums::cma_value(c.cma))),
     fixed("BRAID_WIN_CREATE_SHARE", Kind::Choice(enums::SWITCH), MPI_T_VERBOSITY_USER_DETAIL, |c, _| Value::Choice(enums::switch_value(c.win_create_share))),
+    fixed("BRAID_COPY_ASSIST", Kind::Choice(enums::SWITCH), MPI_T_VERBOSITY_USER_DETAIL, |c, _| Value::Choice(enums::switch_value(c.copy_assist))),
+    fixed("BRAID_COPY_ASSIST_MIN", Kind::Size, MPI_T_VERBOSITY_TUNER_DETAIL, |c, _| size(c.copy_assist_min)),
+    fixed("BRAID_COPY_ASSIST_SPIN_US", Kind::Size, MPI_T_VERBOSITY_TUNER_ALL, |c, _| size(c.copy_assist_spin_us as usize)),
     fixed("BRAID_CMA_CHUNK", Kind::Size, MPI_T_VERBOSITY_TUNER_DETAIL, |c, _| size(c.cma_chunk)),
     fixed("BRAID_CMA_SHARE_MIN", Kind::Size, MPI_T_VERBOSITY_TUNER_ALL, |c, _| size(c.cma_share_min)),
     fixed("BRAID_CMA_SHARE_MAX", Kind::Size, MPI_T_VERBOSITY_TUNER_ALL, |c, _| size(c.cma_share_max)),

@@ -13,6 +13,7 @@ use std::rc::Rc;
 use braid_sys::shm::SharedMapping;
 
 use super::agent::WinAgent;
+use super::assist::CopyHelper;
 use super::atomics;
 use super::lockword;
 use super::ops::{self, Action, Memory};
@@ -28,6 +29,7 @@ use crate::error::{class_text, error, MpiError, MpiResult};
 use crate::group::store;
 use crate::request::{Completion, Pending};
 use crate::runtime::{self, engine_error, Runtime};
+use braid_engine::Engine;
 
 pub mod shared_create;
 pub mod synchronisation;
@@ -580,9 +582,9 @@ unsafe fn copy_bytes(from: *const u8, to: *mut u8, len: usize) {
 
 /// Put, get and fetch-and-op of dense predefined types on a target this rank reaches itself
 /// (`Direct`, its own memory, `SingleCopy` of an MPI_Win_create window), within range: the
-/// origin buffers are used in place and nothing is allocated. None: the general path takes the
-/// operation (and reports what is wrong with it).
-fn fast_path(state: &WinState, target: u32, args: &Rma) -> Option<MpiResult<()>> {
+/// origin buffers are used in place and nothing is allocated (a large copy may be shared with
+/// the `helper`). None: the general path takes the operation (and reports what is wrong with it).
+fn fast_path(state: &WinState, target: u32, args: &Rma, helper: (&Engine, &CopyHelper)) -> Option<MpiResult<()>> {
     let mapped = &state.targets[target as usize];
     if state.dynamic || !matches!(mapped.path, Path::Direct | Path::SingleCopy) || args.target_count < 0 {
         return None;
@@ -612,14 +614,16 @@ fn fast_path(state: &WinState, target: u32, args: &Rma) -> Option<MpiResult<()>>
     }
     let local = local.cast::<u8>();
     if mapped.path == Path::Direct {
+        let remote = mapped.base.wrapping_offset(offset);
+        let (from, to) = if args.action == Action::Put { (local.cast_const(), remote) } else { (remote.cast_const(), local) };
         // SAFETY: the run lies within the target's window memory, mapped here (checked above);
         // MPI requires the origin buffer to hold its count of elements.
         unsafe {
-            let remote = mapped.base.wrapping_offset(offset);
-            if args.action == Action::Put {
-                copy_bytes(local, remote, len);
+            let (engine, copy_helper) = helper;
+            if copy_helper.may_take(len) {
+                copy_helper.copy(engine, mapped.job, from, to, len);
             } else {
-                copy_bytes(remote, local, len);
+                copy_bytes(from, to, len);
             }
         }
         return Some(Ok(()));
@@ -690,7 +694,7 @@ fn rma(rt: &mut Runtime, win: MPI_Win, args: &Rma, request_based: bool) -> MpiRe
         } else {
             state.epochs.check_access(target).map_err(sync_error)?;
         }
-        if let Some(done) = fast_path(&state, target, args) {
+        if let Some(done) = fast_path(&state, target, args, (&rt.engine, &rt.copy_helper)) {
             return done.map(|()| None);
         }
         target
@@ -816,7 +820,7 @@ fn passive_fast_path(rt: &Runtime, win: MPI_Win, args: &Rma) -> Option<MpiResult
     if !state.epochs.passive_to(target) {
         return None;
     }
-    fast_path(&state, target, args)
+    fast_path(&state, target, args, (&rt.engine, &rt.copy_helper))
 }
 
 /// A request-based RMA call.

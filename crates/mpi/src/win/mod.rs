@@ -3,10 +3,11 @@
 //! is in docs/architecture.md, "One-sided communication".
 //!
 //! State modules (`table`, `state`, `sync`, `ops`, `atomics`, `wire`, `lockword`, `regions`,
-//! `single_copy`, `agent`) never enter the runtime; `abi` holds the MPI_* entry points.
+//! `single_copy`, `agent`, `assist`) never enter the runtime; `abi` holds the MPI_* entry points.
 
 pub mod abi;
 pub mod agent;
+pub mod assist;
 pub mod atomics;
 pub mod lockword;
 pub mod ops;
