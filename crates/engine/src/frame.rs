@@ -6,7 +6,7 @@
 //! a failed rail is re-sent on another and a duplicate is recognised), a bare NET_ACK, and
 //! NET_DATA, a rendezvous chunk tagged with its transfer (the sequence number of the CTS that
 //! asked for it) so a chunk re-sent after a failover cannot land in a later receive.
-//! NET_BATCH carries several CONTROL frames in one (aggregation, seed 004 section III-D): its
+//! NET_BATCH carries several CONTROL frames in one (aggregation, Brunet, Trahay and Denis 2008, section III-D): its
 //! payload is a run of entries `[header length: u8][payload length: u32][header][payload]`.
 
 use braid_transport::{RemoteRegion, MAX_HEADER};

@@ -1,4 +1,4 @@
-//! Chunk-submission offload (seed 004, equation 1): worker threads, pinned to idle cores, write
+//! Chunk-submission offload (Brunet, Trahay and Denis 2008, equation 1): worker threads, pinned to idle cores, write
 //! the chunks of a split rendezvous message into their rails' sockets, so the chunks leave over
 //! several rails at once instead of one after another from the rank's own thread. Offloading
 //! pays only when the per-chunk submission time outweighs the offload cost T_O (the time from

@@ -1,4 +1,4 @@
-//! Rail sampling (seed 004): a ping-pong between two ranks over one rail at sizes 0, 1, 2, 4, ...,
+//! Rail sampling (Brunet, Trahay and Denis 2008): a ping-pong between two ranks over one rail at sizes 0, 1, 2, 4, ...,
 //! the one-way time of each size being half the median round trip. The result is the rail's
 //! [`Profile`], cached per rail identity and reused.
 //!

@@ -1,5 +1,5 @@
 //! A lane's performance profile: transfer time sampled at power-of-two sizes, and the
-//! prediction of any size's transfer time by log lookup and linear interpolation (seed 004).
+//! prediction of any size's transfer time by log lookup and linear interpolation (Brunet, Trahay and Denis 2008).
 
 /// One measurement: moving `size` bytes took `nanos` nanoseconds (one-way, end to end).
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -1,7 +1,7 @@
 //! Strategies: I/O-free decisions about how a message travels (which transport, which protocol,
 //! and for multirail, what split). They receive every fact they need, clocks included.
 //!
-//! Following the layered design of NewMadeleine (seed 004, section III-B), the engine asks the
+//! Following the layered design of NewMadeleine (Brunet, Trahay and Denis 2008, section III-B), the engine asks the
 //! strategy at its decision points — a send is posted, a rendezvous request is matched — and then
 //! carries the decision out. Nothing here touches a transport or the system.
 

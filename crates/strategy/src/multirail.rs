@@ -1,4 +1,4 @@
-//! Multirail strategies (seed 004): how one peer's traffic is spread over several rails.
+//! Multirail strategies (Brunet, Trahay and Denis 2008): how one peer's traffic is spread over several rails.
 //!
 //! Everything here is a pure function of what it is given — profiles, backlogs, observed drain
 //! rates — so the unit tests drive it on a simulated network. The engine calls it when it sends

@@ -1,6 +1,6 @@
 //! The shared-memory transport: frames between ranks of one node, through memory they all map.
 //!
-//! # Design (after MVAPICH's cache-aware intra-node design, seed 001)
+//! # Design (after MVAPICH's cache-aware intra-node design, Panda 2007)
 //!
 //! Every rank with at least one other rank on its node creates ONE segment,
 //! `/dev/shm/braid-<job>-<rank>` (`<job>` is the bootstrap's job id reduced to `[A-Za-z0-9_-]`).

@@ -1,4 +1,4 @@
-//! Peers reached only over the network rails (seed 004).
+//! Peers reached only over the network rails (Brunet, Trahay and Denis 2008).
 //!
 //! * **Control frames** (EAGER, EAGER_SYNC, RTS, CTS, FIN, ACK) to one peer travel on one control
 //!   rail, the strategy's eager rail for an eager-sized message, so they arrive in order (MPI's

@@ -83,7 +83,7 @@ pub(super) struct Receive {
 pub(super) const QUEUED_FRAME_MAX: usize = 64 << 10;
 
 /// Hands the pieces of a fresh split (`transfer.pieces[first..]`) to offload workers when
-/// seed 004's equation 1 says that submitting them in parallel beats submitting them one after
+/// equation 1 of Brunet, Trahay and Denis 2008 says that submitting them in parallel beats submitting them one after
 /// another, each piece's submission costing a copy of its bytes and each piece's duration
 /// being its predicted finish on its rail. The piece on the peer's
 /// control rail stays with this thread (control frames must not wait behind a worker), and so

@@ -2,7 +2,7 @@
 //! rank copies one half, a helper thread ([`CopyAssistant`]) the other, on a CPU that no running
 //! rank needs (a spare one, or the target's while it sleeps in a blocking call; the engine tells
 //! which). One core's copy stops at its own cache bandwidth, so this is the one way a single put
-//! gets faster than a `memcpy` (seed 001: a copy onloaded to an idle core). The helper starts
+//! gets faster than a `memcpy` (Panda 2007: a copy onloaded to an idle core). The helper starts
 //! with the first such copy; a copy it does not take in time the caller finishes alone.
 
 use std::cell::RefCell;

@@ -1,4 +1,4 @@
-//! Aggregation of small eager frames for one peer (seed 004, section III-D): while the rail
+//! Aggregation of small eager frames for one peer (Brunet, Trahay and Denis 2008, section III-D): while the rail
 //! that carries them is busy, frames wait and leave together in one packet once it frees up or
 //! the packet is full. Pure bookkeeping: the engine keeps the bytes and follows the decisions.
 

@@ -28,7 +28,7 @@ pub(crate) struct Weighted {
     pub(crate) split_min: usize,
 }
 
-/// Predicted-time split (seed 004): chunks sized so that every chosen rail finishes together,
+/// Predicted-time split (Brunet, Trahay and Denis 2008): chunks sized so that every chosen rail finishes together,
 /// counting when each rail frees up and how fast it really drains.
 ///
 /// The common finish time T is found by dichotomy on T itself (not on a ratio; the bracket is

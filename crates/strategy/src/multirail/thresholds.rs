@@ -1,5 +1,5 @@
 //! Thresholds derived from the profiles: where rendezvous starts to pay, and when handing chunk
-//! submission to idle cores does (seed 004, equation 1).
+//! submission to idle cores does (Brunet, Trahay and Denis 2008, equation 1).
 
 use super::timing::{common_finish, predicted_finish, transfer_time};
 use super::RailView;
@@ -56,7 +56,7 @@ pub fn rendezvous_threshold(rails: &[RailView<'_>], header_bytes: usize) -> usiz
 }
 
 /// Whether submitting a split's chunks from idle cores beats submitting them all from the
-/// calling core (seed 004, equation 1).
+/// calling core (Brunet, Trahay and Denis 2008, equation 1).
 ///
 /// With n chunks of predicted transfer durations T_D,i (`chunk_times_ns`, from the profiles),
 /// a per-chunk submission time c (`copy_time_ns`: the CPU copy or system call that hands one
