@@ -770,6 +770,7 @@ async fn prefix(port: &Port, data: &mut [u8], combine: Combine<'_>, inclusive: b
 pub mod hier;
 pub mod inter;
 pub mod segment;
+pub mod shared_file;
 
 #[cfg(test)]
 pub(crate) mod tests;

@@ -46,11 +46,16 @@ impl Agreement {
     /// Runs the algorithm `build` makes over a port of this group to its end; failures are
     /// reported on `comm`.
     pub fn run<F: Future<Output = Result<(), i32>>>(&self, comm: MPI_Comm, build: impl FnOnce(Rc<Port>) -> F) -> MpiResult<()> {
+        self.run_for(comm, "the members could not agree on the new communicator", build)
+    }
+
+    /// [`Agreement::run`], with `failure` saying what a failure means.
+    pub fn run_for<F: Future<Output = Result<(), i32>>>(&self, comm: MPI_Comm, failure: &str, build: impl FnOnce(Rc<Port>) -> F) -> MpiResult<()> {
         let port = Rc::new(Port::new(self.shared.rank as usize, self.shared.size(), self.tuning));
         let mut schedule = pin!(build(port.clone()));
         let tag = self.tag.unwrap_or_else(|| self.shared.next_coll_tag());
         let route = Route::new(self.shared.clone(), tag);
-        let failed = |class| error(comm, class, "the members could not agree on the new communicator");
+        let failed = |class| error(comm, class, failure);
         if runtime::is_locking() {
             return run_in_steps(comm, port, route, schedule.as_mut())?.map_err(failed);
         }

@@ -21,7 +21,9 @@ use super::single_copy;
 use super::state::{header_len, Members, Operand, Path, ResultBuffer, Segment, WinState};
 use super::table::{AttributeValues, Window};
 use super::wire::{Header, RequestKind};
+use crate::coll::algorithms::shared_file::make_shared;
 use crate::coll::drive::Outcome;
+use crate::comm::channel::Agreement;
 use crate::consts::*;
 use crate::datatype::{self, Uniform};
 use crate::error::report::{apply, Target};
@@ -107,9 +109,9 @@ impl Flavor {
 const PAGE: usize = 4096;
 
 /// The shared segment of a window whose members share a node: rank 0 makes it, the others map
-/// it, and it is unlinked once every member has it. `header` bytes come first (see
-/// `header_len`), then the members' `sizes`. Returns the mapping and each member's offset.
-fn shared_segment(dup: MPI_Comm, rank: usize, sizes: &[usize], noncontig: bool, header: usize) -> MpiResult<(SharedMapping, Vec<usize>)> {
+/// it, and it is unlinked once every member has it ([`make_shared`]). `header` bytes come first
+/// (see `header_len`), then the members' `sizes`. Returns the mapping and each member's offset.
+fn shared_segment(dup: MPI_Comm, sizes: &[usize], noncontig: bool, header: usize) -> MpiResult<(SharedMapping, Vec<usize>)> {
     let header = header.next_multiple_of(PAGE);
     let mut offsets = Vec::with_capacity(sizes.len());
     let mut end = header;
@@ -117,34 +119,17 @@ fn shared_segment(dup: MPI_Comm, rank: usize, sizes: &[usize], noncontig: bool, 
         offsets.push(end);
         end = end.checked_add(if noncontig { size.next_multiple_of(PAGE) } else { size }).ok_or_else(|| error(dup, MPI_ERR_NO_MEM, "the window is larger than the address space"))?;
     }
-    let context = runtime::with(|rt| Ok(rt.comms.get(dup)?.shared.p2p_context))?;
-    // Rank 0 names the segment: its pid and the window's context are unique on the node.
-    let mut announce: [u64; 2] = [0, 0];
-    let mut created = None;
-    if rank == 0 {
-        let name = format!("braid-win-{}-{context}", std::process::id());
-        match SharedMapping::create(&name, end) {
-            Ok(mapping) => {
-                created = Some((mapping, name));
-                announce = [1, std::process::id() as u64];
-            }
-            Err(e) => eprintln!("Braid: rank 0 of a window cannot make its shared segment of {end} bytes: {e}"),
-        }
-    }
-    // SAFETY: two u64s, broadcast over the window's communicator.
-    check_call(dup, unsafe { crate::coll::abi::MPI_Bcast(announce.as_mut_ptr().cast(), 2, MPI_UINT64_T, 0, dup) }, "broadcasting the segment name")?;
-    let (mapping, made_name) = match created {
-        Some((mapping, name)) => (Some(mapping), Some(name)),
-        None if announce[0] == 1 => (SharedMapping::open(&format!("braid-win-{}-{context}", announce[1])).ok(), None),
-        None => (None, None),
-    };
-    let all_mapped = everyone(dup, mapping.is_some(), "agreeing on the segment");
-    if let Some(name) = &made_name {
-        let _ = braid_sys::shm::unlink(name);
-    }
-    match mapping {
-        Some(mapping) if all_mapped? => Ok((mapping, offsets)),
-        _ => Err(error(dup, MPI_ERR_NO_MEM, format!("the window's shared segment of {end} bytes could not be made or mapped by every member"))),
+    let agreement = runtime::with(|rt| Ok(Agreement::new(rt.comms.get(dup)?.shared.clone(), rt.tuning)))?;
+    let made = RefCell::new(None);
+    let made_ref = &made;
+    agreement.run_for(dup, "the window's members could not agree on its shared segment", |port| async move {
+        let create = |name: &str| SharedMapping::create(name, end).inspect_err(|e| eprintln!("Braid: rank 0 of a window cannot make its shared segment of {end} bytes: {e}"));
+        *made_ref.borrow_mut() = make_shared(&port, "braid-win", create, SharedMapping::open).await?;
+        Ok(())
+    })?;
+    match made.into_inner() {
+        Some(mapping) => Ok((mapping, offsets)),
+        None => Err(error(dup, MPI_ERR_NO_MEM, format!("the window's shared segment of {end} bytes could not be made or mapped by every member"))),
     }
 }
 
@@ -233,7 +218,7 @@ fn build(flavor: Flavor, user_base: *mut c_void, size: usize, disp_unit: usize, 
             if debug {
                 eprintln!("Braid: rank {rank} of a created window: its {size} bytes at {user_base:?} are shared in place; every target is reached directly");
             }
-            let (mapping, _) = shared_segment(dup, rank, &vec![0; count], false, header_len(count, false))?;
+            let (mapping, _) = shared_segment(dup, &vec![0; count], false, header_len(count, false))?;
             segment = Some(Rc::new(Segment { mapping, members: count }));
         }
     }
@@ -244,14 +229,14 @@ fn build(flavor: Flavor, user_base: *mut c_void, size: usize, disp_unit: usize, 
     if matches!(flavor, Flavor::Create | Flavor::Dynamic) && same_node && count > 1 && cma && shared_created.is_none() {
         let reachable = (0..count).filter(|&r| r != rank).all(|r| single_copy::reachable(pids[r], probes[r]));
         if everyone(dup, reachable, "agreeing on single copies")? {
-            let (mapping, _) = shared_segment(dup, rank, &vec![0; count], false, header_len(count, flavor == Flavor::Dynamic))?;
+            let (mapping, _) = shared_segment(dup, &vec![0; count], false, header_len(count, flavor == Flavor::Dynamic))?;
             segment = Some(Rc::new(Segment { mapping, members: count }));
             single_copy = true;
         }
     }
     let base: *mut c_void = match flavor {
         Flavor::Shared | Flavor::Allocate if same_node => {
-            let (mapping, offsets) = shared_segment(dup, rank, &sizes, noncontig || flavor == Flavor::Allocate, header_len(count, false))?;
+            let (mapping, offsets) = shared_segment(dup, &sizes, noncontig || flavor == Flavor::Allocate, header_len(count, false))?;
             for (r, offset) in offsets.iter().enumerate() {
                 bases[r] = Some(mapping.as_ptr().wrapping_add(*offset));
             }

@@ -16,7 +16,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use braid_transport::shm::reduction::{ReductionSegment, BANKS};
 
-use super::{allreduce as flat_allreduce, bcast as flat_bcast, check_elements, hier, Outcome};
+use super::shared_file::make_shared;
+use super::{allreduce as flat_allreduce, check_elements, hier, Outcome};
 use crate::coll::hierarchy::node_segment::{chunks, slice};
 use crate::coll::hierarchy::{Hierarchy, NODE_SEGMENT_CHUNK};
 use crate::coll::port::Port;
@@ -38,49 +39,25 @@ impl fmt::Debug for NodeSegment {
 /// Phases of one chunk: the slots filled, the slices reduced, the result back in slot 0.
 const PHASES_PER_CHUNK: u64 = 3;
 
-/// Tells apart the segments one process makes (one per communicator that needs one).
-static SEGMENTS_MADE: AtomicU64 = AtomicU64::new(0);
-
-fn segment_name(pid: u64, serial: u64) -> String {
-    format!("braid-coll-{pid}-{serial}")
-}
-
-/// The node's segment, made and mapped by the node's ranks together at first use: the node's
-/// first rank makes it and tells the others its name, each maps it, and they agree whether every
-/// one has (then the name is removed: the mappings stay). None if some rank could not.
+/// The node's segment, made and mapped by the node's ranks together at first use (see
+/// [`make_shared`]). None if some rank could not.
 async fn node_segment<'h>(port: &Port, hierarchy: &'h Hierarchy, node: &[usize]) -> Result<Option<&'h NodeSegment>, i32> {
     if let Some(made) = hierarchy.node_segment.get() {
         return Ok(made.as_ref());
     }
     let _node = port.within(node);
-    let first = port.rank() == 0;
-    let mut made = None;
-    let mut announce = [0u8; 16];
-    if first {
-        let (pid, serial) = (u64::from(std::process::id()), SEGMENTS_MADE.fetch_add(1, Ordering::Relaxed));
-        match ReductionSegment::create(&segment_name(pid, serial), node.len(), NODE_SEGMENT_CHUNK) {
-            Ok(segment) => {
-                made = Some(segment);
-                announce[..8].copy_from_slice(&pid.to_le_bytes());
-                announce[8..].copy_from_slice(&serial.to_le_bytes());
-            }
-            Err(e) => eprintln!("Braid: the node-wide reduction segment cannot be made ({e}): reductions pass messages instead"),
-        }
-    }
-    flat_bcast(port, &mut announce, 0).await?;
-    let pid = u64::from_le_bytes(announce[..8].try_into().expect("8 bytes"));
-    let serial = u64::from_le_bytes(announce[8..].try_into().expect("8 bytes"));
-    if !first && pid != 0 {
-        made = ReductionSegment::open(&segment_name(pid, serial), node.len(), NODE_SEGMENT_CHUNK)
-            .map_err(|e| eprintln!("Braid: the node-wide reduction segment cannot be mapped ({e}): reductions pass messages instead"))
-            .ok();
-    }
-    let mut everywhere = [u8::from(made.is_some())];
-    flat_allreduce(port, &mut everywhere, 1, &|input: &[u8], inout: &mut [u8]| inout[0] = inout[0].min(input[0]), true).await?;
-    if first && pid != 0 {
-        let _ = braid_sys::shm::unlink(&segment_name(pid, serial));
-    }
-    let segment = made.filter(|_| everywhere[0] == 1).map(|segment| NodeSegment { segment, phase: AtomicU64::new(0) });
+    let fallback = |e: std::io::Error, what: &str| {
+        eprintln!("Braid: the node-wide reduction segment cannot be {what} ({e}): reductions pass messages instead");
+        e
+    };
+    let made = make_shared(
+        port,
+        "braid-coll",
+        |name| ReductionSegment::create(name, node.len(), NODE_SEGMENT_CHUNK).map_err(|e| fallback(e, "made")),
+        |name| ReductionSegment::open(name, node.len(), NODE_SEGMENT_CHUNK).map_err(|e| fallback(e, "mapped")),
+    )
+    .await?;
+    let segment = made.map(|segment| NodeSegment { segment, phase: AtomicU64::new(0) });
     let _ = hierarchy.node_segment.set(segment);
     Ok(hierarchy.node_segment.get().and_then(Option::as_ref))
 }
