@@ -321,11 +321,16 @@ mod model {
     use loom::cell::UnsafeCell;
     use loom::sync::Arc;
 
-    #[test]
-    fn the_tail_is_copied_once_and_before_the_caller_returns() {
+    /// Every interleaving of `model`, with no preemption bound.
+    fn exhaustively(model: impl Fn() + Sync + Send + 'static) {
         let mut builder = loom::model::Builder::new();
         builder.preemption_bound = None;
-        builder.check(|| {
+        builder.check(model);
+    }
+
+    #[test]
+    fn the_tail_is_copied_once_and_before_the_caller_returns() {
+        exhaustively(|| {
             let slot = Arc::new(Slot::default());
             let tail = Arc::new(UnsafeCell::new(0u32));
             let assistant = {
@@ -368,9 +373,7 @@ mod model {
 
     #[test]
     fn a_park_announcement_never_hides_a_posted_job() {
-        let mut builder = loom::model::Builder::new();
-        builder.preemption_bound = None;
-        builder.check(|| {
+        exhaustively(|| {
             let slot = Arc::new(Slot::default());
             let assistant = {
                 let slot = Arc::clone(&slot);
