@@ -10,6 +10,7 @@ use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::rc::Rc;
 
+use braid_engine::Engine;
 use braid_sys::shm::SharedMapping;
 
 use super::agent::WinAgent;
@@ -31,7 +32,6 @@ use crate::error::{class_text, error, MpiError, MpiResult};
 use crate::group::store;
 use crate::request::{Completion, Pending};
 use crate::runtime::{self, engine_error, Runtime};
-use braid_engine::Engine;
 
 pub mod shared_create;
 pub mod synchronisation;

@@ -120,6 +120,9 @@ mod thread {
     #[cfg(not(loom))]
     const PARK_MAX: Duration = Duration::from_millis(100);
 
+    /// Spins of a caller waiting for the assistant's part before it yields its CPU instead.
+    const SPINS_BEFORE_YIELD: u32 = 1 << 14;
+
     /// A helper thread for large copies. Dropping it stops and joins the thread.
     pub struct CopyAssistant {
         slot: Arc<Slot>,
@@ -173,8 +176,16 @@ mod thread {
                 unsafe { std::ptr::copy_nonoverlapping(from.add(head), to.add(head), tail) };
                 return;
             }
+            // The assistant is usually done within a spin or two; a long wait means it shares
+            // this CPU (its placement was refused), so it gets the CPU.
+            let mut spins = 0u32;
             while !self.slot.is_done() {
-                std::hint::spin_loop();
+                if spins < SPINS_BEFORE_YIELD {
+                    spins += 1;
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
             }
             self.slot.clear();
         }
