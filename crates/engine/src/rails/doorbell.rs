@@ -35,7 +35,7 @@ impl RailMachine {
         if self.transfers.is_empty() {
             return None;
         }
-        let horizon = self.strategy.queue_horizon_ns().map(|horizon| self.gaps.horizon_ns(horizon));
+        let horizon = self.queue_horizon_ns();
         let waiting = waiting_bytes(&self.transfers, self.rails.len());
         let mut limit: Option<Duration> = None;
         for transfer in &self.transfers {

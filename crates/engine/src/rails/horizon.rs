@@ -1,7 +1,36 @@
-//! How far ahead chunks are queued on a rail: the strategy's horizon, raised to outlast this
-//! rank's recent absences from progress.
+//! How far ahead chunks are queued on a rail: the strategy's horizon, at most a share of a lone
+//! transfer's predicted time, raised to outlast this rank's recent absences from progress.
 
 use std::time::{Duration, Instant};
+
+use braid_strategy::multirail;
+
+use super::machine::RailMachine;
+
+/// While one transfer is alone in flight, each rail queues at most 1/`LONE_TRANSFER_DIVISOR` of
+/// its predicted time ahead: the rest of it waits to go on whichever rail drains first, so a
+/// rail slowed by other traffic after the split (whose corrected rate lags) does not hold the
+/// whole transfer up. A stream of transfers keeps the strategy's horizon: the rails' queues
+/// then hold other transfers' bytes, and rebalancing happens between transfers.
+const LONE_TRANSFER_DIVISOR: f64 = 2.0;
+
+impl RailMachine {
+    /// The horizon (ns) chunks are queued to now, or None when the strategy posts everything.
+    pub(super) fn queue_horizon_ns(&self) -> Option<f64> {
+        let horizon = self.strategy.queue_horizon_ns()?;
+        let horizon = match self.transfers.as_slice() {
+            [lone] => horizon.min(self.predicted_ns(lone.data.len()) / LONE_TRANSFER_DIVISOR),
+            _ => horizon,
+        };
+        Some(self.gaps.horizon_ns(horizon))
+    }
+
+    /// Predicted time (ns) to move `bytes` over every rail at once at their corrected rates.
+    fn predicted_ns(&self, bytes: usize) -> f64 {
+        let rate: f64 = self.rails.iter().map(|rail| rail.profile.bandwidth() * multirail::usable_factor(rail.rate.factor())).sum();
+        bytes as f64 * 1e9 / rate
+    }
+}
 
 /// A rail's queue must outlast the rank's absences: a rank descheduled (or computing) for a
 /// while posts nothing meanwhile, and a rail whose queue ran out stays idle until it returns.

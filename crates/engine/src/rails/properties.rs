@@ -241,6 +241,31 @@ fn a_split_over_unequal_rails_ends_its_chunks_together() {
 }
 
 #[test]
+fn a_lone_transfer_leaves_room_to_rebalance_when_the_fast_rail_is_slowed() {
+    // The fast rail carries another job's traffic after profiling: at half its profiled rate.
+    // A lone 1 MiB transfer takes less than the strategy's queue horizon, so without a cap every
+    // rail would be handed its whole predicted share at once and the slowed rail's would hold
+    // the transfer up; with the cap the rest goes to whichever rail drains first.
+    let models = vec![
+        RailModel { bytes_per_second: 0.25e9, latency: Duration::from_micros(30), buffer: 4 << 20 },
+        RailModel { bytes_per_second: 0.125e9, latency: Duration::from_micros(30), buffer: 4 << 20 },
+        RailModel { bytes_per_second: 0.031e9, latency: Duration::from_micros(30), buffer: 4 << 20 },
+    ];
+    let len = 1 << 20;
+    let scenario = Scenario { models: models.clone(), ranks: 2, messages: vec![(0, 1, len)], config: sim_config(StrategyKind::Hetero) };
+    let as_profiled: Vec<Profile> = models.iter().map(|model| Profile::from_model(model.latency.as_nanos() as f64, model.bytes_per_second, 16 << 20)).collect();
+    let mut slowed = models.clone();
+    slowed[0].bytes_per_second /= 2.0;
+    let run = run(&mut Rng::new(11), &scenario, SimNetwork::new(slowed, 2), Some(as_profiled));
+    check_delivery(&run, "fast rail at half its profiled rate");
+    let filled = run.ranks[1].filled_at[0] - run.net.log[0].at;
+    let combined: f64 = run.net.models.iter().map(|model| model.bytes_per_second).sum();
+    let ideal = Duration::from_secs_f64(len as f64 / combined);
+    // Without the cap: 1.16x the ideal time here; with it 1.09x.
+    assert!(filled < ideal * 28 / 25, "filled after {filled:?}, against {ideal:?} at the rails' actual combined rate");
+}
+
+#[test]
 fn eager_messages_posted_back_to_back_leave_as_one_batch() {
     let models = vec![RailModel { bytes_per_second: 1.25e9, latency: Duration::from_micros(20), buffer: 4 << 20 }];
     let mut net = SimNetwork::new(models, 2);

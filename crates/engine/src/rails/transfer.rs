@@ -191,7 +191,7 @@ impl RailMachine {
         let mut moved = false;
         let mut failed: Option<(PeerId, usize)> = None;
         let mut chunks: Vec<Chunk> = Vec::new();
-        let horizon = self.strategy.queue_horizon_ns().map(|horizon| self.gaps.horizon_ns(horizon));
+        let horizon = self.queue_horizon_ns();
         // Room left under each (rail, peer) cap: the backlog is read once per call, then
         // counted down, however many pieces share the rail. The list is kept between calls so
         // that a progress step allocates nothing.
