@@ -203,6 +203,11 @@ fn losing_every_rail_is_a_clear_error_for_every_rank_waiting_on_the_rails() {
     }
 }
 
+/// The profiles sampling would give `models` (the rates a split is planned with).
+fn profiles_of(models: &[RailModel]) -> Vec<Profile> {
+    models.iter().map(|model| Profile::from_model(model.latency.as_nanos() as f64, model.bytes_per_second, 16 << 20)).collect()
+}
+
 /// The last NET_DATA arrival on each rail.
 fn last_chunk_per_rail(net: &SimNetwork) -> Vec<Duration> {
     let start = net.log.first().expect("something was sent").at;
@@ -219,7 +224,7 @@ fn a_split_over_unequal_rails_ends_its_chunks_together() {
     let scenario = Scenario { models: models.clone(), ranks: 2, messages: vec![(0, 1, 16 << 20)], config: sim_config(StrategyKind::Hetero) };
     // As profiled, and with the slowest rail at half the rate its profile claims (another
     // job's traffic): rate observation and takeover must close the gap.
-    let as_profiled: Vec<Profile> = models.iter().map(|model| Profile::from_model(model.latency.as_nanos() as f64, model.bytes_per_second, 16 << 20)).collect();
+    let as_profiled = profiles_of(&models);
     let mut slowed = models.clone();
     slowed[1].bytes_per_second /= 2.0;
     for (what, net_models) in [("as profiled", models.clone()), ("one rail at half its profiled rate", slowed)] {
@@ -253,7 +258,7 @@ fn a_lone_transfer_leaves_room_to_rebalance_when_the_fast_rail_is_slowed() {
     ];
     let len = 1 << 20;
     let scenario = Scenario { models: models.clone(), ranks: 2, messages: vec![(0, 1, len)], config: sim_config(StrategyKind::Hetero) };
-    let as_profiled: Vec<Profile> = models.iter().map(|model| Profile::from_model(model.latency.as_nanos() as f64, model.bytes_per_second, 16 << 20)).collect();
+    let as_profiled = profiles_of(&models);
     let mut slowed = models.clone();
     slowed[0].bytes_per_second /= 2.0;
     let run = run(&mut Rng::new(11), &scenario, SimNetwork::new(slowed, 2), Some(as_profiled));
