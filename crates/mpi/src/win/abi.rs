@@ -64,6 +64,11 @@ fn sync_error(detail: String) -> MpiError {
     win_error(MPI_ERR_RMA_SYNC, detail)
 }
 
+/// Whether the info hint `key` is set to "true".
+fn hint_is_true(hints: &[(String, String)], key: &str) -> bool {
+    hints.iter().any(|(k, value)| k == key && value == "true")
+}
+
 /// Whether every member of `dup` says `mine` (an allreduce; `what` names the step in an error).
 fn everyone(dup: MPI_Comm, mine: bool, what: &str) -> MpiResult<bool> {
     let mut mine = c_int::from(mine);
@@ -154,7 +159,7 @@ fn check_creation(comm: MPI_Comm, size: MPI_Aint, disp_unit: c_int, info: MPI_In
 /// (the caller's, allocated, a shared segment, none), and registers the window and its agent.
 fn create(flavor: Flavor, user_base: *mut c_void, size: MPI_Aint, disp_unit: c_int, info: MPI_Info, comm: MPI_Comm, win: *mut MPI_Win) -> MpiResult<*mut c_void> {
     let hints = check_creation(comm, size, disp_unit, info, win)?;
-    let noncontig = hints.iter().any(|(key, value)| key == "alloc_shared_noncontig" && value == "true");
+    let noncontig = hint_is_true(&hints, "alloc_shared_noncontig");
     let mut dup: MPI_Comm = MPI_COMM_NULL;
     // SAFETY: a valid out-pointer.
     check_call(comm, unsafe { crate::comm::construct::MPI_Comm_dup(comm, &mut dup) }, "duplicating the communicator")?;
@@ -186,7 +191,7 @@ fn build(flavor: Flavor, user_base: *mut c_void, size: usize, disp_unit: usize, 
     // Size, displacement unit, pid, memory address, probe word and lock-free accumulates asked
     // for (the `acc_single_intrinsic` hint) of every member.
     const EXCHANGED: usize = 6;
-    let single_intrinsic = hints.iter().any(|(key, value)| key == "acc_single_intrinsic" && value == "true");
+    let single_intrinsic = hint_is_true(&hints, "acc_single_intrinsic");
     let mine: [u64; EXCHANGED] = [size as u64, disp_unit as u64, u64::from(std::process::id()), user_base as u64, single_copy::probe_address(), u64::from(single_intrinsic)];
     let mut all = vec![0u64; EXCHANGED * members.len()];
     // SAFETY: EXCHANGED u64s from each member into a buffer of EXCHANGED * size.

@@ -5,7 +5,7 @@
 //! gets faster than a `memcpy` (Panda 2007: a copy onloaded to an idle core). The helper starts
 //! with the first such copy; a copy it does not take in time the caller finishes alone.
 
-use std::cell::RefCell;
+use std::cell::{RefCell, RefMut};
 use std::time::Duration;
 
 use braid_config::Config;
@@ -30,14 +30,6 @@ impl CopyHelper {
         CopyHelper { enabled: config.copy_assist, min: config.copy_assist_min, spin: Duration::from_micros(config.copy_assist_spin_us.into()), assistant: RefCell::new(None) }
     }
 
-    /// How many copies the helper has taken a part of.
-    pub fn helped(&self) -> usize {
-        match &*self.assistant.borrow() {
-            Some(Ok(assistant)) => assistant.helped(),
-            _ => 0,
-        }
-    }
-
     /// Whether a copy of `len` bytes is large enough to ask for help with.
     #[inline]
     pub fn may_take(&self, len: usize) -> bool {
@@ -53,19 +45,21 @@ impl CopyHelper {
     /// writing either during the call.
     #[cold]
     pub unsafe fn copy(&self, engine: &Engine, peer: u32, from: *const u8, to: *mut u8, len: usize) {
-        if disjoint(from as usize, to as usize, len) {
-            if let Some(cpus) = engine.idle_cpus_beside(peer) {
-                if let Ok(mut assistant) = self.assistant.try_borrow_mut() {
-                    if let Ok(assistant) = assistant.get_or_insert_with(|| CopyAssistant::start(self.spin).map_err(|_| ())) {
-                        // SAFETY: per the caller, and the ranges are disjoint (checked above).
-                        unsafe { assistant.copy(from, to, len, len / CALLER_SHARE_DIVISOR, cpus) };
-                        return;
-                    }
-                }
-            }
+        let cpus = if disjoint(from as usize, to as usize, len) { engine.idle_cpus_beside(peer) } else { None };
+        if let Some((cpus, mut assistant)) = cpus.and_then(|cpus| Some((cpus, self.assistant()?))) {
+            // SAFETY: per the caller, and the ranges are disjoint (checked above).
+            unsafe { assistant.copy(from, to, len, len / CALLER_SHARE_DIVISOR, cpus) };
+        } else {
+            // SAFETY: per the caller.
+            unsafe { std::ptr::copy(from, to, len) };
         }
-        // SAFETY: per the caller.
-        unsafe { std::ptr::copy(from, to, len) };
+    }
+
+    /// The helper, started at the first call; None if it could not be started (or, impossible
+    /// below MPI_THREAD_MULTIPLE's runtime lock, another copy is using it).
+    fn assistant(&self) -> Option<RefMut<'_, CopyAssistant>> {
+        let slot = self.assistant.try_borrow_mut().ok()?;
+        RefMut::filter_map(slot, |slot| slot.get_or_insert_with(|| CopyAssistant::start(self.spin).map_err(|_| ())).as_mut().ok()).ok()
     }
 }
 
