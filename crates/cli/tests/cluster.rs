@@ -1,5 +1,5 @@
 //! `braid cluster` and `braid run --cluster` end to end. Building clusters needs root and iproute2:
-//! those tests say so and pass without checking anything when either is missing. Every cluster is
+//! without them the tests fail and say what is missing. Every cluster is
 //! named `bt<pid><letter>` and removed by a guard, even when a test fails; clusters left by a test
 //! process that died are removed at start.
 
@@ -12,20 +12,14 @@ use braid_sys::netns;
 mod common;
 use common::*;
 
-/// Whether clusters can be built here; says why not otherwise.
-fn can_build_clusters() -> bool {
-    if !netns::can_manage() {
-        eprintln!("skipped: building a virtual cluster needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN)");
-        return false;
-    }
+/// Fails the test unless clusters can be built here (root, iproute2); removes the clusters
+/// that test processes which died left behind.
+fn require_clusters() {
+    assert!(netns::can_manage(), "building a virtual cluster needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN)");
     for tool in ["ip", "tc", "ethtool"] {
-        if find_in_path(tool).is_none() {
-            eprintln!("skipped: `{tool}` is not installed (scripts/setup installs it)");
-            return false;
-        }
+        assert!(find_in_path(tool).is_some(), "`{tool}` is not installed (scripts/setup installs it)");
     }
     remove_stale_clusters("bt");
-    true
 }
 
 /// Removes cluster `name` when dropped, whatever happened.
@@ -80,9 +74,7 @@ fn transfer(guard: &ClusterGuard, address: &str, seconds: f64) -> (u64, u64, f64
 
 #[test]
 fn a_two_node_cluster_carries_every_network_and_runs_jobs_across_its_nodes() {
-    if !can_build_clusters() {
-        return;
-    }
+    require_clusters();
     let guard = ClusterGuard::new('a');
     let name = guard.name.as_str();
     let up = run(&["cluster", "up", name, "--nodes", "2", "--rails", "100mbit,300mbit"]);
@@ -144,9 +136,7 @@ fn a_two_node_cluster_carries_every_network_and_runs_jobs_across_its_nodes() {
 
 #[test]
 fn a_failed_up_removes_everything_it_made() {
-    if !can_build_clusters() {
-        return;
-    }
+    require_clusters();
     let guard = ClusterGuard::new('b');
     // A PATH with ip and ethtool but no tc: building fails when the first rail is shaped.
     let tools = std::env::temp_dir().join(format!("braid-cluster-tools-{}", std::process::id()));

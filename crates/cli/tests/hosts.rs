@@ -1,7 +1,7 @@
 //! `braid run --hosts` on a 2-node virtual cluster: the launcher runs inside node 0 and starts
 //! ranks through a launch agent that maps each node's management address to `ip netns exec` (a
-//! stand-in for ssh). Needs root and iproute2 (the test says so and passes without checking
-//! anything otherwise) and libbraid.so next to the `braid` binary. The cluster is named `bh<pid>a`
+//! stand-in for ssh). Needs root, iproute2 and libbraid.so next to
+//! the `braid` binary (the test fails and says what is missing otherwise). The cluster is named `bh<pid>a`
 //! and removed by a guard, even when the test fails.
 
 use std::path::{Path, PathBuf};
@@ -79,9 +79,7 @@ impl Drop for Cluster {
 
 #[test]
 fn hosts_runs_ranks_through_the_launch_agent_and_reports_a_failing_rank() {
-    if !can_run_cluster_jobs("bh") {
-        return;
-    }
+    require_cluster_jobs("bh");
     let cluster = Cluster::up();
     let agent = cluster.agent();
     let program = cluster.compiled("p2p_matching");

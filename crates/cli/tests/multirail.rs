@@ -1,9 +1,9 @@
 //! Multirail jobs on a 2-node virtual cluster with two shaped rails (2gbit, 1gbit): matching
 //! across nodes, large messages split over both rails, a rail taken down mid-run, every rail lost
-//! while a receive waits with nothing in flight, and shared memory mixed with TCP in one job. Needs root and iproute2 (the tests say so and pass without checking
-//! anything otherwise) and libbraid.so next to the `braid` binary. Every cluster is named
-//! `bm<pid><letter>` and removed by a guard, even when a test fails; clusters left by a test
-//! process that died are removed at start. The tests take turns: they share two cores and their
+//! while a receive waits with nothing in flight, and shared memory mixed with TCP in one job.
+//! Needs root, iproute2 and libbraid.so next to the `braid` binary (the tests fail and say what
+//! is missing otherwise). Every cluster is named `bm<pid><letter>` and removed by a guard, even
+//! when a test fails; clusters left by a test process that died are removed at start. The tests take turns: they share two cores and their
 //! timings matter.
 
 use std::io::{BufRead, BufReader, Read};
@@ -36,13 +36,11 @@ struct Cluster {
 }
 
 impl Cluster {
-    /// This test's turn and its cluster, when this machine can run cluster jobs (root, iproute2).
-    fn for_test(letter: char) -> Option<(MutexGuard<'static, ()>, Cluster)> {
-        if !can_run_cluster_jobs("bm") {
-            return None;
-        }
+    /// This test's turn and its cluster (the test fails if this machine cannot run cluster jobs).
+    fn for_test(letter: char) -> (MutexGuard<'static, ()>, Cluster) {
+        require_cluster_jobs("bm");
         let turn = take_turn();
-        Some((turn, Cluster::up(letter)))
+        (turn, Cluster::up(letter))
     }
 
     fn up(letter: char) -> Cluster {
@@ -114,7 +112,7 @@ const MIB: u64 = 1 << 20;
 
 #[test]
 fn matching_and_ordering_hold_across_nodes() {
-    let Some((_turn, cluster)) = Cluster::for_test('a') else { return };
+    let (_turn, cluster) = Cluster::for_test('a');
     let before = cluster.sent_per_rail(0);
     let output = cluster.run_job(&["-n", "2", "--ppn", "1"], "p2p_matching", &[]);
     assert!(text(&output.stdout).contains("p2p_matching: ok on 2 ranks"), "{}", text(&output.stdout));
@@ -127,7 +125,7 @@ fn matching_and_ordering_hold_across_nodes() {
 
 #[test]
 fn large_messages_are_split_over_both_rails_and_arrive_intact() {
-    let Some((_turn, cluster)) = Cluster::for_test('b') else { return };
+    let (_turn, cluster) = Cluster::for_test('b');
     let before = [cluster.sent_per_rail(0), cluster.sent_per_rail(1)];
     let output = cluster.run_job(&["-n", "2", "--ppn", "1"], "large", &[]);
     assert!(text(&output.stdout).contains("large: ok on 2 ranks"), "{}", text(&output.stdout));
@@ -145,7 +143,7 @@ fn large_messages_are_split_over_both_rails_and_arrive_intact() {
 
 #[test]
 fn a_rail_taken_down_mid_run_loses_duplicates_and_corrupts_nothing() {
-    let Some((_turn, cluster)) = Cluster::for_test('c') else { return };
+    let (_turn, cluster) = Cluster::for_test('c');
     let binary = cluster.compiled("multirail_stream");
     // 600 messages of 2 MiB: several seconds on both rails, so the rail goes down mid-stream.
     // Equal splits put every message on both rails for sure; failover is the engine's, whatever
@@ -204,7 +202,7 @@ fn ending_within(mut job: Child, mut stdout: BufReader<ChildStdout>, limit: Dura
 
 #[test]
 fn a_receive_from_a_peer_that_every_rail_lost_while_idle_fails_instead_of_hanging() {
-    let Some((_turn, cluster)) = Cluster::for_test('f') else { return };
+    let (_turn, cluster) = Cluster::for_test('f');
     let binary = cluster.compiled("silent_peer");
     // Rank 0 (node 0) pauses for a minute; rank 1 (node 1) waits for it in MPI_Recv, nothing
     // in flight. With both of node 0's rails down, only the keepalive probes notice.
@@ -229,7 +227,7 @@ fn a_receive_from_a_peer_that_every_rail_lost_while_idle_fails_instead_of_hangin
 
 #[test]
 fn shared_memory_and_tcp_mix_in_one_job() {
-    let Some((_turn, cluster)) = Cluster::for_test('d') else { return };
+    let (_turn, cluster) = Cluster::for_test('d');
     let before = cluster.sent_per_rail(0);
     for (program, says) in [("collectives", "collectives: ok on 4 ranks"), ("p2p_matching", "p2p_matching: ok on 4 ranks"), ("ring", "ring: 4 ranks")] {
         let output = cluster.run_job(&["-n", "4", "--ppn", "2"], program, &[]);
@@ -241,7 +239,7 @@ fn shared_memory_and_tcp_mix_in_one_job() {
 
 #[test]
 fn offloaded_chunks_arrive_intact_and_in_place() {
-    let Some((_turn, cluster)) = Cluster::for_test('e') else { return };
+    let (_turn, cluster) = Cluster::for_test('e');
     let binary = cluster.compiled("multirail_stream");
     // A zero offload cost makes equation 1 pay for every split that puts chunks on both rails;
     // without a queue horizon hetero hands whole chunks over, which is what workers take.

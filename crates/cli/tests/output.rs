@@ -54,9 +54,7 @@ fn assert_whole_long_lines(stdout: &str, ranks: u32, lines: usize) {
 
 #[test]
 fn long_lines_of_many_ranks_arrive_whole() {
-    if !can_build_mpi_programs() {
-        return;
-    }
+    require_mpi_programs();
     let scratch = Scratch::new("long-lines");
     let long_lines = scratch.program("long_lines");
     let output = run_reading(&["run", "-n", "8", long_lines.to_str().unwrap(), "30"]);
@@ -66,9 +64,7 @@ fn long_lines_of_many_ranks_arrive_whole() {
 
 #[test]
 fn a_non_blocking_slow_stdout_loses_nothing() {
-    if !can_build_mpi_programs() {
-        return;
-    }
+    require_mpi_programs();
     let scratch = Scratch::new("slow-stdout");
     let long_lines = scratch.program("long_lines");
     // The launcher's stdout is non-blocking (as when a terminal or pipe is shared with a program
@@ -94,9 +90,7 @@ fn a_non_blocking_slow_stdout_loses_nothing() {
 
 #[test]
 fn a_rank_failing_after_finalize_loses_no_output_of_the_others() {
-    if !can_build_mpi_programs() {
-        return;
-    }
+    require_mpi_programs();
     let scratch = Scratch::new("fail-after-finalize");
     let fail_after_finalize = scratch.program("fail_after_finalize");
     for ranks in ["2", "3"] {

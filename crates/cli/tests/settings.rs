@@ -46,9 +46,7 @@ const MPI_ERR_OTHER: i32 = 15;
 
 #[test]
 fn mpi_init_with_a_bad_setting_ends_the_process_with_the_message() {
-    if !can_build_mpi_programs() {
-        return;
-    }
+    require_mpi_programs();
     let scratch = Scratch::new("init-failure");
     let program = scratch.program("init_then_print");
     for variant in ["plain", "thread"] {

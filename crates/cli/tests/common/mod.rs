@@ -74,26 +74,23 @@ pub fn library_dir() -> PathBuf {
     Path::new(env!("CARGO_BIN_EXE_braid")).parent().unwrap().to_path_buf()
 }
 
-/// Whether clusters can be built and MPI programs linked here; says why not otherwise. Removes
-/// the clusters `<prefix><pid><letter>` that test processes which died left behind.
-#[allow(dead_code)] // Only the test crates that compile MPI programs use it.
-pub fn can_run_cluster_jobs(prefix: &str) -> bool {
-    if !netns::can_manage() {
-        eprintln!("skipped: building a virtual cluster needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN)");
-        return false;
-    }
+/// Checks that this machine can run cluster jobs (root, iproute2, a C compiler, this build's
+/// library) and removes clusters that a dead test process left; fails the test with what is
+/// missing otherwise: CI runs as root with scripts/setup's tools, so a missing piece is an error.
+#[allow(dead_code)] // Only the test crates that run cluster jobs use it.
+pub fn require_cluster_jobs(prefix: &str) {
+    assert!(netns::can_manage(), "building a virtual cluster needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN)");
     for tool in ["ip", "tc", "ethtool", "cc"] {
-        if find_in_path(tool).is_none() {
-            eprintln!("skipped: `{tool}` is not installed (scripts/setup installs it)");
-            return false;
-        }
+        assert!(find_in_path(tool).is_some(), "`{tool}` is not installed (scripts/setup installs it)");
     }
-    if !library_dir().join("libbraid.so").is_file() {
-        eprintln!("skipped: {} has no libbraid.so (build the workspace, e.g. `cargo build -p braid-mpi`)", library_dir().display());
-        return false;
-    }
+    require_library();
     remove_stale_clusters(prefix);
-    true
+}
+
+/// Fails the test unless this build's libbraid.so exists.
+#[allow(dead_code)] // Only the test crates that compile MPI programs use it.
+fn require_library() {
+    assert!(library_dir().join("libbraid.so").is_file(), "{} has no libbraid.so (build the workspace, e.g. `cargo build -p braid-mpi`)", library_dir().display());
 }
 
 /// Compiles tests/c/`program`.c with bin/braidcc against this build's library, into `dir`.
@@ -102,18 +99,11 @@ pub fn compile_test_program(program: &str, dir: &Path) -> PathBuf {
     compile_c(&repository().join("tests/c").join(format!("{program}.c")), dir)
 }
 
-/// Whether MPI programs can be built against this build's library; says why not otherwise.
+/// Fails the test unless MPI programs can be built against this build's library.
 #[allow(dead_code)] // Only the test crates that compile MPI programs use it.
-pub fn can_build_mpi_programs() -> bool {
-    if find_in_path("cc").is_none() {
-        eprintln!("skipped: `cc` is not installed (scripts/setup installs it)");
-        return false;
-    }
-    if !library_dir().join("libbraid.so").is_file() {
-        eprintln!("skipped: {} has no libbraid.so (build the workspace, e.g. `cargo build -p braid-mpi`)", library_dir().display());
-        return false;
-    }
-    true
+pub fn require_mpi_programs() {
+    assert!(find_in_path("cc").is_some(), "`cc` is not installed (scripts/setup installs it)");
+    require_library();
 }
 
 /// Compiles the C program `source` with bin/braidcc against this build's library, into `dir`
