@@ -16,12 +16,10 @@ use super::machine::RailMachine;
 const LONE_TRANSFER_DIVISOR: f64 = 2.0;
 
 /// While several transfers are in flight (a stream, or a window of them), each rail queues at
-/// most 1/`STREAM_DIVISOR` of their combined predicted time, after the raise for absences. Early
-/// in a long stream this is no limit; as the stream ends, the queues shrink with it, so the last
-/// bytes go to whichever rail drains first instead of waiting behind a full horizon on a rail
-/// whose rate was predicted too high (with the horizon raised to 50 ms, rails finished 5-15 ms
-/// apart at the end of every window of a 1 MiB stream). 3 came out best of 1.5-4 on the
-/// simulated network, over streams of 4-64 transfers with one rail slowed after its profile.
+/// most 1/`STREAM_DIVISOR` of their combined predicted time, after the raise for absences: no
+/// limit early in a long stream, and as it ends the queues shrink with it, so that the last
+/// bytes go to whichever rail drains first rather than wait behind a whole (raised) horizon on a
+/// rail whose rate was predicted too high. 3 is the best of 1.5 to 4 on the simulated network.
 const STREAM_DIVISOR: f64 = 3.0;
 
 impl RailMachine {
