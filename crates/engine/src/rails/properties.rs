@@ -208,6 +208,12 @@ fn profiles_of(models: &[RailModel]) -> Vec<Profile> {
     models.iter().map(|model| Profile::from_model(model.latency.as_nanos() as f64, model.bytes_per_second, 16 << 20)).collect()
 }
 
+/// The rails of the 3-rail virtual cluster (2gbit, 1gbit, 250mbit), with socket buffers of
+/// `buffer` bytes.
+fn cluster_rails(buffer: u64) -> Vec<RailModel> {
+    [0.25e9, 0.125e9, 0.031e9].into_iter().map(|bytes_per_second| RailModel { bytes_per_second, latency: Duration::from_micros(30), buffer }).collect()
+}
+
 /// The last NET_DATA arrival on each rail.
 fn last_chunk_per_rail(net: &SimNetwork) -> Vec<Duration> {
     let start = net.log.first().expect("something was sent").at;
@@ -251,11 +257,7 @@ fn a_lone_transfer_leaves_room_to_rebalance_when_the_fast_rail_is_slowed() {
     // A lone 1 MiB transfer takes less than the strategy's queue horizon, so without a cap every
     // rail would be handed its whole predicted share at once and the slowed rail's would hold
     // the transfer up; with the cap the rest goes to whichever rail drains first.
-    let models = vec![
-        RailModel { bytes_per_second: 0.25e9, latency: Duration::from_micros(30), buffer: 4 << 20 },
-        RailModel { bytes_per_second: 0.125e9, latency: Duration::from_micros(30), buffer: 4 << 20 },
-        RailModel { bytes_per_second: 0.031e9, latency: Duration::from_micros(30), buffer: 4 << 20 },
-    ];
+    let models = cluster_rails(4 << 20);
     let len = 1 << 20;
     let scenario = Scenario { models: models.clone(), ranks: 2, messages: vec![(0, 1, len)], config: sim_config(StrategyKind::Hetero) };
     let as_profiled = profiles_of(&models);
@@ -296,13 +298,9 @@ fn a_window_of_transfers_ends_on_every_rail_together_when_a_rail_is_slowed() {
     // Early in the window takeovers move the unposted bytes; at its end only what the rails
     // were handed is left. A rail handed a full 50 ms horizon at a rate its profile overstates
     // would finish long after the others: the queues must shrink as the window ends.
-    let rails = [
-        RailModel { bytes_per_second: 0.25e9, latency: Duration::from_micros(30), buffer: 16 << 20 },
-        RailModel { bytes_per_second: 0.125e9, latency: Duration::from_micros(30), buffer: 16 << 20 },
-        RailModel { bytes_per_second: 0.031e9, latency: Duration::from_micros(30), buffer: 16 << 20 },
-    ];
+    let rails = cluster_rails(16 << 20);
     let slowed = |rail: usize, factor: f64| {
-        let mut actual = rails.to_vec();
+        let mut actual = rails.clone();
         actual[rail].bytes_per_second /= factor;
         actual
     };
@@ -313,7 +311,7 @@ fn a_window_of_transfers_ends_on_every_rail_together_when_a_rail_is_slowed() {
         assert!(taken < limit, "rail {rail} at 1/{factor} of its profile, {window} transfers: {taken:.3}x the ideal time");
     }
     // As profiled, the shrinking queues cost next to nothing.
-    let taken = window_over_ideal(&rails, rails.to_vec(), 16, 50_000);
+    let taken = window_over_ideal(&rails, rails.clone(), 16, 50_000);
     assert!(taken < 1.02, "as profiled: {taken:.3}x the ideal time");
 }
 
