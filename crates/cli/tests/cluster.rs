@@ -1,7 +1,7 @@
 //! `braid cluster` and `braid run --cluster` end to end. Building clusters needs root and iproute2:
-//! without them the tests fail and say what is missing. Every cluster is
-//! named `bt<pid><letter>` and removed by a guard, even when a test fails; clusters left by a test
-//! process that died are removed at start.
+//! without them the tests fail and say what is missing. Every cluster is named `bt<pid><letter>`
+//! and removed by a guard, even when a test fails; clusters left by a test process that died are
+//! removed at start.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
@@ -11,16 +11,6 @@ use braid_sys::netns;
 
 mod common;
 use common::*;
-
-/// Fails the test unless clusters can be built here (root, iproute2); removes the clusters
-/// that test processes which died left behind.
-fn require_clusters() {
-    assert!(netns::can_manage(), "building a virtual cluster needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN)");
-    for tool in ["ip", "tc", "ethtool"] {
-        assert!(find_in_path(tool).is_some(), "`{tool}` is not installed (scripts/setup installs it)");
-    }
-    remove_stale_clusters("bt");
-}
 
 /// Removes cluster `name` when dropped, whatever happened.
 struct ClusterGuard {
@@ -74,7 +64,7 @@ fn transfer(guard: &ClusterGuard, address: &str, seconds: f64) -> (u64, u64, f64
 
 #[test]
 fn a_two_node_cluster_carries_every_network_and_runs_jobs_across_its_nodes() {
-    require_clusters();
+    require_clusters("bt");
     let guard = ClusterGuard::new('a');
     let name = guard.name.as_str();
     let up = run(&["cluster", "up", name, "--nodes", "2", "--rails", "100mbit,300mbit"]);
@@ -136,7 +126,7 @@ fn a_two_node_cluster_carries_every_network_and_runs_jobs_across_its_nodes() {
 
 #[test]
 fn a_failed_up_removes_everything_it_made() {
-    require_clusters();
+    require_clusters("bt");
     let guard = ClusterGuard::new('b');
     // A PATH with ip and ethtool but no tc: building fails when the first rail is shaped.
     let tools = std::env::temp_dir().join(format!("braid-cluster-tools-{}", std::process::id()));

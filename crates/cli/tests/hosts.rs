@@ -1,8 +1,8 @@
 //! `braid run --hosts` on a 2-node virtual cluster: the launcher runs inside node 0 and starts
 //! ranks through a launch agent that maps each node's management address to `ip netns exec` (a
-//! stand-in for ssh). Needs root, iproute2 and libbraid.so next to
-//! the `braid` binary (the test fails and says what is missing otherwise). The cluster is named `bh<pid>a`
-//! and removed by a guard, even when the test fails.
+//! stand-in for ssh). Needs root, iproute2 and libbraid.so next to the `braid` binary (the test
+//! fails and says what is missing otherwise). The cluster is named `bh<pid>a` and removed by a
+//! guard, even when the test fails.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -3,8 +3,8 @@
 //! while a receive waits with nothing in flight, and shared memory mixed with TCP in one job.
 //! Needs root, iproute2 and libbraid.so next to the `braid` binary (the tests fail and say what
 //! is missing otherwise). Every cluster is named `bm<pid><letter>` and removed by a guard, even
-//! when a test fails; clusters left by a test process that died are removed at start. The tests take turns: they share two cores and their
-//! timings matter.
+//! when a test fails; clusters left by a test process that died are removed at start. The tests
+//! take turns: they share two cores and their timings matter.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};

@@ -74,23 +74,23 @@ pub fn library_dir() -> PathBuf {
     Path::new(env!("CARGO_BIN_EXE_braid")).parent().unwrap().to_path_buf()
 }
 
-/// Checks that this machine can run cluster jobs (root, iproute2, a C compiler, this build's
-/// library) and removes clusters that a dead test process left; fails the test with what is
-/// missing otherwise: CI runs as root with scripts/setup's tools, so a missing piece is an error.
-#[allow(dead_code)] // Only the test crates that run cluster jobs use it.
-pub fn require_cluster_jobs(prefix: &str) {
+/// Fails the test unless virtual clusters can be built here (root, iproute2), with what is
+/// missing: CI runs as root with scripts/setup's tools, so a missing piece is an error. Removes
+/// the clusters `<prefix><pid><letter>` that test processes which died left behind.
+#[allow(dead_code)] // Only the test crates that build clusters use it.
+pub fn require_clusters(prefix: &str) {
     assert!(netns::can_manage(), "building a virtual cluster needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN)");
-    for tool in ["ip", "tc", "ethtool", "cc"] {
+    for tool in ["ip", "tc", "ethtool"] {
         assert!(find_in_path(tool).is_some(), "`{tool}` is not installed (scripts/setup installs it)");
     }
-    require_library();
     remove_stale_clusters(prefix);
 }
 
-/// Fails the test unless this build's libbraid.so exists.
-#[allow(dead_code)] // Only the test crates that compile MPI programs use it.
-fn require_library() {
-    assert!(library_dir().join("libbraid.so").is_file(), "{} has no libbraid.so (build the workspace, e.g. `cargo build -p braid-mpi`)", library_dir().display());
+/// [`require_clusters`], and MPI programs can be built against this build's library.
+#[allow(dead_code)] // Only the test crates that run cluster jobs use it.
+pub fn require_cluster_jobs(prefix: &str) {
+    require_clusters(prefix);
+    require_mpi_programs();
 }
 
 /// Compiles tests/c/`program`.c with bin/braidcc against this build's library, into `dir`.
@@ -103,7 +103,7 @@ pub fn compile_test_program(program: &str, dir: &Path) -> PathBuf {
 #[allow(dead_code)] // Only the test crates that compile MPI programs use it.
 pub fn require_mpi_programs() {
     assert!(find_in_path("cc").is_some(), "`cc` is not installed (scripts/setup installs it)");
-    require_library();
+    assert!(library_dir().join("libbraid.so").is_file(), "{} has no libbraid.so (build the workspace, e.g. `cargo build -p braid-mpi`)", library_dir().display());
 }
 
 /// Compiles the C program `source` with bin/braidcc against this build's library, into `dir`
