@@ -18,8 +18,8 @@ use braid_transport::shm::reduction::{ReductionSegment, BANKS};
 
 use super::shared_file::make_shared;
 use super::{allreduce as flat_allreduce, check_elements, hier, Outcome};
-use crate::coll::hierarchy::node_segment::{chunks, slice};
-use crate::coll::hierarchy::{Hierarchy, NODE_SEGMENT_CHUNK};
+use crate::coll::hierarchy::node_segment::{chunks, slice, NODE_SEGMENT_CHUNK};
+use crate::coll::hierarchy::Hierarchy;
 use crate::coll::port::Port;
 use crate::coll::Combine;
 
