@@ -1,5 +1,6 @@
 //! The TCP transport: one instance per network rail (a local interface), one connection per
-//! peer on that rail.
+//! peer on that rail (`connection.rs`: framing, reads, writes, lent writers; `handshake.rs`: the
+//! wire-up's published addresses and hellos; `rail_selection.rs`: which interfaces are rails).
 //!
 //! ## Wire-up (collective, in `connect`)
 //! Each rank listens on the rail's address (port 0), publishes `tcp-<rail>-<rank>` =
@@ -69,9 +70,10 @@
 //! frames that arrived whole are still delivered, then `reaches(peer)` is false and `try_send`
 //! answers `Unreachable(peer)`.
 
+mod connection;
+mod handshake;
 mod rail_selection;
 
-use std::cell::Cell;
 use std::io::{self, IoSlice, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
 use std::os::fd::{AsFd, BorrowedFd};
@@ -86,8 +88,10 @@ use braid_pmi::Bootstrap;
 use braid_sys::net::{self as sysnet, Poller};
 use braid_sys::{fd, process};
 
-use crate::{profile_cache, Deliver, FrameWriter, Incoming, Payload, SendOutcome, Sink, Transport, TransportError, MAX_HEADER};
+use crate::{profile_cache, Deliver, FrameWriter, Incoming, SendOutcome, Sink, Transport, TransportError};
 
+use connection::{transient, watch_room, Broken, Connection, FramePieces, LentWriter, Loan};
+use handshake::{hello, hello_hash, parse_hello, parse_published, HELLO_LEN};
 pub use rail_selection::{rails, Rail, MANAGEMENT_INTERFACE};
 
 /// Largest payload of one frame (one chunk of a split message).
@@ -105,8 +109,6 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long dropping the transport may block to get lent writers back and hand queued bytes to
 /// the kernel.
 pub const CLOSE_LINGER: Duration = Duration::from_secs(10);
-/// Longest single wait of a lent writer for room in the socket; it then tries again.
-const WRITER_WAIT: Duration = Duration::from_millis(100);
 /// How often dropping the transport looks whether its lent writers have come back.
 const LOAN_RETURN_CHECK: Duration = Duration::from_millis(1);
 
@@ -114,503 +116,12 @@ const LOAN_RETURN_CHECK: Duration = Duration::from_millis(1);
 const MODEL_LATENCY_NANOS: f64 = 30_000.0;
 const MODEL_BYTES_PER_SECOND: f64 = 1.25e8;
 
-const FRAME_PREFIX: usize = 8;
-const MAX_FRAME: usize = FRAME_PREFIX + MAX_HEADER + MAX_PAYLOAD;
-const HELLO_MAGIC: [u8; 4] = *b"BRTC";
-const HELLO_LEN: usize = 16;
-/// Slices passed to one `sendmsg` (prefix, header, payload slices); more are sent in windows.
-const GATHER_MAX: usize = 16;
-const RECEIVE_BUFFER_INITIAL: usize = 64 << 10;
-/// Reads from one connection per `poll`, so one busy peer cannot starve the others.
-const READS_PER_POLL: usize = 32;
-/// A read into less room than this first makes room (see `Connection::make_room`).
-const READ_MIN: usize = 16 << 10;
 /// A payload with fewer bytes than this still to come is read into the receive buffer and
 /// copied as usual: placing it would cost a system call more than the copy it saves.
 pub const PLACE_MIN: usize = 8 << 10;
 /// Ready connections reported by one epoll wait; the rest are reported by the next one.
 const EPOLL_BATCH: usize = 64;
 const NO_CONNECTION: u32 = u32::MAX;
-
-/// One peer on this rail.
-struct Connection {
-    peer: PeerId,
-    /// `None` once the peer is down.
-    stream: Option<TcpStream>,
-    /// Bytes accepted by `try_send` but not yet taken by the kernel: `pending[pending_sent..]`.
-    pending: Vec<u8>,
-    pending_sent: usize,
-    /// Frames appended since the pending buffer was last empty.
-    pending_frames: usize,
-    /// A write came back short: nothing is written until epoll reports room (see the module
-    /// comment); the connection's output is watched while this holds.
-    waiting_for_room: bool,
-    /// Bytes this transport handed to the kernel (lent writers not counted).
-    handed_over: u64,
-    /// The kernel send queue as last read: the transport's poll count then, the queue, and
-    /// `handed_over` then.
-    kernel_queue: Cell<Option<(u64, u64, u64)>>,
-    /// Received bytes not yet delivered: `received[received_start..received_end]`.
-    received: Vec<u8>,
-    received_start: usize,
-    received_end: usize,
-    /// The last read filled the buffer's free space: more was probably waiting.
-    read_filled: bool,
-    /// A payload being received straight into the place the sink gave for it.
-    placing: Option<Placing>,
-    /// The last frame's payload was placed: the next read takes only a frame's front (see the
-    /// module comment).
-    placed_last: bool,
-    /// Send-queue (`SIOCOUTQ`) reads so far.
-    queue_reads: Cell<u64>,
-    /// Placed payload bytes received straight into their place, and those copied there from the
-    /// receive buffer (read before the frame's header was seen).
-    placed_directly: u64,
-    placed_by_copy: u64,
-    /// The socket duplicate lent writers write through, made on the first loan.
-    loan: Option<Arc<Loan>>,
-}
-
-/// A payload being placed: its frame's header, its length, the bytes in place so far; `dropping`
-/// once the sink declined it after it was begun (its remaining bytes are read and dropped).
-struct Placing {
-    header: [u8; MAX_HEADER],
-    header_len: usize,
-    len: usize,
-    filled: usize,
-    dropping: bool,
-}
-
-/// What a lent writer shares with its connection.
-struct Loan {
-    stream: TcpStream,
-    /// A writer is out: the transport itself must not write to this peer.
-    lent: AtomicBool,
-}
-
-/// A connection that must be marked down.
-struct Broken;
-
-impl Connection {
-    fn new(peer: PeerId, stream: TcpStream) -> Connection {
-        Connection {
-            peer,
-            stream: Some(stream),
-            pending: Vec::new(),
-            pending_sent: 0,
-            pending_frames: 0,
-            waiting_for_room: false,
-            handed_over: 0,
-            kernel_queue: Cell::new(None),
-            received: Vec::new(),
-            received_start: 0,
-            received_end: 0,
-            read_filled: false,
-            placing: None,
-            placed_last: false,
-            queue_reads: Cell::new(0),
-            placed_directly: 0,
-            placed_by_copy: 0,
-            loan: None,
-        }
-    }
-
-    fn is_lent(&self) -> bool {
-        self.loan.as_ref().is_some_and(|loan| loan.lent.load(Ordering::Acquire))
-    }
-
-    fn unsent(&self) -> usize {
-        self.pending.len() - self.pending_sent
-    }
-
-    fn has_room(&self, frame_len: usize) -> bool {
-        self.pending_frames < PENDING_FRAMES_MAX && self.unsent() + frame_len <= PENDING_BYTES_MAX
-    }
-
-    /// One attempt to hand the pending bytes to the kernel; true when none are left.
-    fn flush(&mut self) -> Result<bool, Broken> {
-        let Some(stream) = &self.stream else { return Err(Broken) };
-        if self.unsent() == 0 {
-            return Ok(true);
-        }
-        match sysnet::send_vectored(stream.as_fd(), &[IoSlice::new(&self.pending[self.pending_sent..])]) {
-            Ok(written) => {
-                self.pending_sent += written;
-                self.handed_over += written as u64;
-            }
-            Err(error) if transient(&error) => {}
-            Err(_) => return Err(Broken),
-        }
-        if self.pending_sent == self.pending.len() {
-            self.pending.clear();
-            self.pending_sent = 0;
-            self.pending_frames = 0;
-            return Ok(true);
-        }
-        Ok(false)
-    }
-
-    /// Queues `frame` minus its first `skip` bytes behind the pending bytes.
-    fn append(&mut self, frame: &FramePieces<'_, '_>, skip: usize) {
-        if self.pending_sent > 0 {
-            self.pending.drain(..self.pending_sent);
-            self.pending_sent = 0;
-        }
-        let mut skip = skip;
-        for index in 0..frame.count() {
-            let piece = frame.piece(index);
-            let start = skip.min(piece.len());
-            skip -= start;
-            self.pending.extend_from_slice(&piece[start..]);
-        }
-        self.pending_frames += 1;
-    }
-
-    /// Kernel send queue plus pending bytes. The queue is read once per `polls` (the
-    /// transport's poll count: once between two polls, see the module comment), except while a
-    /// writer is lent (its writes are not counted here).
-    fn backlog(&self, polls: u64) -> u64 {
-        let Some(stream) = &self.stream else { return 0 };
-        let queued = match self.kernel_queue.get() {
-            Some((read_at, queued, handed_over)) if read_at == polls && !self.is_lent() => queued + (self.handed_over - handed_over),
-            _ => {
-                let queued = sysnet::send_queue_len(stream.as_fd()).unwrap_or(0);
-                self.queue_reads.set(self.queue_reads.get() + 1);
-                self.kernel_queue.set(Some((polls, queued, self.handed_over)));
-                queued
-            }
-        };
-        queued + self.unsent() as u64
-    }
-
-    /// Reads what has arrived and delivers every complete frame, in order, or places its payload
-    /// where the sink says; the receive buffer grows up to `block` bytes.
-    fn receive(&mut self, block: usize, sink: &mut dyn Sink) -> (usize, Result<(), Broken>) {
-        let mut delivered = 0;
-        for _ in 0..READS_PER_POLL {
-            if self.placing.is_some() {
-                match self.continue_placing(sink) {
-                    Ok((placed, drained)) => {
-                        delivered += placed;
-                        if drained {
-                            break;
-                        }
-                        continue;
-                    }
-                    Err(Broken) => return (delivered, Err(Broken)),
-                }
-            }
-            self.make_room(block);
-            let Some(stream) = &mut self.stream else { return (delivered, Err(Broken)) };
-            let space = self.received.len() - self.received_end;
-            // Behind a placed payload, probably the next chunk: its front only, so that its
-            // payload can be placed too.
-            let wanted = if self.placed_last { space.min(FRAME_PREFIX + MAX_HEADER) } else { space };
-            match stream.read(&mut self.received[self.received_end..self.received_end + wanted]) {
-                Ok(0) => {
-                    let complete = self.deliver_complete(sink);
-                    return (delivered + complete.unwrap_or(0), Err(Broken));
-                }
-                Ok(count) => {
-                    self.received_end += count;
-                    self.read_filled = count == space;
-                    match self.deliver_complete(sink) {
-                        Ok(complete) => delivered += complete,
-                        Err(Broken) => return (delivered, Err(Broken)),
-                    }
-                    self.start_placing(sink);
-                    // Small frames filled a front-sized read and more is waiting: not a run
-                    // of chunks, so back to block reads. A read that drained the socket keeps
-                    // the mode (a chunk's small neighbours, its acknowledgements, come alone).
-                    if self.placed_last && self.placing.is_none() && count == wanted {
-                        self.placed_last = false;
-                    }
-                    if count < wanted {
-                        break;
-                    }
-                }
-                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-                Err(error) if transient(&error) => break,
-                Err(_) => return (delivered, Err(Broken)),
-            }
-        }
-        (delivered, Ok(()))
-    }
-
-    /// The frame at the front has its header in and [`PLACE_MIN`] or more payload bytes to
-    /// come: if the sink gives a place for its payload, what arrived of it goes there and the
-    /// rest will be received there.
-    fn start_placing(&mut self, sink: &mut dyn Sink) {
-        let Ok(Some((header_len, len))) = self.next_frame_lengths() else { return };
-        let buffered = self.received_end - self.received_start;
-        let header_start = self.received_start + FRAME_PREFIX;
-        let payload_start = header_start + header_len;
-        if buffered < FRAME_PREFIX + header_len || len - (self.received_end - payload_start) < PLACE_MIN {
-            return;
-        }
-        let header = &self.received[header_start..payload_start];
-        match sink.place(self.peer, header, len) {
-            Some(place) if place.len() == len => {
-                let arrived = self.received_end - payload_start;
-                place[..arrived].copy_from_slice(&self.received[payload_start..self.received_end]);
-                self.placed_by_copy += arrived as u64;
-                let mut copy = [0u8; MAX_HEADER];
-                copy[..header_len].copy_from_slice(header);
-                self.placing = Some(Placing { header: copy, header_len, len, filled: arrived, dropping: false });
-                self.received_start = 0;
-                self.received_end = 0;
-            }
-            _ => self.placed_last = false,
-        }
-    }
-
-    /// Receives more of the payload being placed, straight into its place (or, once declined,
-    /// drops it). Returns whether it was completed (1 or 0 frames) and whether the socket ran dry.
-    fn continue_placing(&mut self, sink: &mut dyn Sink) -> Result<(usize, bool), Broken> {
-        let Connection { peer, stream, placing, received, received_end, placed_directly, .. } = self;
-        let (Some(stream), Some(state)) = (stream.as_mut(), placing.as_mut()) else { return Err(Broken) };
-        let header = &state.header[..state.header_len];
-        let wanted = state.len - state.filled;
-        let place = if state.dropping { None } else { sink.place(*peer, header, state.len).filter(|place| place.len() == state.len) };
-        let read = match place {
-            Some(place) => stream.read(&mut place[state.filled..]).inspect(|&count| *placed_directly += count as u64),
-            None => {
-                state.dropping = true;
-                let scratch = received.len() - *received_end;
-                stream.read(&mut received[*received_end..*received_end + wanted.min(scratch)])
-            }
-        };
-        let count = match read {
-            Ok(0) => return Err(Broken),
-            Ok(count) => count,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => return Ok((0, false)),
-            Err(error) if transient(&error) => return Ok((0, true)),
-            Err(_) => return Err(Broken),
-        };
-        state.filled += count;
-        if state.filled < state.len {
-            return Ok((0, count < wanted));
-        }
-        let placed = if state.dropping {
-            0
-        } else {
-            sink.placed(*peer, header, state.len);
-            1
-        };
-        *placing = None;
-        self.placed_last = true;
-        Ok((placed, false))
-    }
-
-    /// Delivers the complete frames at the front of the receive buffer.
-    fn deliver_complete(&mut self, sink: &mut dyn Sink) -> Result<usize, Broken> {
-        let mut delivered = 0;
-        while let Some((header_len, payload_len)) = self.next_frame_lengths()? {
-            let frame_len = FRAME_PREFIX + header_len + payload_len;
-            if self.received_end - self.received_start < frame_len {
-                break;
-            }
-            let header_start = self.received_start + FRAME_PREFIX;
-            let payload_start = header_start + header_len;
-            sink.deliver(Incoming { peer: self.peer, header: &self.received[header_start..payload_start], payload: Payload::Complete(&self.received[payload_start..payload_start + payload_len]) });
-            self.received_start += frame_len;
-            delivered += 1;
-        }
-        if self.received_start == self.received_end {
-            self.received_start = 0;
-            self.received_end = 0;
-        }
-        Ok(delivered)
-    }
-
-    /// Header and payload lengths of the frame at the front, once its prefix has arrived.
-    fn next_frame_lengths(&self) -> Result<Option<(usize, usize)>, Broken> {
-        if self.received_end - self.received_start < FRAME_PREFIX {
-            return Ok(None);
-        }
-        let prefix = &self.received[self.received_start..self.received_start + FRAME_PREFIX];
-        let header_len = u32::from_le_bytes(prefix[..4].try_into().expect("4 bytes")) as usize;
-        let payload_len = u32::from_le_bytes(prefix[4..].try_into().expect("4 bytes")) as usize;
-        if header_len > MAX_HEADER || payload_len > MAX_PAYLOAD {
-            return Err(Broken);
-        }
-        Ok(Some((header_len, payload_len)))
-    }
-
-    /// Makes at least [`READ_MIN`] bytes of room after the buffered bytes, when less is left:
-    /// moves the undelivered bytes (less than one frame) to the front, doubles a buffer that the
-    /// last read filled up to `block` bytes, and grows it to fit a larger frame being received.
-    fn make_room(&mut self, block: usize) {
-        if self.received.len() - self.received_end >= READ_MIN {
-            return;
-        }
-        let needed = match self.next_frame_lengths() {
-            Ok(Some((header_len, payload_len))) => FRAME_PREFIX + header_len + payload_len,
-            _ => FRAME_PREFIX,
-        };
-        if self.received_start > 0 {
-            self.received.copy_within(self.received_start..self.received_end, 0);
-            self.received_end -= self.received_start;
-            self.received_start = 0;
-        }
-        let len = self.received.len();
-        let mut target = len.max(RECEIVE_BUFFER_INITIAL);
-        if self.read_filled {
-            target = target.max((len * 2).min(block));
-        }
-        if target < needed {
-            target = (len * 2).clamp(RECEIVE_BUFFER_INITIAL, MAX_FRAME).max(needed);
-        }
-        if target > len {
-            self.received.resize(target, 0);
-        }
-    }
-
-    /// Marks the peer down.
-    fn close(&mut self) {
-        if let Some(loan) = self.loan.take() {
-            if loan.lent.load(Ordering::Acquire) {
-                let _ = loan.stream.shutdown(std::net::Shutdown::Both);
-            }
-        }
-        self.stream = None;
-        self.pending = Vec::new();
-        self.pending_sent = 0;
-        self.pending_frames = 0;
-        self.waiting_for_room = false;
-        self.kernel_queue.set(None);
-        self.received = Vec::new();
-        self.received_start = 0;
-        self.received_end = 0;
-        self.read_filled = false;
-        self.placing = None;
-        self.placed_last = false;
-    }
-}
-
-/// Starts or stops watching `connection` (number `index` in the poller) for room to write.
-fn watch_room(poller: &mut Option<Poller>, connection: &mut Connection, index: usize, wait: bool) -> Result<(), Broken> {
-    if connection.waiting_for_room == wait {
-        return Ok(());
-    }
-    let (Some(poller), Some(stream)) = (poller.as_mut(), &connection.stream) else { return Err(Broken) };
-    poller.watch_output(stream.as_fd(), index as u64, wait).map_err(|_| Broken)?;
-    connection.waiting_for_room = wait;
-    Ok(())
-}
-
-/// An error after which the connection is still usable.
-fn transient(error: &io::Error) -> bool {
-    matches!(error.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted)
-}
-
-/// A frame as the pieces it is written from: prefix, header, payload slices.
-struct FramePieces<'h, 'p> {
-    prefix: [u8; FRAME_PREFIX],
-    header: &'h [u8],
-    payload: &'p [IoSlice<'p>],
-}
-
-impl<'h, 'p> FramePieces<'h, 'p> {
-    /// The frame of `header` and `payload`, and its length on the wire.
-    fn new(header: &'h [u8], payload: &'p [IoSlice<'p>]) -> Result<(FramePieces<'h, 'p>, usize), TransportError> {
-        if header.len() > MAX_HEADER {
-            return Err(TransportError::Unsupported("frame header longer than MAX_HEADER"));
-        }
-        let payload_len: usize = payload.iter().map(|slice| slice.len()).sum();
-        if payload_len > MAX_PAYLOAD {
-            return Err(TransportError::TooLarge { len: payload_len, max: MAX_PAYLOAD });
-        }
-        let mut prefix = [0u8; FRAME_PREFIX];
-        prefix[..4].copy_from_slice(&(header.len() as u32).to_le_bytes());
-        prefix[4..].copy_from_slice(&(payload_len as u32).to_le_bytes());
-        Ok((FramePieces { prefix, header, payload }, FRAME_PREFIX + header.len() + payload_len))
-    }
-
-    fn count(&self) -> usize {
-        2 + self.payload.len()
-    }
-
-    fn piece(&self, index: usize) -> &[u8] {
-        match index {
-            0 => &self.prefix,
-            1 => self.header,
-            _ => &self.payload[index - 2],
-        }
-    }
-
-    /// Writes as much of the frame after its first `skip` bytes as the kernel takes now; returns
-    /// the bytes written.
-    fn write_to(&self, stream: &TcpStream, skip: usize) -> io::Result<usize> {
-        let mut written = 0;
-        let mut next = 0;
-        let mut skip = skip;
-        while next < self.count() && skip >= self.piece(next).len() {
-            skip -= self.piece(next).len();
-            next += 1;
-        }
-        if next == self.count() {
-            return Ok(0);
-        }
-        loop {
-            let mut window = [IoSlice::new(&[]); GATHER_MAX];
-            let count = (self.count() - next).min(GATHER_MAX);
-            let mut window_len = 0;
-            for (slot, index) in window.iter_mut().zip(next..next + count) {
-                let piece = &self.piece(index)[skip..];
-                skip = 0;
-                window_len += piece.len();
-                *slot = IoSlice::new(piece);
-            }
-            let sent = match sysnet::send_vectored(stream.as_fd(), &window[..count]) {
-                Ok(sent) => sent,
-                Err(error) if transient(&error) => 0,
-                Err(error) => return Err(error),
-            };
-            written += sent;
-            next += count;
-            if sent < window_len || next == self.count() {
-                return Ok(written);
-            }
-        }
-    }
-}
-
-/// A writer lent to another thread; dropping it gives the peer back to the transport.
-struct LentWriter {
-    peer: PeerId,
-    loan: Arc<Loan>,
-}
-
-impl LentWriter {
-    /// Shuts the socket down so that the transport, too, sees the peer down.
-    fn fail(&self) -> TransportError {
-        let _ = self.loan.stream.shutdown(std::net::Shutdown::Both);
-        TransportError::Unreachable(self.peer)
-    }
-}
-
-impl FrameWriter for LentWriter {
-    fn write_frame(&mut self, header: &[u8], payload: &[IoSlice<'_>]) -> Result<(), TransportError> {
-        let (frame, frame_len) = FramePieces::new(header, payload)?;
-        let stream = &self.loan.stream;
-        let mut written = 0;
-        while written < frame_len {
-            written += frame.write_to(stream, written).map_err(|_| self.fail())?;
-            // A short write means the socket buffer is full.
-            if written < frame_len {
-                sysnet::poll_writable(stream.as_fd(), WRITER_WAIT).map_err(|_| self.fail())?;
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Drop for LentWriter {
-    fn drop(&mut self) {
-        self.loan.lent.store(false, Ordering::Release);
-    }
-}
 
 /// The TCP transport of one rail.
 pub struct TcpTransport {
@@ -861,29 +372,6 @@ fn rail_identity(rail: &Rail) -> String {
     identity
 }
 
-fn parse_published(value: &str) -> Option<(SocketAddrV4, &str)> {
-    let (address, node) = value.split_once('/')?;
-    Some((address.parse().ok()?, node))
-}
-
-/// FNV-1a of the job id and rail name: a hello from another job or rail is refused.
-fn hello_hash(job_id: &str, rail: &str) -> u64 {
-    job_id.bytes().chain([0]).chain(rail.bytes()).fold(0xcbf2_9ce4_8422_2325, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3))
-}
-
-fn hello(rank: u32, hash: u64) -> [u8; HELLO_LEN] {
-    let mut bytes = [0u8; HELLO_LEN];
-    bytes[..4].copy_from_slice(&HELLO_MAGIC);
-    bytes[4..8].copy_from_slice(&rank.to_le_bytes());
-    bytes[8..].copy_from_slice(&hash.to_le_bytes());
-    bytes
-}
-
-fn parse_hello(bytes: &[u8; HELLO_LEN], hash: u64) -> Option<PeerId> {
-    let well_formed = bytes[..4] == HELLO_MAGIC && bytes[8..] == hash.to_le_bytes();
-    well_formed.then(|| u32::from_le_bytes(bytes[4..8].try_into().expect("4 bytes")))
-}
-
 impl Transport for TcpTransport {
     fn name(&self) -> &str {
         &self.name
@@ -1046,8 +534,10 @@ impl Transport for TcpTransport {
 
 #[cfg(test)]
 mod tests {
+    use super::connection::{FRAME_PREFIX, READ_MIN, RECEIVE_BUFFER_INITIAL};
     use super::*;
     use crate::conformance::{pattern, Suite};
+    use crate::MAX_HEADER;
     use std::sync::mpsc;
 
     /// Two loopback ranks without shared memory, with model profiles.
@@ -1299,65 +789,5 @@ mod tests {
         quiet.received_end = RECEIVE_BUFFER_INITIAL;
         quiet.make_room(block);
         assert_eq!((quiet.received.len(), quiet.received_start, quiet.received_end), (RECEIVE_BUFFER_INITIAL, 0, RECEIVE_BUFFER_INITIAL - 10));
-    }
-
-    #[test]
-    fn hellos_round_trip_and_foreign_ones_are_refused() {
-        let hash = hello_hash("job-1", "eth1");
-        assert_eq!(parse_hello(&hello(7, hash), hash), Some(7));
-        assert_eq!(parse_hello(&hello(7, hash), hello_hash("job-2", "eth1")), None);
-        assert_ne!(hello_hash("job-1", "eth1"), hello_hash("job-1", "eth2"));
-        let mut garbled = hello(7, hash);
-        garbled[0] = b'X';
-        assert_eq!(parse_hello(&garbled, hash), None);
-    }
-
-    #[test]
-    fn published_addresses_parse() {
-        assert_eq!(parse_published("10.1.0.2:4000/host:boot:net7"), Some(("10.1.0.2:4000".parse().unwrap(), "host:boot:net7")));
-        assert_eq!(parse_published("10.1.0.2:4000"), None);
-        assert_eq!(parse_published("nonsense/node"), None);
-    }
-
-    #[test]
-    fn partial_frames_queue_their_rest_in_order() {
-        let (a, b) = (vec![1u8, 2, 3], vec![4u8, 5]);
-        let payload = [IoSlice::new(&a), IoSlice::new(&b)];
-        let frame = FramePieces { prefix: [9; FRAME_PREFIX], header: &[7, 7], payload: &payload };
-        let listener = sysnet::listen(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0), None).unwrap();
-        let SocketAddr::V4(address) = listener.local_addr().unwrap() else { panic!("IPv4") };
-        let stream = sysnet::connect_from(Ipv4Addr::LOCALHOST, address, None, WIRE_UP_TIMEOUT).unwrap();
-        let mut connection = Connection::new(0, stream);
-        connection.append(&frame, 11);
-        assert_eq!(connection.pending, vec![2, 3, 4, 5], "prefix (8), header (2) and one payload byte were written");
-        connection.pending_sent = 1;
-        connection.append(&frame, 0);
-        assert_eq!(connection.pending[..3], [3, 4, 5], "the sent byte is dropped before appending");
-        assert_eq!(connection.pending[3..], [[9u8; FRAME_PREFIX].as_slice(), &[7, 7], &a, &b].concat());
-        assert_eq!(connection.unsent(), 3 + 15);
-        assert_eq!(connection.pending_frames, 2);
-    }
-
-    #[test]
-    fn receive_buffer_grows_to_the_frame_and_compacts() {
-        let listener = sysnet::listen(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0), None).unwrap();
-        let SocketAddr::V4(address) = listener.local_addr().unwrap() else { panic!("IPv4") };
-        let stream = sysnet::connect_from(Ipv4Addr::LOCALHOST, address, None, WIRE_UP_TIMEOUT).unwrap();
-        let mut connection = Connection::new(0, stream);
-        connection.make_room(RECEIVE_BUFFER_INITIAL);
-        assert_eq!(connection.received.len(), RECEIVE_BUFFER_INITIAL);
-        let big = 3 * RECEIVE_BUFFER_INITIAL;
-        let mut prefix = [0u8; FRAME_PREFIX];
-        prefix[4..].copy_from_slice(&(big as u32).to_le_bytes());
-        connection.received[100..108].copy_from_slice(&prefix);
-        connection.received_start = 100;
-        connection.received_end = RECEIVE_BUFFER_INITIAL;
-        connection.make_room(RECEIVE_BUFFER_INITIAL);
-        assert_eq!((connection.received_start, connection.received_end), (0, RECEIVE_BUFFER_INITIAL - 100));
-        assert_eq!(connection.received[..8], prefix);
-        assert!(connection.received.len() >= FRAME_PREFIX + big);
-        prefix[..4].copy_from_slice(&(MAX_HEADER as u32 + 1).to_le_bytes());
-        connection.received[..8].copy_from_slice(&prefix);
-        assert!(connection.next_frame_lengths().is_err(), "an oversized header is a broken stream");
     }
 }
