@@ -7,7 +7,7 @@
 #   3. bench/osu.c bw and latency from 8 B to 16 MiB with each BRAID_STRATEGY (single, greedy, iso,
 #      weighted, hetero), one rank per node;
 #   4. with an iperf3 flow loading rail0 (the fastest rail): median and p99 time of 1 MiB transfers
-#      (osu xfer) for each strategy;
+#      (osu xfer) and 8-byte latency for each strategy;
 #   5. the same with Open MPI's TCP multirail (`--mca btl tcp,self` over every rail), with its
 #      default weights and with hand-set `btl_tcp_bandwidth_<rail>`; mpirun runs inside n0 with an
 #      rsh agent that maps each node's management address to `ip netns exec <node>`.
@@ -171,22 +171,42 @@ iperf_rails() {
     rm -f "$WORK"/iperf-rail*.json
 }
 
-# Starts an iperf3 flow on rail0 that lasts until cleanup (or `stop_load`).
+# Bytes n0 has sent on rail0.
+rail0_sent() {
+    ip netns exec "braid-$CLUSTER-n0" cat /sys/class/net/rail0/statistics/tx_bytes
+}
+
+# Starts an iperf3 flow on rail0 that lasts until cleanup (or `stop_load`), and checks that it
+# moves at least a quarter of the rail's rate (a client that found no server yet exits at once:
+# it is started again, up to three times); exits if it cannot be started.
 start_load() {
-    local server client
+    local server client attempt before after
     server=$(cluster_address 1 rail0)
     client=$(cluster_address 0 rail0)
-    ip netns exec "braid-$CLUSTER-n1" iperf3 -s -1 -B "$server" -p 5299 >/dev/null 2>&1 &
-    LOAD_SERVER=$!
-    BACKGROUND+=("$LOAD_SERVER")
-    sleep 0.3
-    ip netns exec "braid-$CLUSTER-n0" iperf3 -c "$server" -B "$client" -p 5299 -t 3600 >/dev/null 2>&1 &
-    LOAD_CLIENT=$!
-    BACKGROUND+=("$LOAD_CLIENT")
-    sleep 1
+    for attempt in 1 2 3; do
+        ip netns exec "braid-$CLUSTER-n1" iperf3 -s -1 -B "$server" -p 5299 >/dev/null 2>&1 &
+        LOAD_SERVER=$!
+        BACKGROUND+=("$LOAD_SERVER")
+        sleep 0.3
+        ip netns exec "braid-$CLUSTER-n0" iperf3 -c "$server" -B "$client" -p 5299 -t 3600 >/dev/null 2>&1 &
+        LOAD_CLIENT=$!
+        BACKGROUND+=("$LOAD_CLIENT")
+        sleep 1
+        before=$(rail0_sent)
+        sleep 0.5
+        after=$(rail0_sent)
+        if kill -0 "$LOAD_CLIENT" 2>/dev/null && [ $((after - before)) -gt $((RAIL0_BITS / 8 / 8)) ]; then
+            return
+        fi
+        echo "# the iperf3 load on rail0 did not start (attempt $attempt): $(((after - before) * 16 / 1000000)) Mbit/s" >&2
+        stop_load
+    done
+    echo "multirail.sh: no iperf3 load on rail0; the loaded phase cannot run" >&2
+    exit 1
 }
 
 stop_load() {
+    kill -0 "$LOAD_CLIENT" 2>/dev/null || echo "# warning: the iperf3 load on rail0 had ended before the loaded phase did" >&2
     kill "$LOAD_CLIENT" "$LOAD_SERVER" 2>/dev/null || true
     wait "$LOAD_CLIENT" "$LOAD_SERVER" 2>/dev/null || true
     forget "$LOAD_CLIENT"
@@ -237,6 +257,12 @@ for rails in $RAIL_SETS; do
     echo "# cluster $CLUSTER: rails $rails" >&2
     "$BRAID" cluster up "$CLUSTER" --nodes 2 --rails "$rails" --mtu "$MTU" >/dev/null
     IFS=, read -r -a rates <<<"$rails"
+    case "${rates[0]}" in
+    *gbit) RAIL0_BITS=$((${rates[0]%gbit} * 1000000000)) ;;
+    *mbit) RAIL0_BITS=$((${rates[0]%mbit} * 1000000)) ;;
+    *kbit) RAIL0_BITS=$((${rates[0]%kbit} * 1000)) ;;
+    *) echo "multirail.sh: rail rate ${rates[0]} is not in kbit, mbit or gbit" >&2; exit 2 ;;
+    esac
     RAIL_NAMES=()
     RAIL_MBITS=()
     for rail in "${!rates[@]}"; do
@@ -274,10 +300,12 @@ for rails in $RAIL_SETS; do
     for rep in $(seq 1 "$REPS"); do
         for strategy in $STRATEGIES; do
             BRAID_STRATEGY=$strategy braid_osu xfer -i "$TRANSFERS" -m 1048576 | record "$tag" braid "$strategy" rail0
+            BRAID_STRATEGY=$strategy braid_osu latency -n 8 -m 8 | record "$tag" braid "$strategy" rail0
         done
         if [ "$OPENMPI" = 1 ]; then
             for variant in default hand-set; do
                 openmpi_osu "$variant" xfer -i "$TRANSFERS" -m 1048576 | record "$tag" openmpi "$variant" rail0
+                openmpi_osu "$variant" latency -n 8 -m 8 | record "$tag" openmpi "$variant" rail0
             done
         fi
     done
@@ -327,8 +355,8 @@ for rails, total in rails_sum.items():
         print(f"  iperf3 on all rails at once: {at_once[rails]:.0f} Mbit/s ({at_once[rails] / total * 100:.0f}% of the sum)")
     sizes = [65536, 1 << 20, 16 << 20]
     print(f'{"impl":<8}{"variant":<10}' + "".join(f'{"eff@" + label:>10}' for label in ["64K", "1M", "16M"])
-          + f'{"bw@16M":>9}{"lat@8B":>9}{"lat@1M":>9}{"xfer1M med":>12}{"p99":>8}')
-    print(f'{"":<18}' + f'{"%":>10}' * 3 + f'{"MB/s":>9}{"us":>9}{"us":>9}{"us (rail0 loaded)":>20}')
+          + f'{"bw@16M":>9}{"lat@8B":>9}{"lat@1M":>9}{"xfer1M med":>12}{"p99":>8}{"lat@8B":>9}')
+    print(f'{"":<18}' + f'{"%":>10}' * 3 + f'{"MB/s":>9}{"us":>9}{"us":>9}{"us (rail0 loaded)":>29}')
     keys = sorted({(impl, variant) for (r, impl, variant, load, bench) in value if r == rails},
                   key=lambda key: (key[0] != "braid", key))
     for impl, variant in keys:
@@ -336,9 +364,10 @@ for rails, total in rails_sum.items():
         lat = value.get((rails, impl, variant, "none", "latency"), {})
         med = value.get((rails, impl, variant, "rail0", "xfer_median"), {})
         p99 = value.get((rails, impl, variant, "rail0", "xfer_p99"), {})
+        loaded_lat = value.get((rails, impl, variant, "rail0", "latency"), {})
         effs = [cell(bw, size, 8 / total * 100) for size in sizes]
         print(f"{impl:<8}{variant:<10}" + "".join(f"{e:>10}" for e in effs) + f"{cell(bw, 16 << 20):>9}{cell(lat, 8, 1, '{:.1f}'):>9}"
-              + f"{cell(lat, 1 << 20):>9}{cell(med, 1 << 20):>12}{cell(p99, 1 << 20):>8}")
+              + f"{cell(lat, 1 << 20):>9}{cell(med, 1 << 20):>12}{cell(p99, 1 << 20):>8}{cell(loaded_lat, 8, 1, '{:.1f}'):>9}")
 print(f"CSV: {sys.argv[1]} (medians; every repetition in the -raw file)")
 EOF
 if ! { wanted bandwidths && wanted latencies; }; then

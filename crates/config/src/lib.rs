@@ -118,6 +118,8 @@ pub struct Config {
     pub split_min: usize,
     pub rail_timeout_ms: usize,
     pub rail_keepalive_s: u32,
+    /// BRAID_RAIL_DELAY_FRESH_MS: how recent a rail connection's data must be for its round trips to count.
+    pub rail_delay_fresh_ms: u32,
     pub rail_receive_block: usize,
     pub rate_smoothing: f64,
     pub rail_queue_us: usize,
@@ -165,6 +167,7 @@ impl Default for Config {
             split_min: 16 * 1024,
             rail_timeout_ms: 2000,
             rail_keepalive_s: 1,
+            rail_delay_fresh_ms: 100,
             rail_receive_block: 1024 * 1024,
             rate_smoothing: 0.25,
             rail_queue_us: 5000,
@@ -220,6 +223,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_SPLIT_MIN", default: "16384", meaning: "smallest chunk (bytes) worth putting on an additional rail" },
     Setting { variable: "BRAID_RAIL_TIMEOUT_MS", default: "2000", meaning: "a rail whose sent bytes stay unacknowledged this long is failed over (TCP_USER_TIMEOUT)" },
     Setting { variable: "BRAID_RAIL_KEEPALIVE_S", default: "1", meaning: "seconds without traffic after which an idle rail connection is probed (TCP keepalive), so that a link lost while nothing moves is failed over within this plus BRAID_RAIL_TIMEOUT_MS, and a receive from a peer no rail reaches any more fails instead of waiting forever; 0: no probes" },
+    Setting { variable: "BRAID_RAIL_DELAY_FRESH_MS", default: "100", meaning: "hetero: a rail connection that sent data within this many milliseconds reports the queue its path holds for other traffic (its smoothed round trip less its least one), and a peer's control and eager frames avoid a rail whose queue makes them arrive later; older round trips count as no queue, so a rail left for this long is tried again; 0: round trips are not read" },
     Setting { variable: "BRAID_RAIL_RECEIVE_BLOCK", default: "1048576", meaning: "most bytes one read takes from a rail connection: a connection whose reads fill its receive buffer (a stream) has the buffer doubled up to this size, so it is read in large blocks and a frame cut by the buffer's end is moved to its front once per block, not once per frame; others keep 64 KiB (at least 65536)" },
     Setting { variable: "BRAID_RATE_SMOOTHING", default: "0.25", meaning: "weight of the newest drain-rate observation in a rail's online rate correction (0..1)" },
     Setting { variable: "BRAID_RAIL_QUEUE_US", default: "5000", meaning: "hetero: most predicted drain time (microseconds) of chunk bytes handed to one rail at a time (while one transfer is alone in flight, at most half its predicted time); the rest of a split waits in Braid and is taken over by a rail that drains sooner than predicted (raised to twice the longest recent gap between two progress steps, at most 50 ms; with several transfers in flight, then at most a third of their combined predicted time, so that the queues shrink as a stream ends; 0: hand every chunk over at once, no rebalancing)" },
@@ -319,6 +323,7 @@ impl Config {
         config.split_min = reader.number("BRAID_SPLIT_MIN", config.split_min, 1)?;
         config.rail_timeout_ms = reader.number("BRAID_RAIL_TIMEOUT_MS", config.rail_timeout_ms, 1)?;
         config.rail_keepalive_s = reader.number_u32("BRAID_RAIL_KEEPALIVE_S", config.rail_keepalive_s, 0)?;
+        config.rail_delay_fresh_ms = reader.number_u32("BRAID_RAIL_DELAY_FRESH_MS", config.rail_delay_fresh_ms, 0)?;
         config.rail_receive_block = reader.number("BRAID_RAIL_RECEIVE_BLOCK", config.rail_receive_block, 64 * 1024)?;
         config.rate_smoothing = reader.fraction("BRAID_RATE_SMOOTHING", config.rate_smoothing)?;
         config.rail_queue_us = reader.number("BRAID_RAIL_QUEUE_US", config.rail_queue_us, 0)?;

@@ -71,7 +71,7 @@ pub(crate) fn agree(bootstrap: &mut dyn Bootstrap, node_of: &[u32], oversubscrib
 /// The rails as one link: at each sampled size, when idle rails sharing the message finish.
 fn combined(rails: &[Profile]) -> Option<Profile> {
     let largest = rails.iter().filter_map(|rail| rail.samples().last()).map(|sample| sample.size).max()?;
-    let views: Vec<RailView<'_>> = rails.iter().map(|profile| RailView { profile, backlog_bytes: 0, rate_factor: 1.0, up: true }).collect();
+    let views: Vec<RailView<'_>> = rails.iter().map(|profile| RailView { profile, backlog_bytes: 0, rate_factor: 1.0, up: true, standing_delay_ns: 0.0 }).collect();
     let samples =
         (0..).map(braid_lane::profile::sample_size).take_while(|&size| size <= largest).map(|size| Sample { size, nanos: common_finish_time(size, &views).unwrap_or(f64::INFINITY) }).collect();
     Some(Profile::from_samples(samples))

@@ -37,6 +37,12 @@ pub struct RailView<'a> {
     pub rate_factor: f64,
     /// The rail is connected and has not failed.
     pub up: bool,
+    /// Nanoseconds a frame posted now waits in queues the path holds for other traffic,
+    /// beyond its own latency (from the transport's round trips: the smoothed one less the least
+    /// one); 0 where unknown. Only the eager rail's choice reads it: a small frame's time
+    /// is that wait, while a split's chunks see other traffic as a lower drain rate, which
+    /// `rate_factor` already holds.
+    pub standing_delay_ns: f64,
 }
 
 /// A piece of a payload assigned to a rail.

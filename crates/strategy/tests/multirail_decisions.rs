@@ -9,7 +9,7 @@ use braid_strategy::multirail::{
 const GBIT: f64 = 1e9 / 8.0;
 
 fn idle(profile: &Profile) -> RailView<'_> {
-    RailView { profile, backlog_bytes: 0, rate_factor: 1.0, up: true }
+    RailView { profile, backlog_bytes: 0, rate_factor: 1.0, up: true, standing_delay_ns: 0.0 }
 }
 
 #[test]
@@ -128,4 +128,19 @@ fn an_idle_rail_takes_over_enough_of_a_slowed_rail_for_both_to_finish_together()
     assert_eq!(hetero.takeover(1, 0, 384 << 10, &down), 0);
     let tiny = [RailView { backlog_bytes: 8 << 10, ..victim }, idle(&slow)];
     assert_eq!(hetero.takeover(1, 0, 8 << 10, &tiny), 0);
+}
+
+#[test]
+fn hetero_sends_small_frames_around_a_standing_queue_only_when_it_costs_more_than_the_slower_rail() {
+    let fast = Profile::from_model(20_000.0, 2.0 * GBIT, 1 << 24);
+    let slow = Profile::from_model(25_000.0, GBIT, 1 << 24);
+    let mut hetero = build(StrategyKind::Hetero, SplitSettings::default());
+    assert_eq!(hetero.eager_rail(64, &[idle(&fast), idle(&slow)]), 0, "no queue: the faster rail");
+    let queued = |delay_ns: f64| [RailView { standing_delay_ns: delay_ns, ..idle(&fast) }, idle(&slow)];
+    assert_eq!(hetero.eager_rail(64, &queued(2_000.0)), 0, "a queue shorter than the latencies' difference");
+    assert_eq!(hetero.eager_rail(64, &queued(700_000.0)), 1, "a queue of 0.7 ms");
+    // The load-blind strategies keep the fastest rail by profile.
+    for kind in [StrategyKind::Single, StrategyKind::Weighted] {
+        assert_eq!(build(kind, SplitSettings::default()).eager_rail(64, &queued(700_000.0)), 0, "{kind:?}");
+    }
 }

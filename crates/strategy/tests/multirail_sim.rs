@@ -54,7 +54,13 @@ impl Network {
     fn views(&self) -> Vec<RailView<'_>> {
         self.rails
             .iter()
-            .map(|rail| RailView { profile: &rail.profile, backlog_bytes: rail.backlog_bytes as u64, rate_factor: if self.corrects_rates { rail.estimator.factor() } else { 1.0 }, up: rail.up })
+            .map(|rail| RailView {
+                profile: &rail.profile,
+                backlog_bytes: rail.backlog_bytes as u64,
+                rate_factor: if self.corrects_rates { rail.estimator.factor() } else { 1.0 },
+                up: rail.up,
+                standing_delay_ns: 0.0,
+            })
             .collect()
     }
 

@@ -240,6 +240,39 @@ pub fn send_queue_len(fd: BorrowedFd<'_>) -> io::Result<u64> {
     Ok(queued.max(0) as u64)
 }
 
+/// What the kernel's TCP stack measures of a connection's path (`TCP_INFO`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathTiming {
+    /// Smoothed round-trip time.
+    pub round_trip: Duration,
+    /// The smallest round trip seen lately (the kernel's windowed minimum): the path without
+    /// queues.
+    pub least_round_trip: Duration,
+    /// Time since the connection last sent data: how old the round-trip samples may be.
+    pub since_data_sent: Duration,
+}
+
+/// Bytes of `struct tcp_info` up to and including `tcpi_min_rtt` (Linux 4.6 and later).
+const TCP_INFO_THROUGH_MIN_RTT: usize = std::mem::offset_of!(libc::tcp_info, tcpi_min_rtt) + std::mem::size_of::<u32>();
+
+/// The round-trip times the kernel keeps for a TCP socket; `None` from a kernel too old to
+/// report the windowed minimum.
+pub fn path_timing(fd: BorrowedFd<'_>) -> io::Result<Option<PathTiming>> {
+    // SAFETY: all-zero bytes are a valid value of this plain-integer struct.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut length = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `length` bytes into the live `info` and stores how many.
+    check(unsafe { libc::getsockopt(fd.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_INFO, (&mut info as *mut libc::tcp_info).cast(), &mut length) })?;
+    if (length as usize) < TCP_INFO_THROUGH_MIN_RTT {
+        return Ok(None);
+    }
+    Ok(Some(PathTiming {
+        round_trip: Duration::from_micros(info.tcpi_rtt.into()),
+        least_round_trip: Duration::from_micros(info.tcpi_min_rtt.into()),
+        since_data_sent: Duration::from_millis(info.tcpi_last_data_sent.into()),
+    }))
+}
+
 /// An epoll set: which of many descriptors are readable (or writable, where asked), in one
 /// system call.
 pub struct Poller {
@@ -417,6 +450,27 @@ mod tests {
         }
         let error = refused.expect("sending to a closed peer fails");
         assert!(matches!(error.raw_os_error(), Some(libc::EPIPE | libc::ECONNRESET)), "{error}");
+    }
+
+    #[test]
+    fn a_connection_that_carried_data_reports_its_round_trips() {
+        let listener = listen(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0), None).unwrap();
+        let std::net::SocketAddr::V4(target) = listener.local_addr().unwrap() else { panic!("IPv4 listener") };
+        let stream = connect_from(Ipv4Addr::LOCALHOST, target, None, Duration::from_secs(5)).unwrap();
+        let (mut accepted, _) = listener.accept().unwrap();
+        for _ in 0..20 {
+            (&stream).write_all(&[1u8; 4096]).unwrap();
+            let mut got = [0u8; 4096];
+            accepted.read_exact(&mut got).unwrap();
+            accepted.write_all(b"k").unwrap();
+            let mut ack = [0u8; 1];
+            (&stream).read_exact(&mut ack).unwrap();
+        }
+        let timing = path_timing(stream.as_fd()).unwrap().expect("a kernel with tcpi_min_rtt");
+        // The kernel's "no sample yet" would read u32::MAX microseconds.
+        assert!(timing.least_round_trip > Duration::ZERO && timing.least_round_trip <= timing.round_trip, "{timing:?}");
+        assert!(timing.round_trip < Duration::from_secs(1), "{timing:?}");
+        assert!(timing.since_data_sent < Duration::from_secs(5), "{timing:?}");
     }
 
     #[test]

@@ -17,6 +17,7 @@ use std::os::fd::BorrowedFd;
 
 use braid_lane::{Capabilities, PeerId, Profile};
 use braid_pmi::Bootstrap;
+pub use braid_sys::net::PathTiming;
 
 /// Largest engine header a transport must carry.
 pub const MAX_HEADER: usize = 64;
@@ -339,5 +340,13 @@ pub trait Transport {
     fn backlog(&self, peer: PeerId) -> u64 {
         let _ = peer;
         0
+    }
+
+    /// What the path to `peer` measures of its round trips now (smoothed, and the least seen
+    /// lately), where the transport keeps such figures (TCP does); `None` otherwise. A read costs
+    /// a system call: callers ask rarely.
+    fn path_timing(&self, peer: PeerId) -> Option<PathTiming> {
+        let _ = peer;
+        None
     }
 }

@@ -88,7 +88,7 @@ use braid_pmi::Bootstrap;
 use braid_sys::net::{self as sysnet, Poller};
 use braid_sys::{fd, process};
 
-use crate::{profile_cache, Deliver, FrameWriter, Incoming, SendOutcome, Sink, Transport, TransportError};
+use crate::{profile_cache, Deliver, FrameWriter, Incoming, PathTiming, SendOutcome, Sink, Transport, TransportError};
 
 use connection::{transient, watch_room, Broken, Connection, FramePieces, LentWriter, Loan};
 use handshake::{hello, hello_hash, parse_hello, parse_published, HELLO_LEN};
@@ -515,6 +515,11 @@ impl Transport for TcpTransport {
 
     fn has_room(&self, peer: PeerId) -> bool {
         self.connection_of(peer).is_none_or(|index| !self.connections[index].waiting_for_room)
+    }
+
+    fn path_timing(&self, peer: PeerId) -> Option<PathTiming> {
+        let stream = self.connections[self.connection_of(peer)?].stream.as_ref()?;
+        sysnet::path_timing(stream.as_fd()).ok().flatten()
     }
 
     fn prepare_sleep(&mut self) -> Option<u32> {

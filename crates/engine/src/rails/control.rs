@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use braid_lane::PeerId;
 use braid_strategy::multirail::{Aggregator, Decision};
-use braid_transport::{SendOutcome, TransportError};
+use braid_transport::{PathTiming, SendOutcome, TransportError};
 
 use super::io::RailIo;
 use super::machine::{rail_error, views, RailMachine};
@@ -54,6 +54,17 @@ pub(super) struct Peer {
 /// How often, at most, a peer's control rail is chosen again (from the rails' backlogs), so
 /// that control frames stop queueing behind chunks piled on one rail.
 const CONTROL_RAIL_RECHECK: Duration = Duration::from_millis(2);
+
+/// The queue a path holds for other traffic, as one frame would wait in it: the smoothed round
+/// trip less the least one (a bulk flow queues one direction; its acknowledgements come back on
+/// an empty path). Round trips measured more than `fresh` ago say nothing of the queue now:
+/// none is counted.
+fn standing_delay_ns(timing: PathTiming, fresh: Duration) -> f64 {
+    if timing.since_data_sent > fresh {
+        return 0.0;
+    }
+    timing.round_trip.saturating_sub(timing.least_round_trip).as_secs_f64() * 1e9
+}
 
 impl RailMachine {
     /// Queues a control frame (payload copied) to `peer`; returns its sequence number. When it
@@ -179,7 +190,13 @@ impl RailMachine {
             return;
         }
         let waiting = waiting_bytes(&self.transfers, self.rails.len());
-        let chosen = self.strategy.eager_rail(self.eager_limit, &views(&self.rails, io, peer, &state.rail_up, &waiting));
+        let mut rails = views(&self.rails, io, peer, &state.rail_up, &waiting);
+        if !self.delay_fresh.is_zero() {
+            for (rail, view) in rails.iter_mut().enumerate() {
+                view.standing_delay_ns = io.path_timing(rail, peer).map_or(0.0, |timing| standing_delay_ns(timing, self.delay_fresh));
+            }
+        }
+        let chosen = self.strategy.eager_rail(self.eager_limit, &rails);
         let Some(state) = self.peers.get_mut(peer as usize).and_then(Option::as_mut) else { return };
         state.control_chosen = now;
         if chosen != state.control_rail && state.rail_up.get(chosen) == Some(&true) {

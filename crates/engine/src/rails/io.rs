@@ -10,7 +10,7 @@ use std::io::IoSlice;
 use std::time::Instant;
 
 use braid_lane::PeerId;
-use braid_transport::{FrameWriter, SendOutcome, Transport, TransportError};
+use braid_transport::{FrameWriter, PathTiming, SendOutcome, Transport, TransportError};
 
 /// The rails, as the rail set's core sees them.
 pub(crate) trait RailIo {
@@ -38,6 +38,10 @@ pub(crate) trait RailIo {
 
     /// A writer for `peer` on `rail` that an offload worker may use (`None`: none to lend).
     fn lend_writer(&mut self, rail: usize, peer: PeerId) -> Option<Box<dyn FrameWriter>>;
+
+    /// The round trips `rail`'s path to `peer` shows now, where its transport measures them
+    /// (a system call on TCP: asked only when a control rail is chosen again).
+    fn path_timing(&self, rail: usize, peer: PeerId) -> Option<PathTiming>;
 }
 
 /// The driver's rails: its transports, in rail order.
@@ -74,5 +78,9 @@ impl RailIo for Vec<Box<dyn Transport>> {
 
     fn lend_writer(&mut self, rail: usize, peer: PeerId) -> Option<Box<dyn FrameWriter>> {
         self[rail].lend_writer(peer)
+    }
+
+    fn path_timing(&self, rail: usize, peer: PeerId) -> Option<PathTiming> {
+        self[rail].path_timing(peer)
     }
 }

@@ -6,7 +6,7 @@
 //! over a simulated network in the tests.
 
 use std::collections::VecDeque;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use braid_config::{Config, OffloadMode};
 use braid_lane::{PeerId, Profile};
@@ -60,6 +60,9 @@ pub(crate) struct RailMachine {
     pub(super) debug: bool,
     /// BRAID_RAIL_HEDGE: see [`hedge`].
     pub(super) hedging: bool,
+    /// BRAID_RAIL_DELAY_FRESH_MS: round trips older than this count as no standing queue (zero:
+    /// not read).
+    pub(super) delay_fresh: Duration,
     pub(super) rank: u32,
     /// Workers that submit the chunks of a split when that pays (BRAID_OFFLOAD), through
     /// writers the rails lend; dropped before the rails, so no writer is still out when they
@@ -93,7 +96,7 @@ pub(super) fn views<'a>(rails: &'a [Rail], io: &impl RailIo, peer: PeerId, up: &
         .enumerate()
         .zip(up)
         .zip(waiting)
-        .map(|(((index, rail), &up), &waiting)| RailView { profile: &rail.profile, backlog_bytes: io.backlog(index, peer) + waiting, rate_factor: rail.rate.factor(), up })
+        .map(|(((index, rail), &up), &waiting)| RailView { profile: &rail.profile, backlog_bytes: io.backlog(index, peer) + waiting, rate_factor: rail.rate.factor(), up, standing_delay_ns: 0.0 })
         .collect()
 }
 
@@ -149,7 +152,7 @@ impl RailMachine {
         let eager_limit = if rails.is_empty() {
             0
         } else {
-            let views: Vec<RailView<'_>> = rails.iter().zip(&all_up).map(|(rail, &up)| RailView { profile: &rail.profile, backlog_bytes: 0, rate_factor: 1.0, up }).collect();
+            let views: Vec<RailView<'_>> = rails.iter().zip(&all_up).map(|(rail, &up)| RailView { profile: &rail.profile, backlog_bytes: 0, rate_factor: 1.0, up, standing_delay_ns: 0.0 }).collect();
             policy.rails_eager_limit(multirail::rendezvous_threshold(&views, CONTROL_OVERHEAD + EAGER_HEADER_MAX), frame_room)
         };
         let mut strategy = multirail::build(config.strategy, settings);
@@ -196,6 +199,7 @@ impl RailMachine {
             ack_due: false,
             debug: config.debug,
             hedging: config.rail_hedge,
+            delay_fresh: Duration::from_millis(config.rail_delay_fresh_ms.into()),
             rank,
             offload,
             gaps: ProgressGaps::default(),

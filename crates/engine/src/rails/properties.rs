@@ -475,3 +475,41 @@ fn an_acknowledgement_lost_with_the_peers_control_rail_is_sent_again() {
     assert_eq!(ranks[1].matched[0], vec![0]);
     assert!(ranks.iter().all(|rank| rank.error.is_none()));
 }
+
+/// For each small message rank 0 sends to rank 1 on two rails (rail 0 the faster by profile),
+/// one every 5 ms: the rail it took and how long it was on the wire. Rail 0 holds
+/// `standing_queue` for other traffic from message `loaded.start` to `loaded.end`.
+fn small_messages_beside_a_queue(fresh_ms: u32, standing_queue: Duration, loaded: std::ops::Range<usize>, messages: usize) -> Vec<(usize, Duration)> {
+    let models =
+        vec![RailModel { bytes_per_second: 2.5e9, latency: Duration::from_micros(20), buffer: 4 << 20 }, RailModel { bytes_per_second: 1.25e9, latency: Duration::from_micros(20), buffer: 4 << 20 }];
+    let mut net = SimNetwork::new(models, 2);
+    let config = Config { rail_delay_fresh_ms: fresh_ms, ..sim_config(StrategyKind::Hetero) };
+    let mut ranks = [Rank::new(0, 2, &mut net, &config), Rank::new(1, 2, &mut net, &config)];
+    let mut taken = Vec::new();
+    for tag in 0..messages {
+        net.standing_queue[0] = if loaded.contains(&tag) { standing_queue } else { Duration::ZERO };
+        let logged = net.log.len();
+        ranks[0].send(&mut net, 1, tag as i32, 8);
+        run_steps(&mut ranks, &mut net, 50, Duration::from_micros(100));
+        let sent = net.log[logged..].iter().find(|sent| sent.from == 0 && matches!(sent.kind, Kind::Control { .. } | Kind::Batch { .. })).expect("the message left");
+        taken.push((sent.rail, sent.arrives - sent.at));
+    }
+    assert_eq!(ranks[1].matched[0], (0..messages as i32).collect::<Vec<i32>>());
+    taken
+}
+
+#[test]
+fn small_messages_leave_a_rail_whose_path_holds_a_standing_queue_and_come_back_when_it_drains() {
+    let queue = Duration::from_millis(2);
+    let taken = small_messages_beside_a_queue(100, queue, 0..60, 80);
+    assert_eq!(taken[0].0, 0, "the faster rail first");
+    // The first message that paid the queue is the one that shows it; from then on the other
+    // rail carries them, except one probe of rail 0 when its round trips have aged.
+    let paid = taken[..60].iter().filter(|&&(_, wire)| wire >= queue).count();
+    assert!(paid <= 3, "{paid} of 60 messages waited behind the queue: {taken:?}");
+    assert!(taken[1..20].iter().all(|&(rail, _)| rail == 1), "{taken:?}");
+    assert!(taken[70..].iter().all(|&(rail, wire)| rail == 0 && wire < queue), "back on rail 0 once the queue has gone: {taken:?}");
+    // Without the round trips read, every message on rail 0 waits behind the queue.
+    let blind = small_messages_beside_a_queue(0, queue, 0..60, 60);
+    assert!(blind.iter().all(|&(rail, wire)| rail == 0 && wire >= queue), "{blind:?}");
+}

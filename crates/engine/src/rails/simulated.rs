@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use braid_config::Config;
 use braid_lane::{PeerId, Profile};
 use braid_strategy::ProtocolPolicy;
-use braid_transport::{FrameWriter, SendOutcome, TransportError};
+use braid_transport::{FrameWriter, PathTiming, SendOutcome, TransportError};
 
 use super::io::RailIo;
 use super::machine::RailMachine;
@@ -74,6 +74,8 @@ struct Link {
     /// A write overfilled the buffer: no room until it has drained to two thirds (as the TCP
     /// transport waits for room after a short write).
     waiting_room: bool,
+    /// When a frame was last taken.
+    last_sent: Option<Instant>,
 }
 
 /// A rail's failure: frames still on the wire when it fails are lost; the ranks learn of it
@@ -126,13 +128,16 @@ pub(super) struct SimNetwork {
     /// Transmits attempted on a rail after the rank was told it had failed.
     pub(super) after_told: usize,
     pub(super) log: Vec<Transmitted>,
+    /// Per rail: how long a frame waits behind other traffic's standing queue (zero: the rail
+    /// is ours alone), on top of its latency.
+    pub(super) standing_queue: Vec<Duration>,
 }
 
 impl SimNetwork {
     pub(super) fn new(models: Vec<RailModel>, ranks: usize) -> SimNetwork {
         let links = (0..models.len() * ranks * ranks).map(|_| Link::default()).collect();
         let told = (0..models.len() * ranks * ranks).map(|_| Cell::new(false)).collect();
-        SimNetwork { now: Instant::now(), failures: vec![None; models.len()], models, ranks, links, told, after_told: 0, log: Vec::new() }
+        SimNetwork { now: Instant::now(), failures: vec![None; models.len()], standing_queue: vec![Duration::ZERO; models.len()], models, ranks, links, told, after_told: 0, log: Vec::new() }
     }
 
     fn link(&self, rail: usize, from: PeerId, to: PeerId) -> &Link {
@@ -231,11 +236,13 @@ impl RailIo for RankIo<'_> {
         let now = net.now;
         let bytes: Vec<u8> = payload.iter().flat_map(|slice| slice.iter().copied()).collect();
         let len = header.len() + bytes.len() + 4;
+        let queued = net.standing_queue[rail];
         let link = net.link_mut(rail, rank, peer);
         let start = link.wire_free.map_or(now, |free| free.max(now));
         let left = start + Duration::from_secs_f64(len as f64 / model.bytes_per_second);
-        let arrives = left + model.latency;
+        let arrives = left + model.latency + queued;
         link.wire_free = Some(left);
+        link.last_sent = Some(now);
         link.frames.push_back(WireFrame { from: rank, header: header.to_vec(), payload: bytes, arrives });
         let backlog = SimNetwork::backlog_of(link, now, model.bytes_per_second);
         link.waiting_room = backlog > model.buffer;
@@ -263,6 +270,14 @@ impl RailIo for RankIo<'_> {
 
     fn lend_writer(&mut self, _rail: usize, _peer: PeerId) -> Option<Box<dyn FrameWriter>> {
         None
+    }
+
+    /// As TCP measures it: the round trip crosses the standing queue once (the answers come
+    /// back on an empty path); the least round trip is the path's own.
+    fn path_timing(&self, rail: usize, peer: PeerId) -> Option<PathTiming> {
+        let latency = self.net.models[rail].latency;
+        let last_sent = self.net.link(rail, self.rank, peer).last_sent?;
+        Some(PathTiming { round_trip: 2 * latency + self.net.standing_queue[rail], least_round_trip: 2 * latency, since_data_sent: self.net.now.saturating_duration_since(last_sent) })
     }
 }
 

@@ -1,6 +1,6 @@
 //! The five strategies of BRAID_STRATEGY.
 
-use super::timing::{capacity_by, common_finish, fastest_rail, predicted_finish, soonest_rail, split_finish, time_until_idle, transfer_time, usable_factor};
+use super::timing::{argmin_up, capacity_by, common_finish, fastest_rail, predicted_finish, soonest_rail, split_finish, time_until_idle, transfer_time, usable_factor};
 use super::{Chunk, MultirailStrategy, RailView};
 
 /// Chunk boundaries fall on multiples of this many bytes, so that chunks start word-aligned.
@@ -140,7 +140,7 @@ impl MultirailStrategy for Hetero {
     }
 
     fn eager_rail(&mut self, len: usize, rails: &[RailView<'_>]) -> usize {
-        or_first(soonest_rail(len, rails))
+        or_first(argmin_up(rails, |rail| predicted_finish(rail, len) + rail.standing_delay_ns))
     }
 
     fn split(&mut self, len: usize, rails: &[RailView<'_>], out: &mut Vec<Chunk>) {

@@ -205,7 +205,7 @@ mod tests {
     use braid_lane::Sample;
 
     fn view(profile: &Profile, backlog_bytes: u64, rate_factor: f64) -> RailView<'_> {
-        RailView { profile, backlog_bytes, rate_factor, up: true }
+        RailView { profile, backlog_bytes, rate_factor, up: true, standing_delay_ns: 0.0 }
     }
 
     #[test]
