@@ -2,7 +2,8 @@
 //! runs: every message arrives once, in MPI order per pair, with its bytes intact, and every send
 //! completes, also when a rail fails at any moment; losing every rail is a clear error, not a
 //! hang; a split over unequal rails ends its chunks together; eager messages posted back to back
-//! leave as one batch; acknowledgements are cumulative and bounded.
+//! leave as one batch; acknowledgements are cumulative and bounded; small frames leave a rail
+//! whose path holds a standing queue for other traffic, and come back once it has drained.
 
 use std::collections::VecDeque;
 use std::time::Duration;

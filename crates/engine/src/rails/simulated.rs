@@ -1,7 +1,7 @@
 //! A simulated network for testing the rail set's core deterministically: rails with a rate, a
-//! latency and a send buffer each, a virtual clock, and rails that fail at a chosen moment. Each
-//! rank speaks to it through [`RankIo`], the same [`RailIo`] the driver answers from its
-//! transports. [`Rank`] plays the engine's part above the core (eager messages, RTS/CTS/FIN,
+//! latency and a send buffer each (and, where a test sets one, a standing queue of other
+//! traffic), a virtual clock, and rails that fail at a chosen moment. Each rank speaks to it
+//! through [`RankIo`], the same [`RailIo`] the driver answers from its transports. [`Rank`] plays the engine's part above the core (eager messages, RTS/CTS/FIN,
 //! placing chunks), so a test sees what an MPI program would: which messages arrived, in what
 //! order, with what bytes, and which sends completed.
 
@@ -272,8 +272,9 @@ impl RailIo for RankIo<'_> {
         None
     }
 
-    /// As TCP measures it: the round trip crosses the standing queue once (the answers come
-    /// back on an empty path); the least round trip is the path's own.
+    /// As TCP reports it, except that TCP learns of a queue only once an acknowledgement has
+    /// crossed it: the round trip crosses the standing queue once (the answers come back on an
+    /// empty path); the least round trip is the path's own.
     fn path_timing(&self, rail: usize, peer: PeerId) -> Option<PathTiming> {
         let latency = self.net.models[rail].latency;
         let last_sent = self.net.link(rail, self.rank, peer).last_sent?;
