@@ -199,14 +199,20 @@ start_load() {
             return
         fi
         echo "# the iperf3 load on rail0 did not start (attempt $attempt): $(((after - before) * 16 / 1000000)) Mbit/s" >&2
-        stop_load
+        end_load
     done
     echo "multirail.sh: no iperf3 load on rail0; the loaded phase cannot run" >&2
     exit 1
 }
 
+# Ends the loaded phase, warning if its flow had stopped on its own.
 stop_load() {
     kill -0 "$LOAD_CLIENT" 2>/dev/null || echo "# warning: the iperf3 load on rail0 had ended before the loaded phase did" >&2
+    end_load
+}
+
+# Stops the iperf3 flow on rail0 and its server.
+end_load() {
     kill "$LOAD_CLIENT" "$LOAD_SERVER" 2>/dev/null || true
     wait "$LOAD_CLIENT" "$LOAD_SERVER" 2>/dev/null || true
     forget "$LOAD_CLIENT"

@@ -1,9 +1,10 @@
 //! A simulated network for testing the rail set's core deterministically: rails with a rate, a
 //! latency and a send buffer each (and, where a test sets one, a standing queue of other
 //! traffic), a virtual clock, and rails that fail at a chosen moment. Each rank speaks to it
-//! through [`RankIo`], the same [`RailIo`] the driver answers from its transports. [`Rank`] plays the engine's part above the core (eager messages, RTS/CTS/FIN,
-//! placing chunks), so a test sees what an MPI program would: which messages arrived, in what
-//! order, with what bytes, and which sends completed.
+//! through [`RankIo`], the same [`RailIo`] the driver answers from its transports. [`Rank`]
+//! plays the engine's part above the core (eager messages, RTS/CTS/FIN, placing chunks), so a
+//! test sees what an MPI program would: which messages arrived, in what order, with what bytes,
+//! and which sends completed.
 
 use std::cell::Cell;
 use std::collections::VecDeque;
