@@ -83,6 +83,7 @@ pub struct Config {
     pub spin_count: u32,
     pub yield_us: u32,
     pub rail_spin_us: u32,
+    pub rail_reply_spin_us: u32,
     pub block_timeout_ms: u32,
     pub shm_ring_cells: usize,
     pub shm_inline_max: usize,
@@ -137,6 +138,7 @@ impl Default for Config {
             spin_count: 20_000,
             yield_us: 200,
             rail_spin_us: 20,
+            rail_reply_spin_us: 200,
             block_timeout_ms: 200,
             shm_ring_cells: 512,
             shm_inline_max: 128,
@@ -193,6 +195,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_SPIN_COUNT", default: "20000", meaning: "polls of all channels before a waiting rank blocks (auto mode)" },
     Setting { variable: "BRAID_YIELD_US", default: "200", meaning: "oversubscribed node (auto mode): microseconds a waiting rank yields its core (sched_yield) before it blocks on the doorbell; 0 blocks at once" },
     Setting { variable: "BRAID_RAIL_SPIN_US", default: "20", meaning: "auto mode, a rank with network peers: microseconds it polls (at most BRAID_SPIN_COUNT times) before it sleeps on the rails' doorbells. A rails poll costs a system call per rail, so this is short: a streaming rank is seldom idle for long, and its spinning takes the CPU that the kernel's packet work needs; 0 sleeps after one empty poll" },
+    Setting { variable: "BRAID_RAIL_REPLY_SPIN_US", default: "200", meaning: "auto mode, a rank with network peers that has sent a message or protocol frame over the rails: it polls until this many microseconds after that frame (if longer than BRAID_RAIL_SPIN_US) before it sleeps, unless the frame's socket is full. The answer to a request comes about a round trip later, and waking a sleeping rank on a CPU busy with packet work can cost more than that; while a rendezvous moves, or without a recent send, BRAID_RAIL_SPIN_US applies; 0 turns it off" },
     Setting { variable: "BRAID_BLOCK_TIMEOUT_MS", default: "200", meaning: "longest single futex sleep; a sleeping rank re-checks its channels at least this often" },
     Setting { variable: "BRAID_SHM_RING_CELLS", default: "512", meaning: "64-byte cells in each per-pair ring (power of two)" },
     Setting { variable: "BRAID_SHM_INLINE_MAX", default: "128", meaning: "largest message (header included) copied through the ring cells; larger eager messages use the buffer pool" },
@@ -285,6 +288,7 @@ impl Config {
         config.spin_count = reader.number_u32("BRAID_SPIN_COUNT", config.spin_count, 0)?;
         config.yield_us = reader.number_u32("BRAID_YIELD_US", config.yield_us, 0)?;
         config.rail_spin_us = reader.number_u32("BRAID_RAIL_SPIN_US", config.rail_spin_us, 0)?;
+        config.rail_reply_spin_us = reader.number_u32("BRAID_RAIL_REPLY_SPIN_US", config.rail_reply_spin_us, 0)?;
         config.block_timeout_ms = reader.number_u32("BRAID_BLOCK_TIMEOUT_MS", config.block_timeout_ms, 1)?;
         config.shm_ring_cells = reader.power_of_two("BRAID_SHM_RING_CELLS", config.shm_ring_cells, 8)?;
         config.shm_inline_max = reader.number("BRAID_SHM_INLINE_MAX", config.shm_inline_max, 64)?;

@@ -44,6 +44,9 @@ pub(crate) struct WaitPolicy {
     pub(crate) yield_window: Duration,
     /// A waiter on the rails: how long it spins before it sleeps on their doorbells.
     pub(crate) rail_spin_window: Duration,
+    /// A waiter on the rails that sent a control frame over them lately: how long after that
+    /// frame it keeps spinning (see `Network::reply_spin`).
+    pub(crate) reply_spin_window: Duration,
     pub(crate) timeout: Duration,
     pub(crate) oversubscribed: bool,
     pub(crate) doorbell: Doorbell,
@@ -78,8 +81,6 @@ pub(crate) enum Idle {
 }
 
 impl WaitPolicy {
-    /// `idle_polls` unsuccessful polls so far, `idle_for` since the first of them; `bulk_on_rails`:
-    /// a rendezvous is moving over the rails (chunks to send or to receive).
     /// How long a waiter stays awake (spinning or yielding) before it sleeps, as
     /// [`WaitPolicy::after_idle_poll`] decides: a collective's cost model charges a wake-up only
     /// to waits longer than this. `Duration::MAX` where waiters never sleep.
@@ -88,13 +89,18 @@ impl WaitPolicy {
             WaitMode::Poll => Duration::MAX,
             WaitMode::Block => Duration::ZERO,
             WaitMode::Auto if self.oversubscribed => self.yield_window,
-            WaitMode::Auto if matches!(self.doorbell, Doorbell::Rails { .. }) => self.rail_spin_window,
+            // A rank sends, then waits for the answer: awake for the reply window.
+            WaitMode::Auto if matches!(self.doorbell, Doorbell::Rails { .. }) => self.rail_spin_window.max(self.reply_spin_window),
             // A few polls: next to nothing.
             WaitMode::Auto => Duration::ZERO,
         }
     }
 
-    pub(crate) fn after_idle_poll(&self, idle_polls: u32, bulk_on_rails: bool, idle_for: impl FnOnce() -> Duration) -> Idle {
+    /// What to do after `idle_polls` unsuccessful polls, `idle_for` since the first of them;
+    /// `bulk_on_rails`: a rendezvous is moving over the rails (chunks to send or to receive);
+    /// `rail_spin`: how long a waiter on the rails spins in this wait (the window, or longer
+    /// while a reply is due).
+    pub(crate) fn after_idle_poll(&self, idle_polls: u32, bulk_on_rails: bool, rail_spin: Duration, idle_for: impl FnOnce() -> Duration) -> Idle {
         match self.mode {
             WaitMode::Poll => Idle::Spin,
             WaitMode::Block => Idle::Block,
@@ -115,7 +121,7 @@ impl WaitPolicy {
                 // While a rendezvous moves, what the rank waits for is the next packets of a chunk
                 // or room in a socket, which the doorbell reports: spinning for them would take
                 // the CPU those packets need, to save a wake-up that is small beside a chunk.
-                if !bulk_on_rails && idle_polls < self.spin_count && idle_for() < self.rail_spin_window {
+                if !bulk_on_rails && idle_polls < self.spin_count && idle_for() < rail_spin {
                     Idle::Spin
                 } else {
                     Idle::Block
@@ -177,6 +183,7 @@ impl Engine {
         }
         let mut idle_polls: u32 = 0;
         let mut idle_since: Option<Instant> = None;
+        let mut rail_spin = self.wait.rail_spin_window;
         loop {
             if done(self) {
                 return Ok(());
@@ -187,7 +194,13 @@ impl Engine {
                 continue;
             }
             idle_polls = idle_polls.saturating_add(1);
-            match self.wait.after_idle_poll(idle_polls, self.core.net.moving_bulk(), || idle_since.get_or_insert_with(Instant::now).elapsed()) {
+            let bulk = self.core.net.moving_bulk();
+            if idle_since.is_none() && matches!(self.wait.doorbell, Doorbell::Rails { .. }) && !bulk {
+                let now = Instant::now();
+                idle_since = Some(now);
+                rail_spin = self.wait.rail_spin_window.max(self.core.net.reply_spin(now, self.wait.reply_spin_window));
+            }
+            match self.wait.after_idle_poll(idle_polls, bulk, rail_spin, || idle_since.get_or_insert_with(Instant::now).elapsed()) {
                 Idle::Spin => continue,
                 Idle::Yield => {
                     self.core.counters.time_blocked(std::thread::yield_now);
@@ -334,6 +347,7 @@ mod wait_policy_tests {
             spin_count: 3,
             yield_window: Duration::from_micros(100),
             rail_spin_window: Duration::from_micros(20),
+            reply_spin_window: Duration::ZERO,
             timeout: Duration::from_millis(1),
             oversubscribed,
             doorbell: Doorbell::Direct(1),
@@ -343,17 +357,17 @@ mod wait_policy_tests {
     #[test]
     fn a_dedicated_core_spins_then_blocks() {
         let auto = policy(WaitMode::Auto, false);
-        assert_eq!(auto.after_idle_poll(2, false, || Duration::ZERO), Idle::Spin);
-        assert_eq!(auto.after_idle_poll(3, false, || Duration::ZERO), Idle::Block);
+        assert_eq!(auto.after_idle_poll(2, false, Duration::from_micros(20), || Duration::ZERO), Idle::Spin);
+        assert_eq!(auto.after_idle_poll(3, false, Duration::from_micros(20), || Duration::ZERO), Idle::Block);
     }
 
     #[test]
     fn an_oversubscribed_node_yields_for_the_window_then_blocks() {
         let auto = policy(WaitMode::Auto, true);
-        assert_eq!(auto.after_idle_poll(1_000_000, false, || Duration::from_micros(99)), Idle::Yield);
-        assert_eq!(auto.after_idle_poll(1, false, || Duration::from_micros(100)), Idle::Block);
+        assert_eq!(auto.after_idle_poll(1_000_000, false, Duration::from_micros(20), || Duration::from_micros(99)), Idle::Yield);
+        assert_eq!(auto.after_idle_poll(1, false, Duration::from_micros(20), || Duration::from_micros(100)), Idle::Block);
         let no_window = WaitPolicy { yield_window: Duration::ZERO, ..policy(WaitMode::Auto, true) };
-        assert_eq!(no_window.after_idle_poll(1, false, || Duration::ZERO), Idle::Block);
+        assert_eq!(no_window.after_idle_poll(1, false, Duration::from_micros(20), || Duration::ZERO), Idle::Block);
     }
 
     #[test]
@@ -367,19 +381,32 @@ mod wait_policy_tests {
     #[test]
     fn a_waiter_on_the_rails_spins_only_briefly() {
         let rails = WaitPolicy { doorbell: Doorbell::Rails { bounded: false }, spin_count: 20_000, ..policy(WaitMode::Auto, false) };
-        assert_eq!(rails.after_idle_poll(100, false, || Duration::from_micros(5)), Idle::Spin);
-        assert_eq!(rails.after_idle_poll(100, false, || rails.rail_spin_window), Idle::Block);
-        assert_eq!(rails.after_idle_poll(20_000, false, || Duration::ZERO), Idle::Block);
+        assert_eq!(rails.after_idle_poll(100, false, Duration::from_micros(20), || Duration::from_micros(5)), Idle::Spin);
+        assert_eq!(rails.after_idle_poll(100, false, Duration::from_micros(20), || rails.rail_spin_window), Idle::Block);
+        assert_eq!(rails.after_idle_poll(20_000, false, Duration::from_micros(20), || Duration::ZERO), Idle::Block);
         // Chunks in flight: it sleeps on the doorbells at once.
-        assert_eq!(rails.after_idle_poll(1, true, || Duration::ZERO), Idle::Block);
+        assert_eq!(rails.after_idle_poll(1, true, Duration::from_micros(20), || Duration::ZERO), Idle::Block);
         // Only the rails' waiting cares; a shared-memory waiter spins as before.
-        assert_eq!(policy(WaitMode::Auto, false).after_idle_poll(1, true, || Duration::ZERO), Idle::Spin);
-        assert_eq!(WaitPolicy { mode: WaitMode::Poll, ..rails }.after_idle_poll(100, false, || Duration::MAX), Idle::Spin);
+        assert_eq!(policy(WaitMode::Auto, false).after_idle_poll(1, true, Duration::from_micros(20), || Duration::ZERO), Idle::Spin);
+        assert_eq!(WaitPolicy { mode: WaitMode::Poll, ..rails }.after_idle_poll(100, false, Duration::from_micros(20), || Duration::MAX), Idle::Spin);
+    }
+
+    #[test]
+    fn a_waiter_on_the_rails_that_just_sent_spins_until_the_answer_is_due() {
+        let rails = WaitPolicy { doorbell: Doorbell::Rails { bounded: false }, spin_count: 20_000, reply_spin_window: Duration::from_micros(200), ..policy(WaitMode::Auto, false) };
+        let reply = Duration::from_micros(150);
+        assert_eq!(rails.after_idle_poll(100, false, reply, || Duration::from_micros(100)), Idle::Spin);
+        assert_eq!(rails.after_idle_poll(100, false, reply, || reply), Idle::Block);
+        // A rendezvous in flight: the doorbell reports what it waits for.
+        assert_eq!(rails.after_idle_poll(1, true, reply, || Duration::ZERO), Idle::Block);
+        // The cost model's ranks stay awake for the reply window after a round's send.
+        assert_eq!(rails.awake_before_sleep(), Duration::from_micros(200));
+        assert_eq!(WaitPolicy { reply_spin_window: Duration::ZERO, ..rails }.awake_before_sleep(), Duration::from_micros(20));
     }
 
     #[test]
     fn forced_modes_ignore_the_node() {
-        assert_eq!(policy(WaitMode::Poll, true).after_idle_poll(u32::MAX, false, || Duration::MAX), Idle::Spin);
-        assert_eq!(policy(WaitMode::Block, false).after_idle_poll(1, false, || Duration::ZERO), Idle::Block);
+        assert_eq!(policy(WaitMode::Poll, true).after_idle_poll(u32::MAX, false, Duration::from_micros(20), || Duration::MAX), Idle::Spin);
+        assert_eq!(policy(WaitMode::Block, false).after_idle_poll(1, false, Duration::from_micros(20), || Duration::ZERO), Idle::Block);
     }
 }

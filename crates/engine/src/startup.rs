@@ -121,6 +121,7 @@ impl Engine {
             spin_count: config.spin_count,
             yield_window: Duration::from_micros(config.yield_us.into()),
             rail_spin_window: Duration::from_micros(config.rail_spin_us.into()),
+            reply_spin_window: Duration::from_micros(config.rail_reply_spin_us.into()),
             timeout: Duration::from_millis(config.block_timeout_ms.into()),
             oversubscribed: node.oversubscribed,
             doorbell,

@@ -164,6 +164,8 @@ impl RailMachine {
                     }
                     self.unsent -= frames;
                     self.unacked += frames;
+                    self.handed += 1;
+                    self.handed_to = peer;
                     moved = true;
                 }
                 Ok(SendOutcome::WouldBlock) => return Ok(moved),

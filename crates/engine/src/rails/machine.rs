@@ -84,6 +84,10 @@ pub(crate) struct RailMachine {
     pub(super) sent: Vec<u32>,
     /// What this rank sent on each rail (the engine counts what arrives).
     pub(crate) traffic: Vec<TransportTraffic>,
+    /// Control frames handed to a rail so far, and the peer of the latest: the driver notes when
+    /// this rank last sent (see [`super::Network::reply_spin`]).
+    pub(super) handed: u64,
+    pub(super) handed_to: PeerId,
 }
 
 /// What the strategy sees of each rail toward `peer`. A rail's backlog is what its transport
@@ -210,6 +214,8 @@ impl RailMachine {
             batch_max: settings.aggregate_max.min(frame_room),
             sent: Vec::new(),
             traffic,
+            handed: 0,
+            handed_to: 0,
         }
     }
 
@@ -234,6 +240,13 @@ impl RailMachine {
     #[inline]
     pub(crate) fn moving_bulk(&self) -> bool {
         !self.transfers.is_empty() || !self.receives.is_empty()
+    }
+
+    /// Whether the control rail of the peer that the latest control frame went to takes more
+    /// now (false while its connection waits for room after a short write).
+    pub(crate) fn last_control_rail_has_room(&self, io: &impl RailIo) -> bool {
+        let peer = self.handed_to;
+        self.peers.get(peer as usize).and_then(Option::as_ref).is_none_or(|state| io.has_room(state.control_rail, peer))
     }
 
     /// Frames or chunks not yet handed to a rail (finalize waits for them).

@@ -77,6 +77,10 @@ pub(crate) struct Network {
     doorbell: Option<braid_sys::net::Poller>,
     /// Largest eager message to a network peer (`ProtocolPolicy::rails_eager_limit`).
     pub(crate) eager_limit: usize,
+    /// When this rank last handed a control frame to a rail (see [`Network::reply_spin`]), and
+    /// the core's count of them then.
+    last_sent_at: Option<Instant>,
+    handed_seen: u64,
 }
 
 impl Network {
@@ -87,7 +91,7 @@ impl Network {
         let max_payloads: Vec<usize> = links.iter().map(|link| link.capabilities().max_payload).collect();
         let offload = (&node.spare, node.oversubscribed);
         let machine = RailMachine::new(config, policy, rank, profiles, &max_payloads, rail_peers, &links, offload, Instant::now());
-        Network { eager_limit: machine.eager_limit, doorbell: doorbell::open(&links), machine, links }
+        Network { eager_limit: machine.eager_limit, doorbell: doorbell::open(&links), machine, links, last_sent_at: None, handed_seen: 0 }
     }
 
     /// Lends the rail transports out, to be polled: the frames they deliver update the core
@@ -137,7 +141,32 @@ impl Network {
 
     /// A progress step of the rails (see [`RailMachine::advance`]).
     pub(crate) fn advance(&mut self, idle: bool) -> Result<bool, EngineError> {
-        self.machine.advance(idle, &mut self.links)
+        let advanced = self.machine.advance(idle, &mut self.links);
+        self.note_sends();
+        advanced
+    }
+
+    /// Stamps the time if the core handed a control frame to a rail since the last look: one
+    /// clock read per call that sent (beside its system call), none otherwise.
+    #[inline]
+    fn note_sends(&mut self) {
+        if self.machine.handed != self.handed_seen {
+            self.handed_seen = self.machine.handed;
+            self.last_sent_at = Some(Instant::now());
+        }
+    }
+
+    /// How much longer than its usual spin a rank that starts to wait at `now` keeps polling:
+    /// until `reply_window` after the last control frame it sent over the rails, when that
+    /// frame's rail takes more (its answer, if it was a request, is due in about a round trip,
+    /// and a wake-up on a CPU busy with packet work can cost several). Zero when it sent nothing
+    /// that recently, or its socket is full (what it waits for then is room, which the doorbell
+    /// reports).
+    pub(crate) fn reply_spin(&self, now: Instant, reply_window: Duration) -> Duration {
+        match self.last_sent_at {
+            Some(sent) if !reply_window.is_zero() && self.machine.last_control_rail_has_room(&self.links) => (sent + reply_window).saturating_duration_since(now),
+            _ => Duration::ZERO,
+        }
     }
 
     /// Fails the rails that no longer reach a peer a receive waits for (see
@@ -180,7 +209,9 @@ impl Network {
     /// Hands `peer`'s queued control frames to its control rail.
     #[inline]
     pub(crate) fn flush_control(&mut self, peer: PeerId) -> Result<bool, EngineError> {
-        self.machine.flush_control(peer, &mut self.links)
+        let flushed = self.machine.flush_control(peer, &mut self.links);
+        self.note_sends();
+        flushed
     }
 
     /// Whether control frames wait to be handed to a rail.
@@ -191,7 +222,9 @@ impl Network {
 
     /// Hands every peer's queued control frames to its control rail.
     pub(crate) fn flush_unsent(&mut self) -> Result<bool, EngineError> {
-        self.machine.flush_unsent(&mut self.links)
+        let flushed = self.machine.flush_unsent(&mut self.links);
+        self.note_sends();
+        flushed
     }
 
     /// CTS `transfer` from `peer`: send `data` to its request `receiver`.

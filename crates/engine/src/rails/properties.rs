@@ -337,6 +337,34 @@ fn eager_messages_posted_back_to_back_leave_as_one_batch() {
 }
 
 #[test]
+fn the_latest_control_frame_and_whether_its_rail_takes_more_are_known() {
+    // A rail whose socket holds 64 KiB: eager frames of 16 KiB fill it after a few.
+    let models = vec![RailModel { bytes_per_second: 1e6, latency: Duration::from_micros(20), buffer: 64 << 10 }];
+    let mut net = SimNetwork::new(models, 3);
+    let config = sim_config(StrategyKind::Hetero);
+    let mut sender = Rank::new(0, 3, &mut net, &config);
+    assert_eq!(sender.machine.handed, 0);
+    assert!(sender.machine.last_control_rail_has_room(&net.port(0)), "nothing sent: nothing to wait for");
+    sender.send(&mut net, 2, 0, 8);
+    assert_eq!((sender.machine.handed, sender.machine.handed_to), (1, 2));
+    assert!(sender.machine.last_control_rail_has_room(&net.port(0)));
+    // Frames that do not leave (the socket is full) are not handed: the count stays, and the
+    // rail reports no room until the wire drains it.
+    let mut tag = 1;
+    while sender.machine.last_control_rail_has_room(&net.port(0)) {
+        assert!(tag < 100, "the socket never filled");
+        sender.send(&mut net, 2, tag, 16 << 10);
+        sender.progress(&mut net);
+        tag += 1;
+    }
+    let handed = sender.machine.handed;
+    sender.send(&mut net, 2, tag, 16 << 10);
+    assert_eq!(sender.machine.handed, handed, "a frame was handed to a full socket");
+    net.now += Duration::from_secs(1);
+    assert!(sender.machine.last_control_rail_has_room(&net.port(0)), "the wire drained the socket");
+}
+
+#[test]
 fn acknowledgements_are_cumulative_and_bounded() {
     for seed in 0..10 {
         let mut rng = Rng::new(3000 + seed);
