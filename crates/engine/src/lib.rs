@@ -43,8 +43,8 @@
 //! 5. **Waiting**: `wait` spins on `progress`; after `spin_count` idle polls (at once when the
 //!    node is oversubscribed, always with `BRAID_WAIT=block`) it arms the shared-memory doorbell,
 //!    polls once more, and sleeps on the futex until a frame arrives or `block_timeout_ms` passes.
-//!    A rank with network peers spins for at most `rail_spin_us` (or, having just sent a control
-//!    frame over the rails, until `rail_reply_spin_us` after it), then sleeps on every rail's doorbell at
+//!    A rank with network peers spins for at most `rail_spin_us` (and, having just sent a control
+//!    frame over the rails, yields until `rail_reply_spin_us` after it), then sleeps on every rail's doorbell at
 //!    once instead, no longer than its rails allow (and at most 100 us when it has shared-memory
 //!    peers too).
 

@@ -121,8 +121,16 @@ impl WaitPolicy {
                 // While a rendezvous moves, what the rank waits for is the next packets of a chunk
                 // or room in a socket, which the doorbell reports: spinning for them would take
                 // the CPU those packets need, to save a wake-up that is small beside a chunk.
-                if !bulk_on_rails && idle_polls < self.spin_count && idle_for() < rail_spin {
+                if bulk_on_rails || idle_polls >= self.spin_count {
+                    return Idle::Block;
+                }
+                let idle_for = idle_for();
+                if idle_for < self.rail_spin_window {
                     Idle::Spin
+                } else if idle_for < rail_spin {
+                    // Waiting for an answer: awake, but handing the core to whoever else is
+                    // runnable on it (the peer that answers may be).
+                    Idle::Yield
                 } else {
                     Idle::Block
                 }
@@ -395,7 +403,9 @@ mod wait_policy_tests {
     fn a_waiter_on_the_rails_that_just_sent_spins_until_the_answer_is_due() {
         let rails = WaitPolicy { doorbell: Doorbell::Rails { bounded: false }, spin_count: 20_000, reply_spin_window: Duration::from_micros(200), ..policy(WaitMode::Auto, false) };
         let reply = Duration::from_micros(150);
-        assert_eq!(rails.after_idle_poll(100, false, reply, || Duration::from_micros(100)), Idle::Spin);
+        // Its own window spinning, then yielding its core until the answer is due.
+        assert_eq!(rails.after_idle_poll(100, false, reply, || Duration::from_micros(10)), Idle::Spin);
+        assert_eq!(rails.after_idle_poll(100, false, reply, || Duration::from_micros(100)), Idle::Yield);
         assert_eq!(rails.after_idle_poll(100, false, reply, || reply), Idle::Block);
         // A rendezvous in flight: the doorbell reports what it waits for.
         assert_eq!(rails.after_idle_poll(1, true, reply, || Duration::ZERO), Idle::Block);

@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use braid_lane::PeerId;
 use braid_strategy::multirail;
 use braid_sys::net::Poller;
 use braid_transport::Transport;
@@ -38,7 +39,13 @@ impl RailMachine {
         let horizon = self.queue_horizon_ns();
         let waiting = waiting_bytes(&self.transfers, self.rails.len());
         let mut limit: Option<Duration> = None;
+        let mut previous: Option<PeerId> = None;
         for transfer in &self.transfers {
+            // What decides the sleep is the peer's rails, not which of its transfers: a window of
+            // transfers to one peer is looked at once.
+            if previous.replace(transfer.peer) == Some(transfer.peer) {
+                continue;
+            }
             let Some(state) = self.peers.get(transfer.peer as usize).and_then(Option::as_ref) else { continue };
             for (index, rail) in self.rails.iter().enumerate() {
                 if !state.rail_up[index] || !io.has_room(index, transfer.peer) {

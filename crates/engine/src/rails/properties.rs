@@ -364,6 +364,62 @@ fn the_latest_control_frame_and_whether_its_rail_takes_more_are_known() {
     assert!(sender.machine.last_control_rail_has_room(&net.port(0)), "the wire drained the socket");
 }
 
+/// The simulated rails of one rank, counting the backlog reads.
+struct CountingIo<'a> {
+    inner: super::simulated::RankIo<'a>,
+    backlog_reads: std::cell::Cell<usize>,
+}
+
+impl RailIo for CountingIo<'_> {
+    fn now(&self) -> std::time::Instant {
+        self.inner.now()
+    }
+    fn name(&self, rail: usize) -> &str {
+        self.inner.name(rail)
+    }
+    fn reaches(&self, rail: usize, peer: PeerId) -> bool {
+        self.inner.reaches(rail, peer)
+    }
+    fn transmit(&mut self, rail: usize, peer: PeerId, header: &[u8], payload: &[std::io::IoSlice<'_>]) -> Result<braid_transport::SendOutcome, braid_transport::TransportError> {
+        self.inner.transmit(rail, peer, header, payload)
+    }
+    fn backlog(&self, rail: usize, peer: PeerId) -> u64 {
+        self.backlog_reads.set(self.backlog_reads.get() + 1);
+        self.inner.backlog(rail, peer)
+    }
+    fn has_room(&self, rail: usize, peer: PeerId) -> bool {
+        self.inner.has_room(rail, peer)
+    }
+    fn lend_writer(&mut self, rail: usize, peer: PeerId) -> Option<Box<dyn braid_transport::FrameWriter>> {
+        self.inner.lend_writer(rail, peer)
+    }
+    fn path_timing(&self, rail: usize, peer: PeerId) -> Option<braid_transport::PathTiming> {
+        self.inner.path_timing(rail, peer)
+    }
+}
+
+#[test]
+fn a_window_of_transfers_to_one_peer_is_looked_at_once_for_the_sleep() {
+    // Sockets that never fill: every rail has room, so its backlog is read.
+    let model = RailModel { bytes_per_second: 1e9, latency: Duration::from_micros(20), buffer: 1 << 30 };
+    let (mut net, mut ranks) = two_ranks_on_two_rails(model);
+    for tag in 0..8 {
+        ranks[0].send(&mut net, 1, tag, 8 << 20);
+    }
+    // Until every CTS is in: eight transfers to rank 1 in flight.
+    let mut steps = 0;
+    while ranks[0].machine.transfers.len() < 8 {
+        assert!(steps < 1000, "the transfers did not start");
+        run_steps(&mut ranks, &mut net, 1, Duration::from_micros(20));
+        steps += 1;
+    }
+    let io = CountingIo { inner: net.port(0), backlog_reads: std::cell::Cell::new(0) };
+    let limit = ranks[0].machine.sleep_limit(&io);
+    assert!(limit.is_some(), "transfers in flight: the rails bound the sleep");
+    // At most one read per rail for the peer, and the queue horizon's own.
+    assert!(io.backlog_reads.get() <= 2, "{} backlog reads for eight transfers on two rails", io.backlog_reads.get());
+}
+
 #[test]
 fn acknowledgements_are_cumulative_and_bounded() {
     for seed in 0..10 {
