@@ -45,7 +45,8 @@ pub(crate) struct WaitPolicy {
     /// A waiter on the rails: how long it spins before it sleeps on their doorbells.
     pub(crate) rail_spin_window: Duration,
     /// A waiter on the rails that sent a control frame over them lately: how long after that
-    /// frame it keeps spinning (see `Network::reply_spin`).
+    /// frame it stays awake, yielding its core once `rail_spin_window` is over (see
+    /// `Network::reply_spin`).
     pub(crate) reply_spin_window: Duration,
     pub(crate) timeout: Duration,
     pub(crate) oversubscribed: bool,
@@ -98,9 +99,9 @@ impl WaitPolicy {
 
     /// What to do after `idle_polls` unsuccessful polls, `idle_for` since the first of them;
     /// `bulk_on_rails`: a rendezvous is moving over the rails (chunks to send or to receive);
-    /// `rail_spin`: how long a waiter on the rails spins in this wait (the window, or longer
-    /// while a reply is due).
-    pub(crate) fn after_idle_poll(&self, idle_polls: u32, bulk_on_rails: bool, rail_spin: Duration, idle_for: impl FnOnce() -> Duration) -> Idle {
+    /// `reply_due`: how long after this wait began the answer to this rank's last frame over the
+    /// rails is due (zero: none is), which a waiter on the rails stays awake for.
+    pub(crate) fn after_idle_poll(&self, idle_polls: u32, bulk_on_rails: bool, reply_due: Duration, idle_for: impl FnOnce() -> Duration) -> Idle {
         match self.mode {
             WaitMode::Poll => Idle::Spin,
             WaitMode::Block => Idle::Block,
@@ -127,7 +128,7 @@ impl WaitPolicy {
                 let idle_for = idle_for();
                 if idle_for < self.rail_spin_window {
                     Idle::Spin
-                } else if idle_for < rail_spin {
+                } else if idle_for < reply_due {
                     // Waiting for an answer: awake, but handing the core to whoever else is
                     // runnable on it (the peer that answers may be).
                     Idle::Yield
@@ -191,7 +192,7 @@ impl Engine {
         }
         let mut idle_polls: u32 = 0;
         let mut idle_since: Option<Instant> = None;
-        let mut rail_spin = self.wait.rail_spin_window;
+        let mut reply_due = Duration::ZERO;
         loop {
             if done(self) {
                 return Ok(());
@@ -199,6 +200,7 @@ impl Engine {
             if self.progress()? {
                 idle_polls = 0;
                 idle_since = None;
+                reply_due = Duration::ZERO;
                 continue;
             }
             idle_polls = idle_polls.saturating_add(1);
@@ -206,9 +208,9 @@ impl Engine {
             if idle_since.is_none() && matches!(self.wait.doorbell, Doorbell::Rails { .. }) && !bulk {
                 let now = Instant::now();
                 idle_since = Some(now);
-                rail_spin = self.wait.rail_spin_window.max(self.core.net.reply_spin(now, self.wait.reply_spin_window));
+                reply_due = self.core.net.reply_spin(now, self.wait.reply_spin_window);
             }
-            match self.wait.after_idle_poll(idle_polls, bulk, rail_spin, || idle_since.get_or_insert_with(Instant::now).elapsed()) {
+            match self.wait.after_idle_poll(idle_polls, bulk, reply_due, || idle_since.get_or_insert_with(Instant::now).elapsed()) {
                 Idle::Spin => continue,
                 Idle::Yield => {
                     self.core.counters.time_blocked(std::thread::yield_now);
@@ -365,17 +367,17 @@ mod wait_policy_tests {
     #[test]
     fn a_dedicated_core_spins_then_blocks() {
         let auto = policy(WaitMode::Auto, false);
-        assert_eq!(auto.after_idle_poll(2, false, Duration::from_micros(20), || Duration::ZERO), Idle::Spin);
-        assert_eq!(auto.after_idle_poll(3, false, Duration::from_micros(20), || Duration::ZERO), Idle::Block);
+        assert_eq!(auto.after_idle_poll(2, false, Duration::ZERO, || Duration::ZERO), Idle::Spin);
+        assert_eq!(auto.after_idle_poll(3, false, Duration::ZERO, || Duration::ZERO), Idle::Block);
     }
 
     #[test]
     fn an_oversubscribed_node_yields_for_the_window_then_blocks() {
         let auto = policy(WaitMode::Auto, true);
-        assert_eq!(auto.after_idle_poll(1_000_000, false, Duration::from_micros(20), || Duration::from_micros(99)), Idle::Yield);
-        assert_eq!(auto.after_idle_poll(1, false, Duration::from_micros(20), || Duration::from_micros(100)), Idle::Block);
+        assert_eq!(auto.after_idle_poll(1_000_000, false, Duration::ZERO, || Duration::from_micros(99)), Idle::Yield);
+        assert_eq!(auto.after_idle_poll(1, false, Duration::ZERO, || Duration::from_micros(100)), Idle::Block);
         let no_window = WaitPolicy { yield_window: Duration::ZERO, ..policy(WaitMode::Auto, true) };
-        assert_eq!(no_window.after_idle_poll(1, false, Duration::from_micros(20), || Duration::ZERO), Idle::Block);
+        assert_eq!(no_window.after_idle_poll(1, false, Duration::ZERO, || Duration::ZERO), Idle::Block);
     }
 
     #[test]
@@ -389,18 +391,18 @@ mod wait_policy_tests {
     #[test]
     fn a_waiter_on_the_rails_spins_only_briefly() {
         let rails = WaitPolicy { doorbell: Doorbell::Rails { bounded: false }, spin_count: 20_000, ..policy(WaitMode::Auto, false) };
-        assert_eq!(rails.after_idle_poll(100, false, Duration::from_micros(20), || Duration::from_micros(5)), Idle::Spin);
-        assert_eq!(rails.after_idle_poll(100, false, Duration::from_micros(20), || rails.rail_spin_window), Idle::Block);
-        assert_eq!(rails.after_idle_poll(20_000, false, Duration::from_micros(20), || Duration::ZERO), Idle::Block);
+        assert_eq!(rails.after_idle_poll(100, false, Duration::ZERO, || Duration::from_micros(5)), Idle::Spin);
+        assert_eq!(rails.after_idle_poll(100, false, Duration::ZERO, || rails.rail_spin_window), Idle::Block);
+        assert_eq!(rails.after_idle_poll(20_000, false, Duration::ZERO, || Duration::ZERO), Idle::Block);
         // Chunks in flight: it sleeps on the doorbells at once.
-        assert_eq!(rails.after_idle_poll(1, true, Duration::from_micros(20), || Duration::ZERO), Idle::Block);
+        assert_eq!(rails.after_idle_poll(1, true, Duration::ZERO, || Duration::ZERO), Idle::Block);
         // Only the rails' waiting cares; a shared-memory waiter spins as before.
-        assert_eq!(policy(WaitMode::Auto, false).after_idle_poll(1, true, Duration::from_micros(20), || Duration::ZERO), Idle::Spin);
-        assert_eq!(WaitPolicy { mode: WaitMode::Poll, ..rails }.after_idle_poll(100, false, Duration::from_micros(20), || Duration::MAX), Idle::Spin);
+        assert_eq!(policy(WaitMode::Auto, false).after_idle_poll(1, true, Duration::ZERO, || Duration::ZERO), Idle::Spin);
+        assert_eq!(WaitPolicy { mode: WaitMode::Poll, ..rails }.after_idle_poll(100, false, Duration::ZERO, || Duration::MAX), Idle::Spin);
     }
 
     #[test]
-    fn a_waiter_on_the_rails_that_just_sent_spins_until_the_answer_is_due() {
+    fn a_waiter_on_the_rails_that_just_sent_stays_awake_until_the_answer_is_due() {
         let rails = WaitPolicy { doorbell: Doorbell::Rails { bounded: false }, spin_count: 20_000, reply_spin_window: Duration::from_micros(200), ..policy(WaitMode::Auto, false) };
         let reply = Duration::from_micros(150);
         // Its own window spinning, then yielding its core until the answer is due.
@@ -416,7 +418,7 @@ mod wait_policy_tests {
 
     #[test]
     fn forced_modes_ignore_the_node() {
-        assert_eq!(policy(WaitMode::Poll, true).after_idle_poll(u32::MAX, false, Duration::from_micros(20), || Duration::MAX), Idle::Spin);
-        assert_eq!(policy(WaitMode::Block, false).after_idle_poll(1, false, Duration::from_micros(20), || Duration::ZERO), Idle::Block);
+        assert_eq!(policy(WaitMode::Poll, true).after_idle_poll(u32::MAX, false, Duration::ZERO, || Duration::MAX), Idle::Spin);
+        assert_eq!(policy(WaitMode::Block, false).after_idle_poll(1, false, Duration::ZERO, || Duration::ZERO), Idle::Block);
     }
 }

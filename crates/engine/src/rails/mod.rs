@@ -156,8 +156,8 @@ impl Network {
         }
     }
 
-    /// How much longer than its usual spin a rank that starts to wait at `now` stays awake:
-    /// until `reply_window` after the last control frame it sent over the rails, when that
+    /// How long a rank that starts to wait at `now` stays awake for an answer: until
+    /// `reply_window` after the last control frame it sent over the rails, when that
     /// frame's rail takes more (its answer, if it was a request, is due in about a round trip,
     /// and a wake-up on a CPU busy with packet work can cost several). Zero when it sent nothing
     /// that recently, or its socket is full (what it waits for then is room, which the doorbell
