@@ -124,6 +124,7 @@ pub struct Config {
     pub rail_receive_block: usize,
     pub rate_smoothing: f64,
     pub rail_queue_us: usize,
+    pub rail_refill: f64,
     pub rail_hedge: bool,
     pub offload: OffloadMode,
     pub offload_cost_ns: Option<u64>,
@@ -173,6 +174,7 @@ impl Default for Config {
             rail_receive_block: 1024 * 1024,
             rate_smoothing: 0.25,
             rail_queue_us: 5000,
+            rail_refill: 0.5,
             rail_hedge: true,
             offload: OffloadMode::Auto,
             offload_cost_ns: None,
@@ -230,6 +232,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_RAIL_RECEIVE_BLOCK", default: "1048576", meaning: "most bytes one read takes from a rail connection: a connection whose reads fill its receive buffer (a stream) has the buffer doubled up to this size, so it is read in large blocks and a frame cut by the buffer's end is moved to its front once per block, not once per frame; others keep 64 KiB (at least 65536)" },
     Setting { variable: "BRAID_RATE_SMOOTHING", default: "0.25", meaning: "weight of the newest drain-rate observation in a rail's online rate correction (0..1)" },
     Setting { variable: "BRAID_RAIL_QUEUE_US", default: "5000", meaning: "hetero: most predicted drain time (microseconds) of chunk bytes handed to one rail at a time (while one transfer is alone in flight, at most half its predicted time); the rest of a split waits in Braid and is taken over by a rail that drains sooner than predicted (raised to twice the longest recent gap between two progress steps, at most 50 ms; with several transfers in flight, then at most a third of their combined predicted time, so that the queues shrink as a stream ends; 0: hand every chunk over at once, no rebalancing)" },
+    Setting { variable: "BRAID_RAIL_REFILL", default: "0.5", meaning: "hetero: share of a rail's queue cap (BRAID_RAIL_QUEUE_US) that must be free before a sleeping sender wakes to top the rail up, in one frame of that room (at least 64 KiB); larger: fewer wake-ups, frames and system calls per byte, less queued ahead of the wake-up; a number greater than 0 and at most 1" },
     Setting { variable: "BRAID_RAIL_HEDGE", default: "on", meaning: "on | off: hetero, one transfer in flight, every byte posted: a rail that runs dry sends again the undelivered end of a slower rail's chunk (the receiver keeps the first copy)" },
     Setting { variable: "BRAID_OFFLOAD", default: "auto", meaning: "auto | off: submit chunks from threads on idle cores when the measured offload cost pays (never when oversubscribed)" },
     Setting { variable: "BRAID_OFFLOAD_COST_US", default: "measured", meaning: "offload cost T_O in microseconds (Brunet, Trahay and Denis 2008, equation 1); unset: measured at start-up" },
@@ -331,6 +334,7 @@ impl Config {
         config.rail_receive_block = reader.number("BRAID_RAIL_RECEIVE_BLOCK", config.rail_receive_block, 64 * 1024)?;
         config.rate_smoothing = reader.fraction("BRAID_RATE_SMOOTHING", config.rate_smoothing)?;
         config.rail_queue_us = reader.number("BRAID_RAIL_QUEUE_US", config.rail_queue_us, 0)?;
+        config.rail_refill = reader.fraction("BRAID_RAIL_REFILL", config.rail_refill)?;
         config.rail_hedge = reader.choice("BRAID_RAIL_HEDGE", config.rail_hedge, &[("on", true), ("off", false), ("1", true), ("0", false)])?;
         config.offload = reader.choice("BRAID_OFFLOAD", config.offload, &[("auto", OffloadMode::Auto), ("on", OffloadMode::Auto), ("off", OffloadMode::Off)])?;
         config.offload_cost_ns = reader.optional_micros("BRAID_OFFLOAD_COST_US", config.offload_cost_ns)?;

@@ -1,7 +1,7 @@
 //! Sleeping on the rails: one epoll set holds every rail transport's doorbell, so a waiting rank
 //! sleeps on all its rails at once (the driver's part), and the rail set's core says how long it
 //! may sleep before the rails need it while no frame arrives: until a rail holding chunk bytes
-//! back has drained under its queue cap, or a rail with none left has drained dry enough to take
+//! back has drained far enough under its queue cap to take a refill (`Rail::refill`), or a rail with none left has drained dry enough to take
 //! over or hedge.
 
 use std::time::Duration;
@@ -56,8 +56,10 @@ impl RailMachine {
                     // Without a horizon every chunk is posted until the socket is full, or
                     // posted by offload workers, which ring no doorbell: keep polling.
                     let Some(horizon) = horizon else { return Some(Duration::ZERO) };
-                    // Under the cap already (the last step could not post): one frame's time.
-                    backlog.saturating_sub(rail.queue_cap(horizon)).max(QUEUED_FRAME_MAX as u64)
+                    // Until a refill's worth of room is free under the cap; at least one
+                    // frame's time (the last step could not post).
+                    let cap = rail.queue_cap(horizon);
+                    (backlog + rail.refill(cap, self.refill_share)).saturating_sub(cap).max(QUEUED_FRAME_MAX as u64)
                 } else {
                     let dry = rail.chunk_max.min(QUEUED_FRAME_MAX) as u64;
                     if backlog <= dry {

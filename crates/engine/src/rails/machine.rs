@@ -58,6 +58,9 @@ pub(crate) struct RailMachine {
     pub(super) unacked: usize,
     pub(super) ack_due: bool,
     pub(super) debug: bool,
+    /// BRAID_RAIL_REFILL: the share of a rail's queue cap that must be free before a sleeping
+    /// sender wakes to top it up (see [`Rail::refill`]).
+    pub(super) refill_share: f64,
     /// BRAID_RAIL_HEDGE: see [`hedge`].
     pub(super) hedging: bool,
     /// BRAID_RAIL_DELAY_FRESH_MS: round trips older than this count as no standing queue (zero:
@@ -202,6 +205,7 @@ impl RailMachine {
             unacked: 0,
             ack_due: false,
             debug: config.debug,
+            refill_share: config.rail_refill,
             hedging: config.rail_hedge,
             delay_fresh: Duration::from_millis(config.rail_delay_fresh_ms.into()),
             rank,

@@ -316,6 +316,50 @@ fn a_window_of_transfers_ends_on_every_rail_together_when_a_rail_is_slowed() {
     assert!(taken < 1.02, "as profiled: {taken:.3}x the ideal time");
 }
 
+/// One 32 MiB transfer over the 3-rail cluster with `hetero`, the sender sleeping as
+/// `sleep_limit` allows (or until a frame arrives for it), the receiver polling every 20 us:
+/// how many times the sender woke, how many NET_DATA frames it wrote, and the transfer's time
+/// over the ideal at the rails' combined rate.
+fn sleeping_sender(refill: f64) -> (usize, usize, f64) {
+    let len = 32 << 20;
+    let models = cluster_rails(4 << 20);
+    let mut net = SimNetwork::new(models.clone(), 2);
+    let config = Config { rail_refill: refill, ..sim_config(StrategyKind::Hetero) };
+    let mut ranks = [Rank::new(0, 2, &mut net, &config), Rank::new(1, 2, &mut net, &config)];
+    ranks[0].send(&mut net, 1, 0, len);
+    let start = net.now;
+    let (mut wake_at, mut wakes) = (net.now, 0);
+    while ranks[1].filled_at.is_empty() {
+        assert!(net.now - start < HANG, "refill {refill}: the transfer hung");
+        if net.now >= wake_at || net.has_arrived(0) {
+            ranks[0].progress(&mut net);
+            wakes += 1;
+            wake_at = net.now + ranks[0].machine.sleep_limit(&net.port(0)).unwrap_or(HANG);
+        }
+        ranks[1].progress(&mut net);
+        net.now += Duration::from_micros(20);
+    }
+    assert!(ranks.iter().all(|rank| rank.error.is_none()), "refill {refill}: a rank failed");
+    assert_eq!(ranks[1].completed[0], vec![0], "refill {refill}: the message was not filled (its bytes are checked)");
+    let frames = net.log.iter().filter(|sent| sent.from == 0 && sent.kind == Kind::Data).count();
+    let data: usize = net.log.iter().filter(|sent| sent.from == 0 && sent.kind == Kind::Data).map(|sent| sent.bytes).sum();
+    assert_eq!(data, len, "refill {refill}: every byte sent once");
+    let combined: f64 = models.iter().map(|model| model.bytes_per_second).sum();
+    let taken = (ranks[1].filled_at[0] - start).as_secs_f64() / (len as f64 / combined);
+    (wakes, frames, taken)
+}
+
+#[test]
+fn a_sleeping_sender_tops_its_rails_up_in_refills_and_keeps_them_busy() {
+    // Waking for every 64 KiB frame (the smallest refill) against waking once half of a
+    // rail's cap is free and posting it as one frame.
+    let (small_wakes, small_frames, small_taken) = sleeping_sender(0.01);
+    let (wakes, frames, taken) = sleeping_sender(0.5);
+    assert!(frames * 4 < small_frames, "{frames} frames in refills of half the cap, {small_frames} in 64 KiB ones");
+    assert!(wakes * 2 < small_wakes, "{wakes} wake-ups in refills of half the cap, {small_wakes} in 64 KiB ones");
+    assert!(taken < 1.05 && taken < small_taken * 1.02, "{taken:.3}x the ideal time in refills of half the cap, {small_taken:.3}x in 64 KiB ones");
+}
+
 #[test]
 fn eager_messages_posted_back_to_back_leave_as_one_batch() {
     let models = vec![RailModel { bytes_per_second: 1.25e9, latency: Duration::from_micros(20), buffer: 4 << 20 }];

@@ -113,6 +113,8 @@ pub(super) struct Transmitted {
     pub(super) at: Instant,
     pub(super) arrives: Instant,
     pub(super) kind: Kind,
+    /// Payload bytes.
+    pub(super) bytes: usize,
 }
 
 /// Rails between `ranks` ranks, each modelled by a [`RailModel`], on a virtual clock.
@@ -185,6 +187,11 @@ impl SimNetwork {
         arrived
     }
 
+    /// Whether a frame has arrived at `rank` by now (its doorbell would ring).
+    pub(super) fn has_arrived(&self, rank: PeerId) -> bool {
+        (0..self.models.len()).any(|rail| (0..self.ranks as PeerId).any(|from| self.link(rail, from, rank).frames.front().is_some_and(|frame| frame.arrives <= self.now)))
+    }
+
     /// Whether any frame is still on a wire (lost ones included, until their arrival time).
     pub(super) fn in_flight(&self) -> bool {
         self.links.iter().any(|link| !link.frames.is_empty())
@@ -236,6 +243,7 @@ impl RailIo for RankIo<'_> {
         let model = net.models[rail];
         let now = net.now;
         let bytes: Vec<u8> = payload.iter().flat_map(|slice| slice.iter().copied()).collect();
+        let payload_len = bytes.len();
         let len = header.len() + bytes.len() + 4;
         let queued = net.standing_queue[rail];
         let link = net.link_mut(rail, rank, peer);
@@ -256,7 +264,7 @@ impl RailIo for RankIo<'_> {
                 Kind::Batch { frames: batch_entries(frames).count() }
             }
         };
-        net.log.push(Transmitted { rail, from: rank, at: now, arrives, kind });
+        net.log.push(Transmitted { rail, from: rank, at: now, arrives, kind, bytes: payload_len });
         Ok(SendOutcome::Sent)
     }
 

@@ -78,8 +78,10 @@ pub(super) struct Receive {
     pub(super) ranges: Vec<(usize, usize)>,
 }
 
-/// Largest NET_DATA frame when the strategy limits what a rail holds: the unit in which a
-/// rail's queue is topped up, small enough that the cap is kept to within a frame.
+/// Smallest NET_DATA frame a rail's queue is topped up with when the strategy limits what a
+/// rail holds: each top-up is one frame of the room left under the cap (fewer frames, system
+/// calls and receive-side reads per byte than a fixed small frame), and at least this, so the
+/// cap is kept to within this many bytes.
 pub(super) const QUEUED_FRAME_MAX: usize = 64 << 10;
 
 /// Hands the pieces of a fresh split (`transfer.pieces[first..]`) to offload workers when
@@ -265,11 +267,9 @@ impl RailMachine {
                         rooms.len() - 1
                     })
                 });
-                let (frame_max, mut room) = match slot {
-                    Some(slot) => (rail.chunk_max.min(QUEUED_FRAME_MAX), rooms[slot].2),
-                    None => (rail.chunk_max, u64::MAX),
-                };
+                let mut room = slot.map_or(u64::MAX, |slot| rooms[slot].2);
                 while piece.posted < piece.end && room > 0 {
+                    let frame_max = rail.chunk_max.min(usize::try_from(room).unwrap_or(usize::MAX).max(QUEUED_FRAME_MAX));
                     let end = piece.end.min(piece.posted + frame_max);
                     room = room.saturating_sub((end - piece.posted) as u64);
                     let header = Header::net_data(transfer.receiver, piece.posted as u64, transfer.transfer);
@@ -387,6 +387,14 @@ impl Rail {
         } else {
             u64::MAX
         }
+    }
+
+    /// How much room under `cap` a sleeping sender waits for before it tops this rail up:
+    /// `share` of it (BRAID_RAIL_REFILL), at least a frame. The sender then wakes once per
+    /// refill, not once per frame, and posts the refill as one frame; the rest of the cap
+    /// still covers the wake-up.
+    pub(super) fn refill(&self, cap: u64, share: f64) -> u64 {
+        ((cap as f64 * share) as u64).max(self.chunk_max.min(QUEUED_FRAME_MAX) as u64)
     }
 }
 

@@ -47,6 +47,9 @@ struct Rail {
     /// Per receiving rank: frames in arrival order.
     inboxes: Vec<Mutex<VecDeque<RailFrame>>>,
     in_flight: Vec<AtomicUsize>,
+    /// Per (sender, receiver): bytes of the frames in flight (the backlog, as a socket's
+    /// send queue counts it).
+    in_flight_bytes: Vec<AtomicU64>,
     alive: AtomicBool,
     stalled: AtomicBool,
     released: AtomicBool,
@@ -78,6 +81,7 @@ impl RailNet {
                     options,
                     inboxes: (0..size).map(|_| Mutex::new(VecDeque::new())).collect(),
                     in_flight: (0..size * size).map(|_| AtomicUsize::new(0)).collect(),
+                    in_flight_bytes: (0..size * size).map(|_| AtomicU64::new(0)).collect(),
                     alive: AtomicBool::new(true),
                     stalled: AtomicBool::new(false),
                     released: AtomicBool::new(false),
@@ -194,6 +198,7 @@ impl Transport for RailTransport {
             }
         }
         pair.fetch_add(1, Ordering::SeqCst);
+        rail.in_flight_bytes[(self.rank * self.net.size + peer) as usize].fetch_add((header.len() + len) as u64, Ordering::SeqCst);
         rail.frames.fetch_add(1, Ordering::SeqCst);
         rail.inboxes[peer as usize].lock().unwrap().push_back((self.rank, header.to_vec(), concat(payload)));
         Ok(SendOutcome::Sent)
@@ -209,6 +214,7 @@ impl Transport for RailTransport {
         while let Some((source, header, payload)) = self.arrived.pop_front() {
             deliver(Incoming { peer: source, header: &header, payload: Payload::Complete(&payload) });
             rail.in_flight[(source * self.net.size + self.rank) as usize].fetch_sub(1, Ordering::SeqCst);
+            rail.in_flight_bytes[(source * self.net.size + self.rank) as usize].fetch_sub((header.len() + payload.len()) as u64, Ordering::SeqCst);
         }
         count
     }
@@ -222,7 +228,7 @@ impl Transport for RailTransport {
     fn backlog(&self, peer: PeerId) -> u64 {
         let rail = self.state();
         rail.backlog_reads.fetch_add(1, Ordering::SeqCst);
-        rail.in_flight[(self.rank * self.net.size + peer) as usize].load(Ordering::SeqCst) as u64 * rail.options.max_payload as u64 / 2
+        rail.in_flight_bytes[(self.rank * self.net.size + peer) as usize].load(Ordering::SeqCst)
     }
 }
 

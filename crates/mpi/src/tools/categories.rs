@@ -104,6 +104,7 @@ pub(crate) static CATEGORIES: [Category; 9] = [
             "BRAID_RAIL_RECEIVE_BLOCK",
             "BRAID_RATE_SMOOTHING",
             "BRAID_RAIL_QUEUE_US",
+            "BRAID_RAIL_REFILL",
             "BRAID_RAIL_HEDGE",
             "BRAID_OFFLOAD",
             "BRAID_OFFLOAD_COST_US",

@@ -110,7 +110,7 @@ const fn collective(name: &'static str, read: fn(&Config, &CollTuning) -> Value,
 }
 
 /// The control variables, in the order of `SETTINGS` (the index of a variable is its setting's).
-pub(crate) static CVARS: [ControlVariable; 44] = [
+pub(crate) static CVARS: [ControlVariable; 45] = [
     fixed("BRAID_WAIT", Kind::Choice(enums::WAIT), MPI_T_VERBOSITY_USER_BASIC, |c, _| Value::Choice(enums::wait_value(c.wait))),
     fixed("BRAID_SPIN_COUNT", Kind::Unsigned, MPI_T_VERBOSITY_TUNER_BASIC, |c, _| Value::Unsigned(c.spin_count)),
     fixed("BRAID_YIELD_US", Kind::Unsigned, MPI_T_VERBOSITY_TUNER_DETAIL, |c, _| Value::Unsigned(c.yield_us)),
@@ -150,6 +150,7 @@ pub(crate) static CVARS: [ControlVariable; 44] = [
     fixed("BRAID_RAIL_RECEIVE_BLOCK", Kind::Size, MPI_T_VERBOSITY_TUNER_DETAIL, |c, _| size(c.rail_receive_block)),
     fixed("BRAID_RATE_SMOOTHING", Kind::Double, MPI_T_VERBOSITY_TUNER_ALL, |c, _| Value::Double(c.rate_smoothing)),
     fixed("BRAID_RAIL_QUEUE_US", Kind::Size, MPI_T_VERBOSITY_TUNER_ALL, |c, _| size(c.rail_queue_us)),
+    fixed("BRAID_RAIL_REFILL", Kind::Double, MPI_T_VERBOSITY_TUNER_ALL, |c, _| Value::Double(c.rail_refill)),
     fixed("BRAID_RAIL_HEDGE", Kind::Choice(enums::SWITCH), MPI_T_VERBOSITY_TUNER_DETAIL, |c, _| Value::Choice(enums::switch_value(c.rail_hedge))),
     fixed("BRAID_OFFLOAD", Kind::Choice(enums::OFFLOAD), MPI_T_VERBOSITY_TUNER_DETAIL, |c, _| Value::Choice(enums::offload_value(c.offload))),
     fixed("BRAID_OFFLOAD_COST_US", Kind::Text, MPI_T_VERBOSITY_TUNER_ALL, |c, _| Value::Text(offload_cost_text(c.offload_cost_ns))),
