@@ -13,7 +13,7 @@ use braid_transport::Transport;
 
 use super::io::RailIo;
 use super::machine::{Rail, RailMachine};
-use super::transfer::{waiting_bytes, QUEUED_FRAME_MAX};
+use super::transfer::{waiting_bytes, QUEUED_FRAME_MIN};
 
 /// One epoll set holding the doorbell of every rail in `links`; `None` if some rail has none
 /// (the rank then keeps polling) or there are no rails.
@@ -59,9 +59,9 @@ impl RailMachine {
                     // Until a refill's worth of room is free under the cap; at least one
                     // frame's time (the last step could not post).
                     let cap = rail.queue_cap(horizon);
-                    (backlog + rail.refill(cap, self.refill_share)).saturating_sub(cap).max(QUEUED_FRAME_MAX as u64)
+                    (backlog + rail.refill(cap, self.refill_share)).saturating_sub(cap).max(QUEUED_FRAME_MIN as u64)
                 } else {
-                    let dry = rail.chunk_max.min(QUEUED_FRAME_MAX) as u64;
+                    let dry = rail.chunk_max.min(QUEUED_FRAME_MIN) as u64;
                     if backlog <= dry {
                         continue;
                     }

@@ -79,10 +79,16 @@ pub(super) struct Receive {
 }
 
 /// Smallest NET_DATA frame a rail's queue is topped up with when the strategy limits what a
-/// rail holds: each top-up is one frame of the room left under the cap (fewer frames, system
-/// calls and receive-side reads per byte than a fixed small frame), and at least this, so the
-/// cap is kept to within this many bytes.
-pub(super) const QUEUED_FRAME_MAX: usize = 64 << 10;
+/// rail holds: a top-up is the room left under the cap, in as few frames as
+/// [`QUEUED_FRAME_MAX`] allows (fewer frames, system calls and receive-side reads per byte than
+/// a fixed small frame), and at least this, so the cap is kept to within this many bytes.
+pub(super) const QUEUED_FRAME_MIN: usize = 64 << 10;
+
+/// Largest NET_DATA frame of such a top-up. A transport that takes only part of a frame keeps
+/// the rest (TCP copies it into its pending buffer, which takes 256 KiB before it refuses
+/// more): with a cap raised to cover long absences (up to 50 ms of a rail's drain), frames of
+/// the whole room would have that copy reach megabytes.
+pub(super) const QUEUED_FRAME_MAX: usize = 256 << 10;
 
 /// Hands the pieces of a fresh split (`transfer.pieces[first..]`) to offload workers when
 /// equation 1 of Brunet, Trahay and Denis 2008 says that submitting them in parallel beats submitting them one after
@@ -269,7 +275,7 @@ impl RailMachine {
                 });
                 let mut room = slot.map_or(u64::MAX, |slot| rooms[slot].2);
                 while piece.posted < piece.end && room > 0 {
-                    let frame_max = rail.chunk_max.min(usize::try_from(room).unwrap_or(usize::MAX).max(QUEUED_FRAME_MAX));
+                    let frame_max = rail.chunk_max.min(usize::try_from(room).unwrap_or(usize::MAX).clamp(QUEUED_FRAME_MIN, QUEUED_FRAME_MAX));
                     let end = piece.end.min(piece.posted + frame_max);
                     room = room.saturating_sub((end - piece.posted) as u64);
                     let header = Header::net_data(transfer.receiver, piece.posted as u64, transfer.transfer);
@@ -329,7 +335,7 @@ impl RailMachine {
                 if !state.rail_up[thief] || waiting[thief] > 0 || !io.has_room(thief, transfer.peer) {
                     continue;
                 }
-                let dry = self.rails[thief].chunk_max.min(QUEUED_FRAME_MAX) as u64;
+                let dry = self.rails[thief].chunk_max.min(QUEUED_FRAME_MIN) as u64;
                 let remainder = |piece: &Piece| piece.end - piece.posted;
                 let Some(victim) = (0..transfer.pieces.len())
                     .filter(|&index| {
@@ -380,7 +386,7 @@ impl Rail {
     /// at least two frames so that it never runs dry between two progress steps.
     pub(super) fn queue_cap(&self, horizon_ns: f64) -> u64 {
         let rate = self.profile.bandwidth() * multirail::usable_factor(self.rate.factor());
-        let floor = 2 * self.chunk_max.min(QUEUED_FRAME_MAX) as u64;
+        let floor = 2 * self.chunk_max.min(QUEUED_FRAME_MIN) as u64;
         let cap = horizon_ns * rate / 1e9;
         if cap.is_finite() {
             (cap as u64).max(floor)
@@ -394,7 +400,7 @@ impl Rail {
     /// refill, not once per frame, and posts the refill as one frame; the rest of the cap
     /// still covers the wake-up.
     pub(super) fn refill(&self, cap: u64, share: f64) -> u64 {
-        ((cap as f64 * share) as u64).max(self.chunk_max.min(QUEUED_FRAME_MAX) as u64)
+        ((cap as f64 * share) as u64).max(self.chunk_max.min(QUEUED_FRAME_MIN) as u64)
     }
 }
 
