@@ -13,7 +13,7 @@ use braid_transport::Transport;
 
 use super::io::RailIo;
 use super::machine::{Rail, RailMachine};
-use super::transfer::{waiting_bytes, QUEUED_FRAME_MIN};
+use super::transfer::{fill_waiting_bytes, QUEUED_FRAME_MIN};
 
 /// One epoll set holding the doorbell of every rail in `links`; `None` if some rail has none
 /// (the rank then keeps polling) or there are no rails.
@@ -36,8 +36,17 @@ impl RailMachine {
         if self.transfers.is_empty() {
             return None;
         }
+        let mut waiting = self.waiting_scratch.take();
+        fill_waiting_bytes(&self.transfers, self.rails.len(), &mut waiting);
+        let limit = self.sleep_limit_with(io, &waiting);
+        self.waiting_scratch.set(waiting);
+        limit
+    }
+
+    /// [`RailMachine::sleep_limit`] with `waiting[rail]`, the chunk bytes each rail has not
+    /// taken yet.
+    fn sleep_limit_with(&self, io: &impl RailIo, waiting: &[u64]) -> Option<Duration> {
         let horizon = self.queue_horizon_ns();
-        let waiting = waiting_bytes(&self.transfers, self.rails.len());
         let mut limit: Option<Duration> = None;
         let mut previous: Option<PeerId> = None;
         for transfer in &self.transfers {

@@ -5,6 +5,7 @@
 //! reports as inputs, so the same logic runs over the real transports ([`super::Network`]) and
 //! over a simulated network in the tests.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
@@ -73,6 +74,9 @@ pub(crate) struct RailMachine {
     pub(super) offload: Option<Offload>,
     /// How long this rank recently went between two progress steps with chunks to post.
     pub(super) gaps: ProgressGaps,
+    /// The chunk bytes each rail has not taken yet, as `sleep_limit` and `rebalance` count them
+    /// at every step, kept for its capacity (a cell: `sleep_limit` only reads the machine).
+    pub(super) waiting_scratch: Cell<Vec<u64>>,
     /// `post_chunks`' room left per (rail, peer), kept for its capacity.
     pub(super) rooms: Vec<(usize, PeerId, u64)>,
     /// Whether eager frames wait for a busy control rail (the strategy's choice).
@@ -211,6 +215,7 @@ impl RailMachine {
             rank,
             offload,
             gaps: ProgressGaps::default(),
+            waiting_scratch: Cell::new(Vec::new()),
             rooms: Vec::new(),
             aggregates: strategy_aggregates,
             step: 1,

@@ -139,11 +139,19 @@ fn offload_split(offload: &Offload, rails: &[Rail], io: &mut impl RailIo, transf
 
 /// Chunk bytes assigned to each rail and not yet handed to it, over every transfer.
 pub(super) fn waiting_bytes(transfers: &[Transfer], rails: usize) -> Vec<u64> {
-    let mut waiting = vec![0u64; rails];
+    let mut waiting = Vec::new();
+    fill_waiting_bytes(transfers, rails, &mut waiting);
+    waiting
+}
+
+/// [`waiting_bytes`] into `waiting`, reusing its capacity (the progress step's form: no
+/// allocation once the machine's scratch vector has grown to the rail count).
+pub(super) fn fill_waiting_bytes(transfers: &[Transfer], rails: usize, waiting: &mut Vec<u64>) {
+    waiting.clear();
+    waiting.resize(rails, 0);
     for piece in transfers.iter().flat_map(|transfer| &transfer.pieces) {
         waiting[piece.rail] += (piece.end - piece.posted) as u64;
     }
-    waiting
 }
 
 impl RailMachine {
@@ -324,7 +332,8 @@ impl RailMachine {
     /// rail holds a remainder, the dry rail may send again what a slower rail has posted but
     /// not yet delivered (see [`hedge`]).
     pub(super) fn rebalance(&mut self, io: &impl RailIo) -> bool {
-        let mut waiting = waiting_bytes(&self.transfers, self.rails.len());
+        let mut waiting = self.waiting_scratch.take();
+        fill_waiting_bytes(&self.transfers, self.rails.len(), &mut waiting);
         let mut moved = false;
         // A rail's backlog holds one transfer's bytes only when one transfer is in flight.
         let hedging = self.hedging && self.transfers.len() == 1;
@@ -377,6 +386,7 @@ impl RailMachine {
                 }
             }
         }
+        self.waiting_scratch.set(waiting);
         moved
     }
 }

@@ -24,6 +24,8 @@ pub struct RailOptions {
     pub profile: Profile,
     /// Frames in flight per ordered pair of ranks before `try_send` answers `WouldBlock`.
     pub capacity: usize,
+    /// ... and bytes in flight per ordered pair (a socket's buffer is counted in bytes).
+    pub capacity_bytes: u64,
     pub max_payload: usize,
     /// Kill the rail once it has carried this many rendezvous (NET_DATA) payload bytes.
     pub fail_after: Option<u64>,
@@ -35,7 +37,7 @@ pub struct RailOptions {
 impl RailOptions {
     /// A rail of `bytes_per_second` with 20 us latency.
     pub fn with_bandwidth(bytes_per_second: f64) -> RailOptions {
-        RailOptions { profile: Profile::from_model(20_000.0, bytes_per_second, 16 << 20), capacity: 16, max_payload: 256 * 1024, fail_after: None, stall_after: None }
+        RailOptions { profile: Profile::from_model(20_000.0, bytes_per_second, 16 << 20), capacity: 16, capacity_bytes: u64::MAX, max_payload: 256 * 1024, fail_after: None, stall_after: None }
     }
 }
 
@@ -183,7 +185,7 @@ impl Transport for RailTransport {
             return Err(TransportError::TooLarge { len, max: rail.options.max_payload });
         }
         let pair = &rail.in_flight[(self.rank * self.net.size + peer) as usize];
-        if pair.load(Ordering::SeqCst) >= rail.options.capacity {
+        if !self.has_room(peer) {
             return Ok(SendOutcome::WouldBlock);
         }
         if header.first() == Some(&NET_DATA_KIND) {
@@ -219,10 +221,12 @@ impl Transport for RailTransport {
         count
     }
 
-    /// A rail with `capacity` frames in flight to `peer` is full, as a socket waiting for room.
+    /// A rail with `capacity` frames or `capacity_bytes` bytes in flight to `peer` is full, as a
+    /// socket waiting for room.
     fn has_room(&self, peer: PeerId) -> bool {
         let rail = self.state();
-        peer >= self.net.size || rail.in_flight[(self.rank * self.net.size + peer) as usize].load(Ordering::SeqCst) < rail.options.capacity
+        let pair = (self.rank * self.net.size + peer) as usize;
+        peer >= self.net.size || (rail.in_flight[pair].load(Ordering::SeqCst) < rail.options.capacity && rail.in_flight_bytes[pair].load(Ordering::SeqCst) < rail.options.capacity_bytes)
     }
 
     fn backlog(&self, peer: PeerId) -> u64 {
