@@ -1,8 +1,8 @@
 //! Sleeping on the rails: one epoll set holds every rail transport's doorbell, so a waiting rank
 //! sleeps on all its rails at once (the driver's part), and the rail set's core says how long it
 //! may sleep before the rails need it while no frame arrives: until a rail holding chunk bytes
-//! back has drained far enough under its queue cap to take a refill (`Rail::refill`), or a rail with none left has drained dry enough to take
-//! over or hedge.
+//! back has drained far enough under its queue cap to take a refill (`Rail::refill`), or a rail
+//! with none left has drained dry enough to take over or hedge.
 
 use std::time::Duration;
 
@@ -70,7 +70,7 @@ impl RailMachine {
                     let cap = rail.queue_cap(horizon);
                     (backlog + rail.refill(cap, self.refill_share)).saturating_sub(cap).max(QUEUED_FRAME_MIN as u64)
                 } else {
-                    let dry = rail.chunk_max.min(QUEUED_FRAME_MIN) as u64;
+                    let dry = rail.frame_min();
                     if backlog <= dry {
                         continue;
                     }

@@ -342,11 +342,11 @@ fn sleeping_sender(refill: f64) -> (usize, usize, f64) {
     }
     assert!(ranks.iter().all(|rank| rank.error.is_none()), "refill {refill}: a rank failed");
     assert_eq!(ranks[1].completed[0], vec![0], "refill {refill}: the message was not filled (its bytes are checked)");
-    let frames = net.log.iter().filter(|sent| sent.from == 0 && sent.kind == Kind::Data).count();
-    let largest = net.log.iter().filter(|sent| sent.kind == Kind::Data).map(|sent| sent.bytes).max().unwrap_or(0);
+    let chunks: Vec<usize> = net.log.iter().filter(|sent| sent.from == 0 && sent.kind == Kind::Data).map(|sent| sent.bytes).collect();
+    let largest = chunks.iter().copied().max().unwrap_or(0);
     assert!(largest <= QUEUED_FRAME_MAX, "refill {refill}: a frame of {largest} bytes");
-    let data: usize = net.log.iter().filter(|sent| sent.from == 0 && sent.kind == Kind::Data).map(|sent| sent.bytes).sum();
-    assert_eq!(data, len, "refill {refill}: every byte sent once");
+    assert_eq!(chunks.iter().sum::<usize>(), len, "refill {refill}: every byte sent once");
+    let frames = chunks.len();
     let combined: f64 = models.iter().map(|model| model.bytes_per_second).sum();
     let taken = (ranks[1].filled_at[0] - start).as_secs_f64() / (len as f64 / combined);
     (wakes, frames, taken)

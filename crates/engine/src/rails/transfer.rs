@@ -344,7 +344,7 @@ impl RailMachine {
                 if !state.rail_up[thief] || waiting[thief] > 0 || !io.has_room(thief, transfer.peer) {
                     continue;
                 }
-                let dry = self.rails[thief].chunk_max.min(QUEUED_FRAME_MIN) as u64;
+                let dry = self.rails[thief].frame_min();
                 let remainder = |piece: &Piece| piece.end - piece.posted;
                 let Some(victim) = (0..transfer.pieces.len())
                     .filter(|&index| {
@@ -396,7 +396,7 @@ impl Rail {
     /// at least two frames so that it never runs dry between two progress steps.
     pub(super) fn queue_cap(&self, horizon_ns: f64) -> u64 {
         let rate = self.profile.bandwidth() * multirail::usable_factor(self.rate.factor());
-        let floor = 2 * self.chunk_max.min(QUEUED_FRAME_MIN) as u64;
+        let floor = 2 * self.frame_min();
         let cap = horizon_ns * rate / 1e9;
         if cap.is_finite() {
             (cap as u64).max(floor)
@@ -407,10 +407,16 @@ impl Rail {
 
     /// How much room under `cap` a sleeping sender waits for before it tops this rail up:
     /// `share` of it (BRAID_RAIL_REFILL), at least a frame. The sender then wakes once per
-    /// refill, not once per frame, and posts the refill as one frame; the rest of the cap
-    /// still covers the wake-up.
+    /// refill, not once per frame, and posts the refill in frames of up to
+    /// [`QUEUED_FRAME_MAX`]; the rest of the cap still covers the wake-up.
     pub(super) fn refill(&self, cap: u64, share: f64) -> u64 {
-        ((cap as f64 * share) as u64).max(self.chunk_max.min(QUEUED_FRAME_MIN) as u64)
+        ((cap as f64 * share) as u64).max(self.frame_min())
+    }
+
+    /// The smallest top-up frame on this rail ([`QUEUED_FRAME_MIN`], or its largest frame if
+    /// that is smaller): also how little a rail holds when it counts as dry.
+    pub(super) fn frame_min(&self) -> u64 {
+        self.chunk_max.min(QUEUED_FRAME_MIN) as u64
     }
 }
 
