@@ -80,11 +80,7 @@ fn unmatched_sends_are_cancelled_across_nodes() {
 }
 
 fn exchange_split(config: Config, len: usize) -> (u64, u64) {
-    exchange_split_over(two_rails(), config, len)
-}
-
-fn exchange_split_over(rails: Vec<RailOptions>, config: Config, len: usize) -> (u64, u64) {
-    let (_, net) = run_rail_job(vec![0, 1], rails, config, move |engine, _| {
+    let (_, net) = run_rail_job(vec![0, 1], two_rails(), config, move |engine, _| {
         let peer = 1 - engine.rank();
         let incoming = post(engine, len, Source::Rank(peer), TagSelector::Tag(1));
         let data = pattern(engine.rank() as u64, len);
@@ -115,8 +111,7 @@ fn a_rail_that_drains_faster_than_its_profile_takes_over_from_the_other() {
     // over the end of the other's remainder, so the shares move from 2:1 toward 1:1.
     // Each rail holds at most 1 MiB in flight, as a socket buffer would: the rail holding
     // more than that of its share keeps it unposted, where a dry rail can take it over.
-    let rails = two_rails().into_iter().map(|rail| RailOptions { capacity_bytes: 1 << 20, ..rail }).collect();
-    let (fast, slow) = exchange_split_over(rails, config(), 32 << 20);
+    let (fast, slow) = exchange_split(config(), 32 << 20);
     assert_eq!(fast + slow, 2 * (32 << 20), "every byte crosses exactly once, taken over or not");
     let share = fast as f64 / (fast + slow) as f64;
     assert!(share < 0.62, "no rebalancing: the rails carried {fast} and {slow} bytes");

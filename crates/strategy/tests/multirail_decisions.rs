@@ -121,13 +121,17 @@ fn an_idle_rail_takes_over_enough_of_a_slowed_rail_for_both_to_finish_together()
     assert!((victim_finish - thief_finish).abs() <= 0.01 * victim_finish, "{victim_finish} vs {thief_finish}");
 
     // A thief that is itself busy for longer than the victim takes nothing, nor does a rail
-    // that is down, nor is a remainder under BRAID_SPLIT_MIN split.
+    // that is down, nor is a remainder under BRAID_SPLIT_MIN split...
     let busy_thief = [victim, RailView { backlog_bytes: 4 << 20, ..idle(&slow) }];
     assert_eq!(hetero.takeover(1, 0, 384 << 10, &busy_thief), 0);
     let down = [victim, RailView { up: false, ..idle(&slow) }];
     assert_eq!(hetero.takeover(1, 0, 384 << 10, &down), 0);
     let tiny = [RailView { backlog_bytes: 8 << 10, ..victim }, idle(&slow)];
     assert_eq!(hetero.takeover(1, 0, 8 << 10, &tiny), 0);
+    // ... unless it is all the victim has left and the thief would finish it first: a victim
+    // whose socket is full (a stalled path) would otherwise hold its last bytes, and the message.
+    let full = [RailView { backlog_bytes: 1 << 20, ..victim }, idle(&slow)];
+    assert_eq!(hetero.takeover(1, 0, (8 << 10) + 3, &full), (8 << 10) + 3);
 }
 
 #[test]

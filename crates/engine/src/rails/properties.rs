@@ -1,7 +1,8 @@
 //! The rail set's promises, checked on the simulated network (`simulated.rs`) over many seeded
 //! runs: every message arrives once, in MPI order per pair, with its bytes intact, and every send
 //! completes, also when a rail fails at any moment; losing every rail is a clear error, not a
-//! hang; a split over unequal rails ends its chunks together; eager messages posted back to back
+//! hang; a split over unequal rails ends its chunks together, and a rail slowed to a crawl does
+//! not hold a message up; eager messages posted back to back
 //! leave as one batch; acknowledgements are cumulative and bounded; small frames leave a rail
 //! whose path holds a standing queue for other traffic, and come back once it has drained.
 
@@ -272,6 +273,27 @@ fn a_lone_transfer_leaves_room_to_rebalance_when_the_fast_rail_is_slowed() {
     let ideal = Duration::from_secs_f64(len as f64 / combined);
     // Without the cap: 1.16x the ideal time here; with it 1.09x.
     assert!(filled < ideal * 28 / 25, "filled after {filled:?}, against {ideal:?} at the rails' actual combined rate");
+}
+
+#[test]
+fn a_rail_slowed_to_a_crawl_does_not_hold_the_message_by_its_last_bytes() {
+    // After profiling, the slowest rail drops to a hundredth of its rate (a path losing most
+    // of its packets): its socket buffer fills and stays full. What it has not taken moves to
+    // the other rails as they run dry, and what it holds undelivered is sent again, counted
+    // from the start of the frame it is in (the receiver uses a frame only once all of it is
+    // in): the message must arrive about when the two healthy rails alone would bring it, not
+    // when the crawling rail gets its first frame across.
+    let models = cluster_rails(256 << 10);
+    let len = 8 << 20;
+    let scenario = Scenario { models: models.clone(), ranks: 2, messages: vec![(0, 1, len)], config: sim_config(StrategyKind::Hetero) };
+    let mut crawling = models.clone();
+    crawling[2].bytes_per_second /= 100.0;
+    let run = run(&mut Rng::new(5), &scenario, SimNetwork::new(crawling, 2), Some(profiles_of(&models)));
+    check_delivery(&run, "slowest rail at a hundredth of its profiled rate");
+    let filled = run.ranks[1].filled_at[0] - run.net.log[0].at;
+    let healthy: f64 = run.net.models[..2].iter().map(|model| model.bytes_per_second).sum();
+    let ideal = Duration::from_secs_f64(len as f64 / healthy);
+    assert!(filled < ideal * 11 / 10, "filled after {filled:?}, against {ideal:?} at the healthy rails' combined rate");
 }
 
 /// The time a window of `window` 1 MiB transfers, posted together, takes to arrive on `actual`

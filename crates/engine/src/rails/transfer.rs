@@ -30,11 +30,14 @@ pub(super) struct Piece {
     /// The transfer's `posted_on[rail]` when this piece's last byte was posted. What the rail
     /// took after that sits behind this piece's undelivered tail in its backlog.
     pub(super) posted_mark: Option<u64>,
+    /// Its largest frame so far: the receiver counts a frame's bytes only once all of them are
+    /// in, so a byte still in the rail's backlog may hold back up to this many before it.
+    pub(super) frame_max: usize,
 }
 
 impl Piece {
     pub(super) fn new(rail: usize, start: usize, end: usize) -> Piece {
-        Piece { rail, start, posted: start, end, job: None, unhedged_end: end, posted_mark: None }
+        Piece { rail, start, posted: start, end, job: None, unhedged_end: end, posted_mark: None, frame_max: 0 }
     }
 
     /// A copy of `[start, end)`, sent again on `rail`.
@@ -290,6 +293,7 @@ impl RailMachine {
                     match io.transmit(piece.rail, transfer.peer, header.as_bytes(), &gather(&transfer.data[piece.posted..end])) {
                         Ok(SendOutcome::Sent) => {
                             self.traffic[piece.rail].sent(1, (end - piece.posted) as u64);
+                            piece.frame_max = piece.frame_max.max(end - piece.posted);
                             rail.posted += (end - piece.posted) as u64;
                             transfer.posted_on[piece.rail] += (end - piece.posted) as u64;
                             piece.posted = end;
@@ -422,16 +426,21 @@ impl Rail {
 
 /// Hedging, after multipath TCP's opportunistic retransmission: every byte of `transfer` is
 /// posted, `thief` has run dry, and another rail still holds posted bytes it has not delivered
-/// (its backlog: the tail of its piece, as it holds no other transfer). The thief sends again as
-/// much of that tail's end as the strategy's takeover says ends both together; the receiver
+/// (its backlog: the tail of its piece, as it holds no other transfer, counted from the start of
+/// the frame it begins in, as the receiver can use a frame only once all of it is in; that
+/// start is taken as up to the piece's largest frame earlier). The thief sends again as much of
+/// that tail's end as the strategy's takeover says ends both together; the receiver
 /// keeps whichever copy lands first and ignores the other, so a rail slowed after the split
 /// no longer holds the message up. The copy left on the slow rail costs that rail its time,
 /// which its backlog shows the next split. Returns the bytes hedged.
 fn hedge(strategy: &mut dyn MultirailStrategy, transfer: &mut Transfer, thief: usize, io: &impl RailIo, views: &[RailView<'_>]) -> Option<usize> {
     let undelivered = |piece: &Piece, mark: u64| {
         let behind = transfer.posted_on[piece.rail] - mark;
-        let own = io.backlog(piece.rail, transfer.peer).saturating_sub(behind);
-        let first = piece.end.saturating_sub(usize::try_from(own).unwrap_or(usize::MAX)).max(piece.start);
+        let own = usize::try_from(io.backlog(piece.rail, transfer.peer).saturating_sub(behind)).unwrap_or(usize::MAX);
+        if own == 0 {
+            return 0;
+        }
+        let first = piece.end.saturating_sub(own).saturating_sub(piece.frame_max.saturating_sub(1)).max(piece.start);
         piece.unhedged_end.saturating_sub(first)
     };
     let victim = (0..transfer.pieces.len())

@@ -24,7 +24,8 @@ pub struct RailOptions {
     pub profile: Profile,
     /// Frames in flight per ordered pair of ranks before `try_send` answers `WouldBlock`.
     pub capacity: usize,
-    /// ... and bytes in flight per ordered pair (a socket's buffer is counted in bytes).
+    /// ... and bytes in flight per ordered pair (a socket's buffer is counted in bytes; 1 MiB
+    /// unless a test says otherwise, so that a stalled rail fills up as a socket would).
     pub capacity_bytes: u64,
     pub max_payload: usize,
     /// Kill the rail once it has carried this many rendezvous (NET_DATA) payload bytes.
@@ -35,9 +36,9 @@ pub struct RailOptions {
 }
 
 impl RailOptions {
-    /// A rail of `bytes_per_second` with 20 us latency.
+    /// A rail of `bytes_per_second` with 20 us latency, 16 frames or 1 MiB in flight.
     pub fn with_bandwidth(bytes_per_second: f64) -> RailOptions {
-        RailOptions { profile: Profile::from_model(20_000.0, bytes_per_second, 16 << 20), capacity: 16, capacity_bytes: u64::MAX, max_payload: 256 * 1024, fail_after: None, stall_after: None }
+        RailOptions { profile: Profile::from_model(20_000.0, bytes_per_second, 16 << 20), capacity: 16, capacity_bytes: 1 << 20, max_payload: 256 * 1024, fail_after: None, stall_after: None }
     }
 }
 

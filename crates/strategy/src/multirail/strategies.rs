@@ -181,9 +181,13 @@ impl MultirailStrategy for Hetero {
     /// the thief starts after its own backlog and latency. With r_v, r_t those rates, B_v the
     /// victim's backlog and T_t the thief's start, moving x bytes ends both together when
     /// (B_v - x) / r_v = T_t + x / r_t.
+    ///
+    /// A move under BRAID_SPLIT_MIN is not worth a chunk of its own, except when it is the whole
+    /// remainder: a victim that cannot post its last bytes (a stalled rail, its socket full)
+    /// would otherwise hold them, and the message, however small they are.
     fn takeover(&mut self, thief: usize, victim: usize, unposted: usize, rails: &[RailView<'_>]) -> usize {
         let (Some(thief_view), Some(victim_view)) = (rails.get(thief), rails.get(victim)) else { return 0 };
-        if !thief_view.up || unposted < self.split_min {
+        if !thief_view.up || unposted == 0 {
             return 0;
         }
         let rate = |view: &RailView<'_>| view.profile.bandwidth() * usable_factor(view.rate_factor) / 1e9;
@@ -194,10 +198,13 @@ impl MultirailStrategy for Hetero {
         let victim_finish = time_until_idle(victim_view);
         let thief_start = time_until_idle(thief_view) + transfer_time(thief_view, 0);
         let moved = (victim_finish - thief_start) / (1.0 / victim_rate + 1.0 / thief_rate);
+        if moved >= unposted as f64 {
+            return unposted;
+        }
         if moved.is_nan() || moved < self.split_min as f64 {
             return 0;
         }
-        let moved = (moved as usize).min(unposted);
+        let moved = moved as usize;
         moved - moved % WORD_GRANULE
     }
 }
