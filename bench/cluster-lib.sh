@@ -42,3 +42,43 @@ write_rsh_agent() {
     } >"$file"
     chmod +x "$file"
 }
+
+# start_rail0_load MIN_BYTES_PER_S: starts an iperf3 flow from n0 to n1 on rail0 that lasts until
+# stop_rail0_load, with its server and client as LOAD_SERVER and LOAD_CLIENT, and checks that it
+# moves at least MIN_BYTES_PER_S (a client that found no server yet exits at once: it is started
+# again, up to three times). Returns 1 if it could not be started.
+start_rail0_load() {
+    local min="$1" server client attempt before after
+    server=$(cluster_address 1 rail0)
+    client=$(cluster_address 0 rail0)
+    for attempt in 1 2 3; do
+        ip netns exec "braid-$CLUSTER-n1" iperf3 -s -1 -B "$server" -p 5299 >/dev/null 2>&1 &
+        LOAD_SERVER=$!
+        sleep 0.3
+        ip netns exec "braid-$CLUSTER-n0" iperf3 -c "$server" -B "$client" -p 5299 -t 3600 >/dev/null 2>&1 &
+        LOAD_CLIENT=$!
+        sleep 1
+        before=$(rail0_sent)
+        sleep 0.5
+        after=$(rail0_sent)
+        if kill -0 "$LOAD_CLIENT" 2>/dev/null && [ $((after - before)) -gt $((min / 2)) ]; then
+            return 0
+        fi
+        echo "# the iperf3 load on rail0 did not start (attempt $attempt): $(((after - before) * 16 / 1000000)) Mbit/s" >&2
+        stop_rail0_load
+    done
+    return 1
+}
+
+# Stops the flow start_rail0_load started, warning if it had ended on its own.
+stop_rail0_load() {
+    kill -0 "$LOAD_CLIENT" 2>/dev/null || echo "# warning: the iperf3 load on rail0 had ended before it was stopped" >&2
+    kill "$LOAD_CLIENT" "$LOAD_SERVER" 2>/dev/null || true
+    wait "$LOAD_CLIENT" "$LOAD_SERVER" 2>/dev/null || true
+    sleep 0.5
+}
+
+# Bytes n0 has sent on rail0.
+rail0_sent() {
+    ip netns exec "braid-$CLUSTER-n0" cat /sys/class/net/rail0/statistics/tx_bytes
+}

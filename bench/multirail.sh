@@ -171,53 +171,21 @@ iperf_rails() {
     rm -f "$WORK"/iperf-rail*.json
 }
 
-# Bytes n0 has sent on rail0.
-rail0_sent() {
-    ip netns exec "braid-$CLUSTER-n0" cat /sys/class/net/rail0/statistics/tx_bytes
-}
-
-# Starts an iperf3 flow on rail0 that lasts until cleanup (or `stop_load`), and checks that it
-# moves at least a quarter of the rail's rate (a client that found no server yet exits at once:
-# it is started again, up to three times); exits if it cannot be started.
+# Starts an iperf3 flow on rail0 that lasts until cleanup (or `stop_load`), moving at least a
+# quarter of the rail's rate; exits if it cannot be started.
 start_load() {
-    local server client attempt before after
-    server=$(cluster_address 1 rail0)
-    client=$(cluster_address 0 rail0)
-    for attempt in 1 2 3; do
-        ip netns exec "braid-$CLUSTER-n1" iperf3 -s -1 -B "$server" -p 5299 >/dev/null 2>&1 &
-        LOAD_SERVER=$!
-        BACKGROUND+=("$LOAD_SERVER")
-        sleep 0.3
-        ip netns exec "braid-$CLUSTER-n0" iperf3 -c "$server" -B "$client" -p 5299 -t 3600 >/dev/null 2>&1 &
-        LOAD_CLIENT=$!
-        BACKGROUND+=("$LOAD_CLIENT")
-        sleep 1
-        before=$(rail0_sent)
-        sleep 0.5
-        after=$(rail0_sent)
-        if kill -0 "$LOAD_CLIENT" 2>/dev/null && [ $((after - before)) -gt $((RAIL0_BITS / 8 / 8)) ]; then
-            return
-        fi
-        echo "# the iperf3 load on rail0 did not start (attempt $attempt): $(((after - before) * 16 / 1000000)) Mbit/s" >&2
-        end_load
-    done
-    echo "multirail.sh: no iperf3 load on rail0; the loaded phase cannot run" >&2
-    exit 1
+    if ! start_rail0_load $((RAIL0_BITS / 8 / 4)); then
+        echo "multirail.sh: no iperf3 load on rail0; the loaded phase cannot run" >&2
+        exit 1
+    fi
+    BACKGROUND+=("$LOAD_SERVER" "$LOAD_CLIENT")
 }
 
-# Ends the loaded phase, warning if its flow had stopped on its own.
+# Ends the loaded phase.
 stop_load() {
-    kill -0 "$LOAD_CLIENT" 2>/dev/null || echo "# warning: the iperf3 load on rail0 had ended before the loaded phase did" >&2
-    end_load
-}
-
-# Stops the iperf3 flow on rail0 and its server.
-end_load() {
-    kill "$LOAD_CLIENT" "$LOAD_SERVER" 2>/dev/null || true
-    wait "$LOAD_CLIENT" "$LOAD_SERVER" 2>/dev/null || true
+    stop_rail0_load
     forget "$LOAD_CLIENT"
     forget "$LOAD_SERVER"
-    sleep 0.5
 }
 
 braid_osu() {

@@ -7,10 +7,13 @@
 # bw at 1 MiB (8 windows of 64) and 16 MiB (1 window), latency at 8 B and mr at 8 B, with
 # BRAID_STRATEGY as set (default hetero). Prints per point and build the median, quartiles
 # and extremes over the repetitions, and the load average after each repetition (this machine
-# is shared: read the spreads with it).
+# is shared: read the spreads with it). With --loaded N, the repetitions are followed by as many
+# again under an iperf3 flow on rail0 (the fastest rail), each running osu xfer (N 1 MiB
+# transfers one after another: median and p99) for A and then B; the per-repetition ratio B/A
+# of the p99 is printed with its median (the flow's rate drifts, so pairs are compared).
 #
 # Usage: bench/rails_ab.sh DIR_A DIR_B [--reps R] [--rails "2gbit,1gbit"] [--mtu M]
-#                          [--sessions rank|launcher]
+#                          [--sessions rank|launcher] [--loaded N]
 #   --sessions  launcher (default): the ranks in the launcher's session; rank: every rank in a
 #               session of its own (`setsid -w`), as in bench/coll_cluster.sh
 # Output: the table on stdout; every run in bench/results/rails-ab-<date>.csv
@@ -22,6 +25,7 @@ REPS=5
 RAILS=2gbit,1gbit
 MTU=9000
 SESSIONS=launcher
+LOADED=0
 [ $# -ge 2 ] || { sed -n '2,/^set -euo/{/^#/p}' "$0"; exit 2; }
 A="$(cd "$1" && pwd)"
 B="$(cd "$2" && pwd)"
@@ -32,11 +36,13 @@ while [ $# -gt 0 ]; do
     --rails) RAILS="$2"; shift ;;
     --mtu) MTU="$2"; shift ;;
     --sessions) SESSIONS="$2"; shift ;;
+    --loaded) LOADED="$2"; shift ;;
     *) echo "rails_ab.sh: unknown argument $1" >&2; exit 2 ;;
     esac
     shift
 done
 [[ "$REPS" =~ ^[1-9][0-9]*$ ]] || { echo "rails_ab.sh: --reps needs a positive number" >&2; exit 2; }
+[[ "$LOADED" =~ ^[0-9]+$ ]] || { echo "rails_ab.sh: --loaded needs a number of transfers" >&2; exit 2; }
 # shellcheck source=bench/cluster-lib.sh
 source "$ROOT/bench/cluster-lib.sh"
 session_prefix rails_ab.sh "$SESSIONS"
@@ -53,7 +59,10 @@ CSV="$ROOT/bench/results/rails-ab-$(date +%Y-%m-%d-%H%M%S).csv"
 mkdir -p "$ROOT/bench/results"
 export BRAID_PROFILE_DIR="$WORK/profiles"
 CLUSTER="ab$$"
-trap '"$B/braid" cluster down "$CLUSTER" >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
+BRAID="$B/braid"
+LOAD_CLIENT=""
+LOAD_SERVER=""
+trap 'kill $LOAD_CLIENT $LOAD_SERVER 2>/dev/null || true; "$B/braid" cluster down "$CLUSTER" >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
 trap 'exit 130' INT TERM
 
 # Each build's osu links its own libbraid.so (rpath).
@@ -76,6 +85,25 @@ for rep in $(seq 1 "$REPS"); do
     done
     echo "# repetition $rep of $REPS done, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 done
+if [ "$LOADED" -gt 0 ]; then
+    rate=${RAILS%%,*}
+    case "$rate" in
+    *gbit) bits=$((${rate%gbit} * 1000000000)) ;;
+    *mbit) bits=$((${rate%mbit} * 1000000)) ;;
+    *) echo "rails_ab.sh: --loaded needs rail0's rate in gbit or mbit, not $rate" >&2; exit 2 ;;
+    esac
+    start_rail0_load $((bits / 8 / 4)) || { echo "rails_ab.sh: no iperf3 load on rail0" >&2; exit 1; }
+    for rep in $(seq 1 "$REPS"); do
+        for build in a b; do
+            dir=$A
+            [ "$build" = b ] && dir=$B
+            timeout 180 "$dir/braid" run --cluster "$CLUSTER" -n 2 --ppn 1 "${SESSION[@]}" "$WORK/osu-$build" xfer -i "$LOADED" -m 1048576 2>>"$WORK/errors.log" \
+                | grep -v '^#' | grep ',' | sed "s/^/$build,$rep,/" >>"$CSV" || echo "# failed: build $build osu xfer" >&2
+        done
+        echo "# loaded repetition $rep of $REPS done, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    done
+    stop_rail0_load
+fi
 python3 - "$CSV" "$A" "$B" <<'EOF'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
@@ -88,5 +116,9 @@ for bench, size, unit in points:
         if values:
             n = len(values)
             print(f"{bench},{size},{unit},{names[build]},{statistics.median(values):.1f},{values[n // 4]:.1f},{values[3 * n // 4]:.1f},{values[0]:.1f},{values[-1]:.1f},{n}")
+p99 = {(row["build"], row["repetition"]): float(row["value"]) for row in rows if row["bench"] == "xfer_p99"}
+ratios = sorted(p99[("b", rep)] / p99[("a", rep)] for build, rep in p99 if build == "a" and ("b", rep) in p99)
+if ratios:
+    print(f"# loaded xfer p99, B/A per repetition: {' '.join(f'{r:.2f}' for r in ratios)}; median {statistics.median(ratios):.2f}")
 EOF
 echo "# every run: $CSV"
