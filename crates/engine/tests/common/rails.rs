@@ -72,6 +72,11 @@ pub struct RailNet {
 const NET_DATA_KIND: u8 = 10;
 
 impl RailNet {
+    /// Index of the ordered pair `from` -> `to` in a rail's per-pair counters.
+    fn pair(&self, from: PeerId, to: PeerId) -> usize {
+        (from * self.size + to) as usize
+    }
+
     /// `nodes[rank]` is the node of each rank.
     pub fn new(nodes: Vec<u32>, rails: Vec<RailOptions>) -> Arc<RailNet> {
         let size = nodes.len() as u32;
@@ -185,7 +190,7 @@ impl Transport for RailTransport {
         if len > rail.options.max_payload {
             return Err(TransportError::TooLarge { len, max: rail.options.max_payload });
         }
-        let pair = &rail.in_flight[(self.rank * self.net.size + peer) as usize];
+        let pair = self.net.pair(self.rank, peer);
         if !self.has_room(peer) {
             return Ok(SendOutcome::WouldBlock);
         }
@@ -200,8 +205,8 @@ impl Transport for RailTransport {
                 rail.stalled.store(true, Ordering::SeqCst);
             }
         }
-        pair.fetch_add(1, Ordering::SeqCst);
-        rail.in_flight_bytes[(self.rank * self.net.size + peer) as usize].fetch_add((header.len() + len) as u64, Ordering::SeqCst);
+        rail.in_flight[pair].fetch_add(1, Ordering::SeqCst);
+        rail.in_flight_bytes[pair].fetch_add((header.len() + len) as u64, Ordering::SeqCst);
         rail.frames.fetch_add(1, Ordering::SeqCst);
         rail.inboxes[peer as usize].lock().unwrap().push_back((self.rank, header.to_vec(), concat(payload)));
         Ok(SendOutcome::Sent)
@@ -216,8 +221,9 @@ impl Transport for RailTransport {
         let count = self.arrived.len();
         while let Some((source, header, payload)) = self.arrived.pop_front() {
             deliver(Incoming { peer: source, header: &header, payload: Payload::Complete(&payload) });
-            rail.in_flight[(source * self.net.size + self.rank) as usize].fetch_sub(1, Ordering::SeqCst);
-            rail.in_flight_bytes[(source * self.net.size + self.rank) as usize].fetch_sub((header.len() + payload.len()) as u64, Ordering::SeqCst);
+            let pair = self.net.pair(source, self.rank);
+            rail.in_flight[pair].fetch_sub(1, Ordering::SeqCst);
+            rail.in_flight_bytes[pair].fetch_sub((header.len() + payload.len()) as u64, Ordering::SeqCst);
         }
         count
     }
@@ -226,14 +232,14 @@ impl Transport for RailTransport {
     /// socket waiting for room.
     fn has_room(&self, peer: PeerId) -> bool {
         let rail = self.state();
-        let pair = (self.rank * self.net.size + peer) as usize;
+        let pair = self.net.pair(self.rank, peer);
         peer >= self.net.size || (rail.in_flight[pair].load(Ordering::SeqCst) < rail.options.capacity && rail.in_flight_bytes[pair].load(Ordering::SeqCst) < rail.options.capacity_bytes)
     }
 
     fn backlog(&self, peer: PeerId) -> u64 {
         let rail = self.state();
         rail.backlog_reads.fetch_add(1, Ordering::SeqCst);
-        rail.in_flight_bytes[(self.rank * self.net.size + peer) as usize].load(Ordering::SeqCst)
+        rail.in_flight_bytes[self.net.pair(self.rank, peer)].load(Ordering::SeqCst)
     }
 }
 
