@@ -153,6 +153,36 @@ fn a_stalled_rail_is_hedged_so_the_message_completes_without_it() {
 }
 
 #[test]
+fn a_stalled_rail_is_hedged_with_several_messages_in_flight() {
+    // As above, with four 2 MiB messages posted at once: what rail 1 took of several of them
+    // sits undelivered, and every receive must complete while it is still stalled.
+    let rails = vec![RailOptions::with_bandwidth(2e9), RailOptions { stall_after: Some(512 << 10), ..RailOptions::with_bandwidth(1e9) }];
+    let (len, count) = (2 << 20, 4u64);
+    let (results, _) = run_rail_job(vec![0, 1], rails, hedging(), move |engine, net| {
+        if engine.rank() == 0 {
+            let sends: Vec<_> = (0..count).map(|seed| send(engine, pattern(seed, len), 1, seed as i32)).collect();
+            for outgoing in sends {
+                engine.wait(outgoing).unwrap();
+            }
+            return true;
+        }
+        let receives: Vec<_> = (0..count).map(|seed| post(engine, len, Source::Rank(0), TagSelector::Tag(seed as i32))).collect();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !receives.iter().all(|&receive| engine.is_complete(receive)) && Instant::now() < deadline {
+            engine.progress().unwrap();
+        }
+        let completed_while_stalled = receives.iter().all(|&receive| engine.is_complete(receive)) && net.stalled(1);
+        net.release(1);
+        for (seed, receive) in receives.into_iter().enumerate() {
+            let (_, data) = engine.wait_receive(receive).unwrap();
+            assert!(*data == pattern(seed as u64, len)[..], "message {seed} was corrupted");
+        }
+        completed_while_stalled
+    });
+    assert_eq!(results, vec![true, true], "the receives waited for the stalled rail");
+}
+
+#[test]
 fn the_single_strategy_keeps_to_the_fastest_rail() {
     let (fast, slow) = exchange_split(Config { strategy: StrategyKind::Single, ..config() }, 8 << 20);
     assert_eq!((fast, slow), (2 * (8 << 20), 0));

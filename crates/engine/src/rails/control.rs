@@ -49,6 +49,9 @@ pub(super) struct Peer {
     pub(super) aggregator: Aggregator,
     /// The progress step in which a frame to this peer last left.
     pub(super) sent_in_step: u64,
+    /// Chunk bytes posted to this peer on each rail, over every transfer: a piece's mark (see
+    /// the transfer module's hedging) counts what its rail took after it from here.
+    pub(super) posted_on: Vec<u64>,
 }
 
 /// How often, at most, a peer's control rail is chosen again (from the rails' backlogs), so

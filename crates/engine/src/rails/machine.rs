@@ -193,6 +193,7 @@ impl RailMachine {
                 acknowledged: 0,
                 aggregator: settings.aggregator(),
                 sent_in_step: 0,
+                posted_on: vec![0; rails.len()],
             });
         }
         let traffic = vec![TransportTraffic::default(); rails.len()];

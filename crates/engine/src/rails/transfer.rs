@@ -27,8 +27,9 @@ pub(super) struct Piece {
     /// `[start, unhedged_end)` is what no other rail has been asked to send again (see
     /// [`hedge`]); a hedge itself is never hedged.
     pub(super) unhedged_end: usize,
-    /// The transfer's `posted_on[rail]` when this piece's last byte was posted. What the rail
-    /// took after that sits behind this piece's undelivered tail in its backlog.
+    /// The peer's `posted_on[rail]` when this piece's last byte was posted. What the rail took
+    /// for the peer after that, of any transfer, sits behind this piece's undelivered tail in
+    /// its backlog.
     pub(super) posted_mark: Option<u64>,
     /// Its largest frame so far: the receiver counts a frame's bytes only once all of them are
     /// in, so a byte still in the rail's backlog may hold back up to this many before it.
@@ -67,8 +68,6 @@ pub(super) struct Transfer {
     pub(super) pieces: Vec<Piece>,
     /// Byte ranges not assigned to a rail yet (all of it at first, a failed rail's later).
     pub(super) unassigned: Vec<(usize, usize)>,
-    /// Bytes of this transfer each rail has taken so far.
-    pub(super) posted_on: Vec<u64>,
 }
 
 /// A rendezvous receive being filled by NET_DATA chunks.
@@ -160,7 +159,7 @@ pub(super) fn fill_waiting_bytes(transfers: &[Transfer], rails: usize, waiting: 
 impl RailMachine {
     /// CTS `transfer` from `peer`: send `len` bytes of `data` to its request `receiver`.
     pub(crate) fn start_transfer(&mut self, peer: PeerId, request: u32, receiver: u32, transfer: u64, data: &'static [u8]) {
-        self.transfers.push(Transfer { request, peer, receiver, transfer, data, pieces: Vec::new(), unassigned: vec![(0, data.len())], posted_on: vec![0; self.rails.len()] });
+        self.transfers.push(Transfer { request, peer, receiver, transfer, data, pieces: Vec::new(), unassigned: vec![(0, data.len())] });
     }
 
     /// FIN for send `request`: its chunks need no re-sending any more. Once no transfer is left
@@ -246,6 +245,8 @@ impl RailMachine {
                     eprintln!("braid: rank {}: {} bytes to rank {} split (rail, bytes) {split:?}; rails then (backlog, rate factor) {rails:?}", self.rank, transfer.data.len(), transfer.peer);
                 }
             }
+            let Some(peer) = self.peers.get_mut(transfer.peer as usize).and_then(Option::as_mut) else { continue };
+            let posted_on = &mut peer.posted_on;
             for piece in &mut transfer.pieces {
                 let rail = &mut self.rails[piece.rail];
                 if piece.posted < piece.end && !rail.peers.contains(&transfer.peer) {
@@ -256,7 +257,7 @@ impl RailMachine {
                     if posted > piece.posted {
                         self.traffic[piece.rail].sent((posted - piece.posted).div_ceil(rail.chunk_max) as u64, (posted - piece.posted) as u64);
                         rail.posted += (posted - piece.posted) as u64;
-                        transfer.posted_on[piece.rail] += (posted - piece.posted) as u64;
+                        posted_on[piece.rail] += (posted - piece.posted) as u64;
                         piece.posted = posted;
                         moved = true;
                     }
@@ -269,7 +270,7 @@ impl RailMachine {
                 }
                 if piece.posted == piece.end {
                     // Ended by a takeover's cut rather than by a post: its last byte left earlier.
-                    piece.posted_mark.get_or_insert(transfer.posted_on[piece.rail]);
+                    piece.posted_mark.get_or_insert(posted_on[piece.rail]);
                     continue;
                 }
                 // A socket waiting for room takes no chunk until its doorbell says it has some:
@@ -295,10 +296,10 @@ impl RailMachine {
                             self.traffic[piece.rail].sent(1, (end - piece.posted) as u64);
                             piece.frame_max = piece.frame_max.max(end - piece.posted);
                             rail.posted += (end - piece.posted) as u64;
-                            transfer.posted_on[piece.rail] += (end - piece.posted) as u64;
+                            posted_on[piece.rail] += (end - piece.posted) as u64;
                             piece.posted = end;
                             if end == piece.end {
-                                piece.posted_mark = Some(transfer.posted_on[piece.rail]);
+                                piece.posted_mark = Some(posted_on[piece.rail]);
                             }
                             moved = true;
                         }
@@ -334,13 +335,12 @@ impl RailMachine {
     /// much as the strategy says ends both together. Waiting until the thief runs dry keeps
     /// two rails from trading the same bytes back and forth on noisy rate estimates. When no
     /// rail holds a remainder, the dry rail may send again what a slower rail has posted but
-    /// not yet delivered (see [`hedge`]).
+    /// not yet delivered (see [`hedge`]), the oldest transfer's first.
     pub(super) fn rebalance(&mut self, io: &impl RailIo) -> bool {
         let mut waiting = self.waiting_scratch.take();
         fill_waiting_bytes(&self.transfers, self.rails.len(), &mut waiting);
+        let remainder = |piece: &Piece| piece.end - piece.posted;
         let mut moved = false;
-        // A rail's backlog holds one transfer's bytes only when one transfer is in flight.
-        let hedging = self.hedging && self.transfers.len() == 1;
         for transfer in &mut self.transfers {
             let Some(state) = self.peers.get(transfer.peer as usize).and_then(Option::as_ref) else { continue };
             for thief in 0..self.rails.len() {
@@ -348,8 +348,6 @@ impl RailMachine {
                 if !state.rail_up[thief] || waiting[thief] > 0 || !io.has_room(thief, transfer.peer) {
                     continue;
                 }
-                let dry = self.rails[thief].frame_min();
-                let remainder = |piece: &Piece| piece.end - piece.posted;
                 let Some(victim) = (0..transfer.pieces.len())
                     .filter(|&index| {
                         let piece = &transfer.pieces[index];
@@ -357,20 +355,10 @@ impl RailMachine {
                     })
                     .max_by_key(|&index| remainder(&transfer.pieces[index]))
                 else {
-                    if hedging && io.backlog(thief, transfer.peer) <= dry {
-                        let views = views(&self.rails, io, transfer.peer, &state.rail_up, &waiting);
-                        if let Some(hedged) = hedge(self.strategy.as_mut(), transfer, thief, io, &views) {
-                            waiting[thief] += hedged as u64;
-                            moved = true;
-                            if self.debug {
-                                eprintln!("braid: rank {}: rail {thief} sends again the last {hedged} undelivered bytes of a slower rail to rank {}", self.rank, transfer.peer);
-                            }
-                        }
-                    }
                     continue;
                 };
                 let piece = transfer.pieces[victim].clone();
-                if io.backlog(thief, transfer.peer) > dry {
+                if io.backlog(thief, transfer.peer) > self.rails[thief].frame_min() {
                     continue;
                 }
                 let views = views(&self.rails, io, transfer.peer, &state.rail_up, &waiting);
@@ -390,7 +378,42 @@ impl RailMachine {
                 }
             }
         }
+        if self.hedging {
+            moved |= self.hedge_dry_rails(io, &mut waiting);
+        }
         self.waiting_scratch.set(waiting);
+        moved
+    }
+
+    /// The last resort of [`rebalance`](Self::rebalance): a rail still dry once the takeovers
+    /// are done sends again the undelivered end of a slower rail's piece (see [`hedge`]), the
+    /// oldest transfer's first, but only toward a peer none of whose transfers has unposted
+    /// bytes left on another rail: those are a takeover's to move, and hedging before them
+    /// would spend the rail on copies while they wait.
+    fn hedge_dry_rails(&mut self, io: &impl RailIo, waiting: &mut [u64]) -> bool {
+        let mut moved = false;
+        for index in 0..self.transfers.len() {
+            let peer = self.transfers[index].peer;
+            let Some(state) = self.peers.get(peer as usize).and_then(Option::as_ref) else { continue };
+            for thief in 0..self.rails.len() {
+                if !state.rail_up[thief] || waiting[thief] > 0 || !io.has_room(thief, peer) || io.backlog(thief, peer) > self.rails[thief].frame_min() {
+                    continue;
+                }
+                let unposted_elsewhere =
+                    self.transfers.iter().filter(|transfer| transfer.peer == peer).flat_map(|transfer| &transfer.pieces).any(|piece| piece.rail != thief && piece.posted < piece.end);
+                if unposted_elsewhere {
+                    continue;
+                }
+                let views = views(&self.rails, io, peer, &state.rail_up, waiting);
+                if let Some(hedged) = hedge(self.strategy.as_mut(), &mut self.transfers[index], &state.posted_on, thief, io, &views) {
+                    waiting[thief] += hedged as u64;
+                    moved = true;
+                    if self.debug {
+                        eprintln!("braid: rank {}: rail {thief} sends again the last {hedged} undelivered bytes of a slower rail to rank {peer}", self.rank);
+                    }
+                }
+            }
+        }
         moved
     }
 }
@@ -426,16 +449,17 @@ impl Rail {
 
 /// Hedging, after multipath TCP's opportunistic retransmission: every byte of `transfer` is
 /// posted, `thief` has run dry, and another rail still holds posted bytes it has not delivered
-/// (its backlog: the tail of its piece, as it holds no other transfer, counted from the start of
-/// the frame it begins in, as the receiver can use a frame only once all of it is in; that
-/// start is taken as up to the piece's largest frame earlier). The thief sends again as much of
+/// (its backlog to the peer, less what it took for the peer after the piece, `posted_on` minus
+/// the piece's mark; counted from the start of the frame it begins in, as the receiver can use
+/// a frame only once all of it is in, taken as up to the piece's largest frame earlier). The
+/// thief sends again as much of
 /// that tail's end as the strategy's takeover says ends both together; the receiver
 /// keeps whichever copy lands first and ignores the other, so a rail slowed after the split
 /// no longer holds the message up. The copy left on the slow rail costs that rail its time,
 /// which its backlog shows the next split. Returns the bytes hedged.
-fn hedge(strategy: &mut dyn MultirailStrategy, transfer: &mut Transfer, thief: usize, io: &impl RailIo, views: &[RailView<'_>]) -> Option<usize> {
+fn hedge(strategy: &mut dyn MultirailStrategy, transfer: &mut Transfer, posted_on: &[u64], thief: usize, io: &impl RailIo, views: &[RailView<'_>]) -> Option<usize> {
     let undelivered = |piece: &Piece, mark: u64| {
-        let behind = transfer.posted_on[piece.rail] - mark;
+        let behind = posted_on[piece.rail] - mark;
         let own = usize::try_from(io.backlog(piece.rail, transfer.peer).saturating_sub(behind)).unwrap_or(usize::MAX);
         if own == 0 {
             return 0;
@@ -486,7 +510,7 @@ mod tests {
     #[test]
     fn waiting_bytes_count_what_no_rail_has_taken_yet() {
         static DATA: [u8; 100] = [0; 100];
-        let transfer = |pieces: Vec<Piece>| Transfer { request: 0, peer: 1, receiver: 0, transfer: 0, data: &DATA, pieces, unassigned: Vec::new(), posted_on: vec![0; 2] };
+        let transfer = |pieces: Vec<Piece>| Transfer { request: 0, peer: 1, receiver: 0, transfer: 0, data: &DATA, pieces, unassigned: Vec::new() };
         let transfers = [
             transfer(vec![Piece { posted: 10, ..Piece::new(0, 0, 60) }, Piece { posted: 100, ..Piece::new(1, 60, 100) }]),
             transfer(vec![Piece::new(1, 0, 30), Piece { posted: 35, ..Piece::new(0, 30, 100) }]),
