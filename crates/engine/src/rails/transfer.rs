@@ -392,15 +392,25 @@ impl RailMachine {
     /// would spend the rail on copies while they wait.
     fn hedge_dry_rails(&mut self, io: &impl RailIo, waiting: &mut [u64]) -> bool {
         let mut moved = false;
-        for index in 0..self.transfers.len() {
-            let peer = self.transfers[index].peer;
-            let Some(state) = self.peers.get(peer as usize).and_then(Option::as_ref) else { continue };
-            for thief in 0..self.rails.len() {
+        for thief in 0..self.rails.len() {
+            // The last peer looked at, and whether it has unposted bytes on another rail (the
+            // same for each of its transfers: transfers to one peer mostly come in a row).
+            let mut looked_at: Option<(PeerId, bool)> = None;
+            for index in 0..self.transfers.len() {
+                let peer = self.transfers[index].peer;
+                let Some(state) = self.peers.get(peer as usize).and_then(Option::as_ref) else { continue };
                 if !state.rail_up[thief] || waiting[thief] > 0 || !io.has_room(thief, peer) || io.backlog(thief, peer) > self.rails[thief].frame_min() {
                     continue;
                 }
-                let unposted_elsewhere =
-                    self.transfers.iter().filter(|transfer| transfer.peer == peer).flat_map(|transfer| &transfer.pieces).any(|piece| piece.rail != thief && piece.posted < piece.end);
+                let unposted_elsewhere = match looked_at {
+                    Some((seen, unposted)) if seen == peer => unposted,
+                    _ => {
+                        let unposted =
+                            self.transfers.iter().filter(|transfer| transfer.peer == peer).flat_map(|transfer| &transfer.pieces).any(|piece| piece.rail != thief && piece.posted < piece.end);
+                        looked_at = Some((peer, unposted));
+                        unposted
+                    }
+                };
                 if unposted_elsewhere {
                     continue;
                 }
@@ -452,11 +462,10 @@ impl Rail {
 /// (its backlog to the peer, less what it took for the peer after the piece, `posted_on` minus
 /// the piece's mark; counted from the start of the frame it begins in, as the receiver can use
 /// a frame only once all of it is in, taken as up to the piece's largest frame earlier). The
-/// thief sends again as much of
-/// that tail's end as the strategy's takeover says ends both together; the receiver
-/// keeps whichever copy lands first and ignores the other, so a rail slowed after the split
-/// no longer holds the message up. The copy left on the slow rail costs that rail its time,
-/// which its backlog shows the next split. Returns the bytes hedged.
+/// thief sends again as much of that tail's end as the strategy's takeover says ends both
+/// together; the receiver keeps whichever copy lands first and ignores the other, so a rail
+/// slowed after the split no longer holds the message up. The copy left on the slow rail costs
+/// that rail its time, which its backlog shows the next split. Returns the bytes hedged.
 fn hedge(strategy: &mut dyn MultirailStrategy, transfer: &mut Transfer, posted_on: &[u64], thief: usize, io: &impl RailIo, views: &[RailView<'_>]) -> Option<usize> {
     let undelivered = |piece: &Piece, mark: u64| {
         let behind = posted_on[piece.rail] - mark;
