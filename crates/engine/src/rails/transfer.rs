@@ -344,8 +344,7 @@ impl RailMachine {
         for transfer in &mut self.transfers {
             let Some(state) = self.peers.get(transfer.peer as usize).and_then(Option::as_ref) else { continue };
             for thief in 0..self.rails.len() {
-                // A rail waiting for room in its socket is not about to run dry.
-                if !state.rail_up[thief] || waiting[thief] > 0 || !io.has_room(thief, transfer.peer) {
+                if !runs_dry(&self.rails, io, &state.rail_up, &waiting, thief, transfer.peer) {
                     continue;
                 }
                 let Some(victim) = (0..transfer.pieces.len())
@@ -358,9 +357,6 @@ impl RailMachine {
                     continue;
                 };
                 let piece = transfer.pieces[victim].clone();
-                if io.backlog(thief, transfer.peer) > self.rails[thief].frame_min() {
-                    continue;
-                }
                 let views = views(&self.rails, io, transfer.peer, &state.rail_up, &waiting);
                 let taken = self.strategy.takeover(thief, piece.rail, remainder(&piece), &views);
                 if taken == 0 {
@@ -399,7 +395,7 @@ impl RailMachine {
             for index in 0..self.transfers.len() {
                 let peer = self.transfers[index].peer;
                 let Some(state) = self.peers.get(peer as usize).and_then(Option::as_ref) else { continue };
-                if !state.rail_up[thief] || waiting[thief] > 0 || !io.has_room(thief, peer) || io.backlog(thief, peer) > self.rails[thief].frame_min() {
+                if !runs_dry(&self.rails, io, &state.rail_up, waiting, thief, peer) {
                     continue;
                 }
                 let unposted_elsewhere = match looked_at {
@@ -455,6 +451,13 @@ impl Rail {
     pub(super) fn frame_min(&self) -> u64 {
         self.chunk_max.min(QUEUED_FRAME_MIN) as u64
     }
+}
+
+/// Whether rail `thief` has run dry toward `peer`, so that it may take over or hedge: up, no
+/// chunk bytes of any transfer waiting for it, room in its socket (a rail waiting for room is
+/// not about to run dry; its backlog is not read), and at most a frame in its backlog.
+fn runs_dry(rails: &[Rail], io: &impl RailIo, up: &[bool], waiting: &[u64], thief: usize, peer: PeerId) -> bool {
+    up[thief] && waiting[thief] == 0 && io.has_room(thief, peer) && io.backlog(thief, peer) <= rails[thief].frame_min()
 }
 
 /// Hedging, after multipath TCP's opportunistic retransmission: every byte of `transfer` is
