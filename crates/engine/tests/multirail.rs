@@ -8,8 +8,8 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use braid_config::{Config, StrategyKind};
-use braid_engine::{EngineError, SendMode, Source, TagSelector};
-use common::rails::{run_rail_job, run_rail_job_finalizing, RailOptions};
+use braid_engine::{Engine, EngineError, RequestId, SendMode, Source, TagSelector};
+use common::rails::{run_rail_job, run_rail_job_finalizing, RailNet, RailOptions};
 use common::scenarios::{self, post, receive, send, CONTEXT};
 use common::{leak, pattern};
 
@@ -117,6 +117,24 @@ fn a_rail_that_drains_faster_than_its_profile_takes_over_from_the_other() {
     assert!(share < 0.62, "no rebalancing: the rails carried {fast} and {slow} bytes");
 }
 
+/// A 2 Gbit/s rail and a 1 Gbit/s one that stops delivering once it has carried 512 KiB of
+/// chunks: what it takes after that sits undelivered until [`RailNet::release`].
+fn second_rail_stalling() -> Vec<RailOptions> {
+    vec![RailOptions::with_bandwidth(2e9), RailOptions { stall_after: Some(512 << 10), ..RailOptions::with_bandwidth(1e9) }]
+}
+
+/// Makes progress until every one of `receives` is complete (20 s at most), then ends rail 1's
+/// stall; returns whether they all completed while it still stalled.
+fn complete_while_stalled(engine: &mut Engine, net: &RailNet, receives: &[RequestId]) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !receives.iter().all(|&receive| engine.is_complete(receive)) && Instant::now() < deadline {
+        engine.progress().unwrap();
+    }
+    let completed = receives.iter().all(|&receive| engine.is_complete(receive)) && net.stalled(1);
+    net.release(1);
+    completed
+}
+
 #[test]
 fn a_stalled_rail_is_hedged_so_the_message_completes_without_it() {
     // Rail 1 stops delivering once it has carried 512 KiB of an 8 MiB message: what it took
@@ -124,7 +142,7 @@ fn a_stalled_rail_is_hedged_so_the_message_completes_without_it() {
     // sends again what rail 1 holds. The receive must complete while rail 1 is still stalled;
     // after the stall ends, rail 1's late copies must change nothing, and a second message
     // must arrive intact.
-    let rails = vec![RailOptions::with_bandwidth(2e9), RailOptions { stall_after: Some(512 << 10), ..RailOptions::with_bandwidth(1e9) }];
+    let rails = second_rail_stalling();
     let len = 8 << 20;
     let (results, net) = run_rail_job(vec![0, 1], rails, hedging(), move |engine, net| {
         if engine.rank() == 0 {
@@ -135,12 +153,7 @@ fn a_stalled_rail_is_hedged_so_the_message_completes_without_it() {
             return true;
         }
         let first = post(engine, len, Source::Rank(0), TagSelector::Tag(7));
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !engine.is_complete(first) && Instant::now() < deadline {
-            engine.progress().unwrap();
-        }
-        let completed_while_stalled = engine.is_complete(first) && net.stalled(1);
-        net.release(1);
+        let completed_while_stalled = complete_while_stalled(engine, net, &[first]);
         let (_, data) = engine.wait_receive(first).unwrap();
         assert!(*data == pattern(1, len)[..], "the hedged message was corrupted");
         let second = post(engine, len, Source::Rank(0), TagSelector::Tag(7));
@@ -156,7 +169,7 @@ fn a_stalled_rail_is_hedged_so_the_message_completes_without_it() {
 fn a_stalled_rail_is_hedged_with_several_messages_in_flight() {
     // As above, with four 2 MiB messages posted at once: what rail 1 took of several of them
     // sits undelivered, and every receive must complete while it is still stalled.
-    let rails = vec![RailOptions::with_bandwidth(2e9), RailOptions { stall_after: Some(512 << 10), ..RailOptions::with_bandwidth(1e9) }];
+    let rails = second_rail_stalling();
     let (len, count) = (2 << 20, 4u64);
     let (results, _) = run_rail_job(vec![0, 1], rails, hedging(), move |engine, net| {
         if engine.rank() == 0 {
@@ -167,12 +180,7 @@ fn a_stalled_rail_is_hedged_with_several_messages_in_flight() {
             return true;
         }
         let receives: Vec<_> = (0..count).map(|seed| post(engine, len, Source::Rank(0), TagSelector::Tag(seed as i32))).collect();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !receives.iter().all(|&receive| engine.is_complete(receive)) && Instant::now() < deadline {
-            engine.progress().unwrap();
-        }
-        let completed_while_stalled = receives.iter().all(|&receive| engine.is_complete(receive)) && net.stalled(1);
-        net.release(1);
+        let completed_while_stalled = complete_while_stalled(engine, net, &receives);
         for (seed, receive) in receives.into_iter().enumerate() {
             let (_, data) = engine.wait_receive(receive).unwrap();
             assert!(*data == pattern(seed as u64, len)[..], "message {seed} was corrupted");
