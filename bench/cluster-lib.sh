@@ -43,6 +43,17 @@ write_rsh_agent() {
     chmod +x "$file"
 }
 
+# rate_bits RATE: the bits per second of a rail rate as `braid cluster up --rails` takes it
+# (e.g. 250mbit, 2gbit); returns 1, saying so, for a rate not in kbit, mbit or gbit.
+rate_bits() {
+    case "$1" in
+    *gbit) echo $((${1%gbit} * 1000000000)) ;;
+    *mbit) echo $((${1%mbit} * 1000000)) ;;
+    *kbit) echo $((${1%kbit} * 1000)) ;;
+    *) echo "rail rate $1 is not in kbit, mbit or gbit" >&2; return 1 ;;
+    esac
+}
+
 # start_rail0_load MIN_BYTES_PER_S: starts an iperf3 flow from n0 to n1 on rail0 that lasts until
 # stop_rail0_load, with its server and client as LOAD_SERVER and LOAD_CLIENT, and checks that it
 # moves at least MIN_BYTES_PER_S (a client that found no server yet exits at once: it is started

@@ -120,6 +120,9 @@ forget() {
 
 cleanup() {
     local pid
+    kill ${LOAD_CLIENT:-} ${LOAD_SERVER:-} 2>/dev/null || true
+    LOAD_CLIENT=""
+    LOAD_SERVER=""
     for pid in "${BACKGROUND[@]}"; do
         kill "$pid" 2>/dev/null || true
         wait "$pid" 2>/dev/null || true
@@ -178,14 +181,13 @@ start_load() {
         echo "multirail.sh: no iperf3 load on rail0; the loaded phase cannot run" >&2
         exit 1
     fi
-    BACKGROUND+=("$LOAD_SERVER" "$LOAD_CLIENT")
 }
 
 # Ends the loaded phase.
 stop_load() {
     stop_rail0_load
-    forget "$LOAD_CLIENT"
-    forget "$LOAD_SERVER"
+    LOAD_CLIENT=""
+    LOAD_SERVER=""
 }
 
 braid_osu() {
@@ -231,12 +233,7 @@ for rails in $RAIL_SETS; do
     echo "# cluster $CLUSTER: rails $rails" >&2
     "$BRAID" cluster up "$CLUSTER" --nodes 2 --rails "$rails" --mtu "$MTU" >/dev/null
     IFS=, read -r -a rates <<<"$rails"
-    case "${rates[0]}" in
-    *gbit) RAIL0_BITS=$((${rates[0]%gbit} * 1000000000)) ;;
-    *mbit) RAIL0_BITS=$((${rates[0]%mbit} * 1000000)) ;;
-    *kbit) RAIL0_BITS=$((${rates[0]%kbit} * 1000)) ;;
-    *) echo "multirail.sh: rail rate ${rates[0]} is not in kbit, mbit or gbit" >&2; exit 2 ;;
-    esac
+    RAIL0_BITS=$(rate_bits "${rates[0]}") || exit 2
     RAIL_NAMES=()
     RAIL_MBITS=()
     for rail in "${!rates[@]}"; do

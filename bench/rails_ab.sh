@@ -46,6 +46,7 @@ done
 # shellcheck source=bench/cluster-lib.sh
 source "$ROOT/bench/cluster-lib.sh"
 session_prefix rails_ab.sh "$SESSIONS"
+RAIL0_BITS=$(rate_bits "${RAILS%%,*}") || exit 2
 for dir in "$A" "$B"; do
     if [ ! -x "$dir/braid" ] || [ ! -f "$dir/libbraid.so" ]; then
         echo "rails_ab.sh: $dir has no braid and libbraid.so" >&2
@@ -86,13 +87,7 @@ for rep in $(seq 1 "$REPS"); do
     echo "# repetition $rep of $REPS done, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 done
 if [ "$LOADED" -gt 0 ]; then
-    rate=${RAILS%%,*}
-    case "$rate" in
-    *gbit) bits=$((${rate%gbit} * 1000000000)) ;;
-    *mbit) bits=$((${rate%mbit} * 1000000)) ;;
-    *) echo "rails_ab.sh: --loaded needs rail0's rate in gbit or mbit, not $rate" >&2; exit 2 ;;
-    esac
-    start_rail0_load $((bits / 8 / 4)) || { echo "rails_ab.sh: no iperf3 load on rail0" >&2; exit 1; }
+    start_rail0_load $((RAIL0_BITS / 8 / 4)) || { echo "rails_ab.sh: no iperf3 load on rail0" >&2; exit 1; }
     for rep in $(seq 1 "$REPS"); do
         for build in a b; do
             dir=$A
