@@ -5,6 +5,10 @@
 # For each repetition, interleaved, with the same cluster:
 #   idle     nothing runs: the machine's own load (other users), subtracted from the others
 #   iperf3   one iperf3 flow per rail, all at once (client in n0, server in n1)
+#   iperf3-one-receiver  the same with every server bound to the last CPU and every client to
+#            the first (with --layouts): the layout of a Braid stream, one receiving process
+#            and one sending, so that the kernel's receive work for all the rails lands where
+#            one process reads; iperf3-spread-receivers binds only the clients, to the first CPU
 #   braid-S  bench/osu.c bw with S-byte messages (BRAID_STRATEGY=hetero unless set), one rank per
 #            node
 #   base-S   the same against the libbraid.so in --baseline DIR (a build of other code), so that
@@ -21,7 +25,8 @@
 # their ratio to iperf3's. Every run goes to bench/results/rail-cpu-<date>.csv.
 #
 # Usage: bench/rail_cpu.sh [--reps R] [--mtu M] [--rails 2gbit,1gbit,250mbit] [--sizes "1048576 16777216"]
-#                          [--warm S] [--window S] [--perf DIR] [--baseline DIR]
+#                          [--warm S] [--window S] [--perf DIR] [--baseline DIR] [--layouts]
+#   --layouts    also run the two bound iperf3 variants above (needs 2 or more CPUs)
 #   --perf DIR   also record `perf record -e cpu-clock -a -g` over the window of the first
 #                repetition of each variant into DIR/<variant>.data
 # BRAID_* variables set by the caller reach the ranks (BRAID_STRATEGY defaults to hetero).
@@ -41,6 +46,7 @@ WARM=1
 WINDOW=3
 PERF_DIR=""
 BASELINE=""
+LAYOUTS=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --reps) REPS="$2"; shift ;;
@@ -51,6 +57,7 @@ while [ $# -gt 0 ]; do
     --window) WINDOW="$2"; shift ;;
     --perf) PERF_DIR="$2"; shift ;;
     --baseline) BASELINE="$2"; shift ;;
+    --layouts) LAYOUTS=1 ;;
     -h | --help) sed -n '2,/^set -euo/{/^#/p}' "$0"; exit 0 ;;
     *) echo "rail_cpu.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -65,6 +72,8 @@ done
 [ -z "$BASELINE" ] || [ -f "$BASELINE/libbraid.so" ] || { echo "rail_cpu.sh: no libbraid.so in $BASELINE" >&2; exit 1; }
 [ -z "$PERF_DIR" ] || command -v perf >/dev/null || { echo "rail_cpu.sh: --perf needs perf" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "rail_cpu.sh: building virtual clusters needs root" >&2; exit 1; }
+LAST_CPU=$(($(nproc) - 1))
+[ "$LAYOUTS" = 0 ] || [ "$LAST_CPU" -ge 1 ] || { echo "rail_cpu.sh: --layouts needs 2 or more CPUs" >&2; exit 1; }
 [ -x "$BRAID" ] && [ -f "$ROOT/target/release/libbraid.so" ] || { echo "rail_cpu.sh: run cargo build --release first" >&2; exit 1; }
 export BRAID_STRATEGY="${BRAID_STRATEGY:-hetero}"
 
@@ -169,22 +178,27 @@ run_idle() {
     measure idle "$1"
 }
 
+# run_iperf3 REP [LABEL SERVER_CPUS CLIENT_CPUS]: the iperf3 flows, bound to those CPUs (taskset
+# lists; "all" leaves them unbound).
 run_iperf3() {
-    local rep=$1 rail pids=()
+    local rep=$1 label=${2:-iperf3} server_cpus=${3:-all} client_cpus=${4:-all} rail pids=()
+    local server_bind=() client_bind=()
+    [ "$server_cpus" = all ] || server_bind=(taskset -c "$server_cpus")
+    [ "$client_cpus" = all ] || client_bind=(taskset -c "$client_cpus")
     for rail in "${!RATES[@]}"; do
-        ip netns exec "$N1" iperf3 -s -1 -B "$(cluster_address 1 "rail$rail")" -p $((5201 + rail)) >/dev/null 2>&1 &
+        ip netns exec "$N1" "${server_bind[@]}" iperf3 -s -1 -B "$(cluster_address 1 "rail$rail")" -p $((5201 + rail)) >/dev/null 2>&1 &
         pids+=("$!")
     done
     RUNNING+=("${pids[@]}")
     sleep 0.3
     for rail in "${!RATES[@]}"; do
-        ip netns exec "$N0" iperf3 -c "$(cluster_address 1 "rail$rail")" -B "$(cluster_address 0 "rail$rail")" -p $((5201 + rail)) \
+        ip netns exec "$N0" "${client_bind[@]}" iperf3 -c "$(cluster_address 1 "rail$rail")" -B "$(cluster_address 0 "rail$rail")" -p $((5201 + rail)) \
             -t $((WARM + WINDOW + 2)) >/dev/null 2>&1 &
         pids+=("$!")
     done
     RUNNING+=("${pids[@]}")
     watch_processes "iperf3 -[sc] .*-p 52"
-    measure iperf3 "$rep"
+    measure "$label" "$rep"
     wait "${pids[@]}" 2>/dev/null || true
     RUNNING=()
 }
@@ -210,6 +224,10 @@ echo "# cluster $CLUSTER: rails $RAILS, MTU $MTU, BRAID_STRATEGY=$BRAID_STRATEGY
 for rep in $(seq 1 "$REPS"); do
     run_idle "$rep"
     run_iperf3 "$rep"
+    if [ "$LAYOUTS" = 1 ]; then
+        run_iperf3 "$rep" iperf3-one-receiver "$LAST_CPU" 0
+        run_iperf3 "$rep" iperf3-spread-receivers all 0
+    fi
     for size in $SIZES; do
         run_braid "$rep" "$size"
         if [ -n "$BASELINE" ]; then
@@ -250,7 +268,7 @@ print("MB/CPU-s: megabytes received on the rails per CPU-second; machine: user+n
 print("the whole machine; own: utime+stime of the workload's processes and of ksoftirqd; own+si: that plus")
 print("the machine's softirq time (softirq work interrupting other processes is charged to them, so 'own'")
 print("misses it and 'own+si' counts what landed in the workload twice). Median (min-max).")
-print(f'{"variant":<16}{"Mbit/s":>20}{"busy %":>14}{"softirq %":>14}{"MB/machine CPU-s":>20}{"MB/own CPU-s":>18}{"MB/own+si CPU-s":>18}')
+print(f'{"variant":<24}{"Mbit/s":>20}{"busy %":>14}{"softirq %":>14}{"MB/machine CPU-s":>20}{"MB/own CPU-s":>18}{"MB/own+si CPU-s":>18}')
 table = {}
 for variant, rows in runs.items():
     if variant == "idle":
@@ -258,7 +276,7 @@ for variant, rows in runs.items():
     f = [figures(r) for r in rows]
     table[variant] = {key: [x[key] for x in f] for key in f[0]}
     cols = table[variant]
-    print(f"{variant:<16}{spread(cols['mbits']):>20}{spread(cols['busy']):>14}{spread(cols['softirq']):>14}{spread(cols['machine']):>20}{spread(cols['own']):>18}{spread(cols['own_softirq']):>18}")
+    print(f"{variant:<24}{spread(cols['mbits']):>20}{spread(cols['busy']):>14}{spread(cols['softirq']):>14}{spread(cols['machine']):>20}{spread(cols['own']):>18}{spread(cols['own_softirq']):>18}")
 if "iperf3" in table:
     print("CPU per byte against iperf3 (iperf3's MB per CPU-second over the variant's, medians):")
     base = {key: statistics.median(values) for key, values in table["iperf3"].items()}
@@ -267,7 +285,7 @@ if "iperf3" in table:
             continue
         ratio = {key: base[key] / max(statistics.median(cols[key]), 1e-9) for key in ("machine", "own", "own_softirq")}
         share = statistics.median(cols["mbits"]) / base["mbits"] * 100
-        print(f"  {variant:<14} machine {ratio['machine']:.2f}x, own {ratio['own']:.2f}x, own+si {ratio['own_softirq']:.2f}x; rate {share:.0f}% of iperf3's")
+        print(f"  {variant:<24} machine {ratio['machine']:.2f}x, own {ratio['own']:.2f}x, own+si {ratio['own_softirq']:.2f}x; rate {share:.0f}% of iperf3's")
 if idle_load > 0.5 * cpus:
     print(f"note: the machine was {idle_load / cpus * 100:.0f}% busy without this benchmark: the machine-wide figures then count")
     print("      the CPU taken from other work, not the CPU the traffic needs; 'own' and 'own+si' bracket it")

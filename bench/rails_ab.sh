@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Two builds of Braid side by side on one 2-node virtual cluster, interleaved: is a change to the
 # rails faster or slower? (Needs root, iproute2 and python3.) Each build is a directory holding
-# its `braid` and `libbraid.so` (copies of target/release from the two trees). The cluster is
+# its `braid` and `libbraid.so` (copies of target/release from the two trees), and may hold an
+# `env` file of NAME=VALUE lines set for that build's runs only (to compare two settings of one
+# build, e.g. BRAID_STRATEGY=weighted or BRAID_RAIL_HEDGE=off). The cluster is
 # built once and its rails sampled once (by the second build's `braid sample`, profiles in a
 # private directory); then every repetition runs, for build A and then build B, bench/osu.c's
 # bw at 1 MiB (8 windows of 64) and 16 MiB (1 window), latency at 8 B and mr at 8 B, with
@@ -52,7 +54,15 @@ for dir in "$A" "$B"; do
         echo "rails_ab.sh: $dir has no braid and libbraid.so" >&2
         exit 2
     fi
+    if [ -f "$dir/env" ] && grep -vqE '^(#.*|[A-Z_][A-Z0-9_]*=[^ ]*|)$' "$dir/env"; then
+        echo "rails_ab.sh: $dir/env holds a line that is not NAME=VALUE" >&2
+        exit 2
+    fi
 done
+# The settings of a build's env file, as arguments of env(1).
+build_env() {
+    [ -f "$1/env" ] && grep -E '^[A-Z_]' "$1/env" || true
+}
 [ "$(id -u)" = 0 ] || { echo "rails_ab.sh: building virtual clusters needs root" >&2; exit 1; }
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/braid-rails-ab.XXXXXX")"
@@ -79,8 +89,8 @@ for rep in $(seq 1 "$REPS"); do
         dir=$A
         [ "$build" = b ] && dir=$B
         for args in "bw -n 1048576 -m 1048576 -i 8" "bw -n 16777216 -m 16777216 -i 1" "latency -n 8 -m 8" "mr -n 8 -m 8"; do
-            # shellcheck disable=SC2086
-            timeout 180 "$dir/braid" run --cluster "$CLUSTER" -n 2 --ppn 1 "${SESSION[@]}" "$WORK/osu-$build" $args 2>>"$WORK/errors.log" \
+            # shellcheck disable=SC2046,SC2086
+            timeout 180 env $(build_env "$dir") "$dir/braid" run --cluster "$CLUSTER" -n 2 --ppn 1 "${SESSION[@]}" "$WORK/osu-$build" $args 2>>"$WORK/errors.log" \
                 | grep -v '^#' | grep ',' | sed "s/^/$build,$rep,/" >>"$CSV" || echo "# failed: build $build osu $args" >&2
         done
     done
@@ -92,7 +102,8 @@ if [ "$LOADED" -gt 0 ]; then
         for build in a b; do
             dir=$A
             [ "$build" = b ] && dir=$B
-            timeout 180 "$dir/braid" run --cluster "$CLUSTER" -n 2 --ppn 1 "${SESSION[@]}" "$WORK/osu-$build" xfer -i "$LOADED" -m 1048576 2>>"$WORK/errors.log" \
+            # shellcheck disable=SC2046
+            timeout 180 env $(build_env "$dir") "$dir/braid" run --cluster "$CLUSTER" -n 2 --ppn 1 "${SESSION[@]}" "$WORK/osu-$build" xfer -i "$LOADED" -m 1048576 2>>"$WORK/errors.log" \
                 | grep -v '^#' | grep ',' | sed "s/^/$build,$rep,/" >>"$CSV" || echo "# failed: build $build osu xfer" >&2
         done
         echo "# loaded repetition $rep of $REPS done, load average $(cut -d' ' -f1-3 /proc/loadavg)"
