@@ -31,14 +31,45 @@ pub(super) struct Piece {
     /// for the peer after that, of any transfer, sits behind this piece's undelivered tail in
     /// its backlog.
     pub(super) posted_mark: Option<u64>,
-    /// Its largest frame so far: the receiver counts a frame's bytes only once all of them are
-    /// in, so a byte still in the rail's backlog may hold back up to this many before it.
-    pub(super) frame_max: usize,
+    /// Where its latest frames begin: the receiver counts a frame's bytes only once all of
+    /// them are in, so a byte still in the rail's backlog holds back its frame's earlier bytes.
+    pub(super) frames: FrameStarts,
+}
+
+/// How many of a piece's latest frame starts are kept; an undelivered tail reaches further back
+/// than these only on a rail that holds more than this many frames of one piece.
+const FRAME_STARTS_KEPT: usize = 8;
+
+/// The starts of a piece's latest frames (posted in order), and its largest frame.
+#[derive(Debug, Clone, Default)]
+pub(super) struct FrameStarts {
+    starts: [usize; FRAME_STARTS_KEPT],
+    count: usize,
+    largest: usize,
+}
+
+impl FrameStarts {
+    pub(super) fn record(&mut self, start: usize, len: usize) {
+        self.starts[self.count % FRAME_STARTS_KEPT] = start;
+        self.count += 1;
+        self.largest = self.largest.max(len);
+    }
+
+    /// The first byte of the frame that holds `byte`, not before `floor`: exact within the kept
+    /// frames; before them, up to the largest frame earlier.
+    pub(super) fn frame_start(&self, byte: usize, floor: usize) -> usize {
+        let kept = self.count.min(FRAME_STARTS_KEPT);
+        let oldest = self.starts[(self.count - kept) % FRAME_STARTS_KEPT];
+        if kept == 0 || byte < oldest {
+            return byte.saturating_sub(self.largest.saturating_sub(1)).max(floor);
+        }
+        self.starts.iter().take(kept).copied().filter(|&start| start <= byte).max().unwrap_or(oldest).max(floor)
+    }
 }
 
 impl Piece {
     pub(super) fn new(rail: usize, start: usize, end: usize) -> Piece {
-        Piece { rail, start, posted: start, end, job: None, unhedged_end: end, posted_mark: None, frame_max: 0 }
+        Piece { rail, start, posted: start, end, job: None, unhedged_end: end, posted_mark: None, frames: FrameStarts::default() }
     }
 
     /// A copy of `[start, end)`, sent again on `rail`.
@@ -294,7 +325,7 @@ impl RailMachine {
                     match io.transmit(piece.rail, transfer.peer, header.as_bytes(), &gather(&transfer.data[piece.posted..end])) {
                         Ok(SendOutcome::Sent) => {
                             self.traffic[piece.rail].sent(1, (end - piece.posted) as u64);
-                            piece.frame_max = piece.frame_max.max(end - piece.posted);
+                            piece.frames.record(piece.posted, end - piece.posted);
                             rail.posted += (end - piece.posted) as u64;
                             posted_on[piece.rail] += (end - piece.posted) as u64;
                             piece.posted = end;
@@ -464,7 +495,7 @@ fn runs_dry(rails: &[Rail], io: &impl RailIo, up: &[bool], waiting: &[u64], thie
 /// posted, `thief` has run dry, and another rail still holds posted bytes it has not delivered
 /// (its backlog to the peer, less what it took for the peer after the piece, `posted_on` minus
 /// the piece's mark; counted from the start of the frame it begins in, as the receiver can use
-/// a frame only once all of it is in, taken as up to the piece's largest frame earlier). The
+/// a frame only once all of it is in). The
 /// thief sends again as much of that tail's end as the strategy's takeover says ends both
 /// together; the receiver keeps whichever copy lands first and ignores the other, so a rail
 /// slowed after the split no longer holds the message up. The copy left on the slow rail costs
@@ -476,7 +507,7 @@ fn hedge(strategy: &mut dyn MultirailStrategy, transfer: &mut Transfer, posted_o
         if own == 0 {
             return 0;
         }
-        let first = piece.end.saturating_sub(own).saturating_sub(piece.frame_max.saturating_sub(1)).max(piece.start);
+        let first = piece.frames.frame_start(piece.end.saturating_sub(own), piece.start);
         piece.unhedged_end.saturating_sub(first)
     };
     let victim = (0..transfer.pieces.len())
@@ -528,6 +559,26 @@ mod tests {
             transfer(vec![Piece::new(1, 0, 30), Piece { posted: 35, ..Piece::new(0, 30, 100) }]),
         ];
         assert_eq!(waiting_bytes(&transfers, 3), vec![115, 30, 0]);
+    }
+
+    #[test]
+    fn a_byte_is_held_back_to_the_start_of_its_frame() {
+        let mut frames = FrameStarts::default();
+        assert_eq!(frames.frame_start(500, 100), 500, "no frame posted yet");
+        let mut posted = 100;
+        for len in [64, 256, 128, 128, 64, 64, 64, 64, 200] {
+            frames.record(posted, len);
+            posted += len;
+        }
+        // Frames: 100, 164, 420, 548, 676, 740, 804, 868, 932..1132; the first is no longer kept.
+        assert_eq!(frames.frame_start(1000, 100), 932);
+        assert_eq!(frames.frame_start(932, 100), 932);
+        assert_eq!(frames.frame_start(931, 100), 868);
+        assert_eq!(frames.frame_start(300, 100), 164);
+        assert_eq!(frames.frame_start(164, 100), 164);
+        // Before the kept frames: up to the largest frame (256) earlier, not before the floor.
+        assert_eq!(frames.frame_start(163, 100), 100);
+        assert_eq!(frames.frame_start(163, 0), 0);
     }
 
     #[test]
