@@ -81,11 +81,14 @@ start_rail0_load() {
     return 1
 }
 
-# Stops the flow start_rail0_load started, warning if it had ended on its own.
+# Stops the flow start_rail0_load started, warning if it had ended on its own, and clears
+# LOAD_CLIENT and LOAD_SERVER, so that an exit handler that kills them kills no reused pid.
 stop_rail0_load() {
     kill -0 "$LOAD_CLIENT" 2>/dev/null || echo "# warning: the iperf3 load on rail0 had ended before it was stopped" >&2
     kill "$LOAD_CLIENT" "$LOAD_SERVER" 2>/dev/null || true
     wait "$LOAD_CLIENT" "$LOAD_SERVER" 2>/dev/null || true
+    LOAD_CLIENT=""
+    LOAD_SERVER=""
     sleep 0.5
 }
 

@@ -121,8 +121,6 @@ forget() {
 cleanup() {
     local pid
     kill ${LOAD_CLIENT:-} ${LOAD_SERVER:-} 2>/dev/null || true
-    LOAD_CLIENT=""
-    LOAD_SERVER=""
     for pid in "${BACKGROUND[@]}"; do
         kill "$pid" 2>/dev/null || true
         wait "$pid" 2>/dev/null || true
@@ -174,20 +172,13 @@ iperf_rails() {
     rm -f "$WORK"/iperf-rail*.json
 }
 
-# Starts an iperf3 flow on rail0 that lasts until cleanup (or `stop_load`), moving at least a
+# Starts an iperf3 flow on rail0 that lasts until cleanup (or `stop_rail0_load`), moving at least a
 # quarter of the rail's rate; exits if it cannot be started.
 start_load() {
     if ! start_rail0_load $((RAIL0_BITS / 8 / 4)); then
         echo "multirail.sh: no iperf3 load on rail0; the loaded phase cannot run" >&2
         exit 1
     fi
-}
-
-# Ends the loaded phase.
-stop_load() {
-    stop_rail0_load
-    LOAD_CLIENT=""
-    LOAD_SERVER=""
 }
 
 braid_osu() {
@@ -280,7 +271,7 @@ for rails in $RAIL_SETS; do
             done
         fi
     done
-    stop_load
+    stop_rail0_load
     cleanup
 done
 

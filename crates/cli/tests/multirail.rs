@@ -83,18 +83,24 @@ impl Cluster {
         compile_test_program(program, &self.programs)
     }
 
-    /// `braid run --cluster` with the given placement, program and arguments. Rail profiles are
-    /// cached per cluster: every cluster has the same addresses, so a shared cache would mix them.
+    /// `braid run --cluster` with the given placement, program and arguments.
     fn job(&self, placement: &[&str], program: &Path, args: &[&str]) -> Command {
-        let mut command = braid();
+        let mut command = self.braid();
         command.args(["run", "--cluster", &self.name]).args(placement).arg(program).args(args);
+        command
+    }
+
+    /// `braid` with this cluster's rail profile cache: every cluster has the same addresses, so a
+    /// shared cache would mix them.
+    fn braid(&self) -> Command {
+        let mut command = braid();
         command.env("BRAID_PROFILE_DIR", self.programs.join("profiles"));
         command
     }
 
     /// Samples the rails' profiles into the cache its jobs use.
     fn sample(&self) {
-        let sampled = finish(braid().args(["sample", "--cluster", &self.name]).env("BRAID_PROFILE_DIR", self.programs.join("profiles")).spawn().unwrap(), "braid sample");
+        let sampled = finish(self.braid().args(["sample", "--cluster", &self.name]).spawn().unwrap(), "braid sample");
         assert!(sampled.status.success(), "braid sample failed: {}", text(&sampled.stderr));
     }
 
