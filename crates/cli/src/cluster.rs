@@ -261,6 +261,33 @@ fn build(cluster: &Cluster, undo: &mut Undo) -> Result<(), String> {
     Ok(())
 }
 
+/// Changes the rate of rail `interface` of the built cluster `name` to `bits` per second, on both
+/// ends of every node's link, and records it. Cached rail profiles are kept on purpose: jobs keep
+/// using what was sampled before, as on a real cluster when other traffic takes a rail's share
+/// (`braid sample --force` samples again). Returns the updated description.
+pub fn reshape(name: &str, interface: &str, bits: u64) -> Result<Cluster, String> {
+    require_privileges()?;
+    let mut cluster = Cluster::load(name)?;
+    let rails = cluster.rail_interfaces();
+    let Some(index) = cluster.networks.iter().position(|network| network.interface == interface && network.rate_bits_per_second.is_some()) else {
+        return Err(format!("cluster {name} has no rail {interface} (its rails: {})", rails.join(", ")));
+    };
+    let problems = problems(&cluster);
+    if !problems.is_empty() {
+        return Err(format!("cluster {name} is damaged ({}); braid cluster down {name}, then up again", problems.join("; ")));
+    }
+    for (node_index, node) in cluster.nodes.iter().enumerate() {
+        let port = format!("n{node_index}-{interface}");
+        set_rate(&node.namespace, interface, bits, cluster.mtu)?;
+        set_rate(&cluster.switch, &port, bits, cluster.mtu)?;
+    }
+    cluster.networks[index].rate_bits_per_second = Some(bits);
+    let record = record_path(name);
+    let text = serde_json::to_string_pretty(&cluster).map_err(|error| format!("cannot describe the cluster: {error}"))?;
+    std::fs::write(&record, text + "\n").map_err(|error| format!("{interface} is reshaped, but {} could not be updated: {error}", record.display()))?;
+    Ok(cluster)
+}
+
 fn add_namespace(namespace: &str, undo: &mut Undo) -> Result<(), String> {
     run_tool("ip", &["netns", "add", namespace])?;
     undo.namespaces.push(namespace.to_string());
@@ -274,6 +301,11 @@ fn add_namespace(namespace: &str, undo: &mut Undo) -> Result<(), String> {
 /// Shapes what `device` sends; offloads off so the shaper sees wire-sized packets.
 fn shape(namespace: &str, device: &str, bits: u64, mtu: u32) -> Result<(), String> {
     run_tool("ip", &["netns", "exec", namespace, "ethtool", "-K", device, "tso", "off", "gso", "off", "gro", "off"])?;
+    set_rate(namespace, device, bits, mtu)
+}
+
+/// Puts (or replaces) the shaper of what `device` sends.
+fn set_rate(namespace: &str, device: &str, bits: u64, mtu: u32) -> Result<(), String> {
     let rate = format!("{bits}bit");
     let burst = shaper_burst(bits, mtu).to_string();
     run_tool("tc", &["-n", namespace, "qdisc", "replace", "dev", device, "root", "tbf", "rate", &rate, "burst", &burst, "latency", SHAPER_LATENCY])

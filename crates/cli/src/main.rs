@@ -160,6 +160,20 @@ Example:\n  braid cluster up lab --nodes 2 --rails 2gbit,1gbit")]
         #[arg(long, default_value_t = 1500)]
         mtu: u32,
     },
+    /// Change one rail's rate on a built cluster NAME (both ends of every link); rail profiles are kept.
+    #[command(after_help = "Jobs keep the rail profiles sampled before, as on a real cluster when other traffic takes a \
+rail's share: this is how to test what Braid does with a rail slower than it measured. `braid sample --cluster NAME --force` \
+samples the rails again.\n\n\
+Example:\n  braid cluster shape lab --rail rail1 --rate 5mbit")]
+    Shape {
+        name: String,
+        /// The rail's interface name (rail0, rail1, ...).
+        #[arg(long, value_name = "RAIL")]
+        rail: String,
+        /// Its new rate, in tc units (2gbit, 250mbit, 500kbit).
+        #[arg(long, value_name = "RATE", value_parser = cluster::parse_rate)]
+        rate: u64,
+    },
     /// Remove cluster NAME: its namespaces (with their links) and its record; half-built ones too.
     Down { name: String },
     /// Describe cluster NAME (default: every cluster) and check that it is intact.
@@ -325,6 +339,9 @@ fn manage_cluster(command: ClusterCommand) -> ExitCode {
                 Ok(())
             });
             finish("braid cluster up", outcome)
+        }
+        ClusterCommand::Shape { name, rail, rate } => {
+            finish("braid cluster shape", cluster::reshape(&name, &rail, rate).map(|_| println!("cluster {name}: {rail} now shaped at {} both ways (rail profiles kept)", cluster::format_rate(rate))))
         }
         ClusterCommand::Down { name } => finish("braid cluster down", cluster::down(&name).map(|removed| println!("cluster {name} removed ({} namespace(s))", removed.len()))),
         ClusterCommand::Status { name } => cluster_status(name),

@@ -92,6 +92,18 @@ fn a_two_node_cluster_carries_every_network_and_runs_jobs_across_its_nodes() {
     let (_, _, fast) = transfer(&guard, "10.213.2.2", 1.0);
     assert!((180.0..=330.0).contains(&fast), "rail1 is shaped to 300 Mbit/s but carried {fast} Mbit/s");
 
+    let reshaped = run(&["cluster", "shape", name, "--rail", "rail1", "--rate", "50mbit"]);
+    assert!(reshaped.status.success(), "shape failed: {}", text(&reshaped.stderr));
+    let (_, _, slowed) = transfer(&guard, "10.213.2.2", 1.5);
+    assert!((30.0..=55.0).contains(&slowed), "rail1 is reshaped to 50 Mbit/s but carried {slowed} Mbit/s");
+    let status = run(&["cluster", "status", name]);
+    assert!(status.status.success() && text(&status.stdout).contains("50mbit"), "status after shape: {}", text(&status.stdout));
+    assert!(text(&run(&["cluster", "list"]).stdout).contains(&format!("{name}: 2 node(s), rails 100mbit,50mbit")));
+    for (rail, rate, expected) in [("mgmt", "1gbit", "has no rail mgmt (its rails: rail0, rail1)"), ("rail7", "1gbit", "no rail rail7"), ("rail0", "fast", "fast")] {
+        let refused = run(&["cluster", "shape", name, "--rail", rail, "--rate", rate]);
+        assert!(!refused.status.success() && text(&refused.stderr).contains(expected), "shape {rail} {rate}: {}", text(&refused.stderr));
+    }
+
     let script = r#"echo "$PMI_RANK $(stat -L -c %i /proc/self/ns/net) $BRAID_RAILS $BRAID_LOCAL_RANK/$BRAID_LOCAL_SIZE $(cat /sys/class/net/rail1/mtu)""#;
     let job = run(&["run", "--cluster", name, "-n", "4", "--ppn", "2", "sh", "-c", script]);
     assert!(job.status.success(), "job failed: {}", text(&job.stderr));

@@ -104,12 +104,10 @@ impl Cluster {
         assert!(sampled.status.success(), "braid sample failed: {}", text(&sampled.stderr));
     }
 
-    /// Reshapes `rail` on both nodes to `rate` (as tc writes it), leaving it up.
+    /// Reshapes `rail` to `rate` (`braid cluster shape`), leaving it up and its profile cached.
     fn shape(&self, rail: &str, rate: &str) {
-        for node in 0..2 {
-            let shaped = Command::new("tc").args(["-n", &self.node(node), "qdisc", "replace", "dev", rail, "root", "tbf", "rate", rate, "burst", "31250b", "latency", "50ms"]).output().unwrap();
-            assert!(shaped.status.success(), "shaping {rail} in {}: {}", self.node(node), text(&shaped.stderr));
-        }
+        let shaped = self.braid().args(["cluster", "shape", &self.name, "--rail", rail, "--rate", rate]).output().unwrap();
+        assert!(shaped.status.success(), "braid cluster shape {rail} {rate}: {}", text(&shaped.stderr));
     }
 
     fn run_job(&self, placement: &[&str], program: &str, args: &[&str]) -> Output {
