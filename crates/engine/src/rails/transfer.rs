@@ -420,30 +420,29 @@ impl RailMachine {
     fn hedge_dry_rails(&mut self, io: &impl RailIo, waiting: &mut [u64]) -> bool {
         let mut moved = false;
         for thief in 0..self.rails.len() {
-            // The last peer looked at, and whether it has unposted bytes on another rail (the
-            // same for each of its transfers: transfers to one peer mostly come in a row).
+            // The last peer looked at, and whether `thief` may hedge for it: it runs dry towards
+            // the peer and no transfer to the peer has unposted bytes on another rail (the same
+            // for each of its transfers, which mostly come in a row, until a hedge fills `thief`).
             let mut looked_at: Option<(PeerId, bool)> = None;
             for index in 0..self.transfers.len() {
                 let peer = self.transfers[index].peer;
                 let Some(state) = self.peers.get(peer as usize).and_then(Option::as_ref) else { continue };
-                if !runs_dry(&self.rails, io, &state.rail_up, waiting, thief, peer) {
-                    continue;
-                }
-                let unposted_elsewhere = match looked_at {
-                    Some((seen, unposted)) if seen == peer => unposted,
+                let may_hedge = match looked_at {
+                    Some((seen, may_hedge)) if seen == peer => may_hedge,
                     _ => {
-                        let unposted =
-                            self.transfers.iter().filter(|transfer| transfer.peer == peer).flat_map(|transfer| &transfer.pieces).any(|piece| piece.rail != thief && piece.posted < piece.end);
-                        looked_at = Some((peer, unposted));
-                        unposted
+                        let may_hedge = runs_dry(&self.rails, io, &state.rail_up, waiting, thief, peer)
+                            && !self.transfers.iter().filter(|transfer| transfer.peer == peer).flat_map(|transfer| &transfer.pieces).any(|piece| piece.rail != thief && piece.posted < piece.end);
+                        looked_at = Some((peer, may_hedge));
+                        may_hedge
                     }
                 };
-                if unposted_elsewhere {
+                if !may_hedge {
                     continue;
                 }
                 let views = views(&self.rails, io, peer, &state.rail_up, waiting);
                 if let Some(hedged) = hedge(self.strategy.as_mut(), &mut self.transfers[index], &state.posted_on, thief, io, &views) {
                     waiting[thief] += hedged as u64;
+                    looked_at = None;
                     moved = true;
                     if self.debug {
                         eprintln!("braid: rank {}: rail {thief} sends again the last {hedged} undelivered bytes of a slower rail to rank {peer}", self.rank);
