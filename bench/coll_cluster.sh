@@ -27,7 +27,8 @@
 # modes on a small VM, so medians flip with how many runs landed in each, where this share does
 # not (0.5: alike; where auto runs the flat form it is the same code as off).
 # Output: the table on stdout; every run in bench/results/coll-cluster-<date>-raw.csv
-# (placement,impl,variant,rep,collective,size,us) and the medians in coll-cluster-<date>.csv.
+# (placement,impl,variant,rep,collective,size,us), the medians in coll-cluster-<date>.csv and the
+# table (with the model's predictions and verdicts) in coll-cluster-<date>-points.csv.
 # The cluster and scratch files are removed on exit.
 set -euo pipefail
 
@@ -75,6 +76,7 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/braid-coll.XXXXXX")"
 STAMP="coll-cluster-$(date +%Y-%m-%d-%H%M%S)"
 CSV="$ROOT/bench/results/$STAMP.csv"
 RAW="$ROOT/bench/results/$STAMP-raw.csv"
+POINTS="$ROOT/bench/results/$STAMP-points.csv"
 mkdir -p "$ROOT/bench/results"
 export BRAID_PROFILE_DIR="$WORK/profiles"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -150,7 +152,7 @@ done
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 cat "$WORK"/decisions-*.txt >"$WORK/decisions.txt" 2>/dev/null || true
-python3 - "$RAW" "$CSV" "$WORK/decisions.txt" <<'EOF'
+python3 - "$RAW" "$CSV" "$WORK/decisions.txt" "$POINTS" <<'EOF'
 import csv, re, statistics, sys
 from collections import defaultdict
 
@@ -199,6 +201,8 @@ slower = []
 # Points where the model rates both forms alike (within 1%: on this layout they exchange the
 # same messages, e.g. a blocked bcast), so that the measured "best" is noise.
 alike_agree = alike_total = 0
+table = open(sys.argv[4], "w")
+table.write("placement,collective,size,off,always,auto,openmpi,auto_over_openmpi,auto_over_off,auto_beats_off,model_flat_us,model_hier_us,pick,best,ok\n")
 for placement, collective, size in points:
     get = lambda variant: median.get((placement, collective, size, variant))
     off, always, auto, ompi = get("braid:off"), get("braid:always"), get("braid:auto"), get("openmpi:default")
@@ -225,13 +229,17 @@ for placement, collective, size in points:
         slower.append(f"{placement} {collective} {size} B ({share:.2f})")
     print(f"{placement:<9}{collective:<15}{size:>8}{cell(off):>10}{cell(always):>10}{cell(auto):>10}{cell(ompi):>10}"
           f"{ratio(auto, ompi):>10}{ratio(auto, off):>9}{cell(share, '{:.2f}'):>9}{model_text:>21}{pick:>6}{best:>6}{ok:>4}")
+    field = lambda value, fmt="{:g}": "" if value is None or value == "-" else fmt.format(value)
+    table.write(",".join([placement, collective, str(size), field(off), field(always), field(auto), field(ompi), ratio(auto, ompi).replace("-", ""),
+                          ratio(auto, off).replace("-", ""), field(share, "{:.3f}"), field(model and model[0], "{:.1f}"), field(model and model[1], "{:.1f}"), pick, best, ok]) + "\n")
 if total:
     print(f"model agreement: {agree}/{total} points ({100 * agree / total:.0f}%); a tie is within 5%")
     if alike_total < total:
         rest = total - alike_total
         print(f"  without the {alike_total} points where the model rates both forms alike: {agree - alike_agree}/{rest} ({100 * (agree - alike_agree) / rest:.0f}%)")
 print("auto's hierarchical form slower than flat in most pairs of runs: " + (", ".join(slower) if slower else "nowhere"))
-print(f"CSV: {sys.argv[2]} (medians; every run in the -raw file)")
+table.close()
+print(f"CSV: {sys.argv[2]} (medians; every run in the -raw file; this table in {sys.argv[4]})")
 EOF
 if [ -s "$WORK/errors.log" ]; then
     echo "# stderr of the runs (last 20 lines):" >&2
