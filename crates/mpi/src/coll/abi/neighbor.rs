@@ -1,0 +1,200 @@
+//! The neighbourhood collectives (MPI_Neighbor_* and MPI_Ineighbor_*): one round in which each
+//! rank exchanges blocks with the sources and destinations of its communicator's topology.
+
+use super::*;
+
+/// A neighbour list as the port takes it: MPI_PROC_NULL moves nothing.
+fn neighbor_ranks(ranks: &[c_int]) -> Vec<Option<usize>> {
+    ranks.iter().map(|&rank| usize::try_from(rank).ok()).collect()
+}
+
+/// Packed data going to the neighbours, each block's bytes in it.
+struct Outgoing {
+    bytes: Cow<'static, [u8]>,
+    ranges: Vec<Range<usize>>,
+}
+
+/// Where the neighbours' blocks land, and how they reach the user's memory afterwards.
+enum Incoming {
+    Spread(Spread),
+    Mixed(Mixed),
+}
+
+/// The neighbourhood collectives: one round in which block i arrives from `sources[i]` and block j
+/// leaves for `destinations[j]`.
+fn neighbor_exchange(start: &Start, outgoing: Outgoing, incoming: Incoming) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    let neighbors = start.neighbors.as_ref().expect("a neighbourhood collective starts with its neighbours");
+    let (sources, destinations) = (neighbor_ranks(&neighbors.sources), neighbor_ranks(&neighbors.destinations));
+    let port = start.port();
+    Ok(async move {
+        let (mut landing, ranges) = match &incoming {
+            // SAFETY: the caller's receive buffer holds the blocks; only this collective uses it.
+            Incoming::Spread(recv) => (unsafe { recv.landing(None) }, recv.ranges.clone()),
+            Incoming::Mixed(recv) => (Landing::Staged(vec![0u8; recv.ranges.last().map_or(0, |range| range.end)]), recv.ranges.clone()),
+        };
+        port.exchange_with(&sources, landing.bytes(), &ranges, &destinations, &outgoing.bytes, &outgoing.ranges)?.await?;
+        match &incoming {
+            // SAFETY: as above.
+            Incoming::Spread(recv) => unsafe { recv.store(&landing, None) },
+            // SAFETY: as above.
+            Incoming::Mixed(recv) => unsafe { recv.store(landing.bytes()) },
+        }
+        Ok(())
+    })
+}
+
+/// Equal blocks of `count` elements, one per neighbour, one after the other.
+fn equal_blocks(count: c_int, neighbors: usize) -> (Vec<c_int>, Vec<c_int>) {
+    (vec![count; neighbors], (0..neighbors).map(|index| (index as c_int).saturating_mul(count)).collect())
+}
+
+fn neighbor_counts(start: &Start) -> (usize, usize) {
+    let neighbors = start.neighbors.as_ref().expect("a neighbourhood collective starts with its neighbours");
+    (neighbors.sources.len(), neighbors.destinations.len())
+}
+
+collective!(
+    #[allow(clippy::too_many_arguments)]
+    MPI_Neighbor_allgather / MPI_Ineighbor_allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) => neighbor_allgather, intra only, Start::with_neighbors
+);
+
+unsafe fn neighbor_allgather(
+    start: &Start,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    let comm = start.comm;
+    let (indegree, outdegree) = neighbor_counts(start);
+    let send = typed(comm, sendbuf, sendcount, sendtype)?;
+    // SAFETY: the caller's send buffer holds the elements.
+    let bytes = unsafe { send.read() };
+    let outgoing = Outgoing { ranges: vec![0..bytes.len(); outdegree], bytes };
+    let (counts, displs) = equal_blocks(recvcount, indegree);
+    // SAFETY: the arrays hold one entry per source.
+    let recv = unsafe { spread(comm, recvbuf, counts.as_ptr(), displs.as_ptr(), recvtype, indegree)? };
+    neighbor_exchange(start, outgoing, Incoming::Spread(recv))
+}
+
+collective!(
+    #[allow(clippy::too_many_arguments)]
+    MPI_Neighbor_allgatherv / MPI_Ineighbor_allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype) => neighbor_allgatherv, intra only, Start::with_neighbors
+);
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn neighbor_allgatherv(
+    start: &Start,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    let comm = start.comm;
+    let (indegree, outdegree) = neighbor_counts(start);
+    let send = typed(comm, sendbuf, sendcount, sendtype)?;
+    // SAFETY: the caller's send buffer holds the elements.
+    let bytes = unsafe { send.read() };
+    let outgoing = Outgoing { ranges: vec![0..bytes.len(); outdegree], bytes };
+    // SAFETY: the caller passes one count and one displacement per source.
+    let recv = unsafe { spread(comm, recvbuf, recvcounts, displs, recvtype, indegree)? };
+    neighbor_exchange(start, outgoing, Incoming::Spread(recv))
+}
+
+collective!(
+    #[allow(clippy::too_many_arguments)]
+    MPI_Neighbor_alltoall / MPI_Ineighbor_alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) => neighbor_alltoall, intra only, Start::with_neighbors
+);
+
+unsafe fn neighbor_alltoall(
+    start: &Start,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    let comm = start.comm;
+    let (indegree, outdegree) = neighbor_counts(start);
+    let (send_counts, send_displs) = equal_blocks(sendcount, outdegree);
+    // SAFETY: the arrays hold one entry per destination; the caller's buffer holds the blocks.
+    let send = unsafe { spread(comm, sendbuf, send_counts.as_ptr(), send_displs.as_ptr(), sendtype, outdegree)? };
+    // SAFETY: as above.
+    let outgoing = Outgoing { bytes: unsafe { send.read() }, ranges: send.ranges };
+    let (counts, displs) = equal_blocks(recvcount, indegree);
+    // SAFETY: the arrays hold one entry per source.
+    let recv = unsafe { spread(comm, recvbuf, counts.as_ptr(), displs.as_ptr(), recvtype, indegree)? };
+    neighbor_exchange(start, outgoing, Incoming::Spread(recv))
+}
+
+collective!(
+    #[allow(clippy::too_many_arguments)]
+    MPI_Neighbor_alltoallv / MPI_Ineighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype) => neighbor_alltoallv, intra only, Start::with_neighbors
+);
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn neighbor_alltoallv(
+    start: &Start,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    let comm = start.comm;
+    let (indegree, outdegree) = neighbor_counts(start);
+    // SAFETY: the caller passes one count and displacement per destination and per source.
+    let send = unsafe { spread(comm, sendbuf, sendcounts, sdispls, sendtype, outdegree)? };
+    // SAFETY: the caller's send buffer holds the blocks.
+    let outgoing = Outgoing { bytes: unsafe { send.read() }, ranges: send.ranges };
+    // SAFETY: as above.
+    let recv = unsafe { spread(comm, recvbuf, recvcounts, rdispls, recvtype, indegree)? };
+    neighbor_exchange(start, outgoing, Incoming::Spread(recv))
+}
+
+collective!(
+    #[allow(clippy::too_many_arguments)]
+    MPI_Neighbor_alltoallw / MPI_Ineighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype) => neighbor_alltoallw, intra only, Start::with_neighbors
+);
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn neighbor_alltoallw(
+    start: &Start,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const MPI_Aint,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const MPI_Aint,
+    recvtypes: *const MPI_Datatype,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+    let comm = start.comm;
+    let (indegree, outdegree) = neighbor_counts(start);
+    // MPI_Neighbor_alltoallw's displacements are MPI_Aint bytes; MPI_Alltoallw's are int bytes.
+    let narrow = |displs: *const MPI_Aint, len: usize| -> MpiResult<Vec<c_int>> {
+        if displs.is_null() {
+            return Err(error(comm, MPI_ERR_ARG, "a displacements array is NULL"));
+        }
+        // SAFETY: the caller passes one displacement per neighbour.
+        let displs = unsafe { std::slice::from_raw_parts(displs, len) };
+        displs.iter().map(|&d| c_int::try_from(d).map_err(|_| error(comm, MPI_ERR_ARG, format!("displacement {d} is too large")))).collect()
+    };
+    let (sdispls, rdispls) = (narrow(sdispls, outdegree)?, narrow(rdispls, indegree)?);
+    // SAFETY: the caller passes one count and type per destination and per source.
+    let send = unsafe { mixed(comm, sendbuf, sendcounts, sdispls.as_ptr(), sendtypes, outdegree)? };
+    // SAFETY: the caller's send buffer holds the blocks.
+    let outgoing = Outgoing { bytes: Cow::Owned(unsafe { send.packed() }), ranges: send.ranges };
+    // SAFETY: as above.
+    let recv = unsafe { mixed(comm, recvbuf, recvcounts, rdispls.as_ptr(), recvtypes, indegree)? };
+    neighbor_exchange(start, outgoing, Incoming::Mixed(recv))
+}
