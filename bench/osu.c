@@ -16,7 +16,8 @@
  *              time over wall time, in percent, averaged over the waiting ranks)
  *   xfer       rank 0 sends one message of -m bytes (default 1 MiB) to rank 1 and waits for its
  *              empty reply, -i times (default 400, quick 100): median and p99 of those
- *              times (us), as the rows xfer_median and xfer_p99 (for transfers under load)
+ *              times (us), as the rows xfer_median and xfer_p99 (for transfers under load);
+ *              with OSU_XFER_TIMES=FILE rank 0 also writes every time there, in order
  *   put_lat, get_lat  one-sided: rank 0 puts/gets into rank 1's window under MPI_Win_lock
  *              (shared), one operation then MPI_Win_flush per iteration (us per operation)
  *   put_bw, get_bw  the same with 64 operations per flush (MB/s)
@@ -480,6 +481,15 @@ static void transfer_times(void)
             MPI_Recv(receive_buffer, (int)bytes, MPI_CHAR, 0, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             MPI_Send(send_buffer, 0, MPI_CHAR, 0, 6, MPI_COMM_WORLD);
         }
+    }
+    const char *trace = getenv("OSU_XFER_TIMES");
+    if (rank == 0 && trace) {
+        FILE *out = fopen(trace, "w");
+        if (!out)
+            die("cannot write OSU_XFER_TIMES");
+        for (long i = 0; i < count; i++)
+            fprintf(out, "%.1f\n", times[i]);
+        fclose(out);
     }
     qsort(times, (size_t)count, sizeof *times, compare_doubles);
     emit("xfer_median", bytes, times[count / 2], "us");
