@@ -119,6 +119,9 @@ pub struct Config {
     pub split_min: usize,
     pub rail_timeout_ms: usize,
     pub rail_keepalive_s: u32,
+    /// BRAID_RAIL_CONGESTION: the TCP congestion control of the rail connections (`None`: the
+    /// system's default).
+    pub rail_congestion: Option<String>,
     /// BRAID_RAIL_DELAY_FRESH_MS: how recent a rail connection's data must be for its round trips to count.
     pub rail_delay_fresh_ms: u32,
     pub rail_receive_block: usize,
@@ -170,6 +173,7 @@ impl Default for Config {
             split_min: 16 * 1024,
             rail_timeout_ms: 2000,
             rail_keepalive_s: 1,
+            rail_congestion: None,
             rail_delay_fresh_ms: 100,
             rail_receive_block: 1024 * 1024,
             rate_smoothing: 0.25,
@@ -228,6 +232,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_SPLIT_MIN", default: "16384", meaning: "smallest chunk (bytes) worth putting on an additional rail" },
     Setting { variable: "BRAID_RAIL_TIMEOUT_MS", default: "2000", meaning: "a rail whose sent bytes stay unacknowledged this long is failed over (TCP_USER_TIMEOUT)" },
     Setting { variable: "BRAID_RAIL_KEEPALIVE_S", default: "1", meaning: "seconds without traffic after which an idle rail connection is probed (TCP keepalive), so that a link lost while nothing moves is failed over within this plus BRAID_RAIL_TIMEOUT_MS, and a receive from a peer no rail reaches any more fails instead of waiting forever; 0: no probes" },
+    Setting { variable: "BRAID_RAIL_CONGESTION", default: "system", meaning: "system | a TCP congestion control the kernel offers (cubic, bbr, reno, dctcp, ... as in /proc/sys/net/ipv4/tcp_available_congestion_control): the algorithm of the rail connections; system: the kernel's default (net.ipv4.tcp_congestion_control). One the kernel does not offer, or (without CAP_NET_ADMIN) does not allow, fails the rail's wire-up with the list it offers" },
     Setting { variable: "BRAID_RAIL_DELAY_FRESH_MS", default: "100", meaning: "hetero: a rail connection that sent data within this many milliseconds reports the queue its path holds for other traffic (its smoothed round trip less its least one), and a peer's control and eager frames avoid a rail whose queue makes them arrive later; older round trips count as no queue, so a rail left for this long is tried again; 0: round trips are not read" },
     Setting { variable: "BRAID_RAIL_RECEIVE_BLOCK", default: "1048576", meaning: "most bytes one read takes from a rail connection: a connection whose reads fill its receive buffer (a stream) has the buffer doubled up to this size, so it is read in large blocks and a frame cut by the buffer's end is moved to its front once per block, not once per frame; others keep 64 KiB (at least 65536)" },
     Setting { variable: "BRAID_RATE_SMOOTHING", default: "0.25", meaning: "weight of the newest drain-rate observation in a rail's online rate correction (0..1)" },
@@ -330,6 +335,7 @@ impl Config {
         config.split_min = reader.number("BRAID_SPLIT_MIN", config.split_min, 1)?;
         config.rail_timeout_ms = reader.number("BRAID_RAIL_TIMEOUT_MS", config.rail_timeout_ms, 1)?;
         config.rail_keepalive_s = reader.number_u32("BRAID_RAIL_KEEPALIVE_S", config.rail_keepalive_s, 0)?;
+        config.rail_congestion = reader.congestion_control("BRAID_RAIL_CONGESTION", config.rail_congestion)?;
         config.rail_delay_fresh_ms = reader.number_u32("BRAID_RAIL_DELAY_FRESH_MS", config.rail_delay_fresh_ms, 0)?;
         config.rail_receive_block = reader.number("BRAID_RAIL_RECEIVE_BLOCK", config.rail_receive_block, 64 * 1024)?;
         config.rate_smoothing = reader.fraction("BRAID_RATE_SMOOTHING", config.rate_smoothing)?;
@@ -406,6 +412,20 @@ impl<F: Fn(&str) -> Option<String>> Reader<'_, F> {
             Some(text) => Ok(text.trim().to_string()),
             None => Ok(default),
         }
+    }
+
+    /// `system` (None) or a congestion control name as the kernel writes them: 1-15 lowercase
+    /// letters, digits and underscores (TCP_CA_NAME_MAX is 16 with its NUL).
+    fn congestion_control(&mut self, variable: &'static str, default: Option<String>) -> Result<Option<String>, ConfigError> {
+        let Some(text) = (self.lookup)(variable) else { return Ok(default) };
+        let name = text.trim().to_ascii_lowercase();
+        if name == "system" {
+            return Ok(None);
+        }
+        if (1..=15).contains(&name.len()) && name.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'_') {
+            return Ok(Some(name));
+        }
+        Err(ConfigError { variable, value: text, expected: "system, or the name of a TCP congestion control (e.g. cubic, bbr): 1-15 letters, digits or underscores".to_string() })
     }
 
     fn fraction(&mut self, variable: &'static str, default: f64) -> Result<f64, ConfigError> {
@@ -546,6 +566,18 @@ mod tests {
         assert_eq!(config.offload_cost_ns, Some(3500));
         assert!(config_of(&[("BRAID_RAILS", "a b")]).is_err());
         assert!(config_of(&[("BRAID_RATE_SMOOTHING", "1.5")]).is_err());
+    }
+
+    #[test]
+    fn the_rails_congestion_control_is_the_systems_or_a_kernel_name() {
+        assert_eq!(config_of(&[]).unwrap().rail_congestion, None);
+        assert_eq!(config_of(&[("BRAID_RAIL_CONGESTION", "system")]).unwrap().rail_congestion, None);
+        assert_eq!(config_of(&[("BRAID_RAIL_CONGESTION", " Cubic ")]).unwrap().rail_congestion.as_deref(), Some("cubic"));
+        assert_eq!(config_of(&[("BRAID_RAIL_CONGESTION", "bbr2")]).unwrap().rail_congestion.as_deref(), Some("bbr2"));
+        for bad in ["", "cu bic", "cubic;reno", "a_name_far_too_long"] {
+            let error = config_of(&[("BRAID_RAIL_CONGESTION", bad)]).unwrap_err();
+            assert!(error.to_string().contains("system, or the name of a TCP congestion control"), "{bad:?}: {error}");
+        }
     }
 
     #[test]

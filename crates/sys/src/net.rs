@@ -122,6 +122,23 @@ pub fn set_buffer_sizes(fd: BorrowedFd<'_>, bytes: usize) -> io::Result<()> {
     set_int_option(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVBUF, value)
 }
 
+/// Sets the socket's TCP congestion control to `name` (as the kernel names them: cubic, bbr, ...).
+pub fn set_congestion_control(fd: BorrowedFd<'_>, name: &str) -> io::Result<()> {
+    // SAFETY: the option value is `name`'s bytes, live for the call, of the length passed.
+    check(unsafe { libc::setsockopt(fd.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_CONGESTION, name.as_ptr().cast(), name.len() as libc::socklen_t) })
+}
+
+/// The socket's TCP congestion control.
+pub fn congestion_control(fd: BorrowedFd<'_>) -> io::Result<String> {
+    let mut name = [0u8; 16];
+    let mut len = name.len() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` bytes into `name` and stores the length written.
+    check(unsafe { libc::getsockopt(fd.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_CONGESTION, name.as_mut_ptr().cast(), &mut len) })?;
+    let written = &name[..(len as usize).min(name.len())];
+    let end = written.iter().position(|&byte| byte == 0).unwrap_or(written.len());
+    Ok(String::from_utf8_lossy(&written[..end]).into_owned())
+}
+
 /// Makes the kernel abort the connection (ETIMEDOUT) when sent bytes stay unacknowledged for
 /// `timeout`: a link that went down silently (no reset) is then noticed in bounded time.
 pub fn set_user_timeout(fd: BorrowedFd<'_>, timeout: Duration) -> io::Result<()> {

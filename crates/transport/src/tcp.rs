@@ -138,6 +138,8 @@ pub struct TcpTransport {
     user_timeout: Duration,
     /// Idle time before a connection is probed; `None`: never.
     keepalive: Option<Duration>,
+    /// The connections' TCP congestion control; `None`: the system's default.
+    congestion: Option<String>,
     connected: bool,
     /// For each job rank: its index in `connections`, or NO_CONNECTION.
     route: Vec<u32>,
@@ -171,6 +173,7 @@ impl TcpTransport {
             socket_buffer: None,
             user_timeout: Duration::from_millis(config.rail_timeout_ms as u64),
             keepalive: (config.rail_keepalive_s > 0).then(|| Duration::from_secs(config.rail_keepalive_s.into())),
+            congestion: config.rail_congestion.clone(),
             connected: false,
             route: Vec::new(),
             connections: Vec::new(),
@@ -315,6 +318,9 @@ impl TcpTransport {
         let mut poller = Poller::new(EPOLL_BATCH).map_err(|error| self.wire_up_error(format!("epoll: {error}")))?;
         self.route = vec![NO_CONNECTION; size as usize];
         for (index, (peer, stream)) in streams.into_iter().enumerate() {
+            if let Some(name) = &self.congestion {
+                sysnet::set_congestion_control(stream.as_fd(), name).map_err(|error| self.wire_up_error(congestion_refused(name, &error)))?;
+            }
             let prepared = stream
                 .set_nodelay(true)
                 .and_then(|()| sysnet::set_user_timeout(stream.as_fd(), self.user_timeout))
@@ -329,6 +335,14 @@ impl TcpTransport {
         self.poller = Some(poller);
         Ok(())
     }
+}
+
+/// Why BRAID_RAIL_CONGESTION=`name` could not be used, with what the kernel offers.
+#[cold]
+fn congestion_refused(name: &str, error: &std::io::Error) -> String {
+    let offered = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").map(|text| text.trim().to_string()).unwrap_or_else(|_| "unknown".to_string());
+    let allowed = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_allowed_congestion_control").map(|text| text.trim().to_string()).unwrap_or_else(|_| "unknown".to_string());
+    format!("BRAID_RAIL_CONGESTION={name}: the kernel refused it ({error}); it offers {offered}, and allows {allowed} without CAP_NET_ADMIN")
 }
 
 impl Drop for TcpTransport {
@@ -556,6 +570,38 @@ mod tests {
             }
             transport
         })
+    }
+
+    fn congestion_config(label: &str, name: &str) -> Config {
+        let profile_dir = std::env::temp_dir().join(format!("braid-tcp-unit-{label}-{}", std::process::id()));
+        Config { shm: false, profile_dir: profile_dir.display().to_string(), rail_congestion: Some(name.to_string()), ..Config::default() }
+    }
+
+    /// Reno is built into every kernel and allowed to everyone.
+    #[test]
+    fn rail_connections_use_the_congestion_control_asked_for() {
+        let config = congestion_config("congestion", "reno");
+        Suite::new("congestion", 2, move |_, _| TcpTransport::new(&config, Rail { name: "lo".to_string(), address: Ipv4Addr::LOCALHOST }).unwrap()).run_job("congestion", |me| {
+            let stream = me.transport.connections[0].stream.as_ref().expect("a connected stream");
+            assert_eq!(sysnet::congestion_control(stream.as_fd()).unwrap(), "reno");
+        });
+    }
+
+    #[test]
+    fn a_congestion_control_the_kernel_lacks_fails_the_wire_up_with_what_it_offers() {
+        let config = congestion_config("no-congestion", "nosuchcontrol");
+        let id = format!("no-congestion-{}", std::process::id());
+        let ranks: Vec<_> = braid_pmi::threads::ThreadBootstrap::job(&id, 2)
+            .into_iter()
+            .map(|mut bootstrap| {
+                let config = config.clone();
+                std::thread::spawn(move || TcpTransport::new(&config, Rail { name: "lo".to_string(), address: Ipv4Addr::LOCALHOST }).unwrap().connect(&mut bootstrap).map(|_| ()))
+            })
+            .collect();
+        for rank in ranks {
+            let message = rank.join().unwrap().expect_err("an unknown congestion control is refused").to_string();
+            assert!(message.contains("BRAID_RAIL_CONGESTION=nosuchcontrol") && message.contains("it offers") && message.contains("reno"), "{message}");
+        }
     }
 
     /// Rank 0 lends a writer to a thread that writes four 1 MiB frames while rank 1 polls; during
