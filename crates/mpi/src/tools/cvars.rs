@@ -110,7 +110,7 @@ const fn collective(name: &'static str, read: fn(&Config, &CollTuning) -> Value,
 }
 
 /// The control variables, in the order of `SETTINGS` (the index of a variable is its setting's).
-pub(crate) static CVARS: [ControlVariable; 45] = [
+pub(crate) static CVARS: [ControlVariable; 46] = [
     fixed("BRAID_WAIT", Kind::Choice(enums::WAIT), MPI_T_VERBOSITY_USER_BASIC, |c, _| Value::Choice(enums::wait_value(c.wait))),
     fixed("BRAID_SPIN_COUNT", Kind::Unsigned, MPI_T_VERBOSITY_TUNER_BASIC, |c, _| Value::Unsigned(c.spin_count)),
     fixed("BRAID_YIELD_US", Kind::Unsigned, MPI_T_VERBOSITY_TUNER_DETAIL, |c, _| Value::Unsigned(c.yield_us)),
@@ -146,6 +146,7 @@ pub(crate) static CVARS: [ControlVariable; 45] = [
     fixed("BRAID_SPLIT_MIN", Kind::Size, MPI_T_VERBOSITY_TUNER_DETAIL, |c, _| size(c.split_min)),
     fixed("BRAID_RAIL_TIMEOUT_MS", Kind::Size, MPI_T_VERBOSITY_TUNER_DETAIL, |c, _| size(c.rail_timeout_ms)),
     fixed("BRAID_RAIL_KEEPALIVE_S", Kind::Unsigned, MPI_T_VERBOSITY_TUNER_DETAIL, |c, _| Value::Unsigned(c.rail_keepalive_s)),
+    fixed("BRAID_RAIL_CONGESTION", Kind::Text, MPI_T_VERBOSITY_TUNER_DETAIL, |c, _| Value::Text(c.rail_congestion.clone().unwrap_or_else(|| "system".to_string()))),
     fixed("BRAID_RAIL_DELAY_FRESH_MS", Kind::Unsigned, MPI_T_VERBOSITY_TUNER_DETAIL, |c, _| Value::Unsigned(c.rail_delay_fresh_ms)),
     fixed("BRAID_RAIL_RECEIVE_BLOCK", Kind::Size, MPI_T_VERBOSITY_TUNER_DETAIL, |c, _| size(c.rail_receive_block)),
     fixed("BRAID_RATE_SMOOTHING", Kind::Double, MPI_T_VERBOSITY_TUNER_ALL, |c, _| Value::Double(c.rate_smoothing)),
