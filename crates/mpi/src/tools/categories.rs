@@ -100,6 +100,7 @@ pub(crate) static CATEGORIES: [Category; 9] = [
             "BRAID_SPLIT_MIN",
             "BRAID_RAIL_TIMEOUT_MS",
             "BRAID_RAIL_KEEPALIVE_S",
+            "BRAID_RAIL_CONGESTION",
             "BRAID_RAIL_DELAY_FRESH_MS",
             "BRAID_RAIL_RECEIVE_BLOCK",
             "BRAID_RATE_SMOOTHING",
