@@ -17,7 +17,8 @@
  *   xfer       rank 0 sends one message of -m bytes (default 1 MiB) to rank 1 and waits for its
  *              empty reply, -i times (default 400, quick 100): median and p99 of those
  *              times (us), as the rows xfer_median and xfer_p99 (for transfers under load);
- *              with OSU_XFER_TIMES=FILE rank 0 also writes every time there, in order
+ *              with OSU_XFER_TIMES=FILE rank 0 also writes every transfer there, in order, as
+ *              "<start, seconds since the epoch> <time in us>" (to line up with other traces)
  *   put_lat, get_lat  one-sided: rank 0 puts/gets into rank 1's window under MPI_Win_lock
  *              (shared), one operation then MPI_Win_flush per iteration (us per operation)
  *   put_bw, get_bw  the same with 64 operations per flush (MB/s)
@@ -38,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #define WINDOW 64
@@ -465,7 +467,8 @@ static void transfer_times(void)
     long bytes = last_size(1 << 20);
     long count = iterations_option > 0 ? iterations_option : quick ? 100 : 400;
     double *times = malloc((size_t)count * sizeof *times);
-    if (!times)
+    struct timespec *started = malloc((size_t)count * sizeof *started);
+    if (!times || !started)
         die("out of memory");
     allocate(bytes);
     MPI_Barrier(MPI_COMM_WORLD);
@@ -473,6 +476,8 @@ static void transfer_times(void)
         long timed = i - (count / 10 + 1);
         if (rank == 0) {
             double start = MPI_Wtime();
+            if (timed >= 0)
+                clock_gettime(CLOCK_REALTIME, &started[timed]);
             MPI_Send(send_buffer, (int)bytes, MPI_CHAR, 1, 6, MPI_COMM_WORLD);
             MPI_Recv(receive_buffer, 0, MPI_CHAR, 1, 6, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             if (timed >= 0)
@@ -488,13 +493,14 @@ static void transfer_times(void)
         if (!out)
             die("cannot write OSU_XFER_TIMES");
         for (long i = 0; i < count; i++)
-            fprintf(out, "%.1f\n", times[i]);
+            fprintf(out, "%lld.%09ld %.1f\n", (long long)started[i].tv_sec, started[i].tv_nsec, times[i]);
         fclose(out);
     }
     qsort(times, (size_t)count, sizeof *times, compare_doubles);
     emit("xfer_median", bytes, times[count / 2], "us");
     emit("xfer_p99", bytes, times[(count * 99) / 100 < count ? (count * 99) / 100 : count - 1], "us");
     free(times);
+    free(started);
 }
 
 int main(int argc, char **argv)
