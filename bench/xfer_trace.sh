@@ -14,10 +14,9 @@
 #   --transfers N   timed transfers per run (default 1000)
 #   --rails RATES   the cluster's rails (default 2gbit,1gbit)
 #   --mtu M         MTU of the links (default 1500)
-# Output: the summary on stdout; the traces in bench/results/xfer-trace-<date>/ (not kept in git: a
-# few MB a run; <strategy>-<rep>.txt:
-# start and time per transfer; ss.txt: the samples). The cluster, the flow and the sampler are
-# removed on exit.
+# Output: the summary on stdout; the traces in bench/results/xfer-trace-<date>/ (not kept in git,
+# a few MB a run): <strategy>-<rep>.txt, start and time of every transfer; ss.txt, the samples.
+# The cluster, the flow and the sampler are removed on exit.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
