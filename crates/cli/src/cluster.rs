@@ -224,14 +224,24 @@ pub fn up(plan: &Cluster, profile_dir: &str) -> Result<usize, String> {
     }
     let mut undo = Undo { namespaces: Vec::new(), record: None };
     build(plan, &mut undo)?;
-    let record = record_path(name);
     std::fs::create_dir_all(RECORDS).map_err(|error| format!("cannot create {RECORDS}: {error}"))?;
-    let text = serde_json::to_string_pretty(plan).map_err(|error| format!("cannot describe the cluster: {error}"))?;
-    undo.record = Some(record.clone());
-    std::fs::write(&record, text + "\n").map_err(|error| format!("cannot write {}: {error}", record.display()))?;
+    undo.record = Some(record_path(name));
+    write_record(plan)?;
     undo.namespaces.clear();
     undo.record = None;
     Ok(clear_profiles(plan, Path::new(profile_dir)))
+}
+
+/// Writes the description of `cluster` where `status`, `down` and `run --cluster` read it.
+fn write_record(cluster: &Cluster) -> Result<(), String> {
+    let record = record_path(&cluster.name);
+    let text = serde_json::to_string_pretty(cluster).map_err(|error| format!("cannot describe the cluster: {error}"))?;
+    std::fs::write(&record, text + "\n").map_err(|error| format!("cannot write {}: {error}", record.display()))
+}
+
+/// The switch namespace's end of node `node`'s link on the network whose interface is `interface`.
+fn switch_port(node: usize, interface: &str) -> String {
+    format!("n{node}-{interface}")
 }
 
 fn build(cluster: &Cluster, undo: &mut Undo) -> Result<(), String> {
@@ -247,7 +257,7 @@ fn build(cluster: &Cluster, undo: &mut Undo) -> Result<(), String> {
         add_namespace(namespace, undo)?;
         for (network, address) in cluster.networks.iter().zip(&node.addresses) {
             let interface = network.interface.as_str();
-            let port = format!("n{index}-{interface}");
+            let port = switch_port(index, interface);
             run_tool("ip", &["-n", switch, "link", "add", &port, "mtu", &mtu, "type", "veth", "peer", "name", interface, "mtu", &mtu, "netns", namespace])?;
             run_tool("ip", &["-n", switch, "link", "set", &port, "master", &network.bridge, "up"])?;
             run_tool("ip", &["-n", namespace, "address", "add", &format!("{address}/24"), "dev", interface])?;
@@ -268,23 +278,19 @@ fn build(cluster: &Cluster, undo: &mut Undo) -> Result<(), String> {
 pub fn reshape(name: &str, interface: &str, bits: u64) -> Result<Cluster, String> {
     require_privileges()?;
     let mut cluster = Cluster::load(name)?;
-    let rails = cluster.rail_interfaces();
     let Some(index) = cluster.networks.iter().position(|network| network.interface == interface && network.rate_bits_per_second.is_some()) else {
-        return Err(format!("cluster {name} has no rail {interface} (its rails: {})", rails.join(", ")));
+        return Err(format!("cluster {name} has no rail {interface} (its rails: {})", cluster.rail_interfaces().join(", ")));
     };
     let problems = problems(&cluster);
     if !problems.is_empty() {
         return Err(format!("cluster {name} is damaged ({}); braid cluster down {name}, then up again", problems.join("; ")));
     }
     for (node_index, node) in cluster.nodes.iter().enumerate() {
-        let port = format!("n{node_index}-{interface}");
         set_rate(&node.namespace, interface, bits, cluster.mtu)?;
-        set_rate(&cluster.switch, &port, bits, cluster.mtu)?;
+        set_rate(&cluster.switch, &switch_port(node_index, interface), bits, cluster.mtu)?;
     }
     cluster.networks[index].rate_bits_per_second = Some(bits);
-    let record = record_path(name);
-    let text = serde_json::to_string_pretty(&cluster).map_err(|error| format!("cannot describe the cluster: {error}"))?;
-    std::fs::write(&record, text + "\n").map_err(|error| format!("{interface} is reshaped, but {} could not be updated: {error}", record.display()))?;
+    write_record(&cluster).map_err(|error| format!("{interface} is reshaped, but its record is not: {error}"))?;
     Ok(cluster)
 }
 
