@@ -340,8 +340,8 @@ impl TcpTransport {
 /// Why BRAID_RAIL_CONGESTION=`name` could not be used, with what the kernel offers.
 #[cold]
 fn congestion_refused(name: &str, error: &std::io::Error) -> String {
-    let offered = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").map(|text| text.trim().to_string()).unwrap_or_else(|_| "unknown".to_string());
-    let allowed = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_allowed_congestion_control").map(|text| text.trim().to_string()).unwrap_or_else(|_| "unknown".to_string());
+    let listed = |sysctl: &str| std::fs::read_to_string(format!("/proc/sys/net/ipv4/tcp_{sysctl}_congestion_control")).map_or_else(|_| "unknown".to_string(), |text| text.trim().to_string());
+    let (offered, allowed) = (listed("available"), listed("allowed"));
     format!("BRAID_RAIL_CONGESTION={name}: the kernel refused it ({error}); it offers {offered}, and allows {allowed} without CAP_NET_ADMIN")
 }
 
@@ -560,11 +560,20 @@ mod tests {
     use std::sync::mpsc;
 
     /// Two loopback ranks without shared memory, with model profiles.
-    fn loopback_suite(label: &str, socket_buffer: Option<usize>) -> Suite<impl Fn(u32, u32) -> TcpTransport + Send + Sync + 'static> {
+    /// Rails between ranks of one process: no shared memory, profiles in a directory of `label`'s own.
+    fn loopback_config(label: &str) -> Config {
         let profile_dir = std::env::temp_dir().join(format!("braid-tcp-unit-{label}-{}", std::process::id()));
-        let config = Config { shm: false, profile_dir: profile_dir.display().to_string(), ..Config::default() };
+        Config { shm: false, profile_dir: profile_dir.display().to_string(), ..Config::default() }
+    }
+
+    fn loopback_transport(config: &Config) -> TcpTransport {
+        TcpTransport::new(config, Rail { name: "lo".to_string(), address: Ipv4Addr::LOCALHOST }).unwrap()
+    }
+
+    fn loopback_suite(label: &str, socket_buffer: Option<usize>) -> Suite<impl Fn(u32, u32) -> TcpTransport + Send + Sync + 'static> {
+        let config = loopback_config(label);
         Suite::new(label, 2, move |_, _| {
-            let mut transport = TcpTransport::new(&config, Rail { name: "lo".to_string(), address: Ipv4Addr::LOCALHOST }).unwrap();
+            let mut transport = loopback_transport(&config);
             if let Some(bytes) = socket_buffer {
                 transport.set_socket_buffer(bytes);
             }
@@ -573,15 +582,14 @@ mod tests {
     }
 
     fn congestion_config(label: &str, name: &str) -> Config {
-        let profile_dir = std::env::temp_dir().join(format!("braid-tcp-unit-{label}-{}", std::process::id()));
-        Config { shm: false, profile_dir: profile_dir.display().to_string(), rail_congestion: Some(name.to_string()), ..Config::default() }
+        Config { rail_congestion: Some(name.to_string()), ..loopback_config(label) }
     }
 
     /// Reno is built into every kernel and allowed to everyone.
     #[test]
     fn rail_connections_use_the_congestion_control_asked_for() {
         let config = congestion_config("congestion", "reno");
-        Suite::new("congestion", 2, move |_, _| TcpTransport::new(&config, Rail { name: "lo".to_string(), address: Ipv4Addr::LOCALHOST }).unwrap()).run_job("congestion", |me| {
+        Suite::new("congestion", 2, move |_, _| loopback_transport(&config)).run_job("congestion", |me| {
             let stream = me.transport.connections[0].stream.as_ref().expect("a connected stream");
             assert_eq!(sysnet::congestion_control(stream.as_fd()).unwrap(), "reno");
         });
@@ -595,7 +603,7 @@ mod tests {
             .into_iter()
             .map(|mut bootstrap| {
                 let config = config.clone();
-                std::thread::spawn(move || TcpTransport::new(&config, Rail { name: "lo".to_string(), address: Ipv4Addr::LOCALHOST }).unwrap().connect(&mut bootstrap).map(|_| ()))
+                std::thread::spawn(move || loopback_transport(&config).connect(&mut bootstrap).map(|_| ()))
             })
             .collect();
         for rank in ranks {
