@@ -43,6 +43,17 @@ fn neighbor_exchange(start: &Start, outgoing: Outgoing, incoming: Incoming) -> M
     })
 }
 
+/// The allgathers' outgoing data: the same block for each of `outdegree` destinations.
+///
+/// # Safety
+/// `sendbuf` must hold `sendcount` elements of `sendtype`.
+unsafe fn one_block_for_all(comm: MPI_Comm, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, outdegree: usize) -> MpiResult<Outgoing> {
+    let send = typed(comm, sendbuf, sendcount, sendtype)?;
+    // SAFETY: the caller's send buffer holds the elements.
+    let bytes = unsafe { send.read() };
+    Ok(Outgoing { ranges: vec![0..bytes.len(); outdegree], bytes })
+}
+
 /// Equal blocks of `count` elements, one per neighbour, one after the other.
 fn equal_blocks(count: c_int, neighbors: usize) -> (Vec<c_int>, Vec<c_int>) {
     (vec![count; neighbors], (0..neighbors).map(|index| (index as c_int).saturating_mul(count)).collect())
@@ -69,10 +80,8 @@ unsafe fn neighbor_allgather(
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let (indegree, outdegree) = neighbor_counts(start);
-    let send = typed(comm, sendbuf, sendcount, sendtype)?;
     // SAFETY: the caller's send buffer holds the elements.
-    let bytes = unsafe { send.read() };
-    let outgoing = Outgoing { ranges: vec![0..bytes.len(); outdegree], bytes };
+    let outgoing = unsafe { one_block_for_all(comm, sendbuf, sendcount, sendtype, outdegree)? };
     let (counts, displs) = equal_blocks(recvcount, indegree);
     // SAFETY: the arrays hold one entry per source.
     let recv = unsafe { spread(comm, recvbuf, counts.as_ptr(), displs.as_ptr(), recvtype, indegree)? };
@@ -97,10 +106,8 @@ unsafe fn neighbor_allgatherv(
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let (indegree, outdegree) = neighbor_counts(start);
-    let send = typed(comm, sendbuf, sendcount, sendtype)?;
     // SAFETY: the caller's send buffer holds the elements.
-    let bytes = unsafe { send.read() };
-    let outgoing = Outgoing { ranges: vec![0..bytes.len(); outdegree], bytes };
+    let outgoing = unsafe { one_block_for_all(comm, sendbuf, sendcount, sendtype, outdegree)? };
     // SAFETY: the caller passes one count and one displacement per source.
     let recv = unsafe { spread(comm, recvbuf, recvcounts, displs, recvtype, indegree)? };
     neighbor_exchange(start, outgoing, Incoming::Spread(recv))
