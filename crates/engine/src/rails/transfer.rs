@@ -494,11 +494,11 @@ fn runs_dry(rails: &[Rail], io: &impl RailIo, up: &[bool], waiting: &[u64], thie
 /// posted, `thief` has run dry, and another rail still holds posted bytes it has not delivered
 /// (its backlog to the peer, less what it took for the peer after the piece, `posted_on` minus
 /// the piece's mark; counted from the start of the frame it begins in, as the receiver can use
-/// a frame only once all of it is in). The
-/// thief sends again as much of that tail's end as the strategy's takeover says ends both
-/// together; the receiver keeps whichever copy lands first and ignores the other, so a rail
-/// slowed after the split no longer holds the message up. The copy left on the slow rail costs
-/// that rail its time, which its backlog shows the next split. Returns the bytes hedged.
+/// a frame only once all of it is in). The thief sends again as much of that tail's end as the
+/// strategy's takeover says ends both together; the receiver keeps whichever copy lands first
+/// and ignores the other, so a rail slowed after the split no longer holds the message up. The
+/// copy left on the slow rail costs that rail its time, which its backlog shows the next split.
+/// Returns the bytes hedged.
 fn hedge(strategy: &mut dyn MultirailStrategy, transfer: &mut Transfer, posted_on: &[u64], thief: usize, io: &impl RailIo, views: &[RailView<'_>]) -> Option<usize> {
     let undelivered = |piece: &Piece, mark: u64| {
         let behind = posted_on[piece.rail] - mark;
