@@ -202,6 +202,9 @@ slower = []
 # same messages, e.g. a blocked bcast), so that the measured "best" is noise.
 alike_agree = alike_total = 0
 table = open(sys.argv[4], "w")
+# A table cell: empty where there is no value.
+field = lambda value, fmt="{:g}": "" if value is None else fmt.format(value)
+quotient = lambda a, b: a / b if a is not None and b else None
 table.write("placement,collective,size,off,always,auto,openmpi,auto_over_openmpi,auto_over_off,auto_beats_off,model_flat_us,model_hier_us,pick,best,ok\n")
 for placement, collective, size in points:
     get = lambda variant: median.get((placement, collective, size, variant))
@@ -229,9 +232,8 @@ for placement, collective, size in points:
         slower.append(f"{placement} {collective} {size} B ({share:.2f})")
     print(f"{placement:<9}{collective:<15}{size:>8}{cell(off):>10}{cell(always):>10}{cell(auto):>10}{cell(ompi):>10}"
           f"{ratio(auto, ompi):>10}{ratio(auto, off):>9}{cell(share, '{:.2f}'):>9}{model_text:>21}{pick:>6}{best:>6}{ok:>4}")
-    field = lambda value, fmt="{:g}": "" if value is None or value == "-" else fmt.format(value)
-    table.write(",".join([placement, collective, str(size), field(off), field(always), field(auto), field(ompi), ratio(auto, ompi).replace("-", ""),
-                          ratio(auto, off).replace("-", ""), field(share, "{:.3f}"), field(model and model[0], "{:.1f}"), field(model and model[1], "{:.1f}"), pick, best, ok]) + "\n")
+    table.write(",".join([placement, collective, str(size), field(off), field(always), field(auto), field(ompi), field(quotient(auto, ompi), "{:.2f}"),
+                          field(quotient(auto, off), "{:.2f}"), field(share, "{:.3f}"), field(model and model[0], "{:.1f}"), field(model and model[1], "{:.1f}"), pick, best, ok]) + "\n")
 if total:
     print(f"model agreement: {agree}/{total} points ({100 * agree / total:.0f}%); a tie is within 5%")
     if alike_total < total:
