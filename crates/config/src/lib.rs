@@ -242,7 +242,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_OFFLOAD", default: "auto", meaning: "auto | off: submit chunks from threads on idle cores when the measured offload cost pays (never when oversubscribed)" },
     Setting { variable: "BRAID_OFFLOAD_COST_US", default: "measured", meaning: "offload cost T_O in microseconds (Brunet, Trahay and Denis 2008, equation 1); unset: measured at start-up" },
     Setting { variable: "BRAID_UNFINALIZED_WAIT_S", default: "10", meaning: "braid run: seconds the other ranks get to end on their own after a rank exits with code 0 without calling MPI_Finalize (some programs skip it at their very end), with a warning; ranks still running then are stopped and the job fails. 0: fail at once" },
-    Setting { variable: "BRAID_DEBUG", default: "0", meaning: "1: print wire-up and protocol decisions on stderr" },
+    Setting { variable: "BRAID_DEBUG", default: "0", meaning: "1: print wire-up and protocol decisions on stderr, each line stamped with the rank's wall clock (`braid: rank R [SECONDS]: ...`)" },
 ];
 
 /// The settings as the Markdown page docs/settings.md (`braid config --markdown` prints it).

@@ -48,6 +48,8 @@
 //!    once instead, no longer than its rails allow (and at most 100 us when it has shared-memory
 //!    peers too).
 
+#[macro_use]
+mod debug;
 mod agents;
 mod counters;
 mod endpoint;
@@ -187,6 +189,8 @@ struct Core {
     /// The first failure met inside a poll callback, reported when the poll returns.
     failure: Option<EngineError>,
     debug: bool,
+    /// With `debug`: what each rail brought toward the rails receives since the last completed.
+    rail_arrivals: debug::RailArrivals,
     counters: Counters,
 }
 

@@ -10,6 +10,7 @@ use braid_config::WaitMode;
 use braid_lane::PeerId;
 use braid_transport::{Incoming, Sink};
 
+use crate::frame::NetFrame;
 use crate::{Core, Engine, EngineError};
 
 /// What one rail's `poll` hands its frames to: the engine, which also says where a NET_DATA
@@ -22,6 +23,9 @@ struct RailSink<'a> {
 impl Sink for RailSink<'_> {
     fn deliver(&mut self, incoming: Incoming<'_>) {
         self.core.counters.rail_frame_received(self.rail, incoming.payload.len());
+        if self.core.debug && matches!(NetFrame::decode(incoming.header), Some(NetFrame::Data { .. })) {
+            self.core.rail_arrivals.note(self.rail, incoming.payload.len());
+        }
         self.core.on_frame(incoming)
     }
 
@@ -32,6 +36,9 @@ impl Sink for RailSink<'_> {
     fn placed(&mut self, peer: PeerId, header: &[u8], len: usize) {
         self.core.counters.rail_frame_received(self.rail, len);
         self.core.counters.rail_bytes_placed(len);
+        if self.core.debug {
+            self.core.rail_arrivals.note(self.rail, len);
+        }
         self.core.on_placed(peer, header, len)
     }
 }

@@ -272,7 +272,7 @@ pub(crate) fn startup_profiles(
             let peer = if rank == 0 { partner } else { 0 };
             if let Some(profile) = ping_pong(rails[rail].as_mut(), peer, rank == 0, &plan, |_, _| {})? {
                 if config.debug {
-                    eprintln!("braid: rank 0: sampled {} at {} sizes", rails[rail].name(), profile.samples().len());
+                    debug_line!(0, "sampled {} at {} sizes", rails[rail].name(), profile.samples().len());
                 }
                 bootstrap.put(&format!("braid-profile-{rail}"), &encode_profile(&profile)).map_err(bootstrap_error)?;
             }
@@ -285,7 +285,7 @@ pub(crate) fn startup_profiles(
         if leader {
             if let Err(error) = profile_cache::save(&profile, &caches[rail].file) {
                 if config.debug {
-                    eprintln!("braid: rank {rank}: cannot cache the profile of {}: {error}", rails[rail].name());
+                    debug_line!(rank, "cannot cache the profile of {}: {error}", rails[rail].name());
                 }
             }
         }

@@ -138,8 +138,9 @@ impl Engine {
                     Route::Rails => "rails",
                 })
                 .collect();
-            eprintln!(
-                "braid: rank {rank}: routes {names:?}, node ranks {:?}, oversubscribed {}, wait {:?}, sleeps on {}, {}",
+            debug_line!(
+                rank,
+                "routes {names:?}, node ranks {:?}, oversubscribed {}, wait {:?}, sleeps on {}, {}",
                 node.ranks,
                 node.oversubscribed,
                 config.wait,
@@ -178,6 +179,7 @@ impl Engine {
             net,
             failure: None,
             debug: config.debug,
+            rail_arrivals: Default::default(),
             counters: Counters::new(size as usize, rail_base, rail_count),
         };
         let polled = std::iter::once(0).chain(carriers.iter().copied().filter(|&t| t != 0)).collect();

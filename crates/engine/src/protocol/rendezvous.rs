@@ -52,7 +52,7 @@ impl Core {
             return Ok(());
         }
         if self.debug {
-            eprintln!("braid: rank {}: {wanted}-byte rendezvous from rank {peer}: {path:?}", self.rank);
+            debug_line!(self.rank, "{wanted}-byte rendezvous from rank {peer}: {path:?}");
         }
         match path {
             BulkPath::SingleCopy { transport, chunk } => {
@@ -99,6 +99,9 @@ impl Core {
         if endpoint.lane.control == ControlLane::Rails {
             // Its chunks need no re-sending any more.
             self.net.finish_transfer(peer, request);
+            if self.debug {
+                debug_line!(self.rank, "FIN from rank {peer}");
+            }
         }
         endpoint.rendezvous_ended();
         self.complete_send(peer, request)
@@ -155,8 +158,11 @@ impl Core {
             return Err(protocol_error(peer, "more data than the receive expects"));
         }
         if *received == *expected {
-            let fin_to = *fin_to;
+            let (fin_to, expected) = (*fin_to, *expected);
             self.requests.finish(request);
+            if self.debug && self.endpoints[peer as usize].lane.control == ControlLane::Rails {
+                debug_line!(self.rank, "{expected}-byte receive from rank {peer} complete: {}", self.rail_arrivals.take_summary());
+            }
             if let Some(sender) = fin_to {
                 // A shared copy is settled: the next one with this peer may be offered.
                 self.endpoints[peer as usize].share_open = false;

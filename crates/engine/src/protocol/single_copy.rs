@@ -105,7 +105,7 @@ impl Engine {
                     };
                     if let Some(wanted) = unclaimed {
                         if self.core.debug {
-                            eprintln!("braid: rank {}: rank {} did not claim its part of a shared copy; reading it all", self.core.rank, read.peer);
+                            debug_line!(self.core.rank, "rank {} did not claim its part of a shared copy; reading it all", read.peer);
                         }
                         self.core.endpoints[read.peer as usize].share_open = false;
                         // The sender has not taken its part (it is busy outside MPI): read it too.
@@ -214,7 +214,7 @@ impl Engine {
     pub(crate) fn stream_instead_of_writing(&mut self, write: Write) {
         self.core.endpoints[write.peer as usize].remote_write_refused = true;
         if self.core.debug {
-            eprintln!("braid: rank {}: remote write into rank {} refused; streaming the rest of the share", self.core.rank, write.peer);
+            debug_line!(self.core.rank, "remote write into rank {} refused; streaming the rest of the share", write.peer);
         }
         if write.offset > write.start {
             let done = Frame::PutDone { sender: write.request, receiver: write.receiver, len: (write.offset - write.start) as u64 };
@@ -231,7 +231,7 @@ impl Engine {
         let read = self.core.reads.swap_remove(index);
         self.core.endpoints[read.peer as usize].remote_read_refused = true;
         if self.core.debug {
-            eprintln!("braid: rank {}: remote read from rank {} refused; using the two-copy pipeline", self.core.rank, read.peer);
+            debug_line!(self.core.rank, "remote read from rank {} refused; using the two-copy pipeline", read.peer);
         }
         if let Some(Operation::Recv { received, .. }) = self.core.requests.get_mut(read.request).map(|slot| &mut slot.operation) {
             *received = 0;

@@ -206,7 +206,8 @@ impl RailMachine {
         state.control_chosen = now;
         if chosen != state.control_rail && state.rail_up.get(chosen) == Some(&true) {
             if self.debug {
-                eprintln!("braid: rank {}: control rail to rank {peer} moves from {} to {chosen}", self.rank, state.control_rail);
+                let seen: Vec<(u64, f64)> = rails.iter().map(|view| (view.backlog_bytes, (view.standing_delay_ns / 1e3).round())).collect();
+                debug_line!(self.rank, "control rail to rank {peer} moves from {} to {chosen}; rails (backlog, standing delay us) {seen:?}", state.control_rail);
             }
             state.control_rail = chosen;
         }

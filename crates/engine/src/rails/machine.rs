@@ -341,7 +341,7 @@ impl RailMachine {
         let Some(state) = self.peers.get_mut(peer as usize).and_then(Option::as_mut) else { return Ok(()) };
         let newly_failed = std::mem::replace(&mut state.rail_up[rail], false);
         if newly_failed && self.debug {
-            eprintln!("braid: rank {}: rail {} to rank {peer} failed", self.rank, io.name(rail));
+            debug_line!(self.rank, "rail {} to rank {peer} failed", io.name(rail));
         }
         if !state.rail_up.iter().any(|&up| up) {
             return Err(EngineError::Unreachable { rank: peer, reason: "every network rail to it has failed".into() });

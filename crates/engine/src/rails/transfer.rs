@@ -267,13 +267,19 @@ impl RailMachine {
                     let views = views(&self.rails, io, transfer.peer, up, &waiting);
                     let offloaded = offload_split(offload, &self.rails, io, transfer, first_new, state.control_rail, &views);
                     if offloaded > 0 && self.debug {
-                        eprintln!("braid: rank {}: {offloaded} pieces of {} bytes to rank {} offloaded", self.rank, transfer.data.len(), transfer.peer);
+                        debug_line!(self.rank, "{offloaded} pieces of {} bytes to rank {} offloaded", transfer.data.len(), transfer.peer);
                     }
                 }
                 if self.debug {
                     let split: Vec<(usize, usize)> = transfer.pieces.iter().map(|piece| (piece.rail, piece.end - piece.posted)).collect();
                     let rails: Vec<(u64, f64)> = views(&self.rails, io, transfer.peer, up, &waiting).iter().map(|view| (view.backlog_bytes, view.rate_factor)).collect();
-                    eprintln!("braid: rank {}: {} bytes to rank {} split (rail, bytes) {split:?}; rails then (backlog, rate factor) {rails:?}", self.rank, transfer.data.len(), transfer.peer);
+                    debug_line!(
+                        self.rank,
+                        "{} bytes to rank {} split (rail, bytes) {split:?}; rails then (backlog, rate factor) {rails:?}; control rail {}",
+                        transfer.data.len(),
+                        transfer.peer,
+                        state.control_rail
+                    );
                 }
             }
             let Some(peer) = self.peers.get_mut(transfer.peer as usize).and_then(Option::as_mut) else { continue };
@@ -401,7 +407,7 @@ impl RailMachine {
                 waiting[thief] += taken as u64;
                 moved = true;
                 if self.debug {
-                    eprintln!("braid: rank {}: rail {thief} takes over {taken} bytes of rail {} to rank {}", self.rank, piece.rail, transfer.peer);
+                    debug_line!(self.rank, "rail {thief} takes over {taken} bytes of rail {} to rank {}", piece.rail, transfer.peer);
                 }
             }
         }
@@ -445,7 +451,7 @@ impl RailMachine {
                     looked_at = None;
                     moved = true;
                     if self.debug {
-                        eprintln!("braid: rank {}: rail {thief} sends again the last {hedged} undelivered bytes of a slower rail to rank {peer}", self.rank);
+                        debug_line!(self.rank, "rail {thief} sends again the last {hedged} undelivered bytes of a slower rail to rank {peer}");
                     }
                 }
             }
