@@ -66,7 +66,27 @@ def multirail(path):
             bar(f"MTU {mtu}, {rails}: loaded p99 <= {LOADED_P99_MAX}x weighted's", "not measured", False)
         else:
             ratio = hetero / weighted
-            bar(f"MTU {mtu}, {rails}: loaded p99 <= {LOADED_P99_MAX}x weighted's", f"{hetero / 1e3:.1f} / {weighted / 1e3:.1f} ms = {ratio:.2f}", ratio <= LOADED_P99_MAX)
+            measured = f"{hetero / 1e3:.1f} / {weighted / 1e3:.1f} ms = {ratio:.2f}{repetitions(path, rails)}"
+            bar(f"MTU {mtu}, {rails}: loaded p99 <= {LOADED_P99_MAX}x weighted's", measured, ratio <= LOADED_P99_MAX)
+
+
+def repetitions(path, rails):
+    """The loaded p99 ratio of each repetition, with the share of the CPUs' time the hypervisor
+    took during each strategy's transfers, from the run's raw file (rows in run order)."""
+    raw = path[: -len(".csv")] + "-raw.csv"
+    try:
+        rows = [row for row in csv.DictReader(open(raw)) if row["rails"] == rails and row["impl"] == "braid"]
+    except OSError:
+        return ""
+    series = lambda variant, bench: [float(row["value"]) for row in rows if row["variant"] == variant and row["bench"] == bench]
+    ratios = [h / w for h, w in zip(series("hetero", "xfer_p99"), series("weighted", "xfer_p99"))]
+    if not ratios:
+        return ""
+    text = f"; per repetition {', '.join(f'{r:.2f}' for r in ratios)}"
+    steal = {variant: series(variant, "xfer_steal") for variant in ("hetero", "weighted")}
+    if all(steal.values()):
+        text += "; hypervisor steal " + ", ".join(f"{h:.1f}/{w:.1f}%" for h, w in zip(steal["hetero"], steal["weighted"])) + " (hetero/weighted)"
+    return text
 
 
 def rail_cpu(path):

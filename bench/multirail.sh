@@ -32,8 +32,9 @@
 #             3 rails are full, so that run measures CPU contention more than rails.
 # Output: a table on stdout; every point in bench/results/multirail-<date>.csv
 #   (rails,impl,variant,load,bench,size,value,unit; medians over the repetitions, every repetition
-#   in multirail-<date>-raw.csv); bandwidth and latency curves per rail set in
-#   docs/img/multirail-<rails>-{bandwidth,latency}.svg (drawn by braid-report).
+#   in multirail-<date>-raw.csv; the loaded phase also records xfer_steal, the share of the
+#   CPUs' time the hypervisor took during each run's transfers); bandwidth and latency curves
+#   per rail set in docs/img/multirail-<rails>-{bandwidth,latency}.svg (drawn by braid-report).
 # Everything it starts (clusters bm<pid>*, iperf3 processes, scratch files) is removed on exit.
 set -euo pipefail
 
@@ -145,6 +146,25 @@ record() {
     grep -v '^#' | grep ',' | sed "s/^/$1,$2,$3,$4,/" >>"$RAW" || true
 }
 
+# The machine's ticks since boot that the hypervisor gave to other guests (steal), and all of
+# them, from /proc/stat.
+cpu_ticks() {
+    awk '/^cpu / { total = 0; for (i = 2; i <= NF; i++) total += $i; print $9, total }' /proc/stat
+}
+
+# stolen_during POINT COMMAND...: runs COMMAND and records, as xfer_steal of POINT (its
+# "rails,impl,variant" columns), the share of the CPUs' time the hypervisor took meanwhile,
+# which slows every transfer of the run alike.
+stolen_during() {
+    local point=$1 steal_before total_before steal_after total_after
+    shift
+    read -r steal_before total_before < <(cpu_ticks)
+    "$@"
+    read -r steal_after total_after < <(cpu_ticks)
+    awk -v steal=$((steal_after - steal_before)) -v total=$((total_after - total_before)) -v row="$point,rail0,xfer_steal,1048576" \
+        'BEGIN { printf "%s,%.2f,%%\n", row, (total > 0 ? 100 * steal / total : 0) }' >>"$RAW"
+}
+
 # Address of node N on network NET (mgmt, rail0, ...), from `braid cluster status`.
 
 # iperf3 from n0 to n1 for SECONDS over each rail in RAIL..., all at once; prints the Mbit/s
@@ -201,6 +221,15 @@ openmpi_osu() {
         --host "$(cluster_address 0 mgmt),$(cluster_address 1 mgmt)" --bind-to none --mca plm_rsh_agent "$WORK/rsh-agent" \
         --mca btl tcp,self --mca btl_tcp_if_include "$rails_list" --mca oob_tcp_if_include mgmt \
         "${weights[@]}" "$WORK/osu-openmpi" "$@" 2>>"$WORK/errors.log") || echo "# failed: Open MPI ($variant) osu $*" >&2
+}
+
+# The loaded 1 MiB transfers of one repetition, recorded for RAILS: braid_xfer RAILS STRATEGY,
+# openmpi_xfer RAILS VARIANT.
+braid_xfer() {
+    BRAID_STRATEGY=$2 braid_osu xfer -i "$TRANSFERS" -m 1048576 | record "$1" braid "$2" rail0
+}
+openmpi_xfer() {
+    openmpi_osu "$2" xfer -i "$TRANSFERS" -m 1048576 | record "$1" openmpi "$2" rail0
 }
 
 
@@ -261,12 +290,12 @@ for rails in $RAIL_SETS; do
     start_load
     for rep in $(seq 1 "$REPS"); do
         for strategy in $STRATEGIES; do
-            BRAID_STRATEGY=$strategy braid_osu xfer -i "$TRANSFERS" -m 1048576 | record "$tag" braid "$strategy" rail0
+            stolen_during "$tag,braid,$strategy" braid_xfer "$tag" "$strategy"
             BRAID_STRATEGY=$strategy braid_osu latency -n 8 -m 8 | record "$tag" braid "$strategy" rail0
         done
         if [ "$OPENMPI" = 1 ]; then
             for variant in default hand-set; do
-                openmpi_osu "$variant" xfer -i "$TRANSFERS" -m 1048576 | record "$tag" openmpi "$variant" rail0
+                stolen_during "$tag,openmpi,$variant" openmpi_xfer "$tag" "$variant"
                 openmpi_osu "$variant" latency -n 8 -m 8 | record "$tag" openmpi "$variant" rail0
             done
         fi
