@@ -11,11 +11,12 @@
 # and extremes over the repetitions, and the load average after each repetition (this machine
 # is shared: read the spreads with it). With --loaded N, the repetitions are followed by as many
 # again under an iperf3 flow on rail0 (the fastest rail), each running osu xfer (N 1 MiB
-# transfers one after another: median and p99) for A and then B; the per-repetition ratio B/A
-# of the p99 is printed with its median (the flow's rate drifts, so pairs are compared).
+# transfers one after another: median and p99) for both builds, A first in odd repetitions and
+# B first in even ones; the per-repetition ratio B/A of the p99 is printed with its median (the
+# flow's rate drifts, so pairs are compared). --only-loaded skips the unloaded repetitions.
 #
 # Usage: bench/rails_ab.sh DIR_A DIR_B [--reps R] [--rails "2gbit,1gbit"] [--mtu M]
-#                          [--sessions rank|launcher] [--loaded N]
+#                          [--sessions rank|launcher] [--loaded N [--only-loaded]]
 #   --sessions  launcher (default): the ranks in the launcher's session; rank: every rank in a
 #               session of its own (`setsid -w`), as in bench/coll_cluster.sh
 # Output: the table on stdout; every run in bench/results/rails-ab-<date>.csv
@@ -28,6 +29,7 @@ RAILS=2gbit,1gbit
 MTU=9000
 SESSIONS=launcher
 LOADED=0
+ONLY_LOADED=0
 [ $# -ge 2 ] || { sed -n '2,/^set -euo/{/^#/p}' "$0"; exit 2; }
 A="$(cd "$1" && pwd)"
 B="$(cd "$2" && pwd)"
@@ -39,12 +41,14 @@ while [ $# -gt 0 ]; do
     --mtu) MTU="$2"; shift ;;
     --sessions) SESSIONS="$2"; shift ;;
     --loaded) LOADED="$2"; shift ;;
+    --only-loaded) ONLY_LOADED=1 ;;
     *) echo "rails_ab.sh: unknown argument $1" >&2; exit 2 ;;
     esac
     shift
 done
 [[ "$REPS" =~ ^[1-9][0-9]*$ ]] || { echo "rails_ab.sh: --reps needs a positive number" >&2; exit 2; }
 [[ "$LOADED" =~ ^[0-9]+$ ]] || { echo "rails_ab.sh: --loaded needs a number of transfers" >&2; exit 2; }
+[ "$ONLY_LOADED" = 0 ] || [ "$LOADED" -gt 0 ] || { echo "rails_ab.sh: --only-loaded needs --loaded N" >&2; exit 2; }
 # shellcheck source=bench/cluster-lib.sh
 source "$ROOT/bench/cluster-lib.sh"
 session_prefix rails_ab.sh "$SESSIONS"
@@ -85,6 +89,7 @@ export BRAID_STRATEGY="${BRAID_STRATEGY:-hetero}"
 
 echo "build,repetition,bench,size,value,unit" >"$CSV"
 for rep in $(seq 1 "$REPS"); do
+    [ "$ONLY_LOADED" = 0 ] || break
     for build in a b; do
         dir=$A
         [ "$build" = b ] && dir=$B
@@ -99,7 +104,9 @@ done
 if [ "$LOADED" -gt 0 ]; then
     start_rail0_load $((RAIL0_BITS / 8 / 4)) || { echo "rails_ab.sh: no iperf3 load on rail0" >&2; exit 1; }
     for rep in $(seq 1 "$REPS"); do
-        for build in a b; do
+        order="a b"
+        [ $((rep % 2)) = 1 ] || order="b a"
+        for build in $order; do
             dir=$A
             [ "$build" = b ] && dir=$B
             # shellcheck disable=SC2046
