@@ -78,14 +78,9 @@ unsafe fn neighbor_allgather(
     recvcount: c_int,
     recvtype: MPI_Datatype,
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
-    let comm = start.comm;
-    let (indegree, outdegree) = neighbor_counts(start);
-    // SAFETY: the caller's send buffer holds the elements.
-    let outgoing = unsafe { one_block_for_all(comm, sendbuf, sendcount, sendtype, outdegree)? };
-    let (counts, displs) = equal_blocks(recvcount, indegree);
-    // SAFETY: the arrays hold one entry per source.
-    let recv = unsafe { spread(comm, recvbuf, counts.as_ptr(), displs.as_ptr(), recvtype, indegree)? };
-    neighbor_exchange(start, outgoing, Incoming::Spread(recv))
+    let (counts, displs) = equal_blocks(recvcount, neighbor_counts(start).0);
+    // SAFETY: the arrays hold one entry per source; the caller vouches for the rest.
+    unsafe { neighbor_allgatherv(start, sendbuf, sendcount, sendtype, recvbuf, counts.as_ptr(), displs.as_ptr(), recvtype) }
 }
 
 collective!(
@@ -127,17 +122,12 @@ unsafe fn neighbor_alltoall(
     recvcount: c_int,
     recvtype: MPI_Datatype,
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
-    let comm = start.comm;
     let (indegree, outdegree) = neighbor_counts(start);
     let (send_counts, send_displs) = equal_blocks(sendcount, outdegree);
-    // SAFETY: the arrays hold one entry per destination; the caller's buffer holds the blocks.
-    let send = unsafe { spread(comm, sendbuf, send_counts.as_ptr(), send_displs.as_ptr(), sendtype, outdegree)? };
-    // SAFETY: as above.
-    let outgoing = Outgoing { bytes: unsafe { send.read() }, ranges: send.ranges };
-    let (counts, displs) = equal_blocks(recvcount, indegree);
-    // SAFETY: the arrays hold one entry per source.
-    let recv = unsafe { spread(comm, recvbuf, counts.as_ptr(), displs.as_ptr(), recvtype, indegree)? };
-    neighbor_exchange(start, outgoing, Incoming::Spread(recv))
+    let (recv_counts, recv_displs) = equal_blocks(recvcount, indegree);
+    // SAFETY: the arrays hold one entry per destination and per source; the caller vouches for
+    // the rest.
+    unsafe { neighbor_alltoallv(start, sendbuf, send_counts.as_ptr(), send_displs.as_ptr(), sendtype, recvbuf, recv_counts.as_ptr(), recv_displs.as_ptr(), recvtype) }
 }
 
 collective!(
