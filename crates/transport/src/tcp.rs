@@ -559,7 +559,6 @@ mod tests {
     use crate::MAX_HEADER;
     use std::sync::mpsc;
 
-    /// Two loopback ranks without shared memory, with model profiles.
     /// Rails between ranks of one process: no shared memory, profiles in a directory of `label`'s own.
     fn loopback_config(label: &str) -> Config {
         let profile_dir = std::env::temp_dir().join(format!("braid-tcp-unit-{label}-{}", std::process::id()));
@@ -570,6 +569,7 @@ mod tests {
         TcpTransport::new(config, Rail { name: "lo".to_string(), address: Ipv4Addr::LOCALHOST }).unwrap()
     }
 
+    /// Two loopback ranks without shared memory, with model profiles.
     fn loopback_suite(label: &str, socket_buffer: Option<usize>) -> Suite<impl Fn(u32, u32) -> TcpTransport + Send + Sync + 'static> {
         let config = loopback_config(label);
         Suite::new(label, 2, move |_, _| {
