@@ -114,7 +114,8 @@ while index < len(lines):
     if line.startswith("T "):
         fields = line.split()
         # /proc/stat's machine line: the 8th count is steal, ticks the hypervisor ran others.
-        samples.append((float(fields[1]), {}, int(fields[10]) if len(fields) > 10 else 0))
+        counts = [int(count) for count in fields[3:]]
+        samples.append((float(fields[1]), {}, (counts[7], sum(counts)) if len(counts) > 7 else (0, 0)))
     elif line and not line.startswith("\t") and samples and index + 1 < len(lines):
         fields = line.split()
         info = lines[index + 1]
@@ -128,8 +129,6 @@ while index < len(lines):
         index += 1
     index += 1
 times = [stamp for stamp, _, _ in samples]
-TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
-CPUS = os.cpu_count()
 
 
 def during(start, end):
@@ -143,8 +142,9 @@ def during(start, end):
     for _, connections, _ in samples[first:last + 1]:
         for key, (_, round_trip) in connections.items():
             rtt[key[0]] = max(rtt.get(key[0], 0.0), round_trip)
-    steal = (samples[last][2] - samples[first][2]) * TICK_MS
-    return retransmitted, rtt, steal, (samples[last][0] - samples[first][0]) * 1e3
+    (steal_then, total_then), (steal_now, total_now) = samples[first][2], samples[last][2]
+    stolen = (steal_now - steal_then) / (total_now - total_then) if total_now > total_then else 0.0
+    return retransmitted, rtt, stolen
 
 
 def phases(rows, debug):
@@ -197,9 +197,9 @@ for path in sorted(glob.glob(os.path.join(out, "*-*.txt"))):
     durations = sorted(duration for _, duration in rows)
     median = statistics.median(durations)
     p99 = durations[min(len(durations) - 1, len(durations) * 99 // 100)]
-    _, _, steal, window = during(rows[0][0], rows[-1][0] + rows[-1][1] / 1e6)
+    _, _, stolen = during(rows[0][0], rows[-1][0] + rows[-1][1] / 1e6)
     print(f"{os.path.basename(path)[:-4]}: median {median / 1e3:.1f} ms, p99 {p99 / 1e3:.1f} ms, slowest {', '.join(f'{d / 1e3:.0f}' for d in durations[-5:])} ms; "
-          f"stolen by the hypervisor {steal / max(window * CPUS, 1e-9) * 100:.1f}% of the CPUs' time")
+          f"stolen by the hypervisor {stolen * 100:.1f}% of the CPUs' time")
     slow = [i for i, (_, duration) in enumerate(rows) if duration > 3 * median]
     spells = []
     for i in slow:
@@ -209,11 +209,11 @@ for path in sorted(glob.glob(os.path.join(out, "*-*.txt"))):
             spells.append([i])
     for spell in spells:
         start, end = rows[spell[0]][0], rows[spell[-1]][0] + rows[spell[-1]][1] / 1e6
-        retransmitted, rtt, steal, window = during(start, end)
+        retransmitted, rtt, stolen = during(start, end)
         text = ", ".join(f"{name} {retransmitted.get(name, 0) / 1e3:.0f} KB (rtt up to {rtt[name]:.1f} ms)" for name in sorted(rtt))
         worst = max(rows[i][1] for i in spell) / 1e3
         print(f"  transfers {spell[0]}-{spell[-1]} ({len(spell)} over 3x the median, up to {worst:.0f} ms, {end - start:.2f} s): retransmitted {text}; "
-              f"stolen by the hypervisor {steal / max(window * CPUS, 1e-9) * 100:.0f}% of the CPUs' time")
+              f"stolen by the hypervisor {stolen * 100:.0f}% of the CPUs' time")
     debug = path[:-4] + ".debug"
     if os.path.exists(debug):
         phases(rows, debug)
