@@ -17,7 +17,9 @@
 # Usage: bench/multirail.sh [--full] [--reps R] [--mtu M] [--no-openmpi] [--rails "2gbit,1gbit 2gbit,1gbit,250mbit"]
 #                           [--phases "bandwidths latencies loaded"] [--transfers N]
 #   (default) quick: sizes every fourth power of two (8 B, then 16 B, 64 B, ... 1 MiB, 4 MiB,
-#             16 MiB), one timed window of 64 messages at >= 256 KiB
+#             16 MiB); from 64 KiB up each size is timed over as many bytes as the rails carry
+#             in iperf3's 3 s (one at a time), so that Braid and the reference are measured over
+#             about as long a stretch
 #   --full    every power of two, osu's default iteration counts
 #   --transfers N  1 MiB transfers timed under load (default 400, so that p99 is the 4th slowest,
 #             not the slowest; osu adds N/10 + 1 untimed ones first)
@@ -74,11 +76,13 @@ wanted() { [[ " $PHASES " == *" $1 "* ]]; }
 IPERF_SECONDS=3
 # Quick: one timed window (plus one warm-up) per large size; osu's own counts below that.
 # Quick steps sizes by 4 from 16 B and 256 KiB, so 64 KiB, 1 MiB and 16 MiB are all measured.
+# From 64 KiB up, each size is timed over as many bytes as the rails carry in iperf3's window
+# (VOLUME, set per rail set), so that a hiccup of the machine weighs on both alike.
 if [ "$MODE" = quick ]; then
     OSU_MODE=(-q)
-    SMALL=(-n 16 -m 65536)
-    LARGE=(-n 262144 -m 4194304 -i 1)
-    HUGE=(-n 16777216 -m 16777216 -i 1)
+    SMALL=(-n 16 -m 16384)
+    LARGE=(-n 65536 -m 4194304)
+    HUGE=(-n 16777216 -m 16777216)
     LATENCY=(-n 16 -m 16777216)
 else
     OSU_MODE=()
@@ -235,10 +239,12 @@ openmpi_xfer() {
 
 # bw, then latency, 8 B .. 16 MiB, through RUNNER (braid_osu or openmpi_osu VARIANT).
 bandwidths() {
+    local volume=()
+    [ "$MODE" = quick ] && volume=(-v "$VOLUME")
     "$@" bw "${OSU_MODE[@]}" -n 8 -m 8
     "$@" bw "${OSU_MODE[@]}" "${SMALL[@]}"
-    "$@" bw "${OSU_MODE[@]}" "${LARGE[@]}"
-    "$@" bw "${OSU_MODE[@]}" "${HUGE[@]}"
+    "$@" bw "${OSU_MODE[@]}" "${LARGE[@]}" "${volume[@]}"
+    "$@" bw "${OSU_MODE[@]}" "${HUGE[@]}" "${volume[@]}"
 }
 latencies() {
     "$@" latency "${OSU_MODE[@]}" -n 8 -m 8
@@ -263,6 +269,8 @@ for rails in $RAIL_SETS; do
         echo "$tag,iperf3,rail$rail,none,rail_mbits,0,$mbits,Mbit/s" >>"$RAW"
     done
     echo "$tag,iperf3,all,none,rails_at_once_mbits,0,$(iperf_rails "$IPERF_SECONDS" "${!rates[@]}"),Mbit/s" >>"$RAW"
+    # What the rails carry, one at a time, in iperf3's window: the bytes each bandwidth is timed over.
+    VOLUME=$(IFS=+; echo $(((${RAIL_MBITS[*]}) * 1000000 / 8 * IPERF_SECONDS)))
     "$BRAID" sample --cluster "$CLUSTER" >"$WORK/sample.log" 2>&1 || { echo "# braid sample failed:" >&2; cat "$WORK/sample.log" >&2; }
 
     if [ "$OPENMPI" = 1 ]; then

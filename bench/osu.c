@@ -1,6 +1,6 @@
 /* osu-style micro-benchmarks in one program, for Braid and its peers (bench/compare.sh).
  *
- * Usage: osu BENCH [-q] [-n MIN_BYTES] [-m MAX_BYTES] [-i ITERATIONS] [-w MILLISECONDS]
+ * Usage: osu BENCH [-q] [-n MIN_BYTES] [-m MAX_BYTES] [-i ITERATIONS] [-v BYTES] [-w MILLISECONDS]
  *                  [-W allocate|create]
  *   latency    ping-pong between ranks 0 and 1, one-way time (us), sizes 0 .. 4 MiB
  *   bw         rank 0 streams windows of 64 non-blocking sends to rank 1 (MB/s), 1 B .. 16 MiB
@@ -30,6 +30,9 @@
  *   -A         the window gets the info hint acc_single_intrinsic=true (its accumulates are single
  *              elements of predefined types; rows named *_hint)
  *   -q         quick: fewer iterations and sizes (a smoke run)
+ *   -v BYTES   bw, bibw: time as many windows per size as move at least BYTES one way, in place of
+ *              the iteration count (to measure over as long a stretch as a reference, e.g.
+ *              iperf3's seconds at the rails' rate)
  * Output (rank 0, stdout): `# ...` comment lines and one `bench,size,value,unit` line per point.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -46,7 +49,7 @@
 
 static int rank, size;
 static int quick;
-static long min_bytes = -1, max_bytes = -1, iterations_option = -1, compute_ms = 50;
+static long min_bytes = -1, max_bytes = -1, iterations_option = -1, volume_option = -1, compute_ms = 50;
 static char *send_buffer, *receive_buffer;
 
 static void die(const char *message)
@@ -182,6 +185,8 @@ static void bandwidth(const char *bench, int both_ways)
     allocate(max);
     for (long bytes = first_size(1); bytes <= max; bytes = next_size(bytes)) {
         long iterations = iterations_for(bytes, 200);
+        if (volume_option > 0)
+            iterations = (volume_option + bytes * WINDOW - 1) / (bytes * WINDOW);
         double seconds = 0;
         MPI_Barrier(MPI_COMM_WORLD);
         if (rank < 2)
@@ -509,16 +514,17 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (argc < 2)
-        die("usage: osu latency|bw|bibw|mr|multi_bw|multi_lat|ring|allreduce|waitcpu|xfer|put_lat|get_lat|put_bw|get_bw|fop_lat|fop_rate [-q] [-n MIN] [-m MAX] [-i ITERATIONS] [-w MS] [-W allocate|create] [-A]");
+        die("usage: osu latency|bw|bibw|mr|multi_bw|multi_lat|ring|allreduce|waitcpu|xfer|put_lat|get_lat|put_bw|get_bw|fop_lat|fop_rate [-q] [-n MIN] [-m MAX] [-i ITERATIONS] [-v BYTES] [-w MS] [-W allocate|create] [-A]");
     const char *bench = argv[1];
     int option;
     optind = 2;
-    while ((option = getopt(argc, argv, "qn:m:i:w:W:A")) != -1) {
+    while ((option = getopt(argc, argv, "qn:m:i:v:w:W:A")) != -1) {
         switch (option) {
         case 'q': quick = 1; break;
         case 'n': min_bytes = atol(optarg); break;
         case 'm': max_bytes = atol(optarg); break;
         case 'i': iterations_option = atol(optarg); break;
+        case 'v': volume_option = atol(optarg); break;
         case 'w': compute_ms = atol(optarg); break;
         case 'W': window_create = strcmp(optarg, "create") == 0; break;
         case 'A': accumulate_hint = 1; break;
