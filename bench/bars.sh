@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every bar of the multinode work in one run, judged by bench/bars.py: needs what the benchmarks it
-# calls need (root, iproute2, iperf3, python3, Open MPI, `cargo build --release`) and about 20
+# calls need (root, iproute2, iperf3, python3, Open MPI, `cargo build --release`) and about 25
 # minutes on a 2-vCPU machine. Nothing else should run meanwhile. In order:
 #   multirail   bench/multirail.sh --reps 3 --no-openmpi --phases "bandwidths loaded" with the
 #               strategies weighted and hetero, at MTU 1500 and 9000: hetero's share of the rails'
