@@ -74,10 +74,10 @@ for phase in $PHASES; do
 done
 wanted() { [[ " $PHASES " == *" $1 "* ]]; }
 IPERF_SECONDS=3
-# Quick: one timed window (plus one warm-up) per large size; osu's own counts below that.
-# Quick steps sizes by 4 from 16 B and 256 KiB, so 64 KiB, 1 MiB and 16 MiB are all measured.
-# From 64 KiB up, each size is timed over as many bytes as the rails carry in iperf3's window
-# (VOLUME, set per rail set), so that a hiccup of the machine weighs on both alike.
+# Quick: osu's quick counts below 64 KiB; from 64 KiB up, each size is timed over as many bytes
+# as the rails carry in iperf3's window (VOLUME, set per rail set), so that a hiccup of the
+# machine weighs on both alike. Quick steps sizes by 4 from 16 B and from 64 KiB, so 64 KiB,
+# 1 MiB, 4 MiB and 16 MiB are all measured.
 if [ "$MODE" = quick ]; then
     OSU_MODE=(-q)
     SMALL=(-n 16 -m 16384)
