@@ -293,3 +293,16 @@ fn offloaded_chunks_arrive_intact_and_in_place() {
     assert!(stderr.contains("offload cost 0.0 us"), "no offload workers started:\n{stderr}");
     assert!(stderr.contains("offloaded"), "no split was offloaded:\n{stderr}");
 }
+
+#[test]
+fn waiting_threads_sleep_on_the_rails_and_wake_when_answered() {
+    let (_turn, cluster) = Cluster::for_test('h');
+    // MPI_THREAD_MULTIPLE: threads that wait on a peer across the rails, or on a thread of their
+    // own process, sleep (on the rails alone, then with shared-memory peers too) and come back
+    // when answered; a missed wake-up would cost the 5 s sleep limit.
+    for placement in [["-n", "2", "--ppn", "1"], ["-n", "4", "--ppn", "2"]] {
+        let binary = cluster.compiled("thread_wait");
+        let output = finish(cluster.job(&placement, &binary, &[]).env("BRAID_BLOCK_TIMEOUT_MS", "5000").spawn().unwrap(), "thread_wait");
+        assert!(output.status.success(), "thread_wait {placement:?} failed:\n{}{}", text(&output.stdout), text(&output.stderr));
+    }
+}

@@ -224,6 +224,12 @@ impl Counters {
         self.time_blocked(sleep)
     }
 
+    /// Counts a sleep on the doorbell that a thread took without the engine.
+    pub(crate) fn add_asleep(&mut self, time: Duration) {
+        self.sleeps += 1;
+        self.add_blocked(time);
+    }
+
     fn add_blocked(&mut self, time: Duration) {
         self.blocked_ns = self.blocked_ns.saturating_add(u64::try_from(time.as_nanos()).unwrap_or(u64::MAX));
     }

@@ -58,6 +58,7 @@ mod links;
 mod matching;
 mod node;
 mod offload;
+mod parking;
 mod progress;
 mod protocol;
 mod rails;
@@ -81,6 +82,7 @@ use endpoint::{ControlLane, Endpoint};
 use frame::Frame;
 pub use links::LinkProfiles;
 use matching::{Matching, Posted, Probed};
+pub use parking::Parking;
 use progress::WaitPolicy;
 use protocol::{Read, Stream, Write};
 use rails::Network;
@@ -164,6 +166,9 @@ impl std::error::Error for EngineError {}
 /// Unexpected-message buffers kept for reuse; a burst beyond this is returned to the allocator.
 const SPARE_PAYLOADS: usize = 64;
 
+/// Where the self transport (messages to the own rank) sits among the direct transports.
+const SELF_TRANSPORT: usize = 0;
+
 /// Everything but the direct transports, so a transport's `poll` callback can update it.
 struct Core {
     rank: u32,
@@ -227,6 +232,8 @@ pub struct Engine {
     links: LinkProfiles,
     /// Work above the engine that every progress step advances.
     agents: Vec<Box<dyn ProgressAgent>>,
+    /// Progress steps that moved something (see [`Engine::moved_steps`]).
+    moved_steps: u64,
 }
 
 impl Engine {

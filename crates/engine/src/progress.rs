@@ -80,6 +80,16 @@ pub(crate) const MIXED_SLEEP_MAX: Duration = Duration::from_micros(100);
 /// A sleep shorter than this is not worth its system calls (and the wake-up): yield instead.
 const SLEEP_MIN: Duration = Duration::from_micros(20);
 
+/// What a waiter on the rails does next (see [`Engine::rails_sleep`]).
+pub(crate) enum RailSleep {
+    /// Sleeps on their doorbells for at most this long.
+    For(Duration),
+    /// Yields its core: direct lanes need polling, or the rails need the rank too soon.
+    Yield,
+    /// Polls again at once: it has just sent what it held back.
+    PollAgain,
+}
+
 /// What a waiter does after an unsuccessful poll.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Idle {
@@ -253,10 +263,22 @@ impl Engine {
     /// No arming is needed: the doorbells are level-triggered, so what arrived since the last
     /// poll ends the sleep at once.
     fn sleep_on_rails(&mut self, bounded: bool) -> Result<(), EngineError> {
+        match self.rails_sleep(bounded)? {
+            RailSleep::For(timeout) => {
+                let Core { counters, net, .. } = &mut self.core;
+                counters.time_asleep(|| net.sleep(timeout));
+            }
+            RailSleep::Yield => self.core.counters.time_blocked(std::thread::yield_now),
+            RailSleep::PollAgain => {}
+        }
+        Ok(())
+    }
+
+    /// Whether and how long a waiter may sleep on the rails now (see [`Engine::sleep_on_rails`]).
+    pub(crate) fn rails_sleep(&mut self, bounded: bool) -> Result<RailSleep, EngineError> {
         let core = &mut self.core;
         if core.has_direct_work() {
-            core.counters.time_blocked(std::thread::yield_now);
-            return Ok(());
+            return Ok(RailSleep::Yield);
         }
         // Before a long sleep: a peer whose every rail has gone (noticed on an idle link by the
         // keepalive) will never send what a receive waits for.
@@ -266,7 +288,7 @@ impl Engine {
             let flushed = core.net.flush_unsent();
             core.complete_sent_controls();
             if flushed? {
-                return Ok(());
+                return Ok(RailSleep::PollAgain);
             }
         }
         let mut timeout = self.wait.timeout;
@@ -277,12 +299,9 @@ impl Engine {
             timeout = timeout.min(limit);
         }
         if timeout < SLEEP_MIN {
-            core.counters.time_blocked(std::thread::yield_now);
-            return Ok(());
+            return Ok(RailSleep::Yield);
         }
-        let Core { counters, net, .. } = core;
-        counters.time_asleep(|| net.sleep(timeout));
-        Ok(())
+        Ok(RailSleep::For(timeout))
     }
 
     /// Makes progress, waiting per the wait policy, until `poll` finds what it looks for (a probed
@@ -297,7 +316,21 @@ impl Engine {
     }
 
     /// Polls every transport once and advances protocols; true if anything happened.
+    #[inline]
     pub fn progress(&mut self) -> Result<bool, EngineError> {
+        let moved = self.progress_step()?;
+        self.moved_steps += u64::from(moved);
+        Ok(moved)
+    }
+
+    /// How many progress steps have moved something so far: a thread that sees this unchanged
+    /// across its own call knows the call changed nothing another thread waits for.
+    pub fn moved_steps(&self) -> u64 {
+        self.moved_steps
+    }
+
+    #[inline]
+    fn progress_step(&mut self) -> Result<bool, EngineError> {
         let mut delivered = 0;
         let core = &mut self.core;
         for &index in &self.polled {

@@ -20,7 +20,7 @@ use crate::matching::{Matching, Probed};
 use crate::progress::{Doorbell, WaitPolicy};
 use crate::rails::Network;
 use crate::requests::Requests;
-use crate::{node, sampling, Core, Engine, EngineError};
+use crate::{node, sampling, Core, Engine, EngineError, SELF_TRANSPORT};
 
 /// Where the rails' profiles come from at start-up.
 enum RailProfiles {
@@ -91,7 +91,7 @@ impl Engine {
         for transport in &mut all {
             transport.connect(bootstrap.as_mut()).map_err(|error| EngineError::Init(format!("{} transport: {error}", transport.name())))?;
         }
-        let router = Router::with_rails(rank, size, 0, 1..rail_base, rail_base..all.len(), |transport, peer| all[transport].reaches(peer))
+        let router = Router::with_rails(rank, size, SELF_TRANSPORT, 1..rail_base, rail_base..all.len(), |transport, peer| all[transport].reaches(peer))
             .map_err(|unroutable| EngineError::Unreachable { rank: unroutable.rank, reason: "no shared memory with it and no network rail reaches it (see BRAID_RAILS and BRAID_SHM)".into() })?;
         let rail_peers: Vec<PeerId> = router.rail_peers().collect();
         let mut links = all.split_off(rail_base);
@@ -183,6 +183,6 @@ impl Engine {
             counters: Counters::new(size as usize, rail_base, rail_count),
         };
         let polled = std::iter::once(0).chain(carriers.iter().copied().filter(|&t| t != 0)).collect();
-        Ok(Engine { transports: all, polled, polls_rails, core, bootstrap, wait, node, links: link_profiles, agents: Vec::new() })
+        Ok(Engine { transports: all, polled, polls_rails, core, bootstrap, wait, node, links: link_profiles, agents: Vec::new(), moved_steps: 0 })
     }
 }

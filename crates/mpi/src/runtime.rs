@@ -7,6 +7,7 @@
 //! calls wait without holding it.
 
 pub mod abi;
+pub(crate) mod sleepers;
 
 use std::cell::UnsafeCell;
 use std::ffi::c_int;
@@ -101,14 +102,22 @@ const IN_USE: u8 = 2;
 
 /// Marks the state in use for as long as it lives.
 struct Entered<'a> {
-    _lock: Option<MutexGuard<'a, ()>>,
+    lock: Option<MutexGuard<'a, ()>>,
     /// What [`ENTRY`] was on the way in.
     restore: u8,
+    /// Under the lock: what tells on the way out whether this call changed anything that
+    /// sleeping waiters wait for (see [`sleepers`]).
+    mark: Option<u64>,
 }
 
 impl Drop for Entered<'_> {
     #[inline]
     fn drop(&mut self) {
+        if self.lock.is_some() {
+            // SAFETY: the lock is still held, and the call's own reference to the state is gone.
+            let engine = unsafe { (*RUNTIME.state.get()).as_ref() }.map(|rt| &rt.engine);
+            sleepers::on_exit(engine, self.mark);
+        }
         // Runs before the guard is dropped, so under LOCKING this store is still made under the lock.
         ENTRY.store(self.restore, Ordering::Relaxed);
     }
@@ -120,7 +129,7 @@ impl Drop for Entered<'_> {
 fn enter(wait: bool) -> Option<Entered<'static>> {
     if ENTRY.load(Ordering::Relaxed) == 0 {
         ENTRY.store(IN_USE, Ordering::Relaxed);
-        return Some(Entered { _lock: None, restore: 0 });
+        return Some(Entered { lock: None, restore: 0, mark: None });
     }
     enter_locking(wait)
 }
@@ -135,7 +144,9 @@ fn enter_locking(wait: bool) -> Option<Entered<'static>> {
         return None;
     }
     ENTRY.store(LOCKING | IN_USE, Ordering::Relaxed);
-    Some(Entered { _lock: Some(lock), restore: LOCKING })
+    // SAFETY: the lock is held and no other reference to the state exists yet.
+    let mark = sleepers::entry_mark(unsafe { (*RUNTIME.state.get()).as_ref() }.map(|rt| &rt.engine));
+    Some(Entered { lock: Some(lock), restore: LOCKING, mark })
 }
 
 /// The state, while `_entered` is held.
@@ -200,38 +211,6 @@ fn replace_state(runtime: Option<Runtime>) -> Option<Runtime> {
     // SAFETY: as in `with`.
     std::mem::replace(unsafe { state(&mut entered) }, runtime)
 }
-
-/// Runs `step` (which makes progress and says whether what it waits for is done) until it gives a
-/// result, entering the state for each step only: between steps the lock is free, so that the
-/// other threads' calls (which the wait may depend on) go on. For MPI_THREAD_MULTIPLE.
-#[cold]
-pub fn wait_unlocked<R>(mut step: impl FnMut(&mut Runtime) -> MpiResult<Option<R>>) -> MpiResult<R> {
-    let mut backoff = Backoff::default();
-    loop {
-        if let Some(result) = with(&mut step)? {
-            return Ok(result);
-        }
-        backoff.pause();
-    }
-}
-
-/// The pause between two steps of an unlocked wait: none at first, then the core is yielded.
-#[derive(Default)]
-pub struct Backoff {
-    idle_steps: u32,
-}
-
-impl Backoff {
-    pub fn pause(&mut self) {
-        self.idle_steps = self.idle_steps.saturating_add(1);
-        if self.idle_steps > UNLOCKED_SPIN_STEPS {
-            std::thread::yield_now();
-        }
-    }
-}
-
-/// Steps an unlocked wait takes before it starts yielding its core between steps.
-const UNLOCKED_SPIN_STEPS: u32 = 64;
 
 #[cold]
 fn reentered() -> ! {
@@ -317,6 +296,7 @@ pub(crate) fn initialize(required: c_int) -> MpiResult<c_int> {
         thread_level: provided,
         main_thread: std::thread::current().id(),
     };
+    sleepers::configure(&runtime.engine);
     if provided == MPI_THREAD_MULTIPLE {
         ENTRY.fetch_or(LOCKING, Ordering::Relaxed);
     }
@@ -332,7 +312,7 @@ pub(crate) fn initialize(required: c_int) -> MpiResult<c_int> {
 
 /// One step of the progress thread: whether there was work in flight to advance.
 fn advance_in_background() -> MpiResult<bool> {
-    with(|rt| if rt.engine.has_agents() { rt.engine.progress().map(|_| true).map_err(|e| engine_error(MPI_COMM_WORLD, e)) } else { Ok(false) })
+    sleepers::waiting_step(|| with(|rt| if rt.engine.has_agents() { rt.engine.progress().map(|_| true).map_err(|e| engine_error(MPI_COMM_WORLD, e)) } else { Ok(false) }))
 }
 
 /// Takes the state down (MPI_Finalize, once the attributes are deleted): completes the freed

@@ -2,6 +2,7 @@
 
 pub mod affinity;
 pub mod cma;
+pub mod event;
 pub mod fd;
 pub mod futex;
 pub mod memory_map;

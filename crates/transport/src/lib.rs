@@ -14,10 +14,20 @@ pub mod tcp;
 use std::fmt;
 use std::io::IoSlice;
 use std::os::fd::BorrowedFd;
+use std::sync::Arc;
+use std::time::Duration;
 
 use braid_lane::{Capabilities, PeerId, Profile};
 use braid_pmi::Bootstrap;
 pub use braid_sys::net::PathTiming;
+
+/// A doorbell a thread sleeps on outside the transport that owns it (see
+/// [`Transport::shared_doorbell`]).
+pub trait SharedDoorbell: Send + Sync {
+    /// Sleeps until the doorbell rings or `timeout` passes; returns at once if it rang since
+    /// the `prepare_sleep` that gave `token`.
+    fn sleep(&self, token: u32, timeout: Duration);
+}
 
 /// Largest engine header a transport must carry.
 pub const MAX_HEADER: usize = 64;
@@ -310,6 +320,17 @@ pub trait Transport {
 
     /// Ends a sleep phase started by `prepare_sleep` (senders stop ringing).
     fn finish_sleep(&mut self) {}
+
+    /// This rank's doorbell as a handle of its own, for a thread that sleeps on it (with a token
+    /// from `prepare_sleep`) while other threads of the process use the transport. `None` where
+    /// the transport has no such doorbell.
+    fn shared_doorbell(&self) -> Option<Arc<dyn SharedDoorbell>> {
+        None
+    }
+
+    /// Rings this rank's own doorbell, as a peer's frame would: a thread of this process has
+    /// changed what another thread of it, asleep on the doorbell, waits for.
+    fn ring_own_doorbell(&self) {}
 
     /// Whether `peer` sleeps on this transport's doorbell now (blocked in a wait with nothing to
     /// do, so its CPU is idle); false where this transport cannot tell.

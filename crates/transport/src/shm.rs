@@ -68,13 +68,14 @@ pub mod ring;
 mod segment;
 
 use std::io::{self, IoSlice};
+use std::sync::Arc;
 
 use braid_config::{CmaMode, Config};
 use braid_lane::{Capabilities, PeerId, Profile};
 use braid_pmi::Bootstrap;
 use braid_sys::{cma, process, shm};
 
-use crate::{Incoming, Payload, RemoteRegion, SendOutcome, Transport, TransportError, MAX_HEADER};
+use crate::{Incoming, Payload, RemoteRegion, SendOutcome, SharedDoorbell, Transport, TransportError, MAX_HEADER};
 use ring::{frame_cells, Consumer, Producer, ONE_CELL_BYTES};
 use segment::{Layout, Segment};
 
@@ -132,7 +133,7 @@ pub struct ShmTransport {
     scratch: Vec<u8>,
     /// Indexed by local index: every local rank's segment, this rank's own included. Mapped for as
     /// long as the ring and pool views above are used (dropped last).
-    segments: Vec<Segment>,
+    segments: Vec<Arc<Segment>>,
 }
 
 impl ShmTransport {
@@ -229,7 +230,7 @@ impl ShmTransport {
     }
 
     fn own_segment(&self) -> Option<&Segment> {
-        self.local_of(self.rank).and_then(|index| self.segments.get(index))
+        self.local_of(self.rank).and_then(|index| self.segments.get(index)).map(|segment| &**segment)
     }
 
     /// Frames whose payload does not fit inline: payload into a pool buffer, descriptor in the ring.
@@ -352,7 +353,7 @@ impl ShmTransport {
             for (local, &rank) in local_ranks.iter().enumerate() {
                 let opened = if local == own_local { Ok(own.take().expect("own segment is placed once")) } else { Segment::open(&ShmTransport::segment_name(&job_id, rank), layout) };
                 match opened {
-                    Ok(segment) => segments.push(segment),
+                    Ok(segment) => segments.push(Arc::new(segment)),
                     Err(reason) => {
                         failure.get_or_insert(TransportError::System(reason));
                         break;
@@ -551,6 +552,17 @@ impl Transport for ShmTransport {
     fn finish_sleep(&mut self) {
         if let Some(segment) = self.own_segment() {
             segment.doorbell().finish_sleep();
+        }
+    }
+
+    fn shared_doorbell(&self) -> Option<Arc<dyn SharedDoorbell>> {
+        let own = self.local_of(self.rank)?;
+        self.segments.get(own).map(|segment| Arc::clone(segment) as Arc<dyn SharedDoorbell>)
+    }
+
+    fn ring_own_doorbell(&self) {
+        if let Some(segment) = self.own_segment() {
+            segment.doorbell().ring();
         }
     }
 

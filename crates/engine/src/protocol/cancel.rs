@@ -7,14 +7,20 @@ use braid_lane::PeerId;
 use crate::frame::{CancelOutcome, Frame};
 use crate::matching::{Body, Unexpected};
 use crate::requests::Operation;
-use crate::{protocol_error, Core, Engine, EngineError, RequestId, Status, SPARE_PAYLOADS};
+use crate::{protocol_error, Core, Engine, EngineError, RequestId, Status, SELF_TRANSPORT, SPARE_PAYLOADS};
 
 impl Core {
     /// A CANCEL from `peer`: withdraws its message if no receive or probe has matched it yet,
     /// and answers either way (in order behind any ACK, CTS or FIN of that message).
     #[cold]
     pub(crate) fn answer_cancel(&mut self, peer: PeerId, context: u32, sender: u32) {
-        let outcome = match self.matching.withdraw(context, peer, sender) {
+        let outcome = self.withdraw_cancelled(peer, context, sender);
+        self.queue_frame(peer, Frame::Cancelled { sender, outcome }, &[], 0);
+    }
+
+    /// Takes `peer`'s message (its send `sender`) out of matching if nothing has matched it yet.
+    fn withdraw_cancelled(&mut self, peer: PeerId, context: u32, sender: u32) -> CancelOutcome {
+        match self.matching.withdraw(context, peer, sender) {
             None => CancelOutcome::Matched,
             Some(Unexpected { body: Body::Eager { payload, .. }, .. }) => {
                 if self.spare_payloads.len() < SPARE_PAYLOADS {
@@ -23,8 +29,7 @@ impl Core {
                 CancelOutcome::WithdrawnEager
             }
             Some(Unexpected { body: Body::Rendezvous { .. }, .. }) => CancelOutcome::WithdrawnRendezvous,
-        };
-        self.queue_frame(peer, Frame::Cancelled { sender, outcome }, &[], 0);
+        }
     }
 
     /// The receiver's answer to our CANCEL of send `request`. A withdrawn message completes the
@@ -77,6 +82,9 @@ impl Engine {
     fn cancel_send(&mut self, request: u32, dest: u32, context: u32) -> bool {
         // A frame still in a direct lane's backlog has not left this rank and is taken back; the
         // rails number a frame when it is queued, so theirs stay.
+        if dest == self.core.rank {
+            return self.cancel_self_send(request, context);
+        }
         if self.core.unqueue_send(dest, request) {
             let status = self.core.requests.get(request).map(|slot| slot.status);
             if let Some(status) = status {
@@ -86,5 +94,22 @@ impl Engine {
         }
         self.core.queue_frame(dest, Frame::Cancel { context, sender: request }, &[], 0);
         false
+    }
+
+    /// A send to this rank itself is settled at once, as the receiver would settle it: what the
+    /// self lane still holds is delivered to matching first, then the message is withdrawn unless
+    /// a receive has matched it. A program that cancels and then asks once whether the send was
+    /// cancelled (and receives the message if not) gets a definite answer.
+    #[cold]
+    fn cancel_self_send(&mut self, request: u32, context: u32) -> bool {
+        let core = &mut self.core;
+        self.transports[SELF_TRANSPORT].poll(&mut |incoming| core.on_frame(incoming));
+        let outcome = core.withdraw_cancelled(core.rank, context, request);
+        // An error here (a request that is not this send) surfaces as the engine's failure at
+        // the next progress step.
+        if let Err(e) = core.settle_cancel(core.rank, request, outcome) {
+            core.failure.get_or_insert(e);
+        }
+        outcome != CancelOutcome::Matched
     }
 }

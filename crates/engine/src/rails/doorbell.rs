@@ -4,10 +4,13 @@
 //! back has drained far enough under its queue cap to take a refill (`Rail::refill`), or a rail
 //! with none left has drained dry enough to take over or hedge.
 
+use std::os::fd::AsFd;
+use std::sync::Arc;
 use std::time::Duration;
 
 use braid_lane::PeerId;
 use braid_strategy::multirail;
+use braid_sys::event::EventCounter;
 use braid_sys::net::Poller;
 use braid_transport::Transport;
 
@@ -15,17 +18,45 @@ use super::io::RailIo;
 use super::machine::{Rail, RailMachine};
 use super::transfer::{fill_waiting_bytes, QUEUED_FRAME_MIN};
 
+/// Every rail's doorbell in one epoll set, with a counter in it that the process's other threads
+/// signal to wake a thread asleep on the set (MPI_THREAD_MULTIPLE). Shared with that thread,
+/// which sleeps without holding the engine.
+pub(crate) struct RailDoorbells {
+    set: Poller,
+    wake: EventCounter,
+}
+
 /// One epoll set holding the doorbell of every rail in `links`; `None` if some rail has none
 /// (the rank then keeps polling) or there are no rails.
-pub(super) fn open(links: &[Box<dyn Transport>]) -> Option<Poller> {
+pub(super) fn open(links: &[Box<dyn Transport>]) -> Option<Arc<RailDoorbells>> {
     if links.is_empty() {
         return None;
     }
-    let mut set = Poller::new(links.len()).ok()?;
+    let mut set = Poller::new(links.len() + 1).ok()?;
     for (index, link) in links.iter().enumerate() {
         set.add(link.doorbell()?, index as u64).ok()?;
     }
-    Some(set)
+    let wake = EventCounter::new().ok()?;
+    set.add(wake.as_fd(), links.len() as u64).ok()?;
+    Some(Arc::new(RailDoorbells { set, wake }))
+}
+
+impl RailDoorbells {
+    /// Sleeps until a rail's doorbell rings, another thread calls [`RailDoorbells::wake`], or
+    /// `timeout` passes.
+    pub(crate) fn sleep(&self, timeout: Duration) {
+        let _ = self.set.sleep(timeout);
+    }
+
+    /// Wakes a thread of this process asleep on the set.
+    pub(crate) fn wake(&self) {
+        self.wake.signal();
+    }
+
+    /// Takes back a wake-up that nobody slept through, so that the next sleep is not cut short.
+    pub(crate) fn clear_wake(&self) {
+        self.wake.clear();
+    }
 }
 
 impl RailMachine {

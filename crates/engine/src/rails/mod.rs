@@ -43,6 +43,7 @@
 
 mod control;
 mod doorbell;
+pub(crate) use doorbell::RailDoorbells;
 mod horizon;
 mod io;
 mod machine;
@@ -53,6 +54,7 @@ mod rates;
 mod simulated;
 mod transfer;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use braid_config::Config;
@@ -74,7 +76,7 @@ pub(crate) struct Network {
     /// [`Network::lend_links`]): the frames they deliver update the core.
     links: Vec<Box<dyn Transport>>,
     /// Every rail's doorbell in one epoll set (`None`: some rail has none).
-    doorbell: Option<braid_sys::net::Poller>,
+    doorbell: Option<Arc<RailDoorbells>>,
     /// Largest eager message to a network peer (`ProtocolPolicy::rails_eager_limit`).
     pub(crate) eager_limit: usize,
     /// When this rank last handed a control frame to a rail (see [`Network::reply_spin`]), and
@@ -269,7 +271,28 @@ impl Network {
     pub(crate) fn sleep(&mut self, timeout: Duration) {
         let Some(doorbell) = &self.doorbell else { return };
         let planned = Instant::now() + timeout;
-        let _ = doorbell.sleep(timeout);
+        doorbell.sleep(timeout);
         self.machine.slept_until(planned);
+    }
+
+    /// The rails' doorbells, for a thread that sleeps on them without holding the engine; it
+    /// tells the rails when it means to wake ([`Network::slept_until`]).
+    pub(crate) fn shared_doorbells(&self) -> Option<Arc<RailDoorbells>> {
+        self.doorbell.clone()
+    }
+
+    /// After a sleep on [`Network::shared_doorbells`] planned to last until `planned`.
+    pub(crate) fn slept_until(&mut self, planned: Instant) {
+        if let Some(doorbell) = &self.doorbell {
+            doorbell.clear_wake();
+        }
+        self.machine.slept_until(planned);
+    }
+
+    /// Wakes a thread of this process asleep on the rails' doorbells.
+    pub(crate) fn wake_sleeper(&self) {
+        if let Some(doorbell) = &self.doorbell {
+            doorbell.wake();
+        }
     }
 }

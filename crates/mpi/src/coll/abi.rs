@@ -226,7 +226,7 @@ fn run_schedule_unlocked<F: Future<Output = Outcome>>(start: Start, build: impl 
 /// reported on `comm`.
 pub(crate) fn run_in_steps<T>(comm: MPI_Comm, port: Rc<Port>, route: Route, mut schedule: Pin<&mut dyn Future<Output = T>>) -> MpiResult<T> {
     let mut driver = Driver::new(port, route);
-    runtime::wait_unlocked(|rt| {
+    crate::threaded::wait_unlocked(|rt| {
         let engine = &mut rt.engine;
         let mut step = || {
             if let Some(outcome) = driver.advance(engine, schedule.as_mut())? {

@@ -74,6 +74,13 @@ pub struct Segment {
     layout: Layout,
 }
 
+/// A thread sleeping on its rank's doorbell holds the segment mapped for as long as it sleeps.
+impl crate::SharedDoorbell for Segment {
+    fn sleep(&self, token: u32, timeout: std::time::Duration) {
+        self.doorbell().sleep(token, timeout);
+    }
+}
+
 impl Segment {
     /// Creates and maps the file `name` (zeroed, faulted in by this thread) and writes its header.
     pub fn create(name: &str, layout: Layout) -> io::Result<Segment> {

@@ -32,7 +32,7 @@ pub(super) fn with_state<R>(win: MPI_Win, f: impl FnOnce(&mut Runtime, &Rc<RefCe
 /// Waits (making progress) until `done` holds for the window's state.
 pub(super) fn wait_until_state(win: MPI_Win, done: impl Fn(&WinState) -> bool) -> MpiResult<()> {
     if runtime::is_locking() {
-        return runtime::wait_unlocked(|rt| {
+        return crate::threaded::wait_unlocked(|rt| {
             let state = rt.windows.get(win)?.state.clone();
             if !done(&state.borrow()) {
                 rt.engine.progress().map_err(|e| engine_error(MPI_COMM_WORLD, e))?;
@@ -69,7 +69,7 @@ fn take_lock_word(win: MPI_Win, target: u32, kind: LockKind) -> MpiResult<()> {
         Ok(taken)
     };
     if runtime::is_locking() {
-        return runtime::wait_unlocked(|rt| {
+        return crate::threaded::wait_unlocked(|rt| {
             let state = rt.windows.get(win)?.state.clone();
             Ok(attempt(rt, &state)?.then_some(()))
         });

@@ -1,0 +1,111 @@
+//! Sleeping outside the engine, for a waiting thread of a process whose other threads keep
+//! calling into it (MPI_THREAD_MULTIPLE): the thread arms this rank's doorbell under the engine
+//! ([`Engine::park`]), sleeps on it without holding the engine ([`Parking::sleep`]), then hands
+//! it back ([`Engine::unpark`]). Peers ring that doorbell as they ring a single-threaded rank's;
+//! the process's other threads ring it ([`Engine::wake_parked`]) when what they did may be what
+//! the sleeper waits for.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use braid_config::WaitMode;
+use braid_transport::SharedDoorbell;
+
+use crate::progress::{Doorbell, RailSleep};
+use crate::rails::RailDoorbells;
+use crate::{Engine, EngineError};
+
+/// A doorbell armed by [`Engine::park`], to sleep on without the engine.
+pub struct Parking {
+    spot: Spot,
+    timeout: Duration,
+}
+
+enum Spot {
+    /// The direct transport's doorbell, with its token.
+    Direct { transport: usize, doorbell: Arc<dyn SharedDoorbell>, token: u32 },
+    /// Every rail's doorbell, planned to be back by `until`.
+    Rails { doorbells: Arc<RailDoorbells>, until: Instant },
+}
+
+impl Parking {
+    /// Sleeps until the doorbell rings, another thread wakes it, or the engine's longest sleep
+    /// passes.
+    pub fn sleep(&self) {
+        match &self.spot {
+            Spot::Direct { doorbell, token, .. } => doorbell.sleep(*token, self.timeout),
+            Spot::Rails { doorbells, .. } => doorbells.sleep(self.timeout),
+        }
+    }
+}
+
+impl Engine {
+    /// How long a waiting thread stays awake (polling, yielding its core) before it parks, as a
+    /// single-threaded waiter would; `None` when waiters never sleep (`BRAID_WAIT=poll`).
+    pub fn park_after(&self) -> Option<Duration> {
+        match self.wait.mode {
+            WaitMode::Poll => None,
+            _ => Some(self.wait.awake_before_sleep()),
+        }
+    }
+
+    /// The longest single sleep of a waiter (`BRAID_BLOCK_TIMEOUT_MS`).
+    pub fn sleep_timeout(&self) -> Duration {
+        self.wait.timeout
+    }
+
+    /// Arms this rank's doorbell for a thread that will sleep on it without the engine, then
+    /// looks at the channels once more. `Ok(None)`: no sleep now (that look found something,
+    /// work on a lane needs polling, or nothing here can wake a sleeper); the caller tests its
+    /// condition again.
+    pub fn park(&mut self) -> Result<Option<Parking>, EngineError> {
+        if self.park_after().is_none() {
+            return Ok(None);
+        }
+        let parking = match self.wait.doorbell {
+            Doorbell::Direct(transport) => {
+                if self.core.has_local_work() {
+                    return Ok(None);
+                }
+                let Some(doorbell) = self.transports[transport].shared_doorbell() else { return Ok(None) };
+                let Some(token) = self.transports[transport].prepare_sleep() else { return Ok(None) };
+                Parking { spot: Spot::Direct { transport, doorbell, token }, timeout: self.wait.timeout }
+            }
+            Doorbell::Rails { bounded } => {
+                let RailSleep::For(timeout) = self.rails_sleep(bounded)? else { return Ok(None) };
+                let Some(doorbells) = self.core.net.shared_doorbells() else { return Ok(None) };
+                Parking { spot: Spot::Rails { doorbells, until: Instant::now() + timeout }, timeout }
+            }
+            Doorbell::None => return Ok(None),
+        };
+        // Armed: whatever arrives from now on rings the doorbell, so this look closes the window
+        // between the caller's last test and the sleep.
+        match self.progress() {
+            Ok(false) => Ok(Some(parking)),
+            outcome => {
+                self.unpark(parking, Duration::ZERO);
+                outcome.map(|_| None)
+            }
+        }
+    }
+
+    /// Takes back a doorbell armed by [`Engine::park`], once its sleep (`slept` long) is over.
+    pub fn unpark(&mut self, parking: Parking, slept: Duration) {
+        match parking.spot {
+            Spot::Direct { transport, .. } => self.transports[transport].finish_sleep(),
+            Spot::Rails { until, .. } => self.core.net.slept_until(until),
+        }
+        if !slept.is_zero() {
+            self.core.counters.add_asleep(slept);
+        }
+    }
+
+    /// Wakes a thread of this process parked on this rank's doorbell (a no-op when none is).
+    pub fn wake_parked(&self) {
+        match self.wait.doorbell {
+            Doorbell::Direct(transport) => self.transports[transport].ring_own_doorbell(),
+            Doorbell::Rails { .. } => self.core.net.wake_sleeper(),
+            Doorbell::None => {}
+        }
+    }
+}
