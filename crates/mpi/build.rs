@@ -37,12 +37,35 @@ fn main() {
     std::fs::write(out_dir.join("pmpi_entry_points.rs"), trampoline_list(&names)).expect("cannot write the PMPI list");
 
     generate_fortran(&manifest_dir, &out_dir);
+    build_profiler(&manifest_dir, &out_dir);
 
     // PMPI_ trampolines jump to the library's own MPI_ functions even when a tool defines MPI_
     // names in front of the library; calls inside the library skip the PLT for the same reason.
     println!("cargo:rustc-cdylib-link-arg=-Wl,-Bsymbolic-functions");
     // A trampoline naming a function that does not exist fails the link instead of the loader.
     println!("cargo:rustc-cdylib-link-arg=-Wl,--no-undefined");
+}
+
+/// Compiles the job profiler (profiler/, a PMPI interposer in C) against include/mpi.h into
+/// target/<profile>/libbraidprof.so, beside the braid launcher that preloads it. It links to no
+/// MPI library: its PMPI_ calls bind to whichever one the program loaded.
+fn build_profiler(manifest_dir: &Path, out_dir: &Path) {
+    let source_dir = manifest_dir.join("../../profiler");
+    for file in ["braid_profiler.c", "wrappers.h", "functions.h"] {
+        println!("cargo:rerun-if-changed={}", source_dir.join(file).display());
+    }
+    let profile_dir = out_dir.ancestors().nth(3).expect("OUT_DIR is inside the target directory");
+    let compiler = cc::Build::new().get_compiler();
+    let status = Command::new(compiler.path())
+        .args(["-std=c11", "-O2", "-g", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared"])
+        .arg("-I")
+        .arg(manifest_dir.join("../../include"))
+        .arg(source_dir.join("braid_profiler.c"))
+        .arg("-o")
+        .arg(profile_dir.join("libbraidprof.so"))
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run the C compiler {}: {e}", compiler.path().display()));
+    assert!(status.success(), "the job profiler (profiler/braid_profiler.c) did not compile");
 }
 
 /// Writes the Rust Fortran entry points to OUT_DIR, and mpif.h, the module sources and (with a

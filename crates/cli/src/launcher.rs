@@ -53,6 +53,8 @@ pub struct JobRequest {
     /// benchmarks do) end every rank soon after; ranks that wait on the one that left would wait
     /// for ever.
     pub unfinalized_wait: Duration,
+    /// Set in every rank's environment, local or remote (the profiler's, with --profile).
+    pub rank_environment: Vec<(OsString, OsString)>,
 }
 
 /// Where the ranks run when the job spans hosts reached through a launch agent.
@@ -81,6 +83,8 @@ struct Site {
     remote: Option<Remote>,
     local_rank: u32,
     local_size: u32,
+    /// The node's name, for the rank (BRAID_NODE_NAME) where it is not this machine's.
+    node_name: Option<String>,
 }
 
 /// A rank started on another host through the launch agent.
@@ -260,14 +264,14 @@ fn sites(request: &JobRequest, port: u16) -> Result<(Vec<Site>, Option<String>),
             .map(|(rank, &node)| {
                 let (local_rank, local_size) = local_place(&layout.node_of_rank, rank);
                 let remote = Remote { host: layout.hosts[node].clone(), pmi_port: SocketAddr::new(addresses[node], port) };
-                Site { namespace: None, remote: Some(remote), local_rank, local_size }
+                Site { namespace: None, remote: Some(remote), local_rank, local_size, node_name: Some(layout.hosts[node].clone()) }
             })
             .collect();
         return Ok((sites, None));
     }
     let Some(layout) = &request.nodes else {
         let size = request.ranks;
-        return Ok(((0..size).map(|rank| Site { namespace: None, remote: None, local_rank: rank, local_size: size }).collect(), None));
+        return Ok(((0..size).map(|rank| Site { namespace: None, remote: None, local_rank: rank, local_size: size, node_name: None }).collect(), None));
     };
     let namespaces = layout
         .namespaces
@@ -277,7 +281,7 @@ fn sites(request: &JobRequest, port: u16) -> Result<(Vec<Site>, Option<String>),
     let mut sites = Vec::with_capacity(layout.node_of_rank.len());
     for (rank, &node) in layout.node_of_rank.iter().enumerate() {
         let (local_rank, local_size) = local_place(&layout.node_of_rank, rank);
-        sites.push(Site { namespace: Some(namespaces[node].clone()), remote: None, local_rank, local_size });
+        sites.push(Site { namespace: Some(namespaces[node].clone()), remote: None, local_rank, local_size, node_name: Some(layout.namespaces[node].clone()) });
     }
     let config = braid_config::Config::from_env().map_err(|error| error.to_string())?;
     // "auto" inside a node would also pick the management network, which carries no MPI traffic.
@@ -423,9 +427,15 @@ impl Job<'_> {
             ("BRAID_LOCAL_RANK".into(), site.local_rank.to_string().into()),
             ("BRAID_LOCAL_SIZE".into(), site.local_size.to_string().into()),
         ];
+        if let Some(node) = &site.node_name {
+            environment.push(("BRAID_NODE_NAME".into(), node.into()));
+        }
+        environment.extend(self.request.rank_environment.iter().cloned());
         // The remote shell starts with its own environment: Braid's settings go along explicitly.
-        let mut settings: Vec<(OsString, OsString)> =
-            std::env::vars_os().filter(|(name, _)| name.as_bytes().starts_with(b"BRAID_") && !matches!(name.as_bytes(), b"BRAID_LOCAL_RANK" | b"BRAID_LOCAL_SIZE")).collect();
+        let mut settings: Vec<(OsString, OsString)> = std::env::vars_os()
+            .filter(|(name, _)| name.as_bytes().starts_with(b"BRAID_") && !matches!(name.as_bytes(), b"BRAID_LOCAL_RANK" | b"BRAID_LOCAL_SIZE" | b"BRAID_NODE_NAME"))
+            .filter(|(name, _)| !self.request.rank_environment.iter().any(|(set, _)| set == name))
+            .collect();
         settings.sort();
         environment.extend(settings);
         let line = remote_command(cwd.as_os_str(), &environment, &self.request.program, &self.request.args);
@@ -469,6 +479,12 @@ impl Job<'_> {
         command.stdin(if stdin_is_data { Stdio::inherit() } else { Stdio::null() });
         if let Some(rails) = &self.rails {
             command.env("BRAID_RAILS", rails);
+        }
+        if site.remote.is_none() {
+            if let Some(node) = &site.node_name {
+                command.env("BRAID_NODE_NAME", node);
+            }
+            command.envs(self.request.rank_environment.iter().map(|(name, value)| (name, value)));
         }
         if let Some(namespace) = &site.namespace {
             namespace.enter_on_exec(&mut command);

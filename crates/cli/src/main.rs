@@ -6,10 +6,13 @@ mod output;
 mod placement;
 mod preflight;
 mod probe;
+mod profile;
+mod report;
 mod sample;
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -79,6 +82,14 @@ braid run --hosts node1,node2 --ppn 2 -n 4 --launch-agent \"ssh -tt\" ./app")]
         #[arg(long)]
         force: bool,
     },
+    /// Merge the rank files of a profiled job in DIR (braid run --profile, or BRAID_PROFILE with
+    /// the profiler preloaded under another launcher) into DIR/profile.json, write DIR/report.html
+    /// and print a summary.
+    Report {
+        /// The profile directory.
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
     /// Print this machine's layout: packages, NUMA nodes, cores and caches.
     Topology,
     /// Print every BRAID_* setting with its default and meaning, and check the current environment.
@@ -124,6 +135,11 @@ struct RunArgs {
     /// (split on whitespace) [default: ssh].
     #[arg(long, value_name = "CMD")]
     launch_agent: Option<String>,
+
+    /// Profile the job into DIR: every rank's MPI calls, time and traffic, merged at the end into
+    /// DIR/profile.json (see `braid report`) [default: BRAID_PROFILE, if set].
+    #[arg(long, value_name = "DIR")]
+    profile: Option<PathBuf>,
 
     /// The program to start, then its arguments: options end at the first argument that is not
     /// one (or at `--`); what follows is the program's.
@@ -221,6 +237,7 @@ fn main() -> ExitCode {
         }
         Commands::Sample { cluster, force } => sample::run(&cluster, force),
         Commands::SampleRank { force } => sample::sample_rank(force),
+        Commands::Report { dir } => report::run(&dir),
         Commands::Topology => print_topology(),
         Commands::Config { markdown: true } => {
             print!("{}", braid_config::settings_markdown());
@@ -293,12 +310,52 @@ fn run_job(args: RunArgs) -> ExitCode {
         None if args.map_by == MapBy::Node => return usage_error("--map-by node needs --cluster or --hosts".to_string()),
         None => None,
     };
+    let profile_dir = match args.profile.clone().or_else(|| std::env::var_os("BRAID_PROFILE").filter(|dir| !dir.is_empty()).map(PathBuf::from)) {
+        Some(dir) => match profile::prepare(&dir) {
+            Ok(dir) => Some(dir),
+            Err(message) => return usage_error(format!("{message}; no rank was started")),
+        },
+        None => None,
+    };
+    let rank_environment = match profile_dir.as_deref().map(profile::rank_environment).transpose() {
+        Ok(environment) => environment.unwrap_or_default(),
+        Err(message) => return usage_error(format!("{message}; no rank was started")),
+    };
     let mut command = args.command.into_iter();
     let program = command.next().unwrap_or_default();
     // Checked above, with every other setting.
     let unfinalized_wait = Duration::from_secs(braid_config::Config::from_env().map_or(0, |config| u64::from(config.unfinalized_wait_s)));
-    let request = JobRequest { ranks: args.ranks, map_by: args.map_by, bind_to: args.bind_to, tag_output: args.tag_output, program, args: command.collect(), nodes, hosts, timeout, unfinalized_wait };
-    ExitCode::from(launcher::run(request).clamp(0, 255) as u8)
+    let request = JobRequest {
+        ranks: args.ranks,
+        map_by: args.map_by,
+        bind_to: args.bind_to,
+        tag_output: args.tag_output,
+        program,
+        args: command.collect(),
+        nodes,
+        hosts,
+        timeout,
+        unfinalized_wait,
+        rank_environment,
+    };
+    let status = launcher::run(request);
+    if let Some(dir) = &profile_dir {
+        merge_profile(dir);
+    }
+    ExitCode::from(status.clamp(0, 255) as u8)
+}
+
+/// Merges a profiled job's rank files, saying what was written and which ranks left none.
+fn merge_profile(dir: &Path) {
+    match profile::merge_directory(dir) {
+        Ok((profile, _)) => {
+            eprintln!("braid run: profile of {} rank(s) in {} (braid report {} draws it)", profile.size - profile.missing_ranks.len(), dir.join("profile.json").display(), dir.display());
+            if !profile.missing_ranks.is_empty() {
+                eprintln!("braid run: warning: rank(s) {} left no profile (they did not reach MPI_Finalize)", report::rank_list(&profile.missing_ranks));
+            }
+        }
+        Err(message) => eprintln!("braid run: no profile: {message}"),
+    }
 }
 
 fn cluster_layout(name: &str, args: &RunArgs) -> Result<NodeLayout, String> {

@@ -476,9 +476,9 @@ pub fn parse_size(text: &str) -> Option<usize> {
     digits.parse::<usize>().ok()?.checked_mul(multiplier)
 }
 
-/// BRAID_* variables that are not settings of the library: the compiler wrappers' and the ones
-/// the launcher gives each rank.
-pub const OTHER_VARIABLES: &[&str] = &["BRAID_CC", "BRAID_CXX", "BRAID_LIBDIR", "BRAID_LOCAL_RANK", "BRAID_LOCAL_SIZE"];
+/// BRAID_* variables that are not settings of the library: the compiler wrappers', the ones the
+/// launcher gives each rank, and the job profiler's (BRAID_PROFILE: where it writes).
+pub const OTHER_VARIABLES: &[&str] = &["BRAID_CC", "BRAID_CXX", "BRAID_LIBDIR", "BRAID_LOCAL_RANK", "BRAID_LOCAL_SIZE", "BRAID_NODE_NAME", "BRAID_PROFILE"];
 
 /// A BRAID_* variable that Braid does not read (most likely a misspelt setting).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -257,11 +257,13 @@ impl Counters {
             traffic.received(received.frames_received, received.bytes_received);
         }
         let peers: Vec<PeerTraffic> = self.peers.iter().map(PeerCounters::messages).collect();
+        let peer_transport = (0..peers.len()).map(|peer| direct_route(peer as PeerId).unwrap_or(self.rail_base) as u64).collect();
         let messages_sent: u64 = peers.iter().map(|traffic| traffic.messages_sent).sum();
         CounterValues {
             peers,
             transports,
             transport_names: names,
+            peer_transport,
             eager_sends: messages_sent - self.rendezvous_sends,
             rendezvous_sends: self.rendezvous_sends,
             unexpected_level: self.unexpected_level,
@@ -284,6 +286,9 @@ pub struct CounterValues {
     pub transports: Vec<TransportTraffic>,
     /// The transports in the engine's order: "self", "shm", then the rails ("tcp:eth1", ...).
     pub transport_names: Vec<String>,
+    /// Indexed by job rank: where in `transport_names` the transport that carries messages to
+    /// that rank is; the first rail for a rank reached over the rails (which share its messages).
+    pub peer_transport: Vec<u64>,
     pub eager_sends: u64,
     pub rendezvous_sends: u64,
     /// Messages waiting in the unexpected queue now.

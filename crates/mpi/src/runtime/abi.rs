@@ -27,7 +27,10 @@ pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char)
     let _ = (argc, argv);
     let first_init = !runtime::was_initialized();
     match runtime::initialize(MPI_THREAD_SINGLE) {
-        Ok(_) => MPI_SUCCESS,
+        Ok(_) => {
+            warn_if_profiler_absent();
+            MPI_SUCCESS
+        }
         Err(e) => init_failed("MPI_Init", first_init, e),
     }
 }
@@ -46,9 +49,26 @@ pub unsafe extern "C" fn MPI_Init_thread(argc: *mut c_int, argv: *mut *mut *mut 
         Ok(level) => {
             // SAFETY: checked non-null; points to the caller's int.
             unsafe { *provided = level };
+            warn_if_profiler_absent();
             MPI_SUCCESS
         }
         Err(e) => init_failed("MPI_Init_thread", first_init, e),
+    }
+}
+
+/// BRAID_PROFILE names where the job profiler writes, but the profiler is a library preloaded in
+/// front of this one (`braid run --profile` does it): without it nothing would be written, so
+/// rank 0 says so.
+#[cold]
+fn warn_if_profiler_absent() {
+    if std::env::var_os("BRAID_PROFILE").is_none_or(|dir| dir.is_empty()) {
+        return;
+    }
+    // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name only looks the symbol up.
+    let loaded = !unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"braid_profiler_loaded".as_ptr()) }.is_null();
+    let rank = runtime::try_with(|rt| rt.engine.rank()).unwrap_or(0);
+    if !loaded && rank == 0 {
+        eprintln!("Braid: BRAID_PROFILE is set but the job profiler is not loaded, so no profile will be written: start the job with `braid run --profile DIR`, or preload libbraidprof.so (beside the braid launcher) with LD_PRELOAD");
     }
 }
 

@@ -38,6 +38,7 @@ pub(crate) static CATEGORIES: [Category; 9] = [
             "braid_messages_received",
             "braid_bytes_received",
             "braid_transport_names",
+            "braid_peer_transport",
             "braid_transport_frames_sent",
             "braid_transport_bytes_sent",
             "braid_transport_frames_received",

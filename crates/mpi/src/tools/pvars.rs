@@ -26,6 +26,8 @@ pub(crate) enum Reading {
     UnexpectedHighWatermark,
     /// A string (MPI_CHAR).
     Text(fn(&CounterValues) -> String),
+    /// Per job rank, the transport that carries messages to it.
+    PeerTransport,
 }
 
 /// What a variable reads at one moment: numbers in the variable's unit (nanoseconds for the
@@ -80,6 +82,7 @@ impl PerformanceVariable {
             Reading::Single(read) => Sample::Numbers(vec![read(values)]),
             Reading::UnexpectedHighWatermark => Sample::Numbers(vec![values.unexpected_high_watermark]),
             Reading::Text(read) => Sample::Text(read(values)),
+            Reading::PeerTransport => Sample::Numbers(values.peer_transport.clone()),
         }
     }
 }
@@ -90,7 +93,7 @@ const fn counter(name: &'static str, description: &'static str, verbosity: c_int
 }
 
 /// The performance variables; a variable's index is its position.
-pub(crate) static PVARS: [PerformanceVariable; 16] = [
+pub(crate) static PVARS: [PerformanceVariable; 17] = [
     counter(
         "braid_messages_sent",
         "MPI messages this rank sent to each rank (element i: job rank i), point-to-point and collective alike, counted when the engine takes them",
@@ -140,6 +143,15 @@ pub(crate) static PVARS: [PerformanceVariable; 16] = [
         class: MPI_T_PVAR_CLASS_GENERIC,
         verbosity: MPI_T_VERBOSITY_TUNER_BASIC,
         reading: Reading::Text(|values| values.transport_names.join(",")),
+        readonly: true,
+        continuous: true,
+    },
+    PerformanceVariable {
+        name: "braid_peer_transport",
+        description: "the transport that carries messages to each rank (element i: job rank i), as an index into braid_transport_names; for a rank reached over the network rails, the first rail (the rails share its messages)",
+        class: MPI_T_PVAR_CLASS_GENERIC,
+        verbosity: MPI_T_VERBOSITY_TUNER_BASIC,
+        reading: Reading::PeerTransport,
         readonly: true,
         continuous: true,
     },
@@ -262,7 +274,7 @@ mod tests {
             assert!(variable.name.starts_with("braid_"), "{}", variable.name);
             let expected = match variable.class {
                 MPI_T_PVAR_CLASS_TIMER => MPI_DOUBLE,
-                MPI_T_PVAR_CLASS_GENERIC => MPI_CHAR,
+                MPI_T_PVAR_CLASS_GENERIC if matches!(variable.reading, Reading::Text(_)) => MPI_CHAR,
                 _ => MPI_UNSIGNED_LONG_LONG,
             };
             assert_eq!(variable.datatype(), expected, "{}", variable.name);
@@ -282,6 +294,7 @@ mod tests {
             peers: vec![PeerTraffic { messages_sent: 3, ..PeerTraffic::default() }, PeerTraffic { bytes_received: 9, ..PeerTraffic::default() }],
             transports: vec![TransportTraffic::default(); 3],
             transport_names: vec!["self".into(), "shm".into(), "tcp:eth1".into()],
+            peer_transport: vec![0, 2],
             unexpected_high_watermark: 4,
             blocked_ns: 1500,
             ..CounterValues::default()
@@ -292,6 +305,7 @@ mod tests {
         assert_eq!(sample("braid_transport_frames_sent").count(), 3);
         assert_eq!(sample("braid_transport_names"), Sample::Text("self,shm,tcp:eth1".into()));
         assert_eq!(sample("braid_transport_names").count(), 18);
+        assert_eq!(sample("braid_peer_transport"), Sample::Numbers(vec![0, 2]));
         assert_eq!(sample("braid_unexpected_queue_high_watermark"), Sample::Numbers(vec![4]));
         assert_eq!(sample("braid_wait_blocked_time"), Sample::Numbers(vec![1500]));
         assert_eq!(PVARS.iter().find(|variable| variable.name == "braid_messages_sent").unwrap().sample(&CounterValues::default()).count(), 0);
