@@ -267,7 +267,7 @@ pub fn spread_into_bins(points: &[(f64, u64)], bin: f64, bins: &mut Vec<u64>) {
         for (index, slot) in bins.iter_mut().enumerate().take(last + 1).skip(first) {
             let from = (index as f64 * bin).max(start);
             let to = ((index + 1) as f64 * bin).min(end);
-            let share = if index == last { grown - given } else { ((grown as f64) * (to - from).max(0.0) / span) as u64 };
+            let share = if index == last { grown - given } else { (((grown as f64) * (to - from).max(0.0) / span).round() as u64).min(grown - given) };
             *slot += share;
             given += share;
         }
