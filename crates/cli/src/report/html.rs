@@ -78,7 +78,8 @@ type BarRow = (String, Vec<Part>);
 /// Horizontal bars, one row per label, each row the stacked `parts` (value, colour, name).
 fn stacked_bars(id: &str, rows: &[BarRow], unit: &dyn Fn(f64) -> String) -> String {
     let width = 520.0;
-    let label = 150.0;
+    // Room for the longest label, at about 6 pixels a character of the 11-pixel font.
+    let label = rows.iter().map(|(name, _)| name.chars().count()).max().unwrap_or(0) as f64 * 6.2 + 12.0;
     let row_height = 18.0;
     let max = rows.iter().map(|(_, parts)| parts.iter().map(|part| part.0).sum::<f64>()).fold(0.0, f64::max).max(f64::MIN_POSITIVE);
     let height = row_height * rows.len() as f64 + 10.0;
