@@ -194,7 +194,7 @@ header_case "mpi.h -std=c99 -pedantic -Wall -Wextra -Werror" c99 "$CC" -std=c99
 header_case "mpi.h -std=c11 -pedantic -Wall -Wextra -Werror" c11 "$CC" -std=c11
 header_case "mpi.h C++ -pedantic -Wall -Wextra -Werror" cxx "$CXX" -x c++ "${CXXFLAGS[@]}"
 
-PROGRAMS=(p2p_matching p2p_modes p2p_more collectives nbc idup neighbors threads datatypes datatypes_more comms comms_more intercomm intercomm_coll attributes errors errhandlers topologies large ring fatal_error abort_code kill_rank unsupported conversions mpit pmpi_counts argerr_p2p argerr_coll argerr_objects rma_ops rma_win rma_single rma_threads rma_create_memory rma_atomics rma_large_copy self_cancel thread_wait)
+PROGRAMS=(p2p_matching p2p_modes p2p_more collectives nbc idup neighbors threads datatypes datatypes_more comms comms_more intercomm intercomm_coll attributes errors errhandlers topologies large ring fatal_error abort_code kill_rank unsupported conversions mpit pmpi_counts argerr_p2p argerr_coll argerr_objects rma_ops rma_win rma_single rma_threads rma_create_memory rma_atomics rma_large_copy self_cancel thread_wait status_error)
 for program in "${PROGRAMS[@]}"; do
     if ! compile_c "$program"; then
         fail "build $program" "$(explain "$LOG_DIR/build-$program.log")"; keep_logs
@@ -216,6 +216,8 @@ for ranks in 1 2 3; do
     built self_cancel && expect_success "self_cancel n=$ranks" "$ranks" -- "$BUILD/self_cancel"
     built self_cancel && expect_success "self_cancel n=$ranks multiple" "$ranks" -- "$BUILD/self_cancel" multiple
 done
+# What the calls write into a status's MPI_ERROR field.
+for ranks in 1 2; do built status_error && expect_success "status_error n=$ranks" "$ranks" -- "$BUILD/status_error"; done
 # Waiting threads at MPI_THREAD_MULTIPLE wake when answered (by a peer, or by a thread of their
 # own process) and, on Braid, sleep meanwhile. A missed wake-up would cost BRAID_BLOCK_TIMEOUT_MS.
 # MPICH 4.0 never completes a receive from the own rank that another thread's send answers.

@@ -269,6 +269,25 @@ static void errors(void)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
+/* A handler set on the new handle before the request completes (as bindings do at once) is the
+ * communicator's once it has; until then a query gives it back too. */
+static void handler_before_completion(void)
+{
+    MPI_Comm dup;
+    MPI_Request request;
+    MPI_Errhandler handler = MPI_ERRHANDLER_NULL;
+    MPI_Comm_idup(MPI_COMM_WORLD, &dup, &request);
+    CHECK(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN) == MPI_SUCCESS, "MPI_Comm_set_errhandler on an MPI_Comm_idup handle before completion failed");
+    MPI_Wait(&request, MPI_STATUS_IGNORE);
+    MPI_Comm_get_errhandler(dup, &handler);
+    CHECK(handler == MPI_ERRORS_RETURN, "the handler set before completion was lost");
+    MPI_Errhandler_free(&handler);
+    /* It applies: an invalid rank returns instead of aborting. */
+    int value = 0;
+    CHECK(class_of(MPI_Send(&value, 1, MPI_INT, size + 5, 0, dup)) == MPI_ERR_RANK, "an invalid rank on the duplicate did not return MPI_ERR_RANK");
+    MPI_Comm_free(&dup);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -283,6 +302,7 @@ int main(int argc, char **argv)
     pending_traffic_and_topology();
     intercommunicator();
     errors();
+    handler_before_completion();
     report_ok("idup");
     MPI_Finalize();
     return 0;

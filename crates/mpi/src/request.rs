@@ -65,7 +65,9 @@ pub fn is_real_status(status: *const MPI_Status) -> bool {
     !status.is_null() && status != MPI_STATUS_IGNORE.cast_const()
 }
 
-/// Writes `completion` into `status` unless it is MPI_STATUS_IGNORE.
+/// Writes `completion` into `status` unless it is MPI_STATUS_IGNORE, for the calls that complete
+/// one operation: MPI_ERROR is left as it was (MPI 3.1 §3.2.5: only the calls that return several
+/// statuses set it; a single call's error is its return code).
 ///
 /// # Safety
 /// `status` must be NULL, MPI_STATUS_IGNORE, or valid for writes.
@@ -77,7 +79,27 @@ pub unsafe fn write_status(status: *mut MPI_Status, completion: &Completion) {
     let (count_lo, count_hi_and_cancelled) = pack_count(completion.count, completion.cancelled);
     // SAFETY: a real status pointer, valid for writes per the caller.
     unsafe {
-        *status = MPI_Status { count_lo, count_hi_and_cancelled, MPI_SOURCE: completion.source, MPI_TAG: completion.tag, MPI_ERROR: completion.error };
+        let status = &mut *status;
+        status.count_lo = count_lo;
+        status.count_hi_and_cancelled = count_hi_and_cancelled;
+        status.MPI_SOURCE = completion.source;
+        status.MPI_TAG = completion.tag;
+    }
+}
+
+/// Writes `completion` into slot `index` of a status array (MPI_STATUSES_IGNORE: nothing), its
+/// error included: what the calls that complete several operations report each one's outcome in.
+///
+/// # Safety
+/// `statuses` must be NULL, MPI_STATUSES_IGNORE, or valid for writes at `index`.
+#[inline]
+pub unsafe fn write_status_of_many(statuses: *mut MPI_Status, index: usize, completion: &Completion) {
+    let status = status_at(statuses, index);
+    // SAFETY: per the caller; an ignored array gives the ignore marker, which is not written.
+    unsafe { write_status(status, completion) };
+    if is_real_status(status) {
+        // SAFETY: as above.
+        unsafe { (*status).MPI_ERROR = completion.error };
     }
 }
 
@@ -495,10 +517,15 @@ mod tests {
             write_status(MPI_STATUS_IGNORE, &completion);
             write_status(std::ptr::null_mut(), &completion);
         }
-        let mut status = MPI_Status::default();
+        let mut status = MPI_Status { MPI_ERROR: 4242, ..MPI_Status::default() };
         // SAFETY: a real status on the stack.
         unsafe { write_status(&mut status, &completion) };
         assert_eq!((status.MPI_SOURCE, status.MPI_TAG, status_count(&status)), (3, 7, 12));
+        assert_eq!(status.MPI_ERROR, 4242, "a single completion leaves MPI_ERROR alone");
+        let failed = Completion { error: MPI_ERR_TRUNCATE, ..completion };
+        // SAFETY: a one-status array on the stack.
+        unsafe { write_status_of_many(&mut status, 0, &failed) };
+        assert_eq!(status.MPI_ERROR, MPI_ERR_TRUNCATE, "a status of many carries its error");
         assert_eq!(status_at(MPI_STATUSES_IGNORE, 5), MPI_STATUS_IGNORE);
         assert_eq!(status_at(&mut status, 0), &mut status as *mut MPI_Status);
     }

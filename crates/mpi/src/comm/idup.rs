@@ -30,7 +30,7 @@ fn start(comm: MPI_Comm) -> MpiResult<(MPI_Comm, MPI_Request)> {
     let (handle, prototype) = runtime::with(|rt| {
         let original = rt.comms.get(comm)?;
         let prototype = Comm { shared: original.shared.clone(), errhandler: original.errhandler, name: String::new(), hints: original.hints.clone(), topology: original.topology.clone() };
-        Ok((rt.comms.reserve_handle(), prototype))
+        Ok((rt.comms.reserve_handle(prototype.errhandler), prototype))
     })?;
     let copied = attr::access::copy_all(Object::Comm(comm), Object::Comm(handle));
     // The agreement starts even if a copy callback failed: the other members count on this one.

@@ -200,8 +200,9 @@ impl Comm {
 /// All communicators of this process.
 pub struct CommTable {
     slots: Vec<Option<Comm>>,
-    /// Handles given out by MPI_Comm_idup whose communicator is not complete yet.
-    coming: Vec<MPI_Comm>,
+    /// Handles that MPI_Comm_idup has given out and not completed yet, with the error handler
+    /// each will have (set on the handle before completion, as bindings do at once).
+    coming: Vec<(MPI_Comm, MPI_Errhandler)>,
     ids: Arc<ContextIds>,
     job_rank: u32,
 }
@@ -227,7 +228,7 @@ impl CommTable {
 
     #[cold]
     fn unusable(&self, comm: MPI_Comm) -> MpiError {
-        if self.coming.contains(&comm) {
+        if self.is_coming(comm) {
             return error(MPI_COMM_WORLD, MPI_ERR_COMM, format!("communicator {comm} is not usable before its MPI_Comm_idup request completes"));
         }
         invalid_comm(comm)
@@ -285,22 +286,46 @@ impl CommTable {
 
     /// A handle for a communicator that MPI_Comm_idup completes later ([`CommTable::fill`]); until
     /// then it names no communicator.
-    pub fn reserve_handle(&mut self) -> MPI_Comm {
+    /// `errhandler`: the one it will have unless one is set meanwhile.
+    pub fn reserve_handle(&mut self, errhandler: MPI_Errhandler) -> MPI_Comm {
         let handle = self.free_handle();
-        self.coming.push(handle);
+        self.coming.push((handle, errhandler));
         handle
+    }
+
+    /// Whether `comm` is a handle that MPI_Comm_idup has not completed yet.
+    pub fn is_coming(&self, comm: MPI_Comm) -> bool {
+        self.coming.iter().any(|&(handle, _)| handle == comm)
+    }
+
+    /// The error handler a not yet completed MPI_Comm_idup handle will have.
+    pub fn coming_errhandler(&self, comm: MPI_Comm) -> Option<MPI_Errhandler> {
+        self.coming.iter().find(|&&(handle, _)| handle == comm).map(|&(_, errhandler)| errhandler)
+    }
+
+    /// Sets the error handler of a not yet completed MPI_Comm_idup handle; false if `comm` is
+    /// not one.
+    pub fn set_coming_errhandler(&mut self, comm: MPI_Comm, errhandler: MPI_Errhandler) -> bool {
+        match self.coming.iter_mut().find(|(handle, _)| *handle == comm) {
+            Some(entry) => {
+                entry.1 = errhandler;
+                true
+            }
+            None => false,
+        }
     }
 
     /// Puts the communicator a reserved handle was waiting for in place (None: it failed, and the
     /// handle is free again).
     pub fn fill(&mut self, handle: MPI_Comm, comm: Option<Comm>) {
-        self.coming.retain(|&h| h != handle);
-        self.slots[handle as usize] = comm;
+        let errhandler = self.coming_errhandler(handle);
+        self.coming.retain(|&(h, _)| h != handle);
+        self.slots[handle as usize] = comm.map(|comm| Comm { errhandler: errhandler.unwrap_or(comm.errhandler), ..comm });
     }
 
     /// An empty slot that no MPI_Comm_idup has reserved (the slot vector grows to hold it).
     fn free_handle(&mut self) -> MPI_Comm {
-        let free = (3..self.slots.len()).find(|&i| self.slots[i].is_none() && !self.coming.contains(&(i as MPI_Comm)));
+        let free = (3..self.slots.len()).find(|&i| self.slots[i].is_none() && !self.is_coming(i as MPI_Comm));
         match free {
             Some(free) => free as MPI_Comm,
             None => {

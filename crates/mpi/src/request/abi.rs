@@ -6,7 +6,7 @@
 
 use std::ffi::c_int;
 
-use super::{is_real_status, status_at, status_cancelled, write_status, Completion, Staging, COMPLETED_SEND};
+use super::{is_real_status, status_cancelled, write_status, write_status_of_many, Completion, Staging, COMPLETED_SEND};
 use crate::consts::*;
 use crate::error::{engine_error, error, finish, raise, MpiError, MpiResult};
 use crate::grequest;
@@ -229,7 +229,7 @@ unsafe fn complete_all(rt: &mut Runtime, requests: &mut [MPI_Request], array_of_
             Completion::EMPTY
         };
         // SAFETY: the caller's status array holds a status per request (or is ignored).
-        unsafe { write_status(status_at(array_of_statuses, index), &completion) };
+        unsafe { write_status_of_many(array_of_statuses, index, &completion) };
     }
     Ok(results)
 }
@@ -460,7 +460,7 @@ unsafe fn some_completion(
                     // SAFETY: the caller's arrays hold `incount` entries (statuses may be ignored).
                     unsafe {
                         *array_of_indices.add(done) = index as c_int;
-                        write_status(status_at(array_of_statuses, done), &completion);
+                        write_status_of_many(array_of_statuses, done, &completion);
                     }
                     if completion.error != MPI_SUCCESS {
                         failures.push((done, completion, comm));

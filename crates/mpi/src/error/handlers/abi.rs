@@ -40,6 +40,12 @@ unsafe fn create(name: &str, kind: Kind, function: Option<ErrhandlerFunction>, e
 /// MPI_Comm_set_errhandler and MPI_Errhandler_set.
 fn set_on_comm(name: &str, comm: MPI_Comm, errhandler: MPI_Errhandler) -> c_int {
     let result = runtime::with(|rt| {
+        if rt.comms.is_coming(comm) {
+            // A handle MPI_Comm_idup has not completed: the communicator gets the handler when it does.
+            rt.errhandlers.check_attachable(errhandler, Kind::Comm, on_comm(rt, errhandler)).map_err(|detail| error(comm, MPI_ERR_ARG, detail))?;
+            rt.comms.set_coming_errhandler(comm, errhandler);
+            return Ok(());
+        }
         rt.comms.get(comm)?;
         rt.errhandlers.check_attachable(errhandler, Kind::Comm, on_comm(rt, errhandler)).map_err(|detail| error(comm, MPI_ERR_ARG, detail))?;
         let function = rt.errhandlers.function(errhandler);
@@ -58,7 +64,10 @@ fn set_on_comm(name: &str, comm: MPI_Comm, errhandler: MPI_Errhandler) -> c_int 
 /// `errhandler` must be NULL or point to an MPI_Errhandler.
 unsafe fn get_on_comm(name: &str, comm: MPI_Comm, errhandler: *mut MPI_Errhandler) -> c_int {
     let result = runtime::with(|rt| {
-        let handler = rt.comms.get(comm)?.errhandler;
+        let handler = match rt.comms.coming_errhandler(comm) {
+            Some(handler) => handler,
+            None => rt.comms.get(comm)?.errhandler,
+        };
         if errhandler.is_null() {
             return Err(error(comm, MPI_ERR_ARG, "errhandler must not be NULL"));
         }
