@@ -98,6 +98,51 @@ static void check_dist_graph(void)
     MPI_Comm_free(&graph);
 }
 
+/* A periodic ring of 1 or 2 processes, where the same process is both neighbours: the block a
+ * process sends toward +1 lands in its neighbour's block from -1, and the other way round (MPI
+ * 4.0), blocking and not. Also a 1 x 2 periodic grid, where it holds per dimension. */
+static void check_small_periodic_rings(int nonblocking)
+{
+    for (int members = 1; members <= 2 && members <= size; members++) {
+        MPI_Comm part, ring;
+        MPI_Comm_split(MPI_COMM_WORLD, rank < members ? 0 : MPI_UNDEFINED, rank, &part);
+        if (part == MPI_COMM_NULL)
+            continue;
+        int dims[2] = {members, 1}, periods[2] = {1, 1};
+        /* MPICH 4.0 pairs blocks across dimensions where the same process is a neighbour in
+         * several of them (it receives dimension 1's +1 block from dimension 0's -1 neighbour on a
+         * single process); it matches this ring in one dimension. */
+#ifdef TEST_BRAID_ONLY
+        const int most_dims = 2;
+#else
+        const int most_dims = 1;
+#endif
+        for (int ndims = 1; ndims <= most_dims; ndims++) {
+            MPI_Cart_create(part, ndims, dims, periods, 0, &ring);
+            int me, out[4], in[4] = {-1, -1, -1, -1};
+            MPI_Comm_rank(ring, &me);
+            for (int block = 0; block < 2 * ndims; block++)
+                out[block] = 100 * me + block;
+            if (nonblocking) {
+                MPI_Request request;
+                MPI_Ineighbor_alltoall(out, 1, MPI_INT, in, 1, MPI_INT, ring, &request);
+                MPI_Wait(&request, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Neighbor_alltoall(out, 1, MPI_INT, in, 1, MPI_INT, ring);
+            }
+            for (int d = 0; d < ndims; d++) {
+                int below, above;
+                MPI_Cart_shift(ring, d, 1, &below, &above);
+                CHECK(in[2 * d] == 100 * below + 2 * d + 1 && in[2 * d + 1] == 100 * above + 2 * d,
+                      "periodic ring of %d (%d dimension(s)), dimension %d: received %d from -1 and %d from +1, expected %d and %d", members, ndims, d, in[2 * d],
+                      in[2 * d + 1], 100 * below + 2 * d + 1, 100 * above + 2 * d);
+            }
+            MPI_Comm_free(&ring);
+        }
+        MPI_Comm_free(&part);
+    }
+}
+
 int main(int argc, char **argv)
 {
     int x = 0, y = 0;
@@ -111,6 +156,8 @@ int main(int argc, char **argv)
         check_cartesian(1, 1);
     }
     check_dist_graph();
+    check_small_periodic_rings(0);
+    check_small_periodic_rings(1);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     /* Open MPI 4.1 answers this with an unrelated class (MPI_ERR_IN_STATUS). */
 #ifdef TEST_BRAID_ONLY

@@ -31,6 +31,23 @@ pub enum Topology {
 pub struct Neighbors {
     pub sources: Vec<c_int>,
     pub destinations: Vec<c_int>,
+    /// A Cartesian grid's: the lists hold, per dimension, the process at -1 then the one at +1.
+    pub cartesian: bool,
+}
+
+impl Neighbors {
+    /// The order in which the destination blocks leave. Messages between two processes match in
+    /// the order they were sent, and where the same process is both neighbours of a dimension (a
+    /// periodic dimension of 1 or 2 processes) the block sent toward +1 must land in the block
+    /// received from -1 (MPI 4.0): on a grid, each dimension's +1 block leaves first.
+    pub fn send_order(&self) -> Vec<usize> {
+        let n = self.destinations.len();
+        if self.cartesian {
+            (0..n).map(|index| index ^ 1).filter(|&index| index < n).collect()
+        } else {
+            (0..n).collect()
+        }
+    }
 }
 
 impl Topology {
@@ -55,13 +72,13 @@ impl Topology {
                         [below, above]
                     })
                     .collect();
-                Neighbors { sources: both.clone(), destinations: both }
+                Neighbors { sources: both.clone(), destinations: both, cartesian: true }
             }
             Topology::Graph(graph) => {
                 let both = graph.neighbors(rank).to_vec();
-                Neighbors { sources: both.clone(), destinations: both }
+                Neighbors { sources: both.clone(), destinations: both, cartesian: false }
             }
-            Topology::DistGraph(graph) => Neighbors { sources: graph.sources.clone(), destinations: graph.destinations.clone() },
+            Topology::DistGraph(graph) => Neighbors { sources: graph.sources.clone(), destinations: graph.destinations.clone(), cartesian: false },
         }
     }
 }
@@ -74,7 +91,8 @@ mod tests {
     fn cartesian_neighbors_go_down_then_up_per_dimension() {
         let grid = Topology::Cartesian(Cartesian { dims: vec![2, 3], periods: vec![false, true] });
         let expected = vec![MPI_PROC_NULL, 3, 2, 1];
-        assert_eq!(grid.neighbors(0), Neighbors { sources: expected.clone(), destinations: expected });
+        assert_eq!(grid.neighbors(0), Neighbors { sources: expected.clone(), destinations: expected, cartesian: true });
+        assert_eq!(grid.neighbors(0).send_order(), vec![1, 0, 3, 2]);
         let corner = grid.neighbors(5);
         assert_eq!(corner.sources, vec![2, MPI_PROC_NULL, 4, 3]);
         assert_eq!(corner.destinations, corner.sources);
@@ -93,8 +111,9 @@ mod tests {
     #[test]
     fn graph_neighbors_are_both_lists() {
         let graph = Topology::Graph(Graph::new(MPI_COMM_WORLD, &[2, 3, 4], &[1, 2, 0, 0]).unwrap());
-        assert_eq!(graph.neighbors(0), Neighbors { sources: vec![1, 2], destinations: vec![1, 2] });
-        assert_eq!(graph.neighbors(2), Neighbors { sources: vec![0], destinations: vec![0] });
+        assert_eq!(graph.neighbors(0), Neighbors { sources: vec![1, 2], destinations: vec![1, 2], cartesian: false });
+        assert_eq!(graph.neighbors(0).send_order(), vec![0, 1]);
+        assert_eq!(graph.neighbors(2), Neighbors { sources: vec![0], destinations: vec![0], cartesian: false });
         assert_eq!(graph.kind(), MPI_GRAPH);
     }
 
@@ -102,7 +121,7 @@ mod tests {
     fn dist_graph_neighbors_keep_the_given_order() {
         let graph = DistGraph { sources: vec![3, 1, MPI_PROC_NULL], source_weights: None, destinations: vec![2], destination_weights: None };
         let topology = Topology::DistGraph(graph);
-        assert_eq!(topology.neighbors(0), Neighbors { sources: vec![3, 1, MPI_PROC_NULL], destinations: vec![2] });
+        assert_eq!(topology.neighbors(0), Neighbors { sources: vec![3, 1, MPI_PROC_NULL], destinations: vec![2], cartesian: false });
         assert_eq!(topology.kind(), MPI_DIST_GRAPH);
     }
 }

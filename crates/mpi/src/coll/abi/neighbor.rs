@@ -24,7 +24,11 @@ enum Incoming {
 /// leaves for `destinations[j]`.
 fn neighbor_exchange(start: &Start, outgoing: Outgoing, incoming: Incoming) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let neighbors = start.neighbors.as_ref().expect("a neighbourhood collective starts with its neighbours");
-    let (sources, destinations) = (neighbor_ranks(&neighbors.sources), neighbor_ranks(&neighbors.destinations));
+    let sources = neighbor_ranks(&neighbors.sources);
+    let order = neighbors.send_order();
+    let all_destinations = neighbor_ranks(&neighbors.destinations);
+    let destinations: Vec<Option<usize>> = order.iter().map(|&index| all_destinations[index]).collect();
+    let send_ranges: Vec<Range<usize>> = order.iter().filter_map(|&index| outgoing.ranges.get(index).cloned()).collect();
     let port = start.port();
     Ok(async move {
         let (mut landing, ranges) = match &incoming {
@@ -32,7 +36,7 @@ fn neighbor_exchange(start: &Start, outgoing: Outgoing, incoming: Incoming) -> M
             Incoming::Spread(recv) => (unsafe { recv.landing(None) }, recv.ranges.clone()),
             Incoming::Mixed(recv) => (Landing::Staged(vec![0u8; recv.ranges.last().map_or(0, |range| range.end)]), recv.ranges.clone()),
         };
-        port.exchange_with(&sources, landing.bytes(), &ranges, &destinations, &outgoing.bytes, &outgoing.ranges)?.await?;
+        port.exchange_with(&sources, landing.bytes(), &ranges, &destinations, &outgoing.bytes, &send_ranges)?.await?;
         match &incoming {
             // SAFETY: as above.
             Incoming::Spread(recv) => unsafe { recv.store(&landing, None) },
