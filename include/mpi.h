@@ -141,7 +141,9 @@ typedef struct MPI_Status {
 /* MPI-1 bound markers (for MPI_Type_struct) */
 #define MPI_LB ((MPI_Datatype)65)
 #define MPI_UB ((MPI_Datatype)66)
-#define BRAID_PREDEFINED_DATATYPE_LAST 66
+/* Optional Fortran type: INTEGER(KIND=16), gfortran's 128-bit integer */
+#define MPI_INTEGER16 ((MPI_Datatype)67)
+#define BRAID_PREDEFINED_DATATYPE_LAST 67
 #define BRAID_FIRST_DERIVED_DATATYPE 256
 
 /* Type constructor helpers */

@@ -1,7 +1,8 @@
 ! The `mpi` module from a free-form program: explicit interfaces accept
 ! buffers of every type, kind and rank; LOGICAL arguments (Cartesian
 ! periods, test flags); MAXLOC on MPI_2DOUBLE_PRECISION; 8-byte integers
-! and complex numbers; MPI_WTIME as a function.
+! and complex numbers; 16-byte integers (MPI_INTEGER16, optional in MPI: a
+! library without it defines it as MPI_DATATYPE_NULL); MPI_WTIME as a function.
 ! Prints "f90_module: N failures" and exits 1 on any failure.
 program f90_module
   use mpi
@@ -28,6 +29,9 @@ contains
 
   subroutine kinds_and_ranks()
     integer(kind=8) :: big(2), bigsum(2)
+    integer(kind=16) :: huge16(2), huge16max(2)
+    integer :: typesize, matched, length
+    character(len=MPI_MAX_LIBRARY_VERSION_STRING) :: library
     complex(kind=8) :: z, zsum
     double precision :: pair(2), best(2)
     real :: grid(3, 2), scalar
@@ -35,6 +39,32 @@ contains
     big = [int(rank, 8) * 10000000000_8, 1_8]
     call mpi_allreduce(big, bigsum, 2, MPI_INTEGER8, MPI_SUM, MPI_COMM_WORLD, ierr)
     call check(bigsum(1) == 10000000000_8 * (nprocs * (nprocs - 1) / 2) .and. bigsum(2) == nprocs, 'integer8 sum')
+    ! Optional: MPICH 4.0 defines MPI_INTEGER16 as MPI_DATATYPE_NULL, Open MPI 4.1 (Debian)
+    ! as a datatype that every call rejects. Used where MPI_Type_size takes it.
+    call mpi_comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN, ierr)
+    typesize = 0
+    if (MPI_INTEGER16 /= MPI_DATATYPE_NULL) call mpi_type_size(MPI_INTEGER16, typesize, ierr)
+    call mpi_comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL, ierr)
+    call mpi_get_library_version(library, length, ierr)
+    if (library(1:5) == 'Braid') call check(typesize == 16, 'Braid offers MPI_INTEGER16')
+    if (MPI_INTEGER16 /= MPI_DATATYPE_NULL .and. typesize /= 0) then
+      ! Beyond 64 bits: 2**70 + rank, broadcast, then (where the library reduces on the type:
+      ! Open MPI 4.1 defines MPI_INTEGER16 but has no reduction on it) maximised and summed.
+      huge16 = [2_16**70 + int(rank, 16), -2_16**100 * int(rank + 1, 16)]
+      huge16max = huge16
+      call mpi_bcast(huge16max, 2, MPI_INTEGER16, nprocs - 1, MPI_COMM_WORLD, ierr)
+      call check(huge16max(1) == 2_16**70 + int(nprocs - 1, 16) .and. &
+                 huge16max(2) == -2_16**100 * int(nprocs, 16), 'integer16 bcast')
+      if (library(1:5) == 'Braid') then
+        call mpi_allreduce(huge16, huge16max, 2, MPI_INTEGER16, MPI_MAX, MPI_COMM_WORLD, ierr)
+        call check(huge16max(1) == 2_16**70 + int(nprocs - 1, 16) .and. huge16max(2) == -2_16**100, 'integer16 max')
+        call mpi_allreduce(huge16, huge16max, 2, MPI_INTEGER16, MPI_SUM, MPI_COMM_WORLD, ierr)
+        call check(huge16max(1) == int(nprocs, 16) * 2_16**70 + int(nprocs * (nprocs - 1) / 2, 16), 'integer16 sum')
+      end if
+      call check(typesize == 16, 'integer16 size')
+      call mpi_type_match_size(MPI_TYPECLASS_INTEGER, 16, matched, ierr)
+      call check(matched == MPI_INTEGER16, 'integer16 from MPI_Type_match_size')
+    end if
     z = cmplx(rank, 1, kind=8)
     call mpi_allreduce(z, zsum, 1, MPI_DOUBLE_COMPLEX, MPI_SUM, MPI_COMM_WORLD, ierr)
     call check(real(zsum) == nprocs * (nprocs - 1) / 2 .and. aimag(zsum) == nprocs, 'complex sum')

@@ -162,7 +162,8 @@ pub const MPI_CXX_LONG_DOUBLE_COMPLEX: MPI_Datatype = 64;
 // MPI-1 bound markers (for MPI_Type_struct)
 pub const MPI_LB: MPI_Datatype = 65;
 pub const MPI_UB: MPI_Datatype = 66;
-pub const BRAID_PREDEFINED_DATATYPE_LAST: c_int = 66;
+pub const MPI_INTEGER16: MPI_Datatype = 67;
+pub const BRAID_PREDEFINED_DATATYPE_LAST: c_int = 67;
 pub const BRAID_FIRST_DERIVED_DATATYPE: c_int = 256;
 
 // Type constructor helpers

@@ -84,6 +84,7 @@ fn wire_parts(basic: Basic) -> &'static [Wire] {
         Basic::CDoubleComplex | Basic::DoubleComplex | Basic::Complex16 | Basic::CxxDoubleComplex => &[Ordered(8), Ordered(8)],
         Basic::CLongDoubleComplex | Basic::CxxLongDoubleComplex => &[LongDouble, LongDouble],
         Basic::Complex32 => &[Ordered(16), Ordered(16)],
+        Basic::Integer16 => &[Ordered(16)],
         Basic::FloatInt | Basic::TwoInt | Basic::TwoInteger | Basic::TwoReal => &[Ordered(4), Ordered(4)],
         Basic::DoubleInt => &[Ordered(8), Ordered(4)],
         Basic::LongInt => &[Long { signed: true }, Ordered(4)],

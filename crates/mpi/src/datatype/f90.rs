@@ -19,7 +19,7 @@ use crate::error::{finish, MpiResult};
 /// The named type of `typeclass` whose size is `size` bytes.
 fn matching_size(typeclass: c_int, size: c_int) -> MpiResult<MPI_Datatype> {
     let candidates: &[MPI_Datatype] = match typeclass {
-        MPI_TYPECLASS_INTEGER => &[MPI_INTEGER1, MPI_INTEGER2, MPI_INTEGER4, MPI_INTEGER8],
+        MPI_TYPECLASS_INTEGER => &[MPI_INTEGER1, MPI_INTEGER2, MPI_INTEGER4, MPI_INTEGER8, MPI_INTEGER16],
         MPI_TYPECLASS_REAL => &[MPI_REAL4, MPI_REAL8, MPI_REAL16],
         MPI_TYPECLASS_COMPLEX => &[MPI_COMPLEX8, MPI_COMPLEX16, MPI_COMPLEX32],
         other => return Err(failure(MPI_ERR_ARG, format!("typeclass {other} is not an MPI_TYPECLASS_* value"))),
@@ -48,6 +48,7 @@ fn integer_kind(range: c_int) -> Option<MPI_Datatype> {
         3..=4 => MPI_INTEGER2,
         5..=9 => MPI_INTEGER4,
         10..=18 => MPI_INTEGER8,
+        19..=38 => MPI_INTEGER16,
         _ => return None,
     })
 }
@@ -132,7 +133,9 @@ mod tests {
         assert_eq!(integer_kind(2), Some(MPI_INTEGER1));
         assert_eq!(integer_kind(9), Some(MPI_INTEGER4));
         assert_eq!(integer_kind(10), Some(MPI_INTEGER8));
-        assert_eq!(integer_kind(19), None);
+        assert_eq!(integer_kind(19), Some(MPI_INTEGER16));
+        assert_eq!(integer_kind(38), Some(MPI_INTEGER16));
+        assert_eq!(integer_kind(39), None);
         assert_eq!(real_kind(6, MPI_UNDEFINED), Some(0));
         assert_eq!(real_kind(7, MPI_UNDEFINED), Some(1));
         assert_eq!(real_kind(MPI_UNDEFINED, 38), Some(1));

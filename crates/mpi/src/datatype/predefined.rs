@@ -75,10 +75,12 @@ pub enum Basic {
     /// The MPI-1 bound markers: no data, they set a struct's lower or upper bound.
     Lb,
     Ub,
+    /// Fortran INTEGER(KIND=16) (MPI_INTEGER16, optional in MPI): a 128-bit integer.
+    Integer16,
 }
 
 /// Handle, kind and MPI name of every predefined datatype.
-pub const PREDEFINED: [(MPI_Datatype, Basic, &str); 66] = [
+pub const PREDEFINED: [(MPI_Datatype, Basic, &str); 67] = [
     (MPI_CHAR, Basic::Char, "MPI_CHAR"),
     (MPI_SIGNED_CHAR, Basic::SignedChar, "MPI_SIGNED_CHAR"),
     (MPI_UNSIGNED_CHAR, Basic::UnsignedChar, "MPI_UNSIGNED_CHAR"),
@@ -145,6 +147,7 @@ pub const PREDEFINED: [(MPI_Datatype, Basic, &str); 66] = [
     (MPI_CXX_LONG_DOUBLE_COMPLEX, Basic::CxxLongDoubleComplex, "MPI_CXX_LONG_DOUBLE_COMPLEX"),
     (MPI_LB, Basic::Lb, "MPI_LB"),
     (MPI_UB, Basic::Ub, "MPI_UB"),
+    (MPI_INTEGER16, Basic::Integer16, "MPI_INTEGER16"),
 ];
 
 /// `long double` on the Linux targets Braid supports (x86_64: 80-bit x87 in 16 bytes;
@@ -229,6 +232,8 @@ impl Basic {
             Basic::LongDouble => Shape { parts: &[(0, LONG_DOUBLE_SIZE)], extent: LONG_DOUBLE_SIZE, align: LONG_DOUBLE_ALIGN },
             Basic::CLongDoubleComplex | Basic::CxxLongDoubleComplex => Shape { parts: &[(0, 2 * LONG_DOUBLE_SIZE)], extent: 2 * LONG_DOUBLE_SIZE, align: LONG_DOUBLE_ALIGN },
             Basic::Real16 => Shape { parts: &[(0, BINARY128_SIZE)], extent: BINARY128_SIZE, align: BINARY128_SIZE },
+            // gfortran's INTEGER(16) is C's __int128: 16 bytes, 16-aligned.
+            Basic::Integer16 => Shape { parts: &[(0, 16)], extent: 16, align: 16 },
             Basic::Complex32 => Shape { parts: &[(0, 2 * BINARY128_SIZE)], extent: 2 * BINARY128_SIZE, align: BINARY128_SIZE },
             Basic::TwoInteger => Shape { parts: &[(0, 4), (4, 4)], extent: 8, align: 4 },
             Basic::TwoReal => Shape { parts: &[(0, 4), (4, 4)], extent: 8, align: 4 },
@@ -293,6 +298,7 @@ mod tests {
             (Basic::DoubleComplex, 16),
             (Basic::Integer1, 1),
             (Basic::Integer8, 8),
+            (Basic::Integer16, 16),
             (Basic::Real16, 16),
             (Basic::Complex32, 32),
             (Basic::CxxBool, 1),

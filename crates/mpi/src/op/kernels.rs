@@ -66,7 +66,7 @@ macro_rules! scalar {
         }
     )*};
 }
-scalar!(i8, u8, i16, u16, i32, u32, i64, u64, isize, f32, f64);
+scalar!(i8, u8, i16, u16, i32, u32, i64, u64, i128, isize, f32, f64);
 
 macro_rules! integer {
     ($($t:ty),*) => {$(
@@ -90,7 +90,7 @@ macro_rules! integer {
         }
     )*};
 }
-integer!(i8, u8, i16, u16, i32, u32, i64, u64, isize);
+integer!(i8, u8, i16, u16, i32, u32, i64, u64, i128, isize);
 
 macro_rules! float {
     ($($t:ty),*) => {$(
@@ -348,6 +348,7 @@ pub fn kernel(op: Builtin, basic: Basic) -> Option<Kernel> {
         Basic::Integer2 => address_kernel::<i16>(op),
         Basic::Integer | Basic::Integer4 => address_kernel::<i32>(op),
         Basic::Integer8 => address_kernel::<i64>(op),
+        Basic::Integer16 => address_kernel::<i128>(op),
         Basic::Aint => address_kernel::<crate::consts::MPI_Aint>(op),
         Basic::Offset | Basic::Count => address_kernel::<crate::consts::MPI_Count>(op),
         Basic::Byte => match op {

@@ -254,7 +254,7 @@ fn defined(op: MPI_Op, basic: Basic) -> bool {
             | Uint32
             | Uint64
     );
-    let fortran_integer = matches!(basic, Integer | Integer1 | Integer2 | Integer4 | Integer8);
+    let fortran_integer = matches!(basic, Integer | Integer1 | Integer2 | Integer4 | Integer8 | Integer16);
     let floating = matches!(basic, Float | Double | LongDouble | Real | DoublePrecision | Real4 | Real8 | Real16);
     let complex = matches!(
         basic,
