@@ -1240,7 +1240,25 @@ struct Mixed {
 
 /// # Safety
 /// `counts`, `displs` and `types` must point to `size` entries each (or be NULL, an error).
-unsafe fn mixed(comm: MPI_Comm, buffer: *const c_void, counts: *const c_int, displs: *const c_int, types: *const MPI_Datatype, size: usize) -> MpiResult<Mixed> {
+/// A displacement in bytes as the w-variants take it: `int` (MPI_Alltoallw) or `MPI_Aint`
+/// (MPI_Neighbor_alltoallw, where with MPI_BOTTOM it is an absolute address).
+trait ByteDisplacement: Copy {
+    fn bytes(self) -> isize;
+}
+
+impl ByteDisplacement for c_int {
+    fn bytes(self) -> isize {
+        self as isize
+    }
+}
+
+impl ByteDisplacement for MPI_Aint {
+    fn bytes(self) -> isize {
+        self
+    }
+}
+
+unsafe fn mixed<D: ByteDisplacement>(comm: MPI_Comm, buffer: *const c_void, counts: *const c_int, displs: *const D, types: *const MPI_Datatype, size: usize) -> MpiResult<Mixed> {
     if counts.is_null() || displs.is_null() || types.is_null() {
         return Err(error(comm, MPI_ERR_ARG, "the counts, displacements or types array is NULL"));
     }
@@ -1250,7 +1268,7 @@ unsafe fn mixed(comm: MPI_Comm, buffer: *const c_void, counts: *const c_int, dis
     let mut ranges = Vec::with_capacity(size);
     let mut offset = 0;
     for ((&count, &displacement), &datatype) in counts.iter().zip(displs).zip(types) {
-        let start = (buffer as *const u8).wrapping_offset(displacement as isize);
+        let start = (buffer as *const u8).wrapping_offset(displacement.bytes());
         let block = typed(comm, start.cast(), count, datatype)?;
         ranges.push(offset..offset + block.packed_len);
         offset += block.packed_len;

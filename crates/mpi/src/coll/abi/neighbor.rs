@@ -181,21 +181,11 @@ unsafe fn neighbor_alltoallw(
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let (indegree, outdegree) = neighbor_counts(start);
-    // MPI_Neighbor_alltoallw's displacements are MPI_Aint bytes; MPI_Alltoallw's are int bytes.
-    let narrow = |displs: *const MPI_Aint, len: usize| -> MpiResult<Vec<c_int>> {
-        if displs.is_null() {
-            return Err(error(comm, MPI_ERR_ARG, "a displacements array is NULL"));
-        }
-        // SAFETY: the caller passes one displacement per neighbour.
-        let displs = unsafe { std::slice::from_raw_parts(displs, len) };
-        displs.iter().map(|&d| c_int::try_from(d).map_err(|_| error(comm, MPI_ERR_ARG, format!("displacement {d} is too large")))).collect()
-    };
-    let (sdispls, rdispls) = (narrow(sdispls, outdegree)?, narrow(rdispls, indegree)?);
     // SAFETY: the caller passes one count and type per destination and per source.
-    let send = unsafe { mixed(comm, sendbuf, sendcounts, sdispls.as_ptr(), sendtypes, outdegree)? };
+    let send = unsafe { mixed(comm, sendbuf, sendcounts, sdispls, sendtypes, outdegree)? };
     // SAFETY: the caller's send buffer holds the blocks.
     let outgoing = Outgoing { bytes: Cow::Owned(unsafe { send.packed() }), ranges: send.ranges };
     // SAFETY: as above.
-    let recv = unsafe { mixed(comm, recvbuf, recvcounts, rdispls.as_ptr(), recvtypes, indegree)? };
+    let recv = unsafe { mixed(comm, recvbuf, recvcounts, rdispls, recvtypes, indegree)? };
     neighbor_exchange(start, outgoing, Incoming::Mixed(recv))
 }
