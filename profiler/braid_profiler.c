@@ -96,7 +96,6 @@ static struct {
     struct sample *samples;
     size_t sample_count, sample_capacity;
     double last_sample;
-    char error[256];
 } prof;
 
 static double now(void)
@@ -368,7 +367,16 @@ static uint64_t bytes_of(int count, MPI_Datatype datatype)
     return (uint64_t)count * (uint64_t)size;
 }
 
-static int comm_size(MPI_Comm comm);
+static int comm_size(MPI_Comm comm)
+{
+    int n = 0, inter = 0;
+    PMPI_Comm_test_inter(comm, &inter);
+    if (inter)
+        PMPI_Comm_remote_size(comm, &n);
+    else
+        PMPI_Comm_size(comm, &n);
+    return n;
+}
 
 static uint64_t sum_bytes(const int *counts, MPI_Datatype datatype, MPI_Comm comm)
 {
@@ -392,16 +400,6 @@ static uint64_t sum_bytes_w(const int *counts, const MPI_Datatype *types, MPI_Co
     return total;
 }
 
-static int comm_size(MPI_Comm comm)
-{
-    int n = 0, inter = 0;
-    PMPI_Comm_test_inter(comm, &inter);
-    if (inter)
-        PMPI_Comm_remote_size(comm, &n);
-    else
-        PMPI_Comm_size(comm, &n);
-    return n;
-}
 
 /* A point-to-point send of `bytes` to `dest` of `comm`, for the call-level matrix. */
 static void sent_to(int dest, MPI_Comm comm, uint64_t bytes)

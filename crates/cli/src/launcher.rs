@@ -427,10 +427,7 @@ impl Job<'_> {
             ("BRAID_LOCAL_RANK".into(), site.local_rank.to_string().into()),
             ("BRAID_LOCAL_SIZE".into(), site.local_size.to_string().into()),
         ];
-        if let Some(node) = &site.node_name {
-            environment.push(("BRAID_NODE_NAME".into(), node.into()));
-        }
-        environment.extend(self.request.rank_environment.iter().cloned());
+        environment.extend(self.added_environment(site));
         // The remote shell starts with its own environment: Braid's settings go along explicitly.
         let mut settings: Vec<(OsString, OsString)> = std::env::vars_os()
             .filter(|(name, _)| name.as_bytes().starts_with(b"BRAID_") && !matches!(name.as_bytes(), b"BRAID_LOCAL_RANK" | b"BRAID_LOCAL_SIZE" | b"BRAID_NODE_NAME"))
@@ -443,6 +440,13 @@ impl Job<'_> {
         let mut command = Command::new(&request.agent[0]);
         command.args(&request.agent[1..]).arg(&remote.host).arg(line);
         Ok(command)
+    }
+
+    /// What a rank's environment gets beyond the launcher's own: its node's name where that is not
+    /// this machine's, and the request's variables (the profiler's).
+    fn added_environment(&self, site: &Site) -> Vec<(OsString, OsString)> {
+        let node = site.node_name.as_ref().map(|node| (OsString::from("BRAID_NODE_NAME"), OsString::from(node)));
+        node.into_iter().chain(self.request.rank_environment.iter().cloned()).collect()
     }
 
     fn start_rank(&mut self, rank: u32) -> Result<(), Failure> {
@@ -481,10 +485,7 @@ impl Job<'_> {
             command.env("BRAID_RAILS", rails);
         }
         if site.remote.is_none() {
-            if let Some(node) = &site.node_name {
-                command.env("BRAID_NODE_NAME", node);
-            }
-            command.envs(self.request.rank_environment.iter().map(|(name, value)| (name, value)));
+            command.envs(self.added_environment(site));
         }
         if let Some(namespace) = &site.namespace {
             namespace.enter_on_exec(&mut command);

@@ -348,7 +348,7 @@ fn run_job(args: RunArgs) -> ExitCode {
 /// Merges a profiled job's rank files, saying what was written and which ranks left none.
 fn merge_profile(dir: &Path) {
     match profile::merge_directory(dir) {
-        Ok((profile, _)) => {
+        Ok(profile) => {
             eprintln!("braid run: profile of {} rank(s) in {} (braid report {} draws it)", profile.size - profile.missing_ranks.len(), dir.join("profile.json").display(), dir.display());
             if !profile.missing_ranks.is_empty() {
                 eprintln!("braid run: warning: rank(s) {} left no profile (they did not reach MPI_Finalize)", report::rank_list(&profile.missing_ranks));

@@ -54,15 +54,15 @@ impl Engine {
         self.wait.timeout
     }
 
-    /// Arms this rank's doorbell for a thread that will sleep on it without the engine, then
-    /// looks at the channels once more. `Ok(None)`: no sleep now (that look found something,
-    /// work on a lane needs polling, or nothing here can wake a sleeper); the caller tests its
-    /// condition again.
+    /// Arms this rank's doorbell for a thread that will sleep on it without the engine: whatever
+    /// arrives from now on rings it, so the caller tests its condition once more (with progress)
+    /// before it sleeps. `Ok(None)`: no sleep now (work on a lane needs polling, or nothing here
+    /// can wake a sleeper).
     pub fn park(&mut self) -> Result<Option<Parking>, EngineError> {
         if self.park_after().is_none() {
             return Ok(None);
         }
-        let parking = match self.wait.doorbell {
+        Ok(Some(match self.wait.doorbell {
             Doorbell::Direct(transport) => {
                 if self.core.has_local_work() {
                     return Ok(None);
@@ -77,16 +77,7 @@ impl Engine {
                 Parking { spot: Spot::Rails { doorbells, until: Instant::now() + timeout }, timeout }
             }
             Doorbell::None => return Ok(None),
-        };
-        // Armed: whatever arrives from now on rings the doorbell, so this look closes the window
-        // between the caller's last test and the sleep.
-        match self.progress() {
-            Ok(false) => Ok(Some(parking)),
-            outcome => {
-                self.unpark(parking, Duration::ZERO);
-                outcome.map(|_| None)
-            }
-        }
+        }))
     }
 
     /// Takes back a doorbell armed by [`Engine::park`], once its sleep (`slept` long) is over.

@@ -8,14 +8,13 @@
 #![allow(clippy::missing_safety_doc, clippy::too_many_arguments)]
 
 use std::ffi::{c_int, c_void};
+use std::time::{Duration, Instant};
 
 use crate::consts::*;
+use crate::error::{MpiError, MpiResult};
 use crate::message::abi::{MPI_Improbe, MPI_Imrecv};
 use crate::p2p::{MPI_Iprobe, MPI_Irecv};
 use crate::request::abi::{MPI_Test, MPI_Testall, MPI_Testany, MPI_Testsome};
-use std::time::{Duration, Instant};
-
-use crate::error::{MpiError, MpiResult};
 use crate::runtime::sleepers::{self, Armed};
 use crate::runtime::{self, Runtime};
 

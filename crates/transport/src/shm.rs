@@ -229,8 +229,8 @@ impl ShmTransport {
         Ok(())
     }
 
-    fn own_segment(&self) -> Option<&Segment> {
-        self.local_of(self.rank).and_then(|index| self.segments.get(index)).map(|segment| &**segment)
+    fn own_segment(&self) -> Option<&Arc<Segment>> {
+        self.local_of(self.rank).and_then(|index| self.segments.get(index))
     }
 
     /// Frames whose payload does not fit inline: payload into a pool buffer, descriptor in the ring.
@@ -556,8 +556,7 @@ impl Transport for ShmTransport {
     }
 
     fn shared_doorbell(&self) -> Option<Arc<dyn SharedDoorbell>> {
-        let own = self.local_of(self.rank)?;
-        self.segments.get(own).map(|segment| Arc::clone(segment) as Arc<dyn SharedDoorbell>)
+        self.own_segment().map(|segment| Arc::clone(segment) as Arc<dyn SharedDoorbell>)
     }
 
     fn ring_own_doorbell(&self) {

@@ -153,11 +153,10 @@ pub fn write_outputs(dir: &Path, profile: &Profile, files: &[RankFile]) -> Resul
     Ok(written)
 }
 
-/// Merges the rank files of `dir` and writes the job's profile there. The profile, with a line
-/// about every rank that left no file.
-pub fn merge_directory(dir: &Path) -> Result<(Profile, Vec<RankFile>), String> {
+/// Merges the rank files of `dir` and writes the job's profile there.
+pub fn merge_directory(dir: &Path) -> Result<Profile, String> {
     let files = load(dir)?;
     let profile = merge::merge(&files);
     write_outputs(dir, &profile, &files)?;
-    Ok((profile, files))
+    Ok(profile)
 }

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::{bytes_text, intra_inter, node_of_rank, percent, rank_list, top_functions};
+use super::{bytes_text, intra_inter, intra_inter_per_node, node_of_rank, percent, rank_list, top_functions};
 use crate::profile::merge::Profile;
 use crate::profile::rank_file::SIZE_BUCKETS;
 
@@ -193,25 +193,12 @@ pub fn page(profile: &Profile) -> String {
         .collect();
     let _ = write!(body, "<h2>Message sizes</h2><p>Calls by the bytes they moved (power-of-two buckets).</p>{}", stacked_bars("sizes", &buckets, &|value| format!("{value:.0}")));
 
-    let nodes = node_of_rank(profile);
+    let per_node_bytes = intra_inter_per_node(profile);
     let per_node: Vec<BarRow> = profile
         .nodes
         .iter()
-        .enumerate()
-        .map(|(index, node)| {
-            let (mut intra, mut inter) = (0u64, 0u64);
-            for (from, row) in profile.bytes.iter().enumerate().filter(|(from, _)| nodes[*from] == Some(index)) {
-                let _ = from;
-                for (to, &bytes) in row.iter().enumerate() {
-                    if nodes[to] == Some(index) {
-                        intra += bytes;
-                    } else {
-                        inter += bytes;
-                    }
-                }
-            }
-            (node.clone(), vec![(intra as f64, "#4c9a2a", "within the node"), (inter as f64, "#c0392b", "to other nodes")])
-        })
+        .zip(&per_node_bytes)
+        .map(|(node, &(intra, inter))| (node.clone(), vec![(intra as f64, "#4c9a2a", "within the node"), (inter as f64, "#c0392b", "to other nodes")]))
         .collect();
     let (intra, inter) = intra_inter(profile);
     let _ = write!(

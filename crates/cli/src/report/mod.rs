@@ -7,11 +7,13 @@ mod html;
 use std::path::Path;
 use std::process::ExitCode;
 
+use braid_sys::topology::format_cpu_list;
+
 use crate::profile::merge::Profile;
 use crate::profile::{self};
 
 pub fn run(dir: &Path) -> ExitCode {
-    let (profile, _) = match profile::merge_directory(dir) {
+    let profile = match profile::merge_directory(dir) {
         Ok(merged) => merged,
         Err(message) => {
             eprintln!("braid report: {message}");
@@ -28,21 +30,9 @@ pub fn run(dir: &Path) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Ranks as a short list: "0-3, 6".
+/// Ranks as a short list: "0-3, 6" (the kernel's CPU-list form, spaced for reading).
 pub fn rank_list(ranks: &[usize]) -> String {
-    let mut parts = Vec::new();
-    let mut index = 0;
-    while index < ranks.len() {
-        let start = ranks[index];
-        let mut end = start;
-        while index + 1 < ranks.len() && ranks[index + 1] == end + 1 {
-            index += 1;
-            end = ranks[index];
-        }
-        parts.push(if start == end { start.to_string() } else { format!("{start}-{end}") });
-        index += 1;
-    }
-    parts.join(", ")
+    format_cpu_list(ranks).replace(',', ", ")
 }
 
 /// Bytes with a binary unit.
@@ -78,19 +68,27 @@ pub fn node_of_rank(profile: &Profile) -> Vec<Option<usize>> {
     nodes
 }
 
-/// Bytes sent within nodes and across them (pairs with a missing rank count as across).
-pub fn intra_inter(profile: &Profile) -> (u64, u64) {
+/// Per node (as in `profile.nodes`), the bytes its ranks sent within it and to other nodes (a
+/// rank that left no file counts as on another node; its own row is empty).
+pub fn intra_inter_per_node(profile: &Profile) -> Vec<(u64, u64)> {
     let nodes = node_of_rank(profile);
-    let (mut intra, mut inter) = (0, 0);
+    let mut totals = vec![(0, 0); profile.nodes.len()];
     for (from, row) in profile.bytes.iter().enumerate() {
+        let Some(node) = nodes[from] else { continue };
         for (to, &bytes) in row.iter().enumerate() {
-            match (nodes[from], nodes[to]) {
-                (Some(a), Some(b)) if a == b => intra += bytes,
-                _ => inter += bytes,
+            if nodes[to] == Some(node) {
+                totals[node].0 += bytes;
+            } else {
+                totals[node].1 += bytes;
             }
         }
     }
-    (intra, inter)
+    totals
+}
+
+/// Bytes sent within nodes and across them, over the job.
+pub fn intra_inter(profile: &Profile) -> (u64, u64) {
+    intra_inter_per_node(profile).iter().fold((0, 0), |(intra, inter), &(a, b)| (intra + a, inter + b))
 }
 
 /// The MPI functions over all ranks, by time spent: (name, calls, time, bytes).

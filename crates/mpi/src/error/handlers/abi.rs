@@ -40,14 +40,14 @@ unsafe fn create(name: &str, kind: Kind, function: Option<ErrhandlerFunction>, e
 /// MPI_Comm_set_errhandler and MPI_Errhandler_set.
 fn set_on_comm(name: &str, comm: MPI_Comm, errhandler: MPI_Errhandler) -> c_int {
     let result = runtime::with(|rt| {
-        if rt.comms.is_coming(comm) {
-            // A handle MPI_Comm_idup has not completed: the communicator gets the handler when it does.
-            rt.errhandlers.check_attachable(errhandler, Kind::Comm, on_comm(rt, errhandler)).map_err(|detail| error(comm, MPI_ERR_ARG, detail))?;
-            rt.comms.set_coming_errhandler(comm, errhandler);
+        if !rt.comms.is_coming(comm) {
+            rt.comms.get(comm)?;
+        }
+        rt.errhandlers.check_attachable(errhandler, Kind::Comm, on_comm(rt, errhandler)).map_err(|detail| error(comm, MPI_ERR_ARG, detail))?;
+        // A handle MPI_Comm_idup has not completed: the communicator gets the handler when it does.
+        if rt.comms.set_coming_errhandler(comm, errhandler) {
             return Ok(());
         }
-        rt.comms.get(comm)?;
-        rt.errhandlers.check_attachable(errhandler, Kind::Comm, on_comm(rt, errhandler)).map_err(|detail| error(comm, MPI_ERR_ARG, detail))?;
         let function = rt.errhandlers.function(errhandler);
         rt.comms.get_mut(comm)?.errhandler = errhandler;
         if comm == MPI_COMM_WORLD {
