@@ -2,7 +2,7 @@
 //!
 //! Counting is plain `u64` additions on the engine's own paths: the engine is single-threaded,
 //! so no atomics are needed, and the tables are allocated once at start-up, so counting never
-//! allocates. Everything a small message adds to lives in one cache line, its peer's; reading
+//! allocates. What a small message adds to lives in its peer's first cache line or two; reading
 //! ([`crate::Engine::counter_values`]) copies out and sums up, off the message path.
 //!
 //! Two levels are counted:
@@ -21,6 +21,16 @@
 use std::time::{Duration, Instant};
 
 use braid_lane::PeerId;
+
+/// Buckets of the message-size histograms: bucket 0 holds empty messages, bucket `k` sizes in
+/// `[2^(k-1), 2^k)`, as Open MPI's monitoring writes them.
+pub const SIZE_BUCKETS: usize = 66;
+
+/// The histogram bucket of a message of `bytes`.
+#[inline(always)]
+pub fn size_bucket(bytes: usize) -> usize {
+    (u64::BITS - (bytes as u64).leading_zeros()) as usize
+}
 
 /// What this rank exchanged with one peer, in MPI messages.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -58,14 +68,22 @@ impl TransportTraffic {
 
 /// The counters of one peer: its messages, and the frames of the direct transport that reaches it.
 /// An eager message that is one frame of that transport (the small-message fast paths) is counted
-/// once, in `single`, and added to both when read: half the additions on the hot path, and one
-/// cache line touched.
+/// once, in `single`, and added to both when read: half the additions on the hot path.
 #[repr(C, align(64))]
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 struct PeerCounters {
     single: TransportTraffic,
+    /// Messages sent to the peer by size bucket ([`size_bucket`]); the smallest sizes' buckets
+    /// share `single`'s cache line.
+    sent_sizes: [u64; SIZE_BUCKETS],
     messages: PeerTraffic,
     frames: TransportTraffic,
+}
+
+impl Default for PeerCounters {
+    fn default() -> PeerCounters {
+        PeerCounters { single: TransportTraffic::default(), messages: PeerTraffic::default(), frames: TransportTraffic::default(), sent_sizes: [0; SIZE_BUCKETS] }
+    }
 }
 
 impl PeerCounters {
@@ -118,6 +136,7 @@ impl Counters {
         if let Some(counters) = self.peers.get_mut(peer as usize) {
             counters.messages.messages_sent += 1;
             counters.messages.bytes_sent += bytes as u64;
+            counters.sent_sizes[size_bucket(bytes)] += 1;
         }
         self.rendezvous_sends += u64::from(rendezvous);
     }
@@ -127,6 +146,7 @@ impl Counters {
     pub(crate) fn eager_sent_now(&mut self, peer: PeerId, bytes: usize) {
         if let Some(counters) = self.peers.get_mut(peer as usize) {
             counters.single.sent(1, bytes as u64);
+            counters.sent_sizes[size_bucket(bytes)] += 1;
         }
     }
 
@@ -261,6 +281,7 @@ impl Counters {
         let messages_sent: u64 = peers.iter().map(|traffic| traffic.messages_sent).sum();
         CounterValues {
             peers,
+            sent_sizes: self.peers.iter().map(|counters| counters.sent_sizes).collect(),
             transports,
             transport_names: names,
             peer_transport,
@@ -282,6 +303,8 @@ impl Counters {
 pub struct CounterValues {
     /// Indexed by job rank.
     pub peers: Vec<PeerTraffic>,
+    /// Indexed by job rank: the messages sent to it by size bucket ([`size_bucket`]).
+    pub sent_sizes: Vec<[u64; SIZE_BUCKETS]>,
     /// Indexed like `transport_names`.
     pub transports: Vec<TransportTraffic>,
     /// The transports in the engine's order: "self", "shm", then the rails ("tcp:eth1", ...).
@@ -322,6 +345,12 @@ mod tests {
     }
 
     #[test]
+    fn size_buckets_follow_open_mpis_monitoring() {
+        assert_eq!([size_bucket(0), size_bucket(1), size_bucket(2), size_bucket(3), size_bucket(4), size_bucket(1 << 20)], [0, 1, 2, 2, 3, 21]);
+        assert_eq!(size_bucket(usize::MAX), 64);
+    }
+
+    #[test]
     fn a_small_message_touches_one_cache_line_of_counters() {
         assert_eq!(std::mem::align_of::<PeerCounters>(), 64);
         assert_eq!(std::mem::offset_of!(PeerCounters, single), 0);
@@ -357,6 +386,8 @@ mod tests {
         assert_eq!(values.transports[1], TransportTraffic { frames_sent: 2, bytes_sent: 612, frames_received: 1, bytes_received: 4136 });
         assert_eq!(values.transports[2], TransportTraffic { frames_sent: 2, bytes_sent: 30, frames_received: 1, bytes_received: 7 });
         assert_eq!((values.eager_sends, values.rendezvous_sends), (3, 1));
+        assert_eq!((values.sent_sizes[1][7], values.sent_sizes[1][21], values.sent_sizes[0][4]), (1, 1, 1));
+        assert_eq!(values.sent_sizes[1].iter().sum::<u64>(), 2);
     }
 
     #[test]

@@ -77,7 +77,7 @@ use braid_transport::{Transport, TransportError};
 
 pub use agents::ProgressAgent;
 use counters::Counters;
-pub use counters::{CounterValues, PeerTraffic, TransportTraffic};
+pub use counters::{size_bucket, CounterValues, PeerTraffic, TransportTraffic, SIZE_BUCKETS};
 use endpoint::{ControlLane, Endpoint};
 use frame::Frame;
 pub use links::LinkProfiles;

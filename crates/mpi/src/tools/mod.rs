@@ -18,6 +18,7 @@
 mod categories;
 mod cvars;
 mod enums;
+mod monitoring;
 mod pvars;
 mod sessions;
 #[cfg(test)]
@@ -48,6 +49,8 @@ struct Tools {
     /// Control-variable handles: their variable's index and the elements they were allocated for.
     cvar_handles: BTreeMap<u64, (usize, usize)>,
     sessions: BTreeMap<u64, Session>,
+    /// Open MPI's monitoring variables' reset point and flush file.
+    monitoring: monitoring::Monitoring,
 }
 
 impl Tools {
@@ -62,13 +65,14 @@ impl Tools {
     }
 }
 
-static TOOLS: Mutex<Tools> = Mutex::new(Tools { users: 0, next_id: 1, cvar_handles: BTreeMap::new(), sessions: BTreeMap::new() });
+static TOOLS: Mutex<Tools> = Mutex::new(Tools { users: 0, next_id: 1, cvar_handles: BTreeMap::new(), sessions: BTreeMap::new(), monitoring: monitoring::Monitoring::new() });
 
 /// What the process held when it finalised MPI, for MPI_T calls after MPI_Finalize.
 struct FinalState {
     config: Config,
     tuning: CollTuning,
     counters: CounterValues,
+    job_rank: u32,
 }
 
 static FINAL_STATE: Mutex<Option<FinalState>> = Mutex::new(None);
@@ -80,7 +84,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Called by MPI_Finalize while it still holds the runtime: settings and counters stay readable.
 pub(crate) fn keep_final_state(runtime: &Runtime) {
-    let state = FinalState { config: runtime.config.clone(), tuning: runtime.tuning, counters: runtime.engine.counter_values() };
+    let state = FinalState { config: runtime.config.clone(), tuning: runtime.tuning, counters: runtime.engine.counter_values(), job_rank: runtime.engine.rank() };
     *lock(&FINAL_STATE) = Some(state);
 }
 
@@ -125,6 +129,14 @@ fn counter_values() -> ToolResult<CounterValues> {
         return Ok(values);
     }
     Ok(lock(&FINAL_STATE).as_ref().map(|state| state.counters.clone()).unwrap_or_default())
+}
+
+/// This process's rank in the job (0 before MPI_Init).
+fn job_rank() -> ToolResult<u32> {
+    if let Some(rank) = with_runtime(|rt| rt.engine.rank())? {
+        return Ok(rank);
+    }
+    Ok(lock(&FINAL_STATE).as_ref().map_or(0, |state| state.job_rank))
 }
 
 /// Starts a new interval of the unexpected queue's high watermark wherever the counters live.

@@ -1,7 +1,8 @@
 //! MPI_T performance variables: the engine's traffic counters (braid_engine's counters.rs says
 //! what each one counts), named for profilers. Per-peer arrays have one element per job rank,
-//! per-transport arrays one per transport in the order `braid_transport_names` lists; every
-//! variable is bound to no object.
+//! per-transport arrays one per transport in the order `braid_transport_names` lists. Every
+//! `braid_` variable is bound to no object; Open MPI's monitoring variables, under their own
+//! names, follow Open MPI (monitoring.rs).
 
 // The safety contract of the MPI_T_* entry points is the MPI standard's rules for their arguments.
 #![allow(non_snake_case, clippy::missing_safety_doc)]
@@ -28,6 +29,11 @@ pub(crate) enum Reading {
     Text(fn(&CounterValues) -> String),
     /// Per job rank, the transport that carries messages to it.
     PeerTransport,
+    /// Per rank of the communicator a handle is bound to, since the monitoring's last reset
+    /// (sampled per job rank; the session maps them).
+    CommPeer(fn(&PeerTraffic) -> u64),
+    /// The monitoring's flush file name (read from the monitoring state, not the counters).
+    FlushFileName,
 }
 
 /// What a variable reads at one moment: numbers in the variable's unit (nanoseconds for the
@@ -55,6 +61,8 @@ pub(crate) struct PerformanceVariable {
     pub(crate) class: c_int,
     verbosity: c_int,
     reading: Reading,
+    /// The kind of object a handle is bound to (MPI_T_BIND_*).
+    pub(crate) bind: c_int,
     /// Cannot be written or reset.
     pub(crate) readonly: bool,
     /// Always active: cannot be started or stopped.
@@ -64,7 +72,7 @@ pub(crate) struct PerformanceVariable {
 impl PerformanceVariable {
     pub(crate) fn datatype(&self) -> MPI_Datatype {
         match (self.reading, self.class) {
-            (Reading::Text(_), _) => MPI_CHAR,
+            (Reading::Text(_) | Reading::FlushFileName, _) => MPI_CHAR,
             (_, MPI_T_PVAR_CLASS_TIMER) => MPI_DOUBLE,
             _ => MPI_UNSIGNED_LONG_LONG,
         }
@@ -75,25 +83,49 @@ impl PerformanceVariable {
         matches!(self.reading, Reading::UnexpectedHighWatermark)
     }
 
+    /// Whether this is Open MPI's monitoring flush.
+    pub(crate) fn is_flush(&self) -> bool {
+        matches!(self.reading, Reading::FlushFileName)
+    }
+
     pub(crate) fn sample(&self, values: &CounterValues) -> Sample {
         match self.reading {
-            Reading::PerPeer(read) => Sample::Numbers(values.peers.iter().map(read).collect()),
+            Reading::PerPeer(read) | Reading::CommPeer(read) => Sample::Numbers(values.peers.iter().map(read).collect()),
             Reading::PerTransport(read) => Sample::Numbers(values.transports.iter().map(read).collect()),
             Reading::Single(read) => Sample::Numbers(vec![read(values)]),
             Reading::UnexpectedHighWatermark => Sample::Numbers(vec![values.unexpected_high_watermark]),
             Reading::Text(read) => Sample::Text(read(values)),
             Reading::PeerTransport => Sample::Numbers(values.peer_transport.clone()),
+            // Kept by the monitoring, which the session reads instead.
+            Reading::FlushFileName => Sample::Text(String::new()),
         }
     }
 }
 
 /// A counter that sessions start and stop, and may write or reset.
 const fn counter(name: &'static str, description: &'static str, verbosity: c_int, reading: Reading) -> PerformanceVariable {
-    PerformanceVariable { name, description, class: MPI_T_PVAR_CLASS_COUNTER, verbosity, reading, readonly: false, continuous: false }
+    PerformanceVariable { name, description, class: MPI_T_PVAR_CLASS_COUNTER, verbosity, reading, bind: MPI_T_BIND_NO_OBJECT, readonly: false, continuous: false }
+}
+
+/// The longest flush file name, NUL included (a Linux path).
+pub(crate) const FLUSH_NAME_MAX: usize = 4096;
+
+/// One of Open MPI's per-peer monitoring variables: bound to a communicator, read-only.
+const fn monitoring(name: &'static str, description: &'static str, read: fn(&PeerTraffic) -> u64) -> PerformanceVariable {
+    PerformanceVariable {
+        name,
+        description,
+        class: MPI_T_PVAR_CLASS_SIZE,
+        verbosity: MPI_T_VERBOSITY_USER_DETAIL,
+        reading: Reading::CommPeer(read),
+        bind: MPI_T_BIND_MPI_COMM,
+        readonly: true,
+        continuous: false,
+    }
 }
 
 /// The performance variables; a variable's index is its position.
-pub(crate) static PVARS: [PerformanceVariable; 17] = [
+pub(crate) static PVARS: [PerformanceVariable; 20] = [
     counter(
         "braid_messages_sent",
         "MPI messages this rank sent to each rank (element i: job rank i), point-to-point and collective alike, counted when the engine takes them",
@@ -143,6 +175,7 @@ pub(crate) static PVARS: [PerformanceVariable; 17] = [
         class: MPI_T_PVAR_CLASS_GENERIC,
         verbosity: MPI_T_VERBOSITY_TUNER_BASIC,
         reading: Reading::Text(|values| values.transport_names.join(",")),
+        bind: MPI_T_BIND_NO_OBJECT,
         readonly: true,
         continuous: true,
     },
@@ -152,6 +185,7 @@ pub(crate) static PVARS: [PerformanceVariable; 17] = [
         class: MPI_T_PVAR_CLASS_GENERIC,
         verbosity: MPI_T_VERBOSITY_TUNER_BASIC,
         reading: Reading::PeerTransport,
+        bind: MPI_T_BIND_NO_OBJECT,
         readonly: true,
         continuous: true,
     },
@@ -168,6 +202,7 @@ pub(crate) static PVARS: [PerformanceVariable; 17] = [
         class: MPI_T_PVAR_CLASS_COUNTER,
         verbosity: MPI_T_VERBOSITY_USER_DETAIL,
         reading: Reading::Single(|values| values.unexpected_total),
+        bind: MPI_T_BIND_NO_OBJECT,
         readonly: true,
         continuous: true,
     },
@@ -177,6 +212,7 @@ pub(crate) static PVARS: [PerformanceVariable; 17] = [
         class: MPI_T_PVAR_CLASS_LEVEL,
         verbosity: MPI_T_VERBOSITY_USER_DETAIL,
         reading: Reading::Single(|values| values.unexpected_level),
+        bind: MPI_T_BIND_NO_OBJECT,
         readonly: true,
         continuous: true,
     },
@@ -186,6 +222,7 @@ pub(crate) static PVARS: [PerformanceVariable; 17] = [
         class: MPI_T_PVAR_CLASS_HIGHWATERMARK,
         verbosity: MPI_T_VERBOSITY_USER_DETAIL,
         reading: Reading::UnexpectedHighWatermark,
+        bind: MPI_T_BIND_NO_OBJECT,
         readonly: false,
         continuous: true,
     },
@@ -195,10 +232,31 @@ pub(crate) static PVARS: [PerformanceVariable; 17] = [
         class: MPI_T_PVAR_CLASS_TIMER,
         verbosity: MPI_T_VERBOSITY_TUNER_DETAIL,
         reading: Reading::Single(|values| values.blocked_ns),
+        bind: MPI_T_BIND_NO_OBJECT,
         readonly: false,
         continuous: false,
     },
     counter("braid_wait_sleeps", "sleeps of waiting ranks on the shared-memory doorbell", MPI_T_VERBOSITY_TUNER_DETAIL, Reading::Single(|values| values.sleeps)),
+    monitoring(
+        "pml_monitoring_messages_count",
+        "Open MPI's name: MPI messages this rank sent to each rank of the communicator the handle is bound to, collectives' own included, since the monitoring was last reset (by pml_monitoring_flush)",
+        |peer| peer.messages_sent,
+    ),
+    monitoring(
+        "pml_monitoring_messages_size",
+        "Open MPI's name: bytes of the MPI messages this rank sent to each rank of the communicator the handle is bound to, since the monitoring was last reset",
+        |peer| peer.bytes_sent,
+    ),
+    PerformanceVariable {
+        name: "pml_monitoring_flush",
+        description: "Open MPI's name: write a file name NAME to the handle; stopping it writes NAME.RANK.prof (Open MPI's monitoring lines, one per peer) with what this rank sent since the last reset, then resets; an empty name writes nothing",
+        class: MPI_T_PVAR_CLASS_GENERIC,
+        verbosity: MPI_T_VERBOSITY_USER_BASIC,
+        reading: Reading::FlushFileName,
+        bind: MPI_T_BIND_NO_OBJECT,
+        readonly: false,
+        continuous: false,
+    },
 ];
 
 #[no_mangle]
@@ -237,7 +295,7 @@ pub unsafe extern "C" fn MPI_T_pvar_get_info(
             put(datatype, variable.datatype());
             put(enumtype, MPI_T_ENUM_NULL);
             put_string(variable.description, desc, desc_len);
-            put(bind, MPI_T_BIND_NO_OBJECT);
+            put(bind, variable.bind);
             put(readonly, c_int::from(variable.readonly));
             put(continuous, c_int::from(variable.continuous));
             // MPI_T runs one call at a time and the engine is idle meanwhile: a read and reset
@@ -271,10 +329,12 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), PVARS.len());
         for variable in &PVARS {
-            assert!(variable.name.starts_with("braid_"), "{}", variable.name);
+            let open_mpis = variable.name.starts_with("pml_monitoring_");
+            assert!(variable.name.starts_with("braid_") || open_mpis, "{}", variable.name);
+            assert_eq!(variable.bind == MPI_T_BIND_MPI_COMM, variable.class == MPI_T_PVAR_CLASS_SIZE, "{}", variable.name);
             let expected = match variable.class {
                 MPI_T_PVAR_CLASS_TIMER => MPI_DOUBLE,
-                MPI_T_PVAR_CLASS_GENERIC if matches!(variable.reading, Reading::Text(_)) => MPI_CHAR,
+                MPI_T_PVAR_CLASS_GENERIC if matches!(variable.reading, Reading::Text(_) | Reading::FlushFileName) => MPI_CHAR,
                 _ => MPI_UNSIGNED_LONG_LONG,
             };
             assert_eq!(variable.datatype(), expected, "{}", variable.name);

@@ -16,8 +16,8 @@
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, c_void};
 
-use super::pvars::{PerformanceVariable, Sample, PVARS};
-use super::{call, counter_values, index_argument, required, restart_unexpected_high_watermark, ToolResult, Tools};
+use super::pvars::{PerformanceVariable, Sample, FLUSH_NAME_MAX, PVARS};
+use super::{call, counter_values, index_argument, job_rank, required, restart_unexpected_high_watermark, ToolResult, Tools};
 use crate::consts::*;
 
 /// How a handle's value follows the variable's readings.
@@ -134,6 +134,8 @@ impl NumberState {
 pub(crate) struct Handle {
     pvar: usize,
     count: usize,
+    /// For a variable bound to a communicator: the job rank of each of its ranks.
+    binding: Option<Vec<u32>>,
     /// `None` for a string variable, which is always read as it is now.
     numbers: Option<NumberState>,
 }
@@ -143,10 +145,17 @@ pub(crate) struct Session {
     handles: BTreeMap<u64, Handle>,
 }
 
-/// The readings of `variable` now, fitted to `count` elements.
-fn readings(variable: &PerformanceVariable, count: usize) -> ToolResult<Vec<u64>> {
-    match variable.sample(&counter_values()?) {
-        Sample::Numbers(numbers) => Ok(fitted(numbers, count)),
+/// The readings of `variable` now, fitted to `count` elements; a variable bound to a
+/// communicator reads the monitoring's counts of its ranks (`binding`: their job ranks).
+fn readings(tools: &Tools, variable: &PerformanceVariable, binding: Option<&[u32]>, count: usize) -> ToolResult<Vec<u64>> {
+    let Some(ranks) = binding else {
+        return match variable.sample(&counter_values()?) {
+            Sample::Numbers(numbers) => Ok(fitted(numbers, count)),
+            Sample::Text(_) => Err(MPI_T_ERR_INVALID),
+        };
+    };
+    match variable.sample(&tools.monitoring.since_reset(counter_values()?)) {
+        Sample::Numbers(numbers) => Ok(fitted(ranks.iter().map(|&rank| numbers.get(rank as usize).copied().unwrap_or(0)).collect(), count)),
         Sample::Text(_) => Err(MPI_T_ERR_INVALID),
     }
 }
@@ -167,11 +176,11 @@ fn restart_watermarks(tools: &mut Tools, count: usize) -> ToolResult<Vec<u64>> {
 
 /// The starting readings of a handle's new interval: for a watermark the current level (after a
 /// restart), else the readings.
-fn fresh_readings(tools: &mut Tools, variable: &PerformanceVariable, count: usize) -> ToolResult<Vec<u64>> {
+fn fresh_readings(tools: &mut Tools, variable: &PerformanceVariable, binding: Option<&[u32]>, count: usize) -> ToolResult<Vec<u64>> {
     if variable.is_watermark() {
         restart_watermarks(tools, count)
     } else {
-        readings(variable, count)
+        readings(tools, variable, binding, count)
     }
 }
 
@@ -206,17 +215,21 @@ fn single(tools: &mut Tools, session: MPI_T_pvar_session, handle: MPI_T_pvar_han
     targets(tools, session, handle).map(|ids| ids[0])
 }
 
-fn variable_of(tools: &mut Tools, session: MPI_T_pvar_session, handle: u64) -> ToolResult<(&'static PerformanceVariable, usize)> {
+fn variable_of(tools: &mut Tools, session: MPI_T_pvar_session, handle: u64) -> ToolResult<(&'static PerformanceVariable, usize, Option<Vec<u32>>)> {
     let handle = handle_mut(tools, session, handle)?;
-    Ok((&PVARS[handle.pvar], handle.count))
+    Ok((&PVARS[handle.pvar], handle.count, handle.binding.clone()))
 }
 
 fn start(tools: &mut Tools, session: MPI_T_pvar_session, id: u64) -> ToolResult<()> {
-    let (variable, count) = variable_of(tools, session, id)?;
+    let (variable, count, binding) = variable_of(tools, session, id)?;
     if variable.continuous {
         return Err(MPI_T_ERR_PVAR_NO_STARTSTOP);
     }
-    let now = fresh_readings(tools, variable, count)?;
+    if variable.datatype() == MPI_CHAR {
+        // Strings have no interval; a flush handle is started to be stopped.
+        return Ok(());
+    }
+    let now = fresh_readings(tools, variable, binding.as_deref(), count)?;
     if let Some(state) = handle_mut(tools, session, id)?.numbers.as_mut() {
         state.start(now);
     }
@@ -224,11 +237,14 @@ fn start(tools: &mut Tools, session: MPI_T_pvar_session, id: u64) -> ToolResult<
 }
 
 fn stop(tools: &mut Tools, session: MPI_T_pvar_session, id: u64) -> ToolResult<()> {
-    let (variable, count) = variable_of(tools, session, id)?;
+    let (variable, count, binding) = variable_of(tools, session, id)?;
     if variable.continuous {
         return Err(MPI_T_ERR_PVAR_NO_STARTSTOP);
     }
-    let now = readings(variable, count)?;
+    if variable.is_flush() {
+        return tools.monitoring.flush(job_rank()?, counter_values()?).map_err(|_| MPI_T_ERR_INVALID);
+    }
+    let now = readings(tools, variable, binding.as_deref(), count)?;
     if let Some(state) = handle_mut(tools, session, id)?.numbers.as_mut() {
         state.stop(&now);
     }
@@ -236,11 +252,15 @@ fn stop(tools: &mut Tools, session: MPI_T_pvar_session, id: u64) -> ToolResult<(
 }
 
 fn reset(tools: &mut Tools, session: MPI_T_pvar_session, id: u64) -> ToolResult<()> {
-    let (variable, count) = variable_of(tools, session, id)?;
+    let (variable, count, binding) = variable_of(tools, session, id)?;
     if variable.readonly {
         return Err(MPI_T_ERR_PVAR_NO_WRITE);
     }
-    let now = fresh_readings(tools, variable, count)?;
+    if variable.is_flush() {
+        tools.monitoring.reset(counter_values()?);
+        return Ok(());
+    }
+    let now = fresh_readings(tools, variable, binding.as_deref(), count)?;
     if let Some(state) = handle_mut(tools, session, id)?.numbers.as_mut() {
         state.reset(now);
     }
@@ -304,14 +324,50 @@ unsafe fn load(variable: &PerformanceVariable, buf: *const c_void, count: usize)
         .collect()
 }
 
+/// The text of a C string of at most `max` bytes (NUL included), or `None` when it has no NUL
+/// there or is not UTF-8.
+///
+/// # Safety
+/// `text` must be readable up to its NUL or `max` bytes, whichever comes first.
+unsafe fn bounded_c_string(text: *const u8, max: usize) -> Option<String> {
+    let mut bytes = Vec::new();
+    for index in 0..max {
+        // SAFETY: within the string or the `max` bytes, by the caller's guarantee.
+        match unsafe { text.add(index).read() } {
+            0 => return String::from_utf8(bytes).ok(),
+            byte => bytes.push(byte),
+        }
+    }
+    None
+}
+
 /// The handle's value now.
 fn value(tools: &mut Tools, session: MPI_T_pvar_session, id: u64) -> ToolResult<Sample> {
-    let (variable, count) = variable_of(tools, session, id)?;
-    let handle = handle_mut(tools, session, id)?;
-    match handle.numbers.as_ref() {
-        Some(state) => Ok(Sample::Numbers(state.value(&readings(variable, count)?))),
-        None => Ok(variable.sample(&counter_values()?)),
+    let (variable, count, binding) = variable_of(tools, session, id)?;
+    if variable.is_flush() {
+        return Ok(Sample::Text(tools.monitoring.file_name().to_owned()));
     }
+    let now = match handle_mut(tools, session, id)?.numbers.is_some() {
+        true => readings(tools, variable, binding.as_deref(), count)?,
+        false => return Ok(variable.sample(&counter_values()?)),
+    };
+    let state = handle_mut(tools, session, id)?.numbers.as_ref().ok_or(MPI_T_ERR_INVALID)?;
+    Ok(Sample::Numbers(state.value(&now)))
+}
+
+/// The job ranks of the communicator `obj_handle` points to, for a variable bound to one.
+///
+/// # Safety
+/// A non-null `obj_handle` must point to an MPI_Comm.
+unsafe fn communicator_binding(obj_handle: *mut c_void) -> ToolResult<Vec<u32>> {
+    if obj_handle.is_null() {
+        return Err(MPI_T_ERR_INVALID_HANDLE);
+    }
+    // SAFETY: non-null and pointing to an MPI_Comm by the caller's guarantee.
+    let comm = unsafe { obj_handle.cast::<MPI_Comm>().read_unaligned() };
+    super::with_runtime(|rt| rt.comms.get(comm).map(|entry| (0..entry.shared.peer_count() as u32).map(|rank| entry.shared.job_rank(rank)).collect()).ok())?
+        .flatten()
+        .ok_or(MPI_T_ERR_INVALID_HANDLE)
 }
 
 #[no_mangle]
@@ -339,21 +395,33 @@ pub unsafe extern "C" fn MPI_T_pvar_session_free(session: *mut MPI_T_pvar_sessio
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_T_pvar_handle_alloc(session: MPI_T_pvar_session, pvar_index: c_int, obj_handle: *mut c_void, handle: *mut MPI_T_pvar_handle, count: *mut c_int) -> c_int {
-    // Every variable is bound to no object: `obj_handle` is ignored, as MPI says.
-    let _ = obj_handle;
     call(|tools| {
         session_mut(tools, session)?;
         let pvar = index_argument(pvar_index, PVARS.len())?;
         // SAFETY: MPI_T's rules: valid pointers to a handle and an int.
         let (handle, count) = unsafe { (required(handle)?, required(count)?) };
         let variable = &PVARS[pvar];
-        let elements = variable.sample(&counter_values()?).count();
+        // A variable bound to no object ignores `obj_handle`, as MPI says.
+        let binding = match variable.bind {
+            // SAFETY: MPI_T's rules: for a variable bound to a communicator, a pointer to one.
+            MPI_T_BIND_MPI_COMM => Some(unsafe { communicator_binding(obj_handle)? }),
+            _ => None,
+        };
+        let elements = match &binding {
+            Some(ranks) => ranks.len(),
+            None if variable.is_flush() => FLUSH_NAME_MAX,
+            None => variable.sample(&counter_values()?).count(),
+        };
+        if variable.is_flush() {
+            // As Open MPI's: a new flush handle starts the monitoring afresh.
+            tools.monitoring.reset(counter_values()?);
+        }
         let numbers = match variable.datatype() {
             MPI_CHAR => None,
-            _ => Some(NumberState::new(Behaviour::of(variable), fresh_readings(tools, variable, elements)?, variable.continuous)),
+            _ => Some(NumberState::new(Behaviour::of(variable), fresh_readings(tools, variable, binding.as_deref(), elements)?, variable.continuous)),
         };
         let id = tools.new_id()?;
-        session_mut(tools, session)?.handles.insert(id, Handle { pvar, count: elements, numbers });
+        session_mut(tools, session)?.handles.insert(id, Handle { pvar, count: elements, binding, numbers });
         *handle = id as MPI_T_pvar_handle;
         *count = super::c_count(elements);
         Ok(())
@@ -394,7 +462,7 @@ pub unsafe extern "C" fn MPI_T_pvar_read(session: MPI_T_pvar_session, handle: MP
         if buf.is_null() {
             return Err(MPI_T_ERR_INVALID);
         }
-        let (variable, count) = variable_of(tools, session, id)?;
+        let (variable, count, _) = variable_of(tools, session, id)?;
         let value = value(tools, session, id)?;
         // SAFETY: MPI_T's rules: `buf` holds the `count` elements the allocation reported.
         unsafe { store(variable, &value, buf, count) };
@@ -406,7 +474,7 @@ pub unsafe extern "C" fn MPI_T_pvar_read(session: MPI_T_pvar_session, handle: MP
 pub unsafe extern "C" fn MPI_T_pvar_readreset(session: MPI_T_pvar_session, handle: MPI_T_pvar_handle, buf: *mut c_void) -> c_int {
     call(|tools| {
         let id = single(tools, session, handle)?;
-        let (variable, count) = variable_of(tools, session, id)?;
+        let (variable, count, _) = variable_of(tools, session, id)?;
         if variable.readonly {
             return Err(MPI_T_ERR_PVAR_NO_WRITE);
         }
@@ -425,16 +493,23 @@ pub unsafe extern "C" fn MPI_T_pvar_readreset(session: MPI_T_pvar_session, handl
 pub unsafe extern "C" fn MPI_T_pvar_write(session: MPI_T_pvar_session, handle: MPI_T_pvar_handle, buf: *const c_void) -> c_int {
     call(|tools| {
         let id = single(tools, session, handle)?;
-        let (variable, count) = variable_of(tools, session, id)?;
+        let (variable, count, binding) = variable_of(tools, session, id)?;
         if variable.readonly {
             return Err(MPI_T_ERR_PVAR_NO_WRITE);
         }
         if buf.is_null() {
             return Err(MPI_T_ERR_INVALID);
         }
+        if variable.is_flush() {
+            // SAFETY: MPI_T's rules: a string of the variable, NUL-terminated within its
+            // FLUSH_NAME_MAX elements.
+            let name = unsafe { bounded_c_string(buf.cast(), FLUSH_NAME_MAX) }.ok_or(MPI_T_ERR_INVALID)?;
+            tools.monitoring.set_file_name(&name);
+            return Ok(());
+        }
         // SAFETY: MPI_T's rules: `buf` holds the `count` elements the allocation reported.
         let wanted = unsafe { load(variable, buf, count) };
-        let now = fresh_readings(tools, variable, count)?;
+        let now = fresh_readings(tools, variable, binding.as_deref(), count)?;
         if let Some(state) = handle_mut(tools, session, id)?.numbers.as_mut() {
             state.write(wanted, now);
         }
