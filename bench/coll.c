@@ -2,13 +2,13 @@
  *
  * Usage: coll [-c LIST] [-s LIST] [-t SECONDS] [-i ITERATIONS]
  *   -c  collectives, comma-separated (default
- *       allreduce,bcast,alltoall,allgather,reduce_scatter,gather,iallreduce; also gatherv and
- *       alltoallv, with every count equal, as the v-variants)
+ *       allreduce,bcast,alltoall,allgather,reduce_scatter,gather,iallreduce; also reduce (to
+ *       rank 0), and gatherv and alltoallv, with every count equal, as the v-variants)
  *   -s  sizes in bytes, comma-separated (default 8,1024,65536,524288,4194304)
  *   -t  seconds to spend timing each point (default 0.3); the iteration count comes from one
  *       untimed call, at least 3 and at most 2000
  *   -i  a fixed iteration count instead (with -i 1: one call per point, e.g. to see decisions)
- * What a size means: allreduce, iallreduce, bcast, reduce_scatter: the whole vector (MPI_INT,
+ * What a size means: allreduce, iallreduce, reduce, bcast, reduce_scatter: the whole vector (MPI_INT,
  * MPI_SUM; reduce_scatter gives each rank 1/n of it); alltoall: the block for each destination;
  * allgather and gather: each rank's contribution (gather to rank 0).
  * Every result is checked once per point (a wrong result aborts).
@@ -39,6 +39,8 @@ static void run(const char *collective, long bytes)
         count = 1;
     if (strcmp(collective, "allreduce") == 0) {
         MPI_Allreduce(send_buffer, receive_buffer, count, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    } else if (strcmp(collective, "reduce") == 0) {
+        MPI_Reduce(send_buffer, receive_buffer, count, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
     } else if (strcmp(collective, "iallreduce") == 0) {
         MPI_Request request;
         MPI_Iallreduce(send_buffer, receive_buffer, count, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &request);
@@ -84,7 +86,7 @@ static void check(const char *collective, long bytes)
     if (count < 1)
         count = 1;
     int rank_sum = 7 * size * (size - 1) / 2;
-    if (strcmp(collective, "allreduce") == 0 || strcmp(collective, "iallreduce") == 0) {
+    if (strcmp(collective, "allreduce") == 0 || strcmp(collective, "iallreduce") == 0 || (strcmp(collective, "reduce") == 0 && rank == 0)) {
         for (int i = 0; i < count; i++)
             if (receive_buffer[i] != rank_sum + size * (i % 13))
                 die("allreduce result is wrong");

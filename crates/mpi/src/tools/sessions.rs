@@ -365,9 +365,7 @@ unsafe fn communicator_binding(obj_handle: *mut c_void) -> ToolResult<Vec<u32>> 
     }
     // SAFETY: non-null and pointing to an MPI_Comm by the caller's guarantee.
     let comm = unsafe { obj_handle.cast::<MPI_Comm>().read_unaligned() };
-    super::with_runtime(|rt| rt.comms.get(comm).map(|entry| (0..entry.shared.peer_count() as u32).map(|rank| entry.shared.job_rank(rank)).collect()).ok())?
-        .flatten()
-        .ok_or(MPI_T_ERR_INVALID_HANDLE)
+    super::with_runtime(|rt| rt.comms.get(comm).map(|entry| (0..entry.shared.peer_count() as u32).map(|rank| entry.shared.job_rank(rank)).collect()).ok())?.flatten().ok_or(MPI_T_ERR_INVALID_HANDLE)
 }
 
 #[no_mangle]
