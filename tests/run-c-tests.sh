@@ -194,7 +194,7 @@ header_case "mpi.h -std=c99 -pedantic -Wall -Wextra -Werror" c99 "$CC" -std=c99
 header_case "mpi.h -std=c11 -pedantic -Wall -Wextra -Werror" c11 "$CC" -std=c11
 header_case "mpi.h C++ -pedantic -Wall -Wextra -Werror" cxx "$CXX" -x c++ "${CXXFLAGS[@]}"
 
-PROGRAMS=(p2p_matching p2p_modes p2p_more collectives nbc idup neighbors threads datatypes datatypes_more comms comms_more intercomm intercomm_coll attributes errors errhandlers topologies large ring fatal_error abort_code kill_rank unsupported conversions mpit pmpi_counts argerr_p2p argerr_coll argerr_objects rma_ops rma_win rma_single rma_threads rma_create_memory rma_atomics rma_large_copy self_cancel thread_wait status_error monitoring)
+PROGRAMS=(p2p_matching p2p_modes p2p_more collectives nbc idup neighbors threads datatypes datatypes_more comms comms_more intercomm intercomm_coll attributes errors errhandlers topologies large ring fatal_error abort_code kill_rank unsupported conversions mpit pmpi_counts argerr_p2p argerr_coll argerr_objects rma_ops rma_win rma_single rma_threads rma_create_memory rma_atomics rma_large_copy self_cancel thread_wait status_error monitoring graph_reorder)
 for program in "${PROGRAMS[@]}"; do
     if ! compile_c "$program"; then
         fail "build $program" "$(explain "$LOG_DIR/build-$program.log")"; keep_logs
@@ -250,6 +250,14 @@ if built mpit && is_braid; then
     expect_success "mpit n=2 BRAID_EAGER_MAX=16384 BRAID_WAIT=block BRAID_RAILS=none" 2 BRAID_EAGER_MAX=16384 BRAID_WAIT=block BRAID_RAILS=none -- "$BUILD/mpit"
     expect_success "mpit n=3 BRAID_WAIT=poll" 3 BRAID_WAIT=poll -- "$BUILD/mpit"
 fi
+# Topology constructors with reorder: the process with new rank v plays vertex v (on one node
+# Braid keeps every process where it is; across nodes the cluster tests see it renumber).
+for ranks in 1 2 4; do
+    for kind in adjacent general graph cart; do
+        built graph_reorder && expect_success "graph_reorder n=$ranks $kind" "$ranks" -- "$BUILD/graph_reorder" "$kind" 1
+    done
+done
+built graph_reorder && expect_success "graph_reorder n=3 adjacent no reorder" 3 -- "$BUILD/graph_reorder" adjacent 0
 # Open MPI's monitoring variables under their names. Braid only: MPICH has none, and Debian's
 # Open MPI 4.1 never registers its pml_monitoring_* variables (its monitoring PML is not
 # interposed even with pml_monitoring_enable set), so there is no reference to run against.

@@ -3,6 +3,7 @@
 mod cluster;
 mod launcher;
 mod output;
+mod place;
 mod placement;
 mod preflight;
 mod probe;
@@ -90,6 +91,17 @@ braid run --hosts node1,node2 --ppn 2 -n 4 --launch-agent \"ssh -tt\" ./app")]
         #[arg(value_name = "DIR")]
         dir: PathBuf,
     },
+    /// Place a profiled job's ranks on nodes: blocked, cyclic, or by its measured pattern (the
+    /// ranks that exchange most share a node), comparing the bytes each would send across nodes.
+    #[command(after_help = "PROFILE is a directory of `braid run --profile` (or BRAID_PROFILE under another launcher), \
+or a `.mat` matrix (n lines of n byte counts, as Open MPI's monitoring tools write), so a job profiled under another \
+MPI can be placed too.\n\n\
+The placement runs with `braid run --placement FILE` (with the same --cluster or --hosts), or in one step with \
+`braid run --map-by pattern:PROFILE`. --format openmpi-rankfile, slurm and hydra write the same placement for \
+`mpirun --rankfile`, `srun --distribution=arbitrary` (SLURM_HOSTFILE) and `mpiexec -f`.\n\n\
+Example:\n  braid run --profile prof --cluster lab -n 8 --ppn 2 ./app\n  braid place prof --cluster lab --ppn 2 -o app.placement\n  \
+braid run --placement app.placement --cluster lab -n 8 --ppn 2 ./app")]
+    Place(place::PlaceArgs),
     /// Print this machine's layout: packages, NUMA nodes, cores and caches.
     Topology,
     /// Print every BRAID_* setting with its default and meaning, and check the current environment.
@@ -107,9 +119,16 @@ struct RunArgs {
     #[arg(short = 'n', long = "np", value_name = "N", allow_hyphen_values = true, value_parser = parse_rank_count)]
     ranks: u32,
 
-    /// How consecutive ranks are spread over the cores.
-    #[arg(long, value_enum, default_value = "core", value_name = "POLICY")]
-    map_by: MapBy,
+    /// How consecutive ranks are spread: core, socket, numa (over this machine's cores), node
+    /// (round-robin over the nodes of --cluster or --hosts), or pattern:PROFILE_DIR (the nodes
+    /// that keep the most of a profiled job's traffic inside nodes, as `braid place` computes).
+    #[arg(long, default_value = "core", value_name = "POLICY", value_parser = parse_map_by)]
+    map_by: MapChoice,
+
+    /// Run each rank on the node a placement file names (written by `braid place`), with
+    /// --cluster or --hosts.
+    #[arg(long, value_name = "FILE", conflicts_with = "map_by")]
+    placement: Option<PathBuf>,
 
     /// What each rank is bound to [default: core when N <= usable cores, else none].
     #[arg(long, value_enum, value_name = "UNIT")]
@@ -145,6 +164,34 @@ struct RunArgs {
     /// one (or at `--`); what follows is the program's.
     #[arg(value_name = "PROGRAM", required = true, trailing_var_arg = true)]
     command: Vec<OsString>,
+}
+
+/// What `--map-by` asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum MapChoice {
+    Fixed(MapBy),
+    /// The pattern placement of the job profiled in this directory (or `.mat` file).
+    Pattern(PathBuf),
+}
+
+impl MapChoice {
+    /// The spread over one node's cores.
+    fn within_node(&self) -> MapBy {
+        match self {
+            MapChoice::Fixed(MapBy::Node) | MapChoice::Pattern(_) => MapBy::Core,
+            MapChoice::Fixed(map_by) => *map_by,
+        }
+    }
+}
+
+fn parse_map_by(text: &str) -> Result<MapChoice, String> {
+    if let Some(profile) = text.strip_prefix("pattern:") {
+        return match profile.is_empty() {
+            true => Err("pattern: needs the profiled job's directory, as in pattern:./profile".to_string()),
+            false => Ok(MapChoice::Pattern(PathBuf::from(profile))),
+        };
+    }
+    <MapBy as clap::ValueEnum>::from_str(text, true).map(MapChoice::Fixed).map_err(|_| format!("expected core, socket, numa, node or pattern:PROFILE_DIR, not {text:?}"))
 }
 
 /// The value of `-n`: a whole number of ranks, at least 1. An option in its place (`-n --tag-output 2`)
@@ -238,6 +285,7 @@ fn main() -> ExitCode {
         Commands::Sample { cluster, force } => sample::run(&cluster, force),
         Commands::SampleRank { force } => sample::sample_rank(force),
         Commands::Report { dir } => report::run(&dir),
+        Commands::Place(args) => place::run(&args),
         Commands::Topology => print_topology(),
         Commands::Config { markdown: true } => {
             print!("{}", braid_config::settings_markdown());
@@ -307,7 +355,9 @@ fn run_job(args: RunArgs) -> ExitCode {
         },
         None if hosts.is_some() => None,
         None if args.ppn.is_some() => return usage_error("--ppn needs --cluster or --hosts".to_string()),
-        None if args.map_by == MapBy::Node => return usage_error("--map-by node needs --cluster or --hosts".to_string()),
+        None if args.map_by == MapChoice::Fixed(MapBy::Node) => return usage_error("--map-by node needs --cluster or --hosts".to_string()),
+        None if matches!(args.map_by, MapChoice::Pattern(_)) => return usage_error("--map-by pattern: places ranks on nodes: it needs --cluster or --hosts".to_string()),
+        None if args.placement.is_some() => return usage_error("--placement places ranks on nodes: it needs --cluster or --hosts".to_string()),
         None => None,
     };
     let profile_dir = match args.profile.clone().or_else(|| std::env::var_os("BRAID_PROFILE").filter(|dir| !dir.is_empty()).map(PathBuf::from)) {
@@ -327,7 +377,7 @@ fn run_job(args: RunArgs) -> ExitCode {
     let unfinalized_wait = Duration::from_secs(braid_config::Config::from_env().map_or(0, |config| u64::from(config.unfinalized_wait_s)));
     let request = JobRequest {
         ranks: args.ranks,
-        map_by: args.map_by,
+        map_by: args.map_by.within_node(),
         bind_to: args.bind_to,
         tag_output: args.tag_output,
         program,
@@ -360,10 +410,9 @@ fn merge_profile(dir: &Path) {
 
 fn cluster_layout(name: &str, args: &RunArgs) -> Result<NodeLayout, String> {
     let cluster = Cluster::load(name)?;
-    let nodes = cluster.nodes.len();
-    let per_node = args.ppn.unwrap_or_else(|| args.ranks.div_ceil(nodes as u32));
-    let node_of_rank = placement::assign_nodes(args.ranks, nodes, per_node, args.map_by == MapBy::Node)?;
-    Ok(NodeLayout { namespaces: cluster.nodes.iter().map(|node| node.namespace.clone()).collect(), node_of_rank, rails: cluster.rail_interfaces() })
+    let namespaces: Vec<String> = cluster.nodes.iter().map(|node| node.namespace.clone()).collect();
+    let node_of_rank = node_assignment(args, &namespaces)?;
+    Ok(NodeLayout { namespaces, node_of_rank, rails: cluster.rail_interfaces() })
 }
 
 fn host_layout(list: &str, args: &RunArgs) -> Result<HostLayout, String> {
@@ -378,9 +427,30 @@ fn host_layout(list: &str, args: &RunArgs) -> Result<HostLayout, String> {
     if agent.is_empty() {
         return Err("--launch-agent is empty".to_string());
     }
-    let per_node = args.ppn.unwrap_or_else(|| args.ranks.div_ceil(hosts.len() as u32));
-    let node_of_rank = placement::assign_nodes(args.ranks, hosts.len(), per_node, args.map_by == MapBy::Node)?;
+    let node_of_rank = node_assignment(args, &hosts)?;
     Ok(HostLayout { hosts, node_of_rank, agent })
+}
+
+/// The node (index into `nodes`) of each rank: from --placement, from the profiled pattern, or
+/// dealt blocked or round-robin, at most --ppn per node.
+fn node_assignment(args: &RunArgs, nodes: &[String]) -> Result<Vec<usize>, String> {
+    let per_node = args.ppn.unwrap_or_else(|| args.ranks.div_ceil(nodes.len() as u32));
+    if let Some(path) = &args.placement {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the placement {}: {e}", path.display()))?;
+        let placement = place::file::Placement::parse(&text, nodes).map_err(|e| format!("placement {}: {e}", path.display()))?;
+        if placement.node_of_rank.len() != args.ranks as usize {
+            return Err(format!("placement {} places {} ranks, but -n asks for {}", path.display(), placement.node_of_rank.len(), args.ranks));
+        }
+        let (most, node) = placement.busiest_node();
+        if args.ppn.is_some_and(|ppn| most > ppn as usize) {
+            return Err(format!("placement {} puts {most} ranks on {}, more than --ppn {per_node} allows", path.display(), nodes[node]));
+        }
+        return Ok(placement.node_of_rank);
+    }
+    match &args.map_by {
+        MapChoice::Pattern(profile) => Ok(place::pattern_placement(profile, args.ranks, nodes, per_node)?.node_of_rank),
+        MapChoice::Fixed(map_by) => placement::assign_nodes(args.ranks, nodes.len(), per_node, *map_by == MapBy::Node),
+    }
 }
 
 fn manage_cluster(command: ClusterCommand) -> ExitCode {

@@ -55,6 +55,17 @@ impl Cartesian {
     }
 
     /// MPI_Cart_shift: (source, destination) of a shift by `displacement` along `direction`.
+    /// The grid's links: each position to its +1 neighbour in every dimension, weight 1.
+    pub fn edges(&self) -> Vec<(usize, usize, u64)> {
+        (0..self.size())
+            .flat_map(|position| (0..self.dims.len()).map(move |direction| (position, direction)))
+            .filter_map(|(position, direction)| {
+                let (_, above) = self.shift(position, direction, 1);
+                usize::try_from(above).ok().map(|above| (position, above, 1))
+            })
+            .collect()
+    }
+
     pub fn shift(&self, rank: usize, direction: usize, displacement: c_int) -> (c_int, c_int) {
         let at = |offset: c_int| {
             let mut coords = self.coords(rank);
@@ -80,7 +91,6 @@ pub(super) fn check_ndims(comm: MPI_Comm, ndims: c_int) -> MpiResult<usize> {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Cart_create(comm_old: MPI_Comm, ndims: c_int, dims: *const c_int, periods: *const c_int, reorder: c_int, comm_cart: *mut MPI_Comm) -> c_int {
-    let _ = reorder;
     let result = (|| {
         let count = check_ndims(comm_old, ndims)?;
         // SAFETY: MPI requires `ndims` ints in each array.
@@ -99,7 +109,13 @@ pub unsafe extern "C" fn MPI_Cart_create(comm_old: MPI_Comm, ndims: c_int, dims:
         if layout.size() > members.len() {
             return Err(error(comm_old, MPI_ERR_DIMS, format!("the grid needs {} processes, the communicator has {}", layout.size(), members.len())));
         }
-        let mine = (rank < layout.size()).then(|| members[..layout.size()].to_vec());
+        let positions = layout.size();
+        let playing = match reorder != 0 {
+            true => super::reorder::process_of_vertex(&members, layout.edges()),
+            false => (0..members.len()).collect(),
+        };
+        let position = playing.iter().position(|&process| process == rank).unwrap_or(rank);
+        let mine = (position < positions).then(|| playing[..positions].iter().map(|&process| members[process]).collect());
         let created = comm::construct::create_from(comm_old, mine, Some(Topology::Cartesian(layout)))?;
         // SAFETY: checked non-null; the caller's handle.
         unsafe { *comm_cart = created };
@@ -123,16 +139,20 @@ fn cart_map(comm: MPI_Comm, dims: &[c_int], size: usize, rank: usize) -> MpiResu
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Cart_map(comm: MPI_Comm, ndims: c_int, dims: *const c_int, periods: *const c_int, newrank: *mut c_int) -> c_int {
-    let _ = periods;
     let result = (|| {
         let count = length(comm, ndims, "ndims")?;
-        // SAFETY: MPI requires `ndims` ints.
-        let dims = unsafe { int_array(comm, dims, count, "dims")? };
-        let (size, rank) = runtime::with(|rt| {
+        // SAFETY: MPI requires `ndims` ints in each array.
+        let (dims, periods) = unsafe { (int_array(comm, dims, count, "dims")?, int_array(comm, periods, count, "periods")?) };
+        let (members, rank) = runtime::with(|rt| {
             let shared = &rt.comms.get(comm)?.shared;
-            Ok((shared.size(), shared.rank as usize))
+            Ok((shared.members.clone(), shared.rank as usize))
         })?;
-        let mapped = cart_map(comm, dims, size, rank)?;
+        cart_map(comm, dims, members.len(), rank)?;
+        // The position MPI_Cart_create with reorder gives this process.
+        let layout = Cartesian { dims: dims.to_vec(), periods: periods.iter().map(|&p| p != 0).collect() };
+        let playing = super::reorder::process_of_vertex(&members, layout.edges());
+        let position = playing.iter().position(|&process| process == rank).unwrap_or(rank);
+        let mapped = if position < layout.size() { position as c_int } else { MPI_UNDEFINED };
         // SAFETY: the caller's out-pointer (NULL is rejected by store).
         unsafe { store(newrank, mapped, "newrank") }
     })();

@@ -80,16 +80,25 @@ const RECORD: usize = 3;
 /// Ranks must already be checked.
 fn route_edges(size: usize, sources: &[c_int], degrees: &[c_int], destinations: &[c_int], weights: Option<&[c_int]>) -> Vec<Vec<c_int>> {
     let mut outgoing = vec![Vec::new(); size];
+    for (source, destination, weight) in named_edges(sources, degrees, destinations, weights) {
+        outgoing[source as usize].extend([OUT_EDGE, destination, weight]);
+        outgoing[destination as usize].extend([IN_EDGE, source, weight]);
+    }
+    outgoing
+}
+
+/// The edges this process names, in its order: `(source, destination, weight)` (weight 1 when
+/// unweighted).
+fn named_edges(sources: &[c_int], degrees: &[c_int], destinations: &[c_int], weights: Option<&[c_int]>) -> Vec<(c_int, c_int, c_int)> {
+    let mut edges = Vec::with_capacity(destinations.len());
     let mut position = 0;
     for (&source, &degree) in sources.iter().zip(degrees) {
         for edge in position..position + degree as usize {
-            let (destination, weight) = (destinations[edge], weights.map_or(1, |w| w[edge]));
-            outgoing[source as usize].extend([OUT_EDGE, destination, weight]);
-            outgoing[destination as usize].extend([IN_EDGE, source, weight]);
+            edges.push((source, destinations[edge], weights.map_or(1, |w| w[edge])));
         }
         position += degree as usize;
     }
-    outgoing
+    edges
 }
 
 /// This process's graph from the records it received.
@@ -141,9 +150,64 @@ fn exchange_records(comm: MPI_Comm, outgoing: &[Vec<c_int>]) -> MpiResult<Vec<c_
     Ok(received.chunks_exact(4).map(|b| c_int::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
 }
 
-/// The members of `comm` (job ranks).
-fn members_of(comm: MPI_Comm) -> MpiResult<Vec<u32>> {
-    runtime::with(|rt| Ok(rt.comms.get(comm)?.shared.members.to_vec()))
+/// The members of `comm` (job ranks) and this process's rank in it.
+fn members_of(comm: MPI_Comm) -> MpiResult<(Vec<u32>, usize)> {
+    runtime::with(|rt| {
+        let shared = &rt.comms.get(comm)?.shared;
+        Ok((shared.members.to_vec(), shared.rank as usize))
+    })
+}
+
+/// The record that opens a process's lists in [`reordered_adjacent`]: its number of records.
+const COUNT: c_int = 2;
+
+/// With reorder, for MPI_Dist_graph_create_adjacent: every process's lists go to every process,
+/// the processes are mapped onto the vertices (topo/reorder.rs), and this process takes the
+/// lists of the vertex it plays. Returns the new communicator's members and this process's graph.
+fn reordered_adjacent(comm: MPI_Comm, members: &[u32], rank: usize, mine: &DistGraph) -> MpiResult<(Vec<u32>, DistGraph)> {
+    let weight = |weights: &Option<Vec<c_int>>, index: usize| weights.as_ref().map_or(1, |weights| weights[index]);
+    let mut records = vec![COUNT, (mine.sources.len() + mine.destinations.len()) as c_int, 0];
+    records.extend(mine.sources.iter().enumerate().flat_map(|(index, &source)| [IN_EDGE, source, weight(&mine.source_weights, index)]));
+    records.extend(mine.destinations.iter().enumerate().flat_map(|(index, &destination)| [OUT_EDGE, destination, weight(&mine.destination_weights, index)]));
+    let received = exchange_records(comm, &vec![records; members.len()]).map_err(|e| error(comm, e.class, format!("sharing the graph to reorder it failed: {}", e.detail)))?;
+    let mut lists: Vec<&[c_int]> = Vec::with_capacity(members.len());
+    let mut at = 0;
+    while at + RECORD <= received.len() {
+        let count = received[at + 1] as usize;
+        lists.push(&received[at + RECORD..(at + RECORD * (count + 1)).min(received.len())]);
+        at += RECORD * (count + 1);
+    }
+    let edges: Vec<(usize, usize, u64)> = lists
+        .iter()
+        .enumerate()
+        .flat_map(|(process, list)| list.chunks_exact(RECORD).filter(|record| record[0] == OUT_EDGE && record[1] >= 0).map(move |record| (process, record[1] as usize, record[2].max(0) as u64)))
+        .collect();
+    let playing = super::reorder::process_of_vertex(members, edges);
+    let vertex = playing.iter().position(|&process| process == rank).unwrap_or(rank);
+    let graph = collect_edges(lists.get(vertex).copied().unwrap_or(&[]), mine.weighted());
+    Ok((playing.iter().map(|&process| members[process]).collect(), graph))
+}
+
+/// With reorder, for MPI_Dist_graph_create: every named edge goes to every process, the
+/// processes are mapped onto the vertices, and this process takes the edges of the vertex it
+/// plays (in the order the route to the endpoints would deliver them). Returns the new
+/// communicator's members and this process's graph.
+fn reordered_general(comm: MPI_Comm, members: &[u32], rank: usize, named: &[(c_int, c_int, c_int)], weighted: bool) -> MpiResult<(Vec<u32>, DistGraph)> {
+    let records: Vec<c_int> = named.iter().flat_map(|&(source, destination, weight)| [source, destination, weight]).collect();
+    let received = exchange_records(comm, &vec![records; members.len()]).map_err(|e| error(comm, e.class, format!("sharing the graph to reorder it failed: {}", e.detail)))?;
+    let edges: Vec<(usize, usize, u64)> = received.chunks_exact(RECORD).map(|record| (record[0] as usize, record[1] as usize, record[2].max(0) as u64)).collect();
+    let playing = super::reorder::process_of_vertex(members, edges.iter().copied());
+    let vertex = playing.iter().position(|&process| process == rank).unwrap_or(rank);
+    let mut routed = Vec::new();
+    for &(source, destination, weight) in &edges {
+        if destination == vertex {
+            routed.extend([IN_EDGE, source as c_int, weight as c_int]);
+        }
+        if source == vertex {
+            routed.extend([OUT_EDGE, destination as c_int, weight as c_int]);
+        }
+    }
+    Ok((playing.iter().map(|&process| members[process]).collect(), collect_edges(&routed, weighted)))
 }
 
 #[no_mangle]
@@ -159,9 +223,9 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
     reorder: c_int,
     comm_dist_graph: *mut MPI_Comm,
 ) -> c_int {
-    let _ = (info, reorder);
+    let _ = info;
     let result = (|| {
-        let members = members_of(comm_old)?;
+        let (members, rank) = members_of(comm_old)?;
         let (indegree, outdegree) = (length(comm_old, indegree, "indegree")?, length(comm_old, outdegree, "outdegree")?);
         // SAFETY: MPI requires `indegree` and `outdegree` ints (weights: or the special values).
         let (sources, destinations, source_weights, destination_weights) = unsafe {
@@ -186,6 +250,10 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
             destinations: destinations.to_vec(),
             destination_weights: destination_weights.map(<[c_int]>::to_vec),
         };
+        let (members, graph) = match reorder != 0 {
+            true => reordered_adjacent(comm_old, &members, rank, &graph)?,
+            false => (members, graph),
+        };
         let created = comm::construct::create_from(comm_old, Some(members), Some(Topology::DistGraph(graph)))?;
         // SAFETY: checked non-null; the caller's handle.
         unsafe { *comm_dist_graph = created };
@@ -206,9 +274,9 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
     reorder: c_int,
     comm_dist_graph: *mut MPI_Comm,
 ) -> c_int {
-    let _ = (info, reorder);
+    let _ = info;
     let result = (|| {
-        let members = members_of(comm_old)?;
+        let (members, rank) = members_of(comm_old)?;
         let n = length(comm_old, n, "n")?;
         // SAFETY: MPI requires `n` ints in sources and degrees.
         let (sources, degrees) = unsafe { (int_array(comm_old, sources, n, "sources")?, int_array(comm_old, degrees, n, "degrees")?) };
@@ -222,6 +290,14 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
         check_ranks(comm_old, destinations, members.len(), false, "destinations")?;
         if comm_dist_graph.is_null() {
             return Err(error(comm_old, MPI_ERR_ARG, "comm_dist_graph must not be NULL"));
+        }
+        if reorder != 0 {
+            let named = named_edges(sources, degrees, destinations, weights);
+            let (members, graph) = reordered_general(comm_old, &members, rank, &named, weights.is_some())?;
+            let created = comm::construct::create_from(comm_old, Some(members), Some(Topology::DistGraph(graph)))?;
+            // SAFETY: checked non-null; the caller's handle.
+            unsafe { *comm_dist_graph = created };
+            return Ok(());
         }
         let outgoing = route_edges(members.len(), sources, degrees, destinations, weights);
         let received = exchange_records(comm_old, &outgoing).map_err(|e| error(comm_old, e.class, format!("routing the edges to their endpoints failed: {}", e.detail)))?;

@@ -85,7 +85,6 @@ fn graph_map(comm: MPI_Comm, nnodes: c_int, size: usize, rank: usize) -> MpiResu
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Graph_create(comm_old: MPI_Comm, nnodes: c_int, index: *const c_int, edges: *const c_int, reorder: c_int, comm_graph: *mut MPI_Comm) -> c_int {
-    let _ = reorder;
     let result = (|| {
         let nodes = length(comm_old, nnodes, "nnodes")?;
         // SAFETY: MPI requires `nnodes` ints in index.
@@ -104,7 +103,15 @@ pub unsafe extern "C" fn MPI_Graph_create(comm_old: MPI_Comm, nnodes: c_int, ind
         if nodes > members.len() {
             return Err(error(comm_old, MPI_ERR_ARG, format!("the graph has {nodes} nodes, the communicator {} processes", members.len())));
         }
-        let mine = (rank < nodes).then(|| members[..nodes].to_vec());
+        let playing = match reorder != 0 {
+            true => {
+                let links = (0..nodes).flat_map(|node| graph.neighbors(node).iter().map(move |&other| (node, other as usize, 1)));
+                super::reorder::process_of_vertex(&members, links.collect::<Vec<_>>())
+            }
+            false => (0..members.len()).collect(),
+        };
+        let position = playing.iter().position(|&process| process == rank).unwrap_or(rank);
+        let mine = (position < nodes).then(|| playing[..nodes].iter().map(|&process| members[process]).collect());
         let created = comm::construct::create_from(comm_old, mine, Some(Topology::Graph(graph)))?;
         // SAFETY: checked non-null; the caller's handle.
         unsafe { *comm_graph = created };
@@ -167,14 +174,24 @@ pub unsafe extern "C" fn MPI_Graph_neighbors(comm: MPI_Comm, rank: c_int, maxnei
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Graph_map(comm: MPI_Comm, nnodes: c_int, index: *const c_int, edges: *const c_int, newrank: *mut c_int) -> c_int {
-    // The graph's shape does not matter: every process keeps its rank.
-    let _ = (index, edges);
     let result = (|| {
-        let (size, rank) = runtime::with(|rt| {
+        let (members, rank) = runtime::with(|rt| {
             let shared = &rt.comms.get(comm)?.shared;
-            Ok((shared.size(), shared.rank as usize))
+            Ok((shared.members.clone(), shared.rank as usize))
         })?;
-        let mapped = graph_map(comm, nnodes, size, rank)?;
+        graph_map(comm, nnodes, members.len(), rank)?;
+        let nodes = length(comm, nnodes, "nnodes")?;
+        // SAFETY: MPI requires `nnodes` ints in index, then index[nnodes - 1] in edges.
+        let index = unsafe { int_array(comm, index, nodes, "index")? };
+        let count = edge_count(comm, index)?;
+        // SAFETY: as above.
+        let edges = unsafe { int_array(comm, edges, count, "edges")? };
+        let graph = Graph::new(comm, index, edges)?;
+        // The node MPI_Graph_create with reorder gives this process.
+        let links: Vec<(usize, usize, u64)> = (0..nodes).flat_map(|node| graph.neighbors(node).iter().map(move |&other| (node, other as usize, 1))).collect();
+        let playing = super::reorder::process_of_vertex(&members, links);
+        let position = playing.iter().position(|&process| process == rank).unwrap_or(rank);
+        let mapped = if position < nodes { position as c_int } else { MPI_UNDEFINED };
         // SAFETY: the caller's out-pointer (NULL is rejected by store).
         unsafe { store(newrank, mapped, "newrank") }
     })();

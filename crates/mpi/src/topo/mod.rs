@@ -1,12 +1,14 @@
 //! Process topologies (MPI 3.1 chapter 7): the [`Topology`] a communicator carries, MPI_Topo_test
 //! ([`abi`]), and [`neighbors`], the neighbour lists of the neighbourhood collectives. Each kind of topology
-//! has its own file; `reorder` is accepted and ignored everywhere (ranks keep their order).
+//! has its own file; `reorder = true` renumbers the processes so that the topology's edges stay
+//! inside nodes where they can ([`reorder`]).
 
 pub mod abi;
 pub mod cartesian;
 pub mod dims;
 pub mod dist_graph;
 pub mod graph;
+mod reorder;
 
 use std::ffi::c_int;
 

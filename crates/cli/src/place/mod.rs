@@ -1,0 +1,235 @@
+//! `braid place`: a placement of a profiled job's ranks on nodes (blocked, cyclic, or by its
+//! measured pattern), with the share of bytes each policy would send across nodes.
+
+pub mod file;
+pub mod input;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use braid_mapping::Traffic;
+use clap::ValueEnum;
+
+use crate::cluster::Cluster;
+use crate::report::{bytes_text, rank_list};
+use file::{Format, Placement};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Policy {
+    /// Keep the ranks that exchange most on one node (a balanced partition of the bytes matrix),
+    /// heavy talkers on neighbouring cores.
+    Pattern,
+    /// Consecutive ranks fill a node, then the next (`--map-by core`).
+    Blocked,
+    /// Rank r on node r mod nodes (`--map-by node`).
+    Cyclic,
+}
+
+const POLICIES: [Policy; 3] = [Policy::Blocked, Policy::Cyclic, Policy::Pattern];
+
+impl Policy {
+    fn name(self) -> &'static str {
+        match self {
+            Policy::Pattern => "pattern",
+            Policy::Blocked => "blocked",
+            Policy::Cyclic => "cyclic",
+        }
+    }
+}
+
+#[derive(clap::Args)]
+pub struct PlaceArgs {
+    /// A profiled job's directory (`braid run --profile DIR`), or a traffic matrix as a `.mat`
+    /// file (n lines of n numbers, as Open MPI's monitoring tools and TreeMatch write).
+    #[arg(value_name = "PROFILE")]
+    input: PathBuf,
+    /// Place on the nodes of this virtual cluster.
+    #[arg(long, value_name = "NAME", conflicts_with = "hosts", required_unless_present = "hosts")]
+    cluster: Option<String>,
+    /// Place on these hosts (comma-separated).
+    #[arg(long, value_name = "H1,H2,...")]
+    hosts: Option<String>,
+    /// Ranks per node, at most.
+    #[arg(long, value_name = "P")]
+    ppn: u32,
+    #[arg(long, value_enum, default_value = "pattern")]
+    policy: Policy,
+    /// Write the placement here [default: standard output, with the comparison on standard error].
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "braid")]
+    format: Format,
+    /// What one message costs beyond its bytes, in bytes: what a rail carries during one
+    /// message's latency (10 us at 1 Gbit/s is 1250 bytes). Messages count only from a profile.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MESSAGE_COST)]
+    message_cost: u64,
+    /// The pattern placement is written only when it lowers the predicted cost of the traffic
+    /// across nodes by this much against the better of blocked and cyclic; otherwise that one is.
+    #[arg(long, value_name = "PERCENT", default_value_t = DEFAULT_MIN_GAIN)]
+    min_gain: f64,
+}
+
+/// `--message-cost`'s default: about one message's latency on a 1 Gbit/s Ethernet rail.
+pub const DEFAULT_MESSAGE_COST: u64 = 1024;
+/// `--min-gain`'s default: predictions closer than this are within what a run's noise and the
+/// costs the bytes do not show (CPU sharing, message sizes) decide.
+pub const DEFAULT_MIN_GAIN: f64 = 5.0;
+
+pub fn run(args: &PlaceArgs) -> ExitCode {
+    match place(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("braid place: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn place(args: &PlaceArgs) -> Result<(), String> {
+    let nodes = node_names(args.cluster.as_deref(), args.hosts.as_deref())?;
+    let measured = input::read(&args.input)?;
+    if !measured.missing_ranks.is_empty() {
+        eprintln!("braid place: warning: rank(s) {} left no profile; their traffic counts as none", rank_list(&measured.missing_ranks));
+    }
+    if !(0.0..100.0).contains(&args.min_gain) {
+        return Err(format!("--min-gain {} must be a percentage from 0 up to 100", args.min_gain));
+    }
+    let bytes = Traffic::from_matrix(&measured.bytes)?;
+    let cost = Traffic::from_matrix(&measured.cost(args.message_cost))?;
+    let messages = measured.messages.as_deref().map(Traffic::from_matrix).transpose()?;
+    let capacities = vec![args.ppn as usize; nodes.len()];
+    let placements = POLICIES.iter().map(|&policy| Ok((policy, placement(&cost, &nodes, &capacities, policy, args.min_gain)?))).collect::<Result<Vec<_>, String>>()?;
+    let mut comparison = format!("{} ranks on {} node(s) of at most {}; bytes between ranks: {}\n", bytes.size(), nodes.len(), args.ppn, bytes_text(bytes.total() as f64));
+    comparison += "policy     bytes across nodes   share   messages across\n";
+    for (policy, placement) in &placements {
+        let across = bytes.crossing(&placement.node_of_rank);
+        let messages_across = messages.as_ref().map_or("-".to_string(), |messages| format!("{:.1}%", share(messages.crossing(&placement.node_of_rank), messages.total())));
+        let chosen = if *policy == args.policy { "  <- written" } else { "" };
+        let same = match *policy {
+            Policy::Pattern => POLICIES
+                .iter()
+                .zip(&placements)
+                .find(|(other, (_, other_placement))| **other != Policy::Pattern && other_placement.node_of_rank == placement.node_of_rank)
+                .map(|(other, _)| format!(" (= {})", other.name())),
+            _ => None,
+        };
+        comparison += &format!("{:<10} {:>18}  {:>5.1}%  {messages_across:>15}{}{chosen}\n", policy.name(), bytes_text(across as f64), share(across, bytes.total()), same.unwrap_or_default());
+    }
+    let chosen = &placements.iter().find(|(policy, _)| *policy == args.policy).expect("every policy is computed").1;
+    let note = format!("{} placement of {} on {} node(s), at most {} per node", args.policy.name(), args.input.display(), nodes.len(), args.ppn);
+    let text = chosen.text(args.format, &note);
+    match &args.output {
+        Some(path) => {
+            std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            print!("{comparison}");
+            println!("Placement ({}): {}", args.policy.name(), path.display());
+        }
+        None => {
+            eprint!("{comparison}");
+            print!("{text}");
+        }
+    }
+    Ok(())
+}
+
+fn share(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
+/// The nodes of virtual cluster `cluster`, or the comma-separated `hosts`.
+pub fn node_names(cluster: Option<&str>, hosts: Option<&str>) -> Result<Vec<String>, String> {
+    match (cluster, hosts) {
+        (Some(name), _) => Ok(Cluster::load(name)?.nodes.iter().map(|node| node.namespace.clone()).collect()),
+        (None, Some(list)) => {
+            let hosts: Vec<String> = list.split(',').map(str::trim).map(str::to_string).collect();
+            match hosts.iter().any(String::is_empty) {
+                true => Err(format!("{list:?} names an empty host")),
+                false => Ok(hosts),
+            }
+        }
+        (None, None) => Err("name the nodes: --cluster NAME or --hosts H1,H2,...".to_string()),
+    }
+}
+
+/// `policy`'s placement of `traffic`'s ranks (weighted by their cost) on `nodes` holding
+/// `capacities` ranks each. The pattern placement stands only if it lowers the cost across nodes
+/// by `min_gain` percent against the better of blocked and cyclic (blocked on a tie).
+pub fn placement(traffic: &Traffic, nodes: &[String], capacities: &[usize], policy: Policy, min_gain: f64) -> Result<Placement, String> {
+    let size = traffic.size();
+    let node_of_rank = match policy {
+        Policy::Blocked => braid_mapping::blocked(size, capacities)?,
+        Policy::Cyclic => braid_mapping::cyclic(size, capacities)?,
+        Policy::Pattern => {
+            let (blocked, cyclic) = (braid_mapping::blocked(size, capacities)?, braid_mapping::cyclic(size, capacities)?);
+            let better = if traffic.crossing(&cyclic) < traffic.crossing(&blocked) { cyclic } else { blocked };
+            let pattern = braid_mapping::by_pattern(traffic, capacities)?;
+            let worth_it = (traffic.crossing(&pattern) as f64) < traffic.crossing(&better) as f64 * (1.0 - min_gain / 100.0);
+            if worth_it {
+                pattern
+            } else {
+                better
+            }
+        }
+    };
+    let mut slot_of_rank = vec![0; size];
+    for node in 0..nodes.len() {
+        let members: Vec<usize> = (0..size).filter(|&rank| node_of_rank[rank] == node).collect();
+        let order = match policy {
+            Policy::Pattern => braid_mapping::order_within(traffic, &members),
+            Policy::Blocked | Policy::Cyclic => members,
+        };
+        for (slot, rank) in order.into_iter().enumerate() {
+            slot_of_rank[rank] = slot;
+        }
+    }
+    Ok(Placement { nodes: nodes.to_vec(), node_of_rank, slot_of_rank })
+}
+
+/// The pattern placement of the job profiled in `profile` (`--map-by pattern:DIR`), for `ranks`
+/// ranks on `nodes` holding `per_node` each.
+pub fn pattern_placement(profile: &Path, ranks: u32, nodes: &[String], per_node: u32) -> Result<Placement, String> {
+    let measured = input::read(profile)?;
+    if measured.bytes.len() != ranks as usize {
+        return Err(format!("{} profiles a job of {} ranks, not {ranks}", profile.display(), measured.bytes.len()));
+    }
+    let traffic = Traffic::from_matrix(&measured.cost(DEFAULT_MESSAGE_COST))?;
+    placement(&traffic, nodes, &vec![per_node as usize; nodes.len()], Policy::Pattern, DEFAULT_MIN_GAIN)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nodes() -> Vec<String> {
+        vec!["a".into(), "b".into()]
+    }
+
+    #[test]
+    fn the_pattern_placement_stands_only_when_it_gains_enough() {
+        // 0-2 and 1-3 heavy: blocked splits both, the pattern keeps them.
+        let heavy = Traffic::from_edges(4, [(0, 2, 100), (1, 3, 100), (0, 1, 1)]);
+        let placed = placement(&heavy, &nodes(), &[2, 2], Policy::Pattern, 5.0).unwrap();
+        assert_eq!(heavy.crossing(&placed.node_of_rank), 1);
+        // A ring of 4: every placement of 2 + 2 cuts two links; the pattern keeps blocked.
+        let ring = Traffic::from_edges(4, [(0, 1, 10), (1, 2, 10), (2, 3, 10), (3, 0, 10), (0, 2, 1)]);
+        assert_eq!(placement(&ring, &nodes(), &[2, 2], Policy::Pattern, 5.0).unwrap().node_of_rank, [0, 0, 1, 1]);
+        // {0,3} {1,2} cuts 80 where blocked and cyclic cut 82: under 5% is not enough.
+        let slight = Traffic::from_edges(4, [(0, 1, 20), (0, 2, 20), (1, 3, 20), (2, 3, 20), (0, 3, 21), (1, 2, 21)]);
+        assert_eq!(placement(&slight, &nodes(), &[2, 2], Policy::Pattern, 5.0).unwrap().node_of_rank, [0, 0, 1, 1]);
+        let keen = placement(&slight, &nodes(), &[2, 2], Policy::Pattern, 0.0).unwrap();
+        assert_eq!(slight.crossing(&keen.node_of_rank), 80);
+        // When cyclic is the better deal, it is kept.
+        let pairs = Traffic::from_edges(4, [(0, 2, 10), (1, 3, 10), (0, 1, 1)]);
+        assert_eq!(placement(&pairs, &nodes(), &[2, 2], Policy::Pattern, 50.0).unwrap().node_of_rank, [0, 1, 0, 1]);
+    }
+
+    #[test]
+    fn messages_add_their_cost_to_the_bytes() {
+        let measured = input::Measured { bytes: vec![vec![0, 10], vec![0, 0]], messages: Some(vec![vec![0, 2], vec![1, 0]]), missing_ranks: Vec::new() };
+        assert_eq!(measured.cost(100), [[0, 210], [100, 0]]);
+    }
+}
