@@ -36,6 +36,10 @@ pub struct Cluster {
     /// The management network first, then the rails in order.
     pub networks: Vec<Network>,
     pub nodes: Vec<Node>,
+    /// The CPUs every node's rails steer their receive processing to (RPS): the nodes' network
+    /// cores. Empty: the kernel's default (processed where the packet arrives).
+    #[serde(default)]
+    pub rx_cpus: Vec<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -81,7 +85,18 @@ impl Cluster {
         let nodes = (0..nodes)
             .map(|node| Node { namespace: format!("braid-{name}-n{node}"), addresses: (0..networks.len()).map(|index| format!("{ADDRESS_PREFIX}.{index}.{}", node + 1)).collect() })
             .collect();
-        Ok(Cluster { name: name.to_string(), switch: format!("braid-{name}-sw"), mtu, networks, nodes })
+        Ok(Cluster { name: name.to_string(), switch: format!("braid-{name}-sw"), mtu, networks, nodes, rx_cpus: Vec::new() })
+    }
+
+    /// Steers the rails' receive processing to `cpus` (none: the default), which must be CPUs
+    /// of this machine.
+    pub fn set_rx_cpus(&mut self, cpus: Vec<usize>) -> Result<(), String> {
+        let online = braid_sys::topology::Topology::detect().map(|topology| topology.cpus.iter().map(|cpu| cpu.id).collect::<Vec<usize>>()).unwrap_or_default();
+        if let Some(bad) = cpus.iter().find(|cpu| !online.is_empty() && !online.contains(cpu)) {
+            return Err(format!("--rx-cpus names CPU {bad}, which this machine does not have (its CPUs: {})", braid_sys::topology::format_cpu_list(&online)));
+        }
+        self.rx_cpus = cpus;
+        Ok(())
     }
 
     /// Reads the description `up` recorded.
@@ -265,6 +280,9 @@ fn build(cluster: &Cluster, undo: &mut Undo) -> Result<(), String> {
             if let Some(rate) = network.rate_bits_per_second {
                 shape(namespace, interface, rate, cluster.mtu)?;
                 shape(switch, &port, rate, cluster.mtu)?;
+                if !cluster.rx_cpus.is_empty() {
+                    steer_receive(namespace, interface, &cluster.rx_cpus)?;
+                }
             }
         }
     }
@@ -292,6 +310,14 @@ pub fn reshape(name: &str, interface: &str, bits: u64) -> Result<Cluster, String
     cluster.networks[index].rate_bits_per_second = Some(bits);
     write_record(&cluster).map_err(|error| format!("{interface} is reshaped, but its record is not: {error}"))?;
     Ok(cluster)
+}
+
+/// Steers what `device` receives to `cpus` (RPS on each of its receive queues). `ip netns exec`
+/// mounts the namespace's own /sys, where its devices' queues are.
+fn steer_receive(namespace: &str, device: &str, cpus: &[usize]) -> Result<(), String> {
+    let mask = braid_sys::network_cores::format_cpu_mask(cpus);
+    let script = format!("for queue in /sys/class/net/{device}/queues/rx-*; do echo {mask} > $queue/rps_cpus || exit 1; done");
+    run_tool("ip", &["netns", "exec", namespace, "sh", "-c", &script])
 }
 
 fn add_namespace(namespace: &str, undo: &mut Undo) -> Result<(), String> {
@@ -458,6 +484,9 @@ pub fn describe(cluster: &Cluster) -> String {
         }
         text.truncate(text.trim_end().len());
         text.push('\n');
+    }
+    if !cluster.rx_cpus.is_empty() {
+        text += &format!("  the rails' receive processing runs on CPU(s) {} (RPS): the nodes' network cores\n", braid_sys::topology::format_cpu_list(&cluster.rx_cpus));
     }
     text
 }

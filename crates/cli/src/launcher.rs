@@ -55,6 +55,8 @@ pub struct JobRequest {
     pub unfinalized_wait: Duration,
     /// Set in every rank's environment, local or remote (the profiler's, with --profile).
     pub rank_environment: Vec<(OsString, OsString)>,
+    /// The cores that do the network's work, which ranks bound here avoid.
+    pub network_cores: placement::NetworkCores,
 }
 
 /// Where the ranks run when the job spans hosts reached through a launch agent.
@@ -243,7 +245,7 @@ pub fn run(request: JobRequest) -> i32 {
 fn plan(request: &JobRequest) -> Result<Vec<Option<Vec<usize>>>, String> {
     let usable = affinity::calling_thread().map_err(|error| format!("cannot read this process's CPU affinity: {error}"))?;
     match Topology::detect() {
-        Ok(topology) => placement::place(&topology, &usable, request.ranks, request.map_by, request.bind_to),
+        Ok(topology) => placement::place(&topology, &usable, request.ranks, request.map_by, request.bind_to, &request.network_cores),
         Err(error) if matches!(request.bind_to, None | Some(BindTo::None)) => {
             eprintln!("braid run: warning: cannot read the machine topology ({error}); ranks are not bound");
             Ok(vec![None; request.ranks as usize])

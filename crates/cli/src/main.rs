@@ -125,6 +125,13 @@ struct RunArgs {
     #[arg(long, default_value = "core", value_name = "POLICY", value_parser = parse_map_by)]
     map_by: MapChoice,
 
+    /// Cores that take a NIC's interrupts or its steered receive processing (see `braid
+    /// topology`; on a virtual cluster, its --rx-cpus): avoid leaves them out when the other
+    /// cores are enough and gives them last otherwise (with --map-by pattern:, to the ranks that
+    /// communicate most); ignore treats them like the others.
+    #[arg(long, value_enum, default_value = "avoid", value_name = "POLICY")]
+    network_cores: NetworkCoresPolicy,
+
     /// Run each rank on the node a placement file names (written by `braid place`), with
     /// --cluster or --hosts.
     #[arg(long, value_name = "FILE", conflicts_with = "map_by")]
@@ -164,6 +171,46 @@ struct RunArgs {
     /// one (or at `--`); what follows is the program's.
     #[arg(value_name = "PROGRAM", required = true, trailing_var_arg = true)]
     command: Vec<OsString>,
+}
+
+/// `--network-cores`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum NetworkCoresPolicy {
+    Avoid,
+    Ignore,
+}
+
+/// The cores ranks bound on this machine avoid, and the order in which they take cores.
+fn network_cores(args: &RunArgs) -> Result<placement::NetworkCores, String> {
+    if args.network_cores == NetworkCoresPolicy::Ignore || args.hosts.is_some() {
+        return Ok(placement::NetworkCores::default());
+    }
+    let cpus = match &args.cluster {
+        Some(name) => Cluster::load(name)?.rx_cpus,
+        None => {
+            let interfaces = braid_sys::network_cores::interfaces().unwrap_or_default();
+            let mut cpus: Vec<usize> = interfaces.iter().filter_map(|interface| braid_sys::network_cores::detect(interface).ok()).flat_map(|cores| cores.cpus()).collect();
+            cpus.sort_unstable();
+            cpus.dedup();
+            cpus
+        }
+    };
+    // The rule of the protocol-stack study: the ranks that compute most and communicate least
+    // stay off them (known from a profile).
+    let rank_order = match &args.map_by {
+        MapChoice::Pattern(profile) => place::input::read(profile)?.rank_order(place::DEFAULT_MESSAGE_COST),
+        MapChoice::Fixed(_) => Vec::new(),
+    };
+    Ok(placement::NetworkCores { cpus, rank_order })
+}
+
+/// CPUs named on the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct CpuList(Vec<usize>);
+
+/// A CPU list argument (`0-3,8`).
+fn parse_cpu_list_argument(text: &str) -> Result<CpuList, String> {
+    braid_sys::topology::parse_cpu_list(text).filter(|cpus| !cpus.is_empty()).map(CpuList).ok_or_else(|| format!("{text:?} is not a CPU list (such as 0 or 0-1,4)"))
 }
 
 /// What `--map-by` asked for.
@@ -222,6 +269,10 @@ Example:\n  braid cluster up lab --nodes 2 --rails 2gbit,1gbit")]
         /// MTU of every link.
         #[arg(long, default_value_t = 1500)]
         mtu: u32,
+        /// Steer every node's receive processing on its rails to these CPUs (RPS), making them the
+        /// nodes' network cores, as a NIC's interrupt CPUs are on a real node (e.g. 0 or 0-1).
+        #[arg(long, value_name = "LIST", value_parser = parse_cpu_list_argument)]
+        rx_cpus: Option<CpuList>,
     },
     /// Change one rail's rate on a built cluster NAME (both ends of every link); rail profiles are kept.
     #[command(after_help = "Jobs keep the rail profiles sampled before, as on a real cluster when other traffic takes a \
@@ -371,6 +422,10 @@ fn run_job(args: RunArgs) -> ExitCode {
         Ok(environment) => environment.unwrap_or_default(),
         Err(message) => return usage_error(format!("{message}; no rank was started")),
     };
+    let network_cores = match network_cores(&args) {
+        Ok(cores) => cores,
+        Err(message) => return usage_error(message),
+    };
     let mut command = args.command.into_iter();
     let program = command.next().unwrap_or_default();
     // Checked above, with every other setting.
@@ -387,6 +442,7 @@ fn run_job(args: RunArgs) -> ExitCode {
         timeout,
         unfinalized_wait,
         rank_environment,
+        network_cores,
     };
     let status = launcher::run(request);
     if let Some(dir) = &profile_dir {
@@ -455,8 +511,9 @@ fn node_assignment(args: &RunArgs, nodes: &[String]) -> Result<Vec<usize>, Strin
 
 fn manage_cluster(command: ClusterCommand) -> ExitCode {
     match command {
-        ClusterCommand::Up { name, nodes, rails, mtu } => {
-            let outcome = Cluster::plan(&name, nodes, &rails, mtu).and_then(|plan| {
+        ClusterCommand::Up { name, nodes, rails, mtu, rx_cpus } => {
+            let outcome = Cluster::plan(&name, nodes, &rails, mtu).and_then(|mut plan| {
+                plan.set_rx_cpus(rx_cpus.map(|list| list.0).unwrap_or_default())?;
                 let profile_dir = braid_config::Config::from_env().map_err(|error| error.to_string())?.profile_dir;
                 let cleared = cluster::up(&plan, &profile_dir)?;
                 print!("{}", cluster::describe(&plan));
@@ -569,7 +626,29 @@ fn print_topology() -> ExitCode {
             sharing.join(" | ")
         );
     }
+    print!("{}", network_cores_text());
     ExitCode::SUCCESS
+}
+
+/// `braid topology`'s lines on the CPUs that do each interface's work.
+fn network_cores_text() -> String {
+    let Ok(interfaces) = braid_sys::network_cores::interfaces() else {
+        return "network cores: cannot list the interfaces (/sys/class/net)\n".to_string();
+    };
+    let mut text = String::from("network cores (a NIC's interrupts, RPS receive steering and XPS):\n");
+    for interface in interfaces {
+        let Ok(cores) = braid_sys::network_cores::detect(&interface) else { continue };
+        let interrupts: Vec<String> = cores.interrupts.iter().map(|interrupt| format!("{} {} on CPU {}", interrupt.number, interrupt.name, format_cpu_list(&interrupt.cpus))).collect();
+        let list = |cpus: &[usize]| if cpus.is_empty() { "none".to_string() } else { format_cpu_list(cpus) };
+        text += &format!(
+            "  {interface}: interrupts {}; RPS {}; XPS {}; network CPUs: {}\n",
+            if interrupts.is_empty() { "none".to_string() } else { interrupts.join(", ") },
+            list(&cores.rps_cpus),
+            list(&cores.xps_cpus),
+            list(&cores.cpus())
+        );
+    }
+    text
 }
 
 fn human_size(bytes: usize) -> String {
@@ -600,5 +679,25 @@ fn print_config() -> ExitCode {
             eprintln!("\nbraid config: {error}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        <Cli as clap::CommandFactory>::command().debug_assert();
+    }
+
+    #[test]
+    fn map_by_takes_a_policy_or_a_profile() {
+        assert_eq!(parse_map_by("node"), Ok(MapChoice::Fixed(MapBy::Node)));
+        assert_eq!(parse_map_by("pattern:prof"), Ok(MapChoice::Pattern(PathBuf::from("prof"))));
+        assert!(parse_map_by("pattern:").unwrap_err().contains("needs the profiled job's directory"));
+        assert!(parse_map_by("diagonal").unwrap_err().contains("expected core, socket, numa, node or pattern:PROFILE_DIR"));
+        assert_eq!(parse_cpu_list_argument("0-1,3"), Ok(CpuList(vec![0, 1, 3])));
+        assert!(parse_cpu_list_argument("x").is_err());
     }
 }

@@ -1,5 +1,7 @@
 //! Where each rank runs: ranks are spread over the usable cores by `--map-by`, then bound to their
 //! core, package or NUMA node by `--bind-to` (by default to their core, unless oversubscribed).
+//! Cores that do a NIC's work (its interrupts, its steered receive processing) are left out when
+//! the other cores are enough, and taken last otherwise, by the ranks that communicate most.
 
 use braid_sys::topology::Topology;
 use clap::ValueEnum;
@@ -37,14 +39,27 @@ struct UsableCore {
     numa_node: usize,
 }
 
+/// The network's share of the cores: the CPUs that do a NIC's work, and the order in which ranks
+/// take cores (the first take the cores without network work).
+#[derive(Debug, Clone, Default)]
+pub struct NetworkCores {
+    pub cpus: Vec<usize>,
+    /// Every rank once; empty: rank order.
+    pub rank_order: Vec<usize>,
+}
+
 /// The CPUs each rank is bound to (`None`: unbound), one entry per rank.
-pub fn place(topology: &Topology, usable: &[usize], ranks: u32, map_by: MapBy, bind_to: Option<BindTo>) -> Result<Vec<Option<Vec<usize>>>, String> {
-    let cores: Vec<UsableCore> = topology
+pub fn place(topology: &Topology, usable: &[usize], ranks: u32, map_by: MapBy, bind_to: Option<BindTo>, network: &NetworkCores) -> Result<Vec<Option<Vec<usize>>>, String> {
+    let all: Vec<UsableCore> = topology
         .cores
         .iter()
         .map(|core| UsableCore { cpus: core.cpus.iter().copied().filter(|cpu| usable.contains(cpu)).collect(), package: core.package, numa_node: core.numa_node })
         .filter(|core| !core.cpus.is_empty())
         .collect();
+    let (mut cores, busy): (Vec<UsableCore>, Vec<UsableCore>) = all.into_iter().partition(|core| !core.cpus.iter().any(|cpu| network.cpus.contains(cpu)));
+    if cores.len() < ranks as usize {
+        cores.extend(busy);
+    }
     let bind_to = bind_to.unwrap_or(if ranks as usize <= cores.len() { BindTo::Core } else { BindTo::None });
     if bind_to == BindTo::None {
         return Ok(vec![None; ranks as usize]);
@@ -67,10 +82,12 @@ pub fn place(topology: &Topology, usable: &[usize], ranks: u32, map_by: MapBy, b
             None => domains.push((domain_of(core), vec![index])),
         }
     }
+    let turn_of = |rank: usize| network.rank_order.iter().position(|&other| other == rank).unwrap_or(rank);
     let placements = (0..ranks as usize)
         .map(|rank| {
-            let members = &domains[rank % domains.len()].1;
-            let core = &cores[members[(rank / domains.len()) % members.len()]];
+            let turn = turn_of(rank);
+            let members = &domains[turn % domains.len()].1;
+            let core = &cores[members[(turn / domains.len()) % members.len()]];
             let cpus: Vec<usize> = match bind_to {
                 BindTo::Core | BindTo::None => core.cpus.clone(),
                 BindTo::Socket => cores.iter().filter(|other| other.package == core.package).flat_map(|other| other.cpus.iter().copied()).collect(),
@@ -125,31 +142,45 @@ mod tests {
 
     #[test]
     fn by_core_fills_cores_in_order_and_binds_by_default() {
-        let placement = place(&two_sockets(), &all(), 3, MapBy::Core, None).unwrap();
+        let placement = place(&two_sockets(), &all(), 3, MapBy::Core, None, &NetworkCores::default()).unwrap();
         assert_eq!(placement, vec![Some(vec![0, 4]), Some(vec![1, 5]), Some(vec![2, 6])]);
     }
 
     #[test]
     fn by_socket_alternates_packages() {
-        let placement = place(&two_sockets(), &all(), 4, MapBy::Socket, Some(BindTo::Core)).unwrap();
+        let placement = place(&two_sockets(), &all(), 4, MapBy::Socket, Some(BindTo::Core), &NetworkCores::default()).unwrap();
         assert_eq!(placement, vec![Some(vec![0, 4]), Some(vec![2, 6]), Some(vec![1, 5]), Some(vec![3, 7])]);
-        let to_socket = place(&two_sockets(), &all(), 2, MapBy::Numa, Some(BindTo::Socket)).unwrap();
+        let to_socket = place(&two_sockets(), &all(), 2, MapBy::Numa, Some(BindTo::Socket), &NetworkCores::default()).unwrap();
         assert_eq!(to_socket, vec![Some(vec![0, 1, 4, 5]), Some(vec![2, 3, 6, 7])]);
     }
 
     #[test]
     fn oversubscription_unbinds_by_default_and_refuses_core_binding() {
-        assert_eq!(place(&two_sockets(), &all(), 5, MapBy::Core, None).unwrap(), vec![None; 5]);
-        assert!(place(&two_sockets(), &all(), 5, MapBy::Core, Some(BindTo::Core)).unwrap_err().contains("5 ranks"));
-        let wrapped = place(&two_sockets(), &all(), 6, MapBy::Socket, Some(BindTo::Socket)).unwrap();
+        assert_eq!(place(&two_sockets(), &all(), 5, MapBy::Core, None, &NetworkCores::default()).unwrap(), vec![None; 5]);
+        assert!(place(&two_sockets(), &all(), 5, MapBy::Core, Some(BindTo::Core), &NetworkCores::default()).unwrap_err().contains("5 ranks"));
+        let wrapped = place(&two_sockets(), &all(), 6, MapBy::Socket, Some(BindTo::Socket), &NetworkCores::default()).unwrap();
         assert_eq!(wrapped[4], Some(vec![0, 1, 4, 5]));
     }
 
     #[test]
+    fn network_cores_are_left_out_when_the_others_are_enough_and_taken_last_otherwise() {
+        // CPU 4 (core 0's second thread) takes a NIC's interrupts.
+        let network = NetworkCores { cpus: vec![4], rank_order: Vec::new() };
+        let placement = place(&two_sockets(), &all(), 3, MapBy::Core, None, &network).unwrap();
+        assert_eq!(placement, vec![Some(vec![1, 5]), Some(vec![2, 6]), Some(vec![3, 7])]);
+        let full = place(&two_sockets(), &all(), 4, MapBy::Core, None, &network).unwrap();
+        assert_eq!(full[3], Some(vec![0, 4]), "the last rank takes the network core");
+        // Rank 0 communicates most: it takes the network core, the others stay off it.
+        let by_traffic = NetworkCores { cpus: vec![4], rank_order: vec![1, 2, 3, 0] };
+        let full = place(&two_sockets(), &all(), 4, MapBy::Core, None, &by_traffic).unwrap();
+        assert_eq!((full[0].clone(), full[1].clone()), (Some(vec![0, 4]), Some(vec![1, 5])));
+    }
+
+    #[test]
     fn only_usable_cpus_are_used() {
-        let placement = place(&two_sockets(), &[2, 3, 6], 2, MapBy::Core, None).unwrap();
+        let placement = place(&two_sockets(), &[2, 3, 6], 2, MapBy::Core, None, &NetworkCores::default()).unwrap();
         assert_eq!(placement, vec![Some(vec![2, 6]), Some(vec![3])]);
-        assert_eq!(place(&two_sockets(), &[2, 3, 6], 3, MapBy::Core, None).unwrap(), vec![None; 3]);
-        assert_eq!(place(&two_sockets(), &all(), 2, MapBy::Core, Some(BindTo::None)).unwrap(), vec![None, None]);
+        assert_eq!(place(&two_sockets(), &[2, 3, 6], 3, MapBy::Core, None, &NetworkCores::default()).unwrap(), vec![None; 3]);
+        assert_eq!(place(&two_sockets(), &all(), 2, MapBy::Core, Some(BindTo::None), &NetworkCores::default()).unwrap(), vec![None, None]);
     }
 }

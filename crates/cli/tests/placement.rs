@@ -170,3 +170,32 @@ fn topology_constructors_with_reorder_keep_the_declared_heavy_edges_inside_nodes
         assert!(shares[0] > 0.8 && shares[1] < 0.1, "{kind}: share of bytes across nodes without and with reorder: {shares:?}");
     }
 }
+
+#[test]
+fn ranks_keep_off_the_cores_that_do_the_rails_receive_processing() {
+    require_cluster_jobs("bnc");
+    let scratch = Scratch::new("network-cores");
+    let program = compile_c(&repository().join("bench/compute_exchange.c"), &scratch.0);
+    let name = format!("bnc{}", std::process::id());
+    let up = run(&["cluster", "up", &name, "--nodes", "2", "--rails", "1gbit", "--rx-cpus", "0"]);
+    assert!(up.status.success(), "cluster up: {}", text(&up.stderr));
+    let _down = Down(name.clone());
+    assert!(text(&up.stdout).contains("receive processing runs on CPU(s) 0"), "{}", text(&up.stdout));
+    let steered = std::process::Command::new("ip").args(["netns", "exec", &format!("braid-{name}-n1"), "cat", "/sys/class/net/rail0/queues/rx-0/rps_cpus"]).output().unwrap();
+    assert_eq!(text(&steered.stdout).trim().trim_start_matches('0'), "1", "rail0's RPS mask");
+    let cpu_of_rank_0 = |options: &[&str]| -> String {
+        let mut command = braid();
+        command.env("BRAID_PROFILE_DIR", scratch.0.join("rail-profiles"));
+        command.args(["run", "--cluster", &name, "-n", "2", "--ppn", "1"]).args(options).arg(&program).args(["2", "4096", "0", "100000"]);
+        let output = finish(command.spawn().unwrap(), "compute_exchange");
+        assert!(output.status.success(), "{options:?}: {}", text(&output.stderr));
+        let line = text(&output.stdout);
+        line.split(" on CPU ").nth(1).and_then(|rest| rest.split(':').next()).unwrap_or_else(|| panic!("{line}")).to_string()
+    };
+    let topology = std::process::Command::new("nproc").output().unwrap();
+    assert!(text(&topology.stdout).trim().parse::<usize>().unwrap() >= 2, "needs 2 CPUs or more");
+    assert_eq!(cpu_of_rank_0(&["--network-cores", "ignore"]), "0");
+    assert_ne!(cpu_of_rank_0(&[]), "0", "avoided by default");
+    let bad = run(&["cluster", "up", &format!("{name}x"), "--nodes", "1", "--rails", "1gbit", "--rx-cpus", "4096"]);
+    assert!(text(&bad.stderr).contains("--rx-cpus names CPU 4096"), "{}", text(&bad.stderr));
+}

@@ -8,6 +8,7 @@ pub mod futex;
 pub mod memory_map;
 pub mod net;
 pub mod netns;
+pub mod network_cores;
 pub mod process;
 pub mod shm;
 pub mod signal;

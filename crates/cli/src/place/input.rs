@@ -10,6 +10,8 @@ pub struct Measured {
     pub bytes: Vec<Vec<u64>>,
     /// Messages, like `bytes` (none in a `.mat` file).
     pub messages: Option<Vec<Vec<u64>>>,
+    /// Per rank, its seconds outside MPI (computing), where the profile has them.
+    pub compute_seconds: Option<Vec<f64>>,
     /// Ranks whose traffic is unknown (they left no profile).
     pub missing_ranks: Vec<usize>,
 }
@@ -21,7 +23,7 @@ pub fn read(path: &Path) -> Result<Measured, String> {
     }
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let bytes = parse_mat(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(Measured { bytes, messages: None, missing_ranks: Vec::new() })
+    Ok(Measured { bytes, messages: None, compute_seconds: None, missing_ranks: Vec::new() })
 }
 
 fn read_profile(dir: &Path) -> Result<Measured, String> {
@@ -36,7 +38,13 @@ fn read_profile(dir: &Path) -> Result<Measured, String> {
     }
     let files = profile::load(dir)?;
     let profile = merge::merge(&files);
-    Ok(Measured { bytes: profile.bytes, messages: Some(profile.messages), missing_ranks: profile.missing_ranks })
+    let mut compute = vec![0.0; profile.size];
+    for rank in &profile.ranks {
+        if let Some(seconds) = compute.get_mut(rank.rank) {
+            *seconds = (rank.wall_time - rank.mpi_time).max(0.0);
+        }
+    }
+    Ok(Measured { bytes: profile.bytes, messages: Some(profile.messages), compute_seconds: Some(compute), missing_ranks: profile.missing_ranks })
 }
 
 /// The `bytes` matrix of a merged profile.json.
@@ -48,8 +56,20 @@ fn read_merged(path: &Path) -> Result<Measured, String> {
     }
     let bytes = json_matrix(path, &json, "bytes")?;
     let messages = json_matrix(path, &json, "messages").ok();
+    let compute_seconds = json["ranks"].as_array().map(|ranks| {
+        let mut compute = vec![0.0; bytes.len()];
+        for rank in ranks {
+            let (index, wall, inside) = (rank["rank"].as_u64(), rank["wall_time"].as_f64(), rank["mpi_time"].as_f64());
+            if let (Some(index), Some(wall), Some(inside)) = (index, wall, inside) {
+                if let Some(seconds) = compute.get_mut(index as usize) {
+                    *seconds = (wall - inside).max(0.0);
+                }
+            }
+        }
+        compute
+    });
     let missing_ranks = json["missing_ranks"].as_array().map(|ranks| ranks.iter().filter_map(|rank| rank.as_u64()).map(|rank| rank as usize).collect()).unwrap_or_default();
-    Ok(Measured { bytes, messages, missing_ranks })
+    Ok(Measured { bytes, messages, compute_seconds, missing_ranks })
 }
 
 /// The matrix `name` of a merged profile.
@@ -65,6 +85,18 @@ fn json_matrix(path: &Path, json: &serde_json::Value, name: &str) -> Result<Vec<
 }
 
 impl Measured {
+    /// The ranks in the order they take cores when some cores do the network's work (taken
+    /// last): those that compute most first, then, among equals, those that communicate least
+    /// (bytes plus `message_cost` per message, sent and received).
+    pub fn rank_order(&self, message_cost: u64) -> Vec<usize> {
+        let cost = self.cost(message_cost);
+        let traffic = |rank: usize| -> u64 { cost[rank].iter().sum::<u64>() + cost.iter().map(|row| row[rank]).sum::<u64>() };
+        let compute = |rank: usize| self.compute_seconds.as_ref().and_then(|seconds| seconds.get(rank).copied()).unwrap_or(0.0);
+        let mut order: Vec<usize> = (0..cost.len()).collect();
+        order.sort_by(|&a, &b| compute(b).total_cmp(&compute(a)).then(traffic(a).cmp(&traffic(b))));
+        order
+    }
+
     /// What each pair costs: its bytes plus `message_cost` bytes per message.
     pub fn cost(&self, message_cost: u64) -> Vec<Vec<u64>> {
         let mut cost = self.bytes.clone();

@@ -229,7 +229,16 @@ mod tests {
 
     #[test]
     fn messages_add_their_cost_to_the_bytes() {
-        let measured = input::Measured { bytes: vec![vec![0, 10], vec![0, 0]], messages: Some(vec![vec![0, 2], vec![1, 0]]), missing_ranks: Vec::new() };
+        let measured = input::Measured { bytes: vec![vec![0, 10], vec![0, 0]], messages: Some(vec![vec![0, 2], vec![1, 0]]), compute_seconds: None, missing_ranks: Vec::new() };
         assert_eq!(measured.cost(100), [[0, 210], [100, 0]]);
+    }
+
+    #[test]
+    fn ranks_that_compute_most_take_cores_first_then_those_that_communicate_least() {
+        let bytes = vec![vec![0, 50, 1], vec![50, 0, 0], vec![1, 0, 0]];
+        let measured = input::Measured { bytes: bytes.clone(), messages: None, compute_seconds: Some(vec![1.0, 3.0, 1.0]), missing_ranks: Vec::new() };
+        assert_eq!(measured.rank_order(0), [1, 2, 0]);
+        let unknown = input::Measured { bytes, messages: None, compute_seconds: None, missing_ranks: Vec::new() };
+        assert_eq!(unknown.rank_order(0), [2, 1, 0]);
     }
 }
