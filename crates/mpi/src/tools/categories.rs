@@ -20,13 +20,13 @@ pub(crate) struct Category {
     categories: &'static [&'static str],
 }
 
-pub(crate) static CATEGORIES: [Category; 9] = [
+pub(crate) static CATEGORIES: [Category; 10] = [
     Category {
         name: "braid",
         description: "Braid: its settings and the traffic counters of its engine",
         cvars: &[],
         pvars: &[],
-        categories: &["braid_traffic", "braid_protocol", "braid_waiting", "braid_shared_memory", "braid_collectives", "braid_network", "braid_launch", "braid_diagnostics"],
+        categories: &["braid_traffic", "braid_protocol", "braid_waiting", "braid_shared_memory", "braid_collectives", "braid_network", "braid_launch", "braid_diagnostics", "braid_open_mpi_monitoring"],
     },
     Category {
         name: "braid_traffic",
@@ -116,6 +116,13 @@ pub(crate) static CATEGORIES: [Category; 9] = [
     },
     Category { name: "braid_launch", description: "how braid run treats the job's ranks", cvars: &["BRAID_UNFINALIZED_WAIT_S"], pvars: &[], categories: &[] },
     Category { name: "braid_diagnostics", description: "diagnostic output", cvars: &["BRAID_DEBUG"], pvars: &[], categories: &[] },
+    Category {
+        name: "braid_open_mpi_monitoring",
+        description: "Open MPI's monitoring variables, under Open MPI's names, for the MPI_T tools written for them",
+        cvars: &[],
+        pvars: &["pml_monitoring_messages_count", "pml_monitoring_messages_size", "pml_monitoring_flush"],
+        categories: &[],
+    },
 ];
 
 /// Positions of `names` among `all` (every name is there: the tests check it).
