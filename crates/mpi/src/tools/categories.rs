@@ -26,7 +26,17 @@ pub(crate) static CATEGORIES: [Category; 10] = [
         description: "Braid: its settings and the traffic counters of its engine",
         cvars: &[],
         pvars: &[],
-        categories: &["braid_traffic", "braid_protocol", "braid_waiting", "braid_shared_memory", "braid_collectives", "braid_network", "braid_launch", "braid_diagnostics", "braid_open_mpi_monitoring"],
+        categories: &[
+            "braid_traffic",
+            "braid_protocol",
+            "braid_waiting",
+            "braid_shared_memory",
+            "braid_collectives",
+            "braid_network",
+            "braid_launch",
+            "braid_diagnostics",
+            "braid_open_mpi_monitoring",
+        ],
     },
     Category {
         name: "braid_traffic",
