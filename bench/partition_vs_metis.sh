@@ -35,12 +35,12 @@ for bench in $BENCHMARKS; do
         heavy) program=("$WORK/heavy" 1048576 2) ;;
         *) program=("$NPB/$bench.$CLASS.x") ;;
     esac
-    "$BRAID" run --profile "$WORK/$bench" -n 8 "${program[@]}" >"$WORK/$bench.log" 2>&1 || { echo "FAIL $bench (see $WORK/$bench.log)" >&2; exit 1; }
-    "$BRAID" place "$WORK/$bench" --hosts a,b,c,d --ppn 2 --min-gain 0 --message-cost 0 -o "$WORK/$bench.placement" >"$WORK/$bench.table" || exit 1
+    "$BRAID" run --profile "$WORK/$bench-profile" -n 8 "${program[@]}" >"$WORK/$bench.log" 2>&1 || { echo "FAIL $bench (see $WORK/$bench.log)" >&2; exit 1; }
+    "$BRAID" place "$WORK/$bench-profile" --hosts a,b,c,d --ppn 2 --min-gain 0 --message-cost 0 -o "$WORK/$bench.placement" >"$WORK/$bench.table" || exit 1
     python3 - "$WORK" "$bench" <<'PY'
 import subprocess, sys
 work, bench = sys.argv[1], sys.argv[2]
-rows = [[int(v) for v in line.split()] for line in open(f"{work}/{bench}/bytes.mat") if line.strip()]
+rows = [[int(v) for v in line.split()] for line in open(f"{work}/{bench}-profile/bytes.mat") if line.strip()]
 n = len(rows)
 weight = [[rows[i][j] + rows[j][i] if i != j else 0 for j in range(n)] for i in range(n)]
 total = sum(weight[i][j] for i in range(n) for j in range(i + 1, n))

@@ -121,7 +121,8 @@ struct RunArgs {
 
     /// How consecutive ranks are spread: core, socket, numa (over this machine's cores), node
     /// (round-robin over the nodes of --cluster or --hosts), or pattern:PROFILE_DIR (the nodes
-    /// that keep the most of a profiled job's traffic inside nodes, as `braid place` computes).
+    /// that keep the most of a profiled job's traffic inside nodes, as `braid place` computes;
+    /// on one node, heavy talkers on neighbouring cores).
     #[arg(long, default_value = "core", value_name = "POLICY", value_parser = parse_map_by)]
     map_by: MapChoice,
 
@@ -182,10 +183,11 @@ enum NetworkCoresPolicy {
 
 /// The cores ranks bound on this machine avoid, and the order in which they take cores.
 fn network_cores(args: &RunArgs) -> Result<placement::NetworkCores, String> {
-    if args.network_cores == NetworkCoresPolicy::Ignore || args.hosts.is_some() {
+    if args.hosts.is_some() {
         return Ok(placement::NetworkCores::default());
     }
     let cpus = match &args.cluster {
+        _ if args.network_cores == NetworkCoresPolicy::Ignore => Vec::new(),
         Some(name) => Cluster::load(name)?.rx_cpus,
         None => {
             let interfaces = braid_sys::network_cores::interfaces().unwrap_or_default();
@@ -198,7 +200,17 @@ fn network_cores(args: &RunArgs) -> Result<placement::NetworkCores, String> {
     // The rule of the protocol-stack study: the ranks that compute most and communicate least
     // stay off them (known from a profile).
     let rank_order = match &args.map_by {
-        MapChoice::Pattern(profile) => place::input::read(profile)?.rank_order(place::DEFAULT_MESSAGE_COST),
+        MapChoice::Pattern(profile) => {
+            let measured = place::input::read(profile)?;
+            if measured.bytes.len() != args.ranks as usize {
+                return Err(format!("{} profiles a job of {} ranks, not {}", profile.display(), measured.bytes.len(), args.ranks));
+            }
+            match args.cluster.is_some() || args.hosts.is_some() {
+                true => measured.rank_order(place::DEFAULT_MESSAGE_COST),
+                // On one node: heavy talkers on neighbouring cores, which share the nearest caches.
+                false => braid_mapping::order_within(&braid_mapping::Traffic::from_matrix(&measured.cost(place::DEFAULT_MESSAGE_COST))?, &(0..args.ranks as usize).collect::<Vec<_>>()),
+            }
+        }
         MapChoice::Fixed(_) => Vec::new(),
     };
     Ok(placement::NetworkCores { cpus, rank_order })
@@ -407,7 +419,6 @@ fn run_job(args: RunArgs) -> ExitCode {
         None if hosts.is_some() => None,
         None if args.ppn.is_some() => return usage_error("--ppn needs --cluster or --hosts".to_string()),
         None if args.map_by == MapChoice::Fixed(MapBy::Node) => return usage_error("--map-by node needs --cluster or --hosts".to_string()),
-        None if matches!(args.map_by, MapChoice::Pattern(_)) => return usage_error("--map-by pattern: places ranks on nodes: it needs --cluster or --hosts".to_string()),
         None if args.placement.is_some() => return usage_error("--placement places ranks on nodes: it needs --cluster or --hosts".to_string()),
         None => None,
     };

@@ -106,6 +106,12 @@ fn the_pattern_placement_keeps_heavy_pairs_on_their_nodes() {
     refused(&["-n", "6", "--placement", file.to_str().unwrap()], "places 8 ranks, but -n asks for 6");
     refused(&["-n", "8", "--ppn", "1", "--placement", file.to_str().unwrap()], "more than --ppn 1 allows");
     refused(&["-n", "4", "--ppn", "2", "--map-by", &format!("pattern:{}", blocked.display())], "profiles a job of 8 ranks, not 4");
+    // On one node too (where the pattern orders the ranks over the cores).
+    let alone = run(&["run", "-n", "2", "--map-by", &format!("pattern:{}", blocked.display()), "/bin/false"]);
+    assert_eq!(alone.status.code(), Some(2), "{}", text(&alone.stderr));
+    assert!(text(&alone.stderr).contains("profiles a job of 8 ranks, not 2"), "{}", text(&alone.stderr));
+    let on_one_node = braid().args(["run", "-n", "8", "--map-by", &format!("pattern:{}", blocked.display())]).arg(&program).args(["4096", "1"]).output().unwrap();
+    assert!(on_one_node.status.success(), "{}", text(&on_one_node.stderr));
 }
 
 #[test]

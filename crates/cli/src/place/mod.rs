@@ -5,6 +5,7 @@ pub mod file;
 pub mod input;
 
 use std::path::{Path, PathBuf};
+
 use std::process::ExitCode;
 
 use braid_mapping::Traffic;
@@ -59,10 +60,11 @@ pub struct PlaceArgs {
     output: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "braid")]
     format: Format,
-    /// What one message costs beyond its bytes, in bytes: what a rail carries during one
-    /// message's latency (10 us at 1 Gbit/s is 1250 bytes). Messages count only from a profile.
-    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MESSAGE_COST)]
-    message_cost: u64,
+    /// What one message costs beyond its bytes, in bytes: what a node's rails carry during one
+    /// message's latency [default: from the cluster's sampled rail profiles (`braid sample`),
+    /// else 1024, about 10 us at 1 Gbit/s]. Messages count only from a profile.
+    #[arg(long, value_name = "BYTES")]
+    message_cost: Option<u64>,
     /// The pattern placement is written only when it lowers the predicted cost of the traffic
     /// across nodes by this much against the better of blocked and cyclic; otherwise that one is.
     #[arg(long, value_name = "PERCENT", default_value_t = DEFAULT_MIN_GAIN)]
@@ -94,12 +96,23 @@ fn place(args: &PlaceArgs) -> Result<(), String> {
     if !(0.0..100.0).contains(&args.min_gain) {
         return Err(format!("--min-gain {} must be a percentage from 0 up to 100", args.min_gain));
     }
+    let (message_cost, cost_source) = match (args.message_cost, &args.cluster) {
+        (Some(cost), _) => (cost, "--message-cost".to_string()),
+        (None, Some(name)) => match rail_message_cost(&Cluster::load(name)?, Path::new(&rail_profile_dir())) {
+            Some(rails) => (rails.message_cost, format!("the rails' sampled profiles: {:.1} us latency, {:.0} MB/s per node", rails.latency_ns / 1e3, rails.bytes_per_second / 1e6)),
+            None => (DEFAULT_MESSAGE_COST, "the default: no sampled rail profile (braid sample --cluster)".to_string()),
+        },
+        (None, None) => (DEFAULT_MESSAGE_COST, "the default".to_string()),
+    };
     let bytes = Traffic::from_matrix(&measured.bytes)?;
-    let cost = Traffic::from_matrix(&measured.cost(args.message_cost))?;
+    let cost = Traffic::from_matrix(&measured.cost(message_cost))?;
     let messages = measured.messages.as_deref().map(Traffic::from_matrix).transpose()?;
     let capacities = vec![args.ppn as usize; nodes.len()];
     let placements = POLICIES.iter().map(|&policy| Ok((policy, placement(&cost, &nodes, &capacities, policy, args.min_gain)?))).collect::<Result<Vec<_>, String>>()?;
     let mut comparison = format!("{} ranks on {} node(s) of at most {}; bytes between ranks: {}\n", bytes.size(), nodes.len(), args.ppn, bytes_text(bytes.total() as f64));
+    if measured.messages.is_some() {
+        comparison += &format!("a message counts as {message_cost} bytes ({cost_source})\n");
+    }
     comparison += "policy     bytes across nodes   share   messages across\n";
     for (policy, placement) in &placements {
         let across = bytes.crossing(&placement.node_of_rank);
@@ -130,6 +143,44 @@ fn place(args: &PlaceArgs) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The rails of a cluster as `braid place` weighs them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RailCost {
+    /// One message's latency times the bandwidth, in bytes.
+    pub message_cost: u64,
+    pub latency_ns: f64,
+    pub bytes_per_second: f64,
+}
+
+/// Where sampled rail profiles are cached (BRAID_PROFILE_DIR).
+fn rail_profile_dir() -> String {
+    braid_config::Config::from_env().map(|config| config.profile_dir).unwrap_or_else(|_| "/var/tmp/braid/profiles".to_string())
+}
+
+/// `cluster`'s rails from the profiles `braid sample` cached in `dir`: per node, its rails
+/// together (their lowest latency, their summed bandwidth), averaged over the nodes that have
+/// profiles. `None` when none has.
+pub fn rail_message_cost(cluster: &Cluster, dir: &Path) -> Option<RailCost> {
+    let files: Vec<PathBuf> = std::fs::read_dir(dir).ok()?.flatten().map(|entry| entry.path()).collect();
+    let mut nodes = Vec::new();
+    for node in &cluster.nodes {
+        let prefix = format!("netns-{}-", node.namespace);
+        let profiles: Vec<_> =
+            files.iter().filter(|path| path.file_name().is_some_and(|name| name.to_string_lossy().starts_with(&prefix))).filter_map(|path| braid_transport::profile_cache::load(path).ok()).collect();
+        if !profiles.is_empty() {
+            let latency = profiles.iter().map(|profile| profile.predict(0)).fold(f64::INFINITY, f64::min);
+            let bandwidth: f64 = profiles.iter().map(|profile| profile.bandwidth()).filter(|bandwidth| bandwidth.is_finite()).sum();
+            nodes.push((latency, bandwidth));
+        }
+    }
+    if nodes.is_empty() {
+        return None;
+    }
+    let latency_ns = nodes.iter().map(|node| node.0).sum::<f64>() / nodes.len() as f64;
+    let bytes_per_second = nodes.iter().map(|node| node.1).sum::<f64>() / nodes.len() as f64;
+    Some(RailCost { message_cost: (latency_ns * 1e-9 * bytes_per_second).round() as u64, latency_ns, bytes_per_second })
 }
 
 fn share(part: u64, whole: u64) -> f64 {
@@ -225,6 +276,25 @@ mod tests {
         // When cyclic is the better deal, it is kept.
         let pairs = Traffic::from_edges(4, [(0, 2, 10), (1, 3, 10), (0, 1, 1)]);
         assert_eq!(placement(&pairs, &nodes(), &[2, 2], Policy::Pattern, 50.0).unwrap().node_of_rank, [0, 1, 0, 1]);
+    }
+
+    #[test]
+    fn the_message_cost_comes_from_each_nodes_rails() {
+        let dir = std::env::temp_dir().join(format!("braid-place-rails-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cluster = Cluster::plan("pc", 2, &[1_000_000_000, 1_000_000_000], 1500).unwrap();
+        assert_eq!(rail_message_cost(&cluster, &dir), None);
+        // Node 0: two rails of 10 us and 100 MB/s; node 1: one rail of 20 us and 100 MB/s.
+        let rail = |latency: f64| braid_lane::Profile::from_model(latency, 1e8, 1 << 20);
+        braid_transport::profile_cache::save(&rail(10_000.0), &dir.join("netns-braid-pc-n0-rail0-a.profile")).unwrap();
+        braid_transport::profile_cache::save(&rail(12_000.0), &dir.join("netns-braid-pc-n0-rail1-a.profile")).unwrap();
+        braid_transport::profile_cache::save(&rail(20_000.0), &dir.join("netns-braid-pc-n1-rail0-a.profile")).unwrap();
+        braid_transport::profile_cache::save(&rail(1.0), &dir.join("netns-braid-pc-n10-rail0-a.profile")).unwrap();
+        let cost = rail_message_cost(&cluster, &dir).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!((cost.latency_ns - 15_000.0).abs() < 100.0, "{cost:?}");
+        assert!((cost.bytes_per_second - 1.5e8).abs() < 1e6, "{cost:?}");
+        assert!((2200..=2300).contains(&cost.message_cost), "{cost:?}");
     }
 
     #[test]

@@ -183,12 +183,19 @@ pub unsafe extern "C" fn MPI_Graph_map(comm: MPI_Comm, nnodes: c_int, index: *co
         let nodes = length(comm, nnodes, "nnodes")?;
         // SAFETY: MPI requires `nnodes` ints in index, then index[nnodes - 1] in edges.
         let index = unsafe { int_array(comm, index, nodes, "index")? };
-        let count = edge_count(comm, index)?;
+        let count = index.last().map_or(0, |&last| usize::try_from(last).unwrap_or(0));
         // SAFETY: as above.
         let edges = unsafe { int_array(comm, edges, count, "edges")? };
-        let graph = Graph::new(comm, index, edges)?;
-        // The node MPI_Graph_create with reorder gives this process.
-        let links: Vec<(usize, usize, u64)> = (0..nodes).flat_map(|node| graph.neighbors(node).iter().map(move |&other| (node, other as usize, 1))).collect();
+        // The node MPI_Graph_create with reorder gives this process. MPI_Graph_map does not check
+        // the graph (programs pass the first nodes of a larger one): edges that do not name one of
+        // its nodes are left out.
+        let mut links = Vec::new();
+        let mut start = 0;
+        for (node, &end) in index.iter().enumerate() {
+            let end = usize::try_from(end).unwrap_or(0).clamp(start, count);
+            links.extend(edges[start..end].iter().filter_map(|&other| usize::try_from(other).ok().filter(|&other| other < nodes)).map(|other| (node, other, 1)));
+            start = end;
+        }
         let playing = super::reorder::process_of_vertex(&members, links);
         let position = playing.iter().position(|&process| process == rank).unwrap_or(rank);
         let mapped = if position < nodes { position as c_int } else { MPI_UNDEFINED };
