@@ -105,6 +105,9 @@ pub struct Config {
     pub cma_chunk: usize,
     pub cma_share_min: usize,
     pub cma_share_max: usize,
+    /// BRAID_SHM_PIPELINE_MAX: rendezvous messages up to this size stream through the pool
+    /// rather than being read by single copy.
+    pub shm_pipeline_max: usize,
     pub coll_bcast_split_min: usize,
     pub coll_allreduce_split_min: usize,
     pub coll_allreduce_exchange_max: usize,
@@ -159,6 +162,7 @@ impl Default for Config {
             cma_chunk: 1024 * 1024,
             cma_share_min: 64 * 1024,
             cma_share_max: 8 * 1024 * 1024,
+            shm_pipeline_max: 64 * 1024,
             coll_bcast_split_min: 256 * 1024,
             coll_allreduce_split_min: 16 * 1024,
             coll_allreduce_exchange_max: 1024,
@@ -218,6 +222,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_CMA_CHUNK", default: "1048576", meaning: "bytes per process_vm_readv call of the single-copy pipeline" },
     Setting { variable: "BRAID_CMA_SHARE_MIN", default: "65536", meaning: "smallest single-copy message whose copy the receiver shares with the waiting sender: it reads the first half (process_vm_readv) while the sender writes the second (process_vm_writev), so two cores copy; from the second large message to a peer on (the first confirms that CMA works); 0: the receiver copies alone" },
     Setting { variable: "BRAID_CMA_SHARE_MAX", default: "8388608", meaning: "largest message whose copy is shared (see BRAID_CMA_SHARE_MIN); above it two concurrent copies measured slower on this machine than one" },
+    Setting { variable: "BRAID_SHM_PIPELINE_MAX", default: "65536", meaning: "largest rendezvous message on a node streamed through the pool buffers (two copies, the receiver's alongside the sender's) instead of read by single copy: at 64 KiB, one pool buffer, the stream measured 4.2 us ping-pong and 25 GB/s against single copy's 6.3 us and 11 GB/s (and halved a 2-rank 64 KiB allgather); from 96 KiB on, single copy is 2-3x faster; 0: every rendezvous by single copy" },
     Setting { variable: "BRAID_COLL_BCAST_SPLIT_MIN", default: "262144", meaning: "smallest broadcast (bytes) sent as scatter + ring allgather instead of a binomial tree; must be equal on every rank" },
     Setting { variable: "BRAID_COLL_ALLREDUCE_SPLIT_MIN", default: "16384", meaning: "smallest commutative allreduce (bytes) done as reduce-scatter + allgather instead of recursive doubling; must be equal on every rank" },
     Setting { variable: "BRAID_COLL_ALLREDUCE_EXCHANGE_MAX", default: "1024", meaning: "largest allreduce, in bytes times ranks, done (in groups of 3 to 8 ranks) as one all-to-all exchange of the inputs instead of log2 n dependent rounds; must be equal on every rank" },
@@ -313,6 +318,7 @@ impl Config {
         config.cma_chunk = reader.number("BRAID_CMA_CHUNK", config.cma_chunk, 4096)?;
         config.cma_share_min = reader.number("BRAID_CMA_SHARE_MIN", config.cma_share_min, 0)?;
         config.cma_share_max = reader.number("BRAID_CMA_SHARE_MAX", config.cma_share_max, 0)?;
+        config.shm_pipeline_max = reader.number("BRAID_SHM_PIPELINE_MAX", config.shm_pipeline_max, 0)?;
         config.coll_bcast_split_min = reader.number("BRAID_COLL_BCAST_SPLIT_MIN", config.coll_bcast_split_min, 0)?;
         config.coll_allreduce_split_min = reader.number("BRAID_COLL_ALLREDUCE_SPLIT_MIN", config.coll_allreduce_split_min, 0)?;
         config.coll_allreduce_exchange_max = reader.number("BRAID_COLL_ALLREDUCE_EXCHANGE_MAX", config.coll_allreduce_exchange_max, 0)?;

@@ -107,11 +107,11 @@ impl Endpoint {
         }
     }
 
-    /// How a rendezvous from this peer, once matched, moves its bytes (`caps`: of the direct
-    /// transports).
-    pub(crate) fn bulk_path(&self, policy: &ProtocolPolicy, caps: &[Capabilities]) -> BulkPath {
+    /// How a rendezvous of `len` bytes from this peer, once matched, moves its bytes (`caps`: of
+    /// the direct transports).
+    pub(crate) fn bulk_path(&self, policy: &ProtocolPolicy, caps: &[Capabilities], len: usize) -> BulkPath {
         match self.lane.control {
-            ControlLane::Direct(transport) => match policy.rendezvous_path(&caps[transport], self.remote_read_refused) {
+            ControlLane::Direct(transport) => match policy.rendezvous_path(&caps[transport], self.remote_read_refused, len) {
                 RendezvousPath::SingleCopy { chunk } => BulkPath::SingleCopy { transport, chunk },
                 RendezvousPath::Pipeline => BulkPath::Pipeline,
             },

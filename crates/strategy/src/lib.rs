@@ -118,6 +118,7 @@ pub struct ProtocolPolicy {
     remote_read_chunk: usize,
     share_min: usize,
     share_max: usize,
+    pipeline_max: usize,
 }
 
 impl ProtocolPolicy {
@@ -128,6 +129,7 @@ impl ProtocolPolicy {
             remote_read_chunk: config.cma_chunk.max(1),
             share_min: config.cma_share_min,
             share_max: config.cma_share_max,
+            pipeline_max: config.shm_pipeline_max,
         }
     }
 
@@ -160,8 +162,9 @@ impl ProtocolPolicy {
 
     /// How a matched rendezvous from a peer moves: single copy when the transport can read
     /// remotely, the configuration allows it and the kernel has not refused it for that peer.
-    pub fn rendezvous_path(&self, caps: &Capabilities, remote_read_refused: bool) -> RendezvousPath {
-        if caps.remote_read && self.remote_read_allowed && !remote_read_refused {
+    /// A message of at most BRAID_SHM_PIPELINE_MAX bytes (`len`) streams through the pool even so.
+    pub fn rendezvous_path(&self, caps: &Capabilities, remote_read_refused: bool, len: usize) -> RendezvousPath {
+        if caps.remote_read && self.remote_read_allowed && !remote_read_refused && len > self.pipeline_max {
             RendezvousPath::SingleCopy { chunk: self.remote_read_chunk }
         } else {
             RendezvousPath::Pipeline
@@ -284,10 +287,16 @@ mod tests {
         let auto = ProtocolPolicy::from_config(&Config { cma_chunk: 1 << 20, ..Config::default() });
         let off = ProtocolPolicy::from_config(&Config { cma: CmaMode::Off, ..Config::default() });
         let cma = caps(64 * 1024, true);
-        assert_eq!(auto.rendezvous_path(&cma, false), RendezvousPath::SingleCopy { chunk: 1 << 20 });
-        assert_eq!(auto.rendezvous_path(&cma, true), RendezvousPath::Pipeline);
-        assert_eq!(auto.rendezvous_path(&caps(8192, false), false), RendezvousPath::Pipeline);
-        assert_eq!(off.rendezvous_path(&cma, false), RendezvousPath::Pipeline);
+        let big = 1 << 20;
+        assert_eq!(auto.rendezvous_path(&cma, false, big), RendezvousPath::SingleCopy { chunk: 1 << 20 });
+        assert_eq!(auto.rendezvous_path(&cma, true, big), RendezvousPath::Pipeline);
+        assert_eq!(auto.rendezvous_path(&caps(8192, false), false, big), RendezvousPath::Pipeline);
+        assert_eq!(off.rendezvous_path(&cma, false, big), RendezvousPath::Pipeline);
+        // One pool buffer's worth streams through the pool; one byte more is read directly.
+        assert_eq!(auto.rendezvous_path(&cma, false, 64 * 1024), RendezvousPath::Pipeline);
+        assert_eq!(auto.rendezvous_path(&cma, false, 64 * 1024 + 1), RendezvousPath::SingleCopy { chunk: 1 << 20 });
+        let always = ProtocolPolicy::from_config(&Config { shm_pipeline_max: 0, ..Config::default() });
+        assert_eq!(always.rendezvous_path(&cma, false, 40 * 1024), RendezvousPath::SingleCopy { chunk: Config::default().cma_chunk });
         assert_eq!(auto.pipeline_chunk(&cma, 13), 64 * 1024 - 13);
         assert_eq!(auto.pipeline_chunk(&caps(usize::MAX, false), 13), usize::MAX - 13);
     }

@@ -29,7 +29,7 @@ impl Engine {
 impl Core {
     /// Receive `request` has matched an RTS: the bytes move by the endpoint's bulk path.
     pub(crate) fn start_rendezvous_receive(&mut self, request: u32, peer: PeerId, tag: i32, sender: u32, region: RemoteRegion) -> Result<(), EngineError> {
-        let path = self.endpoints[peer as usize].bulk_path(&self.policy, &self.caps);
+        let path = self.endpoints[peer as usize].bulk_path(&self.policy, &self.caps, usize::try_from(region.len).unwrap_or(usize::MAX));
         let Some(slot) = self.requests.get_mut(request) else {
             return Err(protocol_error(peer, "matched a receive that does not exist"));
         };

@@ -429,6 +429,11 @@ impl Typed {
     /// # Safety
     /// As for [`Typed::read`].
     unsafe fn packed(&self) -> Vec<u8> {
+        if let Some((offset, len)) = self.run {
+            // One run: a plain copy, without zeroing the buffer first.
+            // SAFETY: the run lies within the caller's elements.
+            return unsafe { bytes(self.start(offset), len) }.to_vec();
+        }
         let mut packed = vec![0u8; self.packed_len];
         if self.packed_len > 0 {
             // SAFETY: the datatype was validated and the caller's elements are readable.
