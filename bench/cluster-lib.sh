@@ -1,6 +1,28 @@
 # Shared by the benchmarks that run on a virtual cluster (multirail.sh, coll_cluster.sh,
-# rail_cpu.sh, rails_ab.sh); sourced, with BRAID (the braid binary) and CLUSTER (the cluster's
-# name) set.
+# rail_cpu.sh, rails_ab.sh, nic_sharing.sh, placement.sh, network_cores.sh); sourced, with BRAID
+# (the braid binary) and CLUSTER (the cluster's name) set, or set by bench_workspace.
+
+# bench_workspace NAME PREFIX: sets WORK (a scratch folder /tmp/braid-NAME.*), RAW (this run's
+# bench/results/NAME-<date>-raw.csv) and CLUSTER (PREFIX<pid>), and removes the cluster and the
+# scratch folder on exit.
+bench_workspace() {
+    WORK="$(mktemp -d "${TMPDIR:-/tmp}/braid-$1.XXXXXX")"
+    mkdir -p "$ROOT/bench/results"
+    RAW="$ROOT/bench/results/$1-$(date +%Y-%m-%d-%H%M%S)-raw.csv"
+    CLUSTER="$2$$"
+    trap '"$BRAID" cluster down "$CLUSTER" >/dev/null 2>&1; rm -rf "$WORK"' EXIT
+    trap 'exit 130' INT TERM
+}
+
+# sampled_cluster ARGS...: builds CLUSTER (`braid cluster up CLUSTER ARGS...`, taking down one of
+# that name first) and samples its rails into WORK/rail-profiles (BRAID_PROFILE_DIR); on failure
+# prints the log and exits.
+sampled_cluster() {
+    "$BRAID" cluster down "$CLUSTER" >/dev/null 2>&1
+    export BRAID_PROFILE_DIR="$WORK/rail-profiles"
+    "$BRAID" cluster up "$CLUSTER" "$@" >"$WORK/cluster.log" 2>&1 || { cat "$WORK/cluster.log" >&2; exit 1; }
+    "$BRAID" sample --cluster "$CLUSTER" >>"$WORK/cluster.log" 2>&1 || { echo "braid sample failed:" >&2; cat "$WORK/cluster.log" >&2; exit 1; }
+}
 
 # session_prefix SCRIPT MODE: sets SESSION to what goes in front of each rank's program for
 # `--sessions MODE`: nothing for launcher, `setsid -w` for rank (every rank in a session of its

@@ -32,26 +32,15 @@ while [ $# -gt 0 ]; do
 done
 [ "$(id -u)" = 0 ] || { echo "network_cores.sh: building a virtual cluster needs root" >&2; exit 1; }
 [ -x "$BRAID" ] || { echo "network_cores.sh: run cargo build --release first" >&2; exit 1; }
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/braid-netcores.XXXXXX")"
-STAMP="network-cores-$(date +%Y-%m-%d-%H%M%S)"
-mkdir -p "$ROOT/bench/results"
-RAW="$ROOT/bench/results/$STAMP-raw.csv"
-CLUSTER="nc$$"
-cleanup() {
-    "$BRAID" cluster down "$CLUSTER" >/dev/null 2>&1
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=bench/cluster-lib.sh
+source "$ROOT/bench/cluster-lib.sh"
+bench_workspace network-cores nc
 "$ROOT/bin/braidcc" -std=c99 -O2 "$ROOT/bench/compute_exchange.c" -o "$WORK/compute_exchange" || exit 1
-export BRAID_PROFILE_DIR="$WORK/rail-profiles"
 ARGS=("$ITERATIONS" "$BYTES" 0)
 echo "rate,placement,rep,cpu,compute,total" >"$RAW"
 echo "# $(date -u +%FT%TZ): 2 nodes, rails' receive processing on CPU 0, $REPS reps, $ITERATIONS x $BYTES bytes; load $(cut -d' ' -f1-3 /proc/loadavg)"
 for rate in $RATES; do
-    "$BRAID" cluster down "$CLUSTER" >/dev/null 2>&1
-    "$BRAID" cluster up "$CLUSTER" --nodes 2 --rails "$rate" --rx-cpus 0 >"$WORK/cluster.log" 2>&1 || { cat "$WORK/cluster.log" >&2; exit 1; }
-    "$BRAID" sample --cluster "$CLUSTER" >>"$WORK/cluster.log" 2>&1 || { echo "braid sample failed (see $WORK/cluster.log)" >&2; exit 1; }
+    sampled_cluster --nodes 2 --rails "$rate" --rx-cpus 0
     rm -rf "$WORK/profile"
     "$BRAID" run --profile "$WORK/profile" --cluster "$CLUSTER" -n 2 --ppn 1 "$WORK/compute_exchange" "${ARGS[@]}" >/dev/null 2>&1 || { echo "the profiled run failed" >&2; exit 1; }
     for rep in $(seq 1 "$REPS"); do

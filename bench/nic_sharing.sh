@@ -37,23 +37,13 @@ done
 [ "$(id -u)" = 0 ] || { echo "nic_sharing.sh: building a virtual cluster needs root" >&2; exit 1; }
 [ -x "$BRAID" ] && [ -f "$ROOT/target/release/libbraid.so" ] || { echo "nic_sharing.sh: run cargo build --release first" >&2; exit 1; }
 
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/braid-nic-sharing.XXXXXX")"
-STAMP="nic-sharing-$(date +%Y-%m-%d-%H%M%S)"
-mkdir -p "$ROOT/bench/results"
-RAW="$ROOT/bench/results/$STAMP-raw.csv"
-CLUSTER="ns$$"
-cleanup() {
-    "$BRAID" cluster down "$CLUSTER" >/dev/null 2>&1
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=bench/cluster-lib.sh
+source "$ROOT/bench/cluster-lib.sh"
+bench_workspace nic-sharing ns
 
 "$ROOT/bin/braidcc" -std=c99 -O2 "$ROOT/bench/osu.c" -o "$WORK/osu" || exit 1
 "$ROOT/bin/braidcc" -std=c99 -O2 "$ROOT/bench/coll.c" -o "$WORK/coll" || exit 1
-"$BRAID" cluster up "$CLUSTER" --nodes 2 --rails "$RAIL" >"$WORK/cluster.log" 2>&1 || { cat "$WORK/cluster.log" >&2; exit 1; }
-export BRAID_PROFILE_DIR="$WORK/rail-profiles"
-"$BRAID" sample --cluster "$CLUSTER" >>"$WORK/cluster.log" 2>&1 || { echo "braid sample failed:" >&2; cat "$WORK/cluster.log" >&2; exit 1; }
+sampled_cluster --nodes 2 --rails "$RAIL"
 
 # Layout name, ranks, ranks per node, extra environment.
 LAYOUTS=("1/node 2 1 BRAID_SHM=on" "2/node 4 2 BRAID_SHM=on" "2/node-vn 4 2 BRAID_SHM=off")

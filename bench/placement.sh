@@ -33,17 +33,9 @@ done
 [ "$(id -u)" = 0 ] || { echo "placement.sh: building a virtual cluster needs root" >&2; exit 1; }
 [ -x "$BRAID" ] || { echo "placement.sh: run cargo build --release first" >&2; exit 1; }
 NPB="${NPB_WORK:-/tmp/braid-nas}/braid/NPB3.4-MPI/bin"
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/braid-placement.XXXXXX")"
-STAMP="placement-$(date +%Y-%m-%d-%H%M%S)"
-mkdir -p "$ROOT/bench/results"
-RAW="$ROOT/bench/results/$STAMP-raw.csv"
-CLUSTER="pl$$"
-cleanup() {
-    "$BRAID" cluster down "$CLUSTER" >/dev/null 2>&1
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=bench/cluster-lib.sh
+source "$ROOT/bench/cluster-lib.sh"
+bench_workspace placement pl
 
 "$ROOT/bin/braidcc" -std=c99 -O2 "$ROOT/tests/c/heavy_pairs.c" -o "$WORK/heavy" || exit 1
 # program NAME: the command line of benchmark NAME.
@@ -56,9 +48,7 @@ program() {
 for bench in $BENCHMARKS; do
     [ "$bench" = heavy ] || [ -x "$NPB/$bench.$CLASS.x" ] || { echo "$NPB/$bench.$CLASS.x is missing: scripts/nas --benchmarks \"$bench\" --class $CLASS --impls braid --reps 1" >&2; exit 1; }
 done
-"$BRAID" cluster up "$CLUSTER" --nodes 4 --rails "$RAIL" >"$WORK/cluster.log" 2>&1 || { cat "$WORK/cluster.log" >&2; exit 1; }
-export BRAID_PROFILE_DIR="$WORK/rail-profiles"
-"$BRAID" sample --cluster "$CLUSTER" >>"$WORK/cluster.log" 2>&1 || { echo "braid sample failed (see $WORK/cluster.log)" >&2; exit 1; }
+sampled_cluster --nodes 4 --rails "$RAIL"
 
 # time_of LOG: the run's time in seconds (NPB's "Time in seconds", or heavy_pairs' line).
 time_of() {
@@ -72,7 +62,7 @@ run() {
     if ! timeout 600 "$BRAID" run --cluster "$CLUSTER" -n 8 --ppn 2 "$@" $(program "$bench") >"$log" 2>&1 ||
         { [ "$bench" != heavy ] && ! grep -q "Verification    =               SUCCESSFUL" "$log"; }; then
         echo "FAIL $bench $placement rep $rep (see $log)" >&2
-        trap - EXIT
+        trap '"$BRAID" cluster down "$CLUSTER" >/dev/null 2>&1' EXIT # keep the logs
         exit 1
     fi
     echo "$bench,$placement,$rep,$(time_of "$log")" >>"$RAW"

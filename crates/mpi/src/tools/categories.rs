@@ -89,6 +89,7 @@ pub(crate) static CATEGORIES: [Category; 10] = [
             "BRAID_CMA_CHUNK",
             "BRAID_CMA_SHARE_MIN",
             "BRAID_CMA_SHARE_MAX",
+            "BRAID_SHM_PIPELINE_MAX",
         ],
         pvars: &[],
         categories: &[],

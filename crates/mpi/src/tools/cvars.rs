@@ -132,6 +132,7 @@ pub(crate) static CVARS: [ControlVariable; 46] = [
     fixed("BRAID_CMA_CHUNK", Kind::Size, MPI_T_VERBOSITY_TUNER_DETAIL, |c, _| size(c.cma_chunk)),
     fixed("BRAID_CMA_SHARE_MIN", Kind::Size, MPI_T_VERBOSITY_TUNER_ALL, |c, _| size(c.cma_share_min)),
     fixed("BRAID_CMA_SHARE_MAX", Kind::Size, MPI_T_VERBOSITY_TUNER_ALL, |c, _| size(c.cma_share_max)),
+    fixed("BRAID_SHM_PIPELINE_MAX", Kind::Size, MPI_T_VERBOSITY_TUNER_DETAIL, |c, _| size(c.shm_pipeline_max)),
     collective("BRAID_COLL_BCAST_SPLIT_MIN", |_, t| size(t.bcast_split_min), |t, value| t.bcast_split_min = value),
     collective("BRAID_COLL_ALLREDUCE_SPLIT_MIN", |_, t| size(t.allreduce_split_min), |t, value| t.allreduce_split_min = value),
     collective("BRAID_COLL_ALLREDUCE_EXCHANGE_MAX", |_, t| size(t.allreduce_exchange_max), |t, value| t.allreduce_exchange_max = value),
