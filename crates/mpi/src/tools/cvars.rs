@@ -110,7 +110,7 @@ const fn collective(name: &'static str, read: fn(&Config, &CollTuning) -> Value,
 }
 
 /// The control variables, in the order of `SETTINGS` (the index of a variable is its setting's).
-pub(crate) static CVARS: [ControlVariable; 46] = [
+pub(crate) static CVARS: [ControlVariable; 47] = [
     fixed("BRAID_WAIT", Kind::Choice(enums::WAIT), MPI_T_VERBOSITY_USER_BASIC, |c, _| Value::Choice(enums::wait_value(c.wait))),
     fixed("BRAID_SPIN_COUNT", Kind::Unsigned, MPI_T_VERBOSITY_TUNER_BASIC, |c, _| Value::Unsigned(c.spin_count)),
     fixed("BRAID_YIELD_US", Kind::Unsigned, MPI_T_VERBOSITY_TUNER_DETAIL, |c, _| Value::Unsigned(c.yield_us)),
