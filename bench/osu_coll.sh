@@ -13,7 +13,8 @@
 # OSU_SOURCE (default /work/.mirror/sherrywong1220+osu-micro-benchmarks-7.4/repo, a git directory
 # or a source tree); builds stay in $OSU_COLL_WORK (default /tmp/braid-osu-coll/IMPL).
 # Output: the table on stdout; every run in bench/results/osu-coll-<date>-raw.csv
-# (impl,ranks,bench,bytes,rep,us) and the medians in osu-coll-<date>.csv.
+# (impl,ranks,bench,bytes,rep,us), the medians in osu-coll-<date>.csv, and docs/img/osu-coll.svg
+# (Braid's time over each peer's at every point, drawn by braid-report).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 REPS=5
@@ -137,5 +138,10 @@ with open(sys.argv[2], "w") as out:
         print(line + " |")
         out.write(f"{ranks},{bench},{size}," + ",".join(f"{medians.get(impl, '')}" for impl in impls) + "\n")
 PY
+if (cd "$ROOT" && cargo build --release -q -p braid-report); then
+    "$ROOT/target/release/braid-report" "${RAW%-raw.csv}.csv" "$ROOT/docs/img" | sed 's|^|# |'
+else
+    echo "# braid-report did not build; no plot" >&2
+fi
 echo
 echo "# every run: $RAW"

@@ -7,6 +7,9 @@
 //! - bench/multirail.sh's: `rails,impl,variant,load,bench,size,value,unit`. Written files, per rail
 //!   set: `multirail-<rails>-bandwidth.svg` and `multirail-<rails>-latency.svg`, one line per
 //!   implementation and variant (unloaded runs), titled with the sum of the rails' iperf3 rates.
+//! - bench/osu_coll.sh's medians: `osu-coll.svg` (see osu_coll.rs).
+
+mod osu_coll;
 
 use std::collections::BTreeSet;
 use std::error::Error;
@@ -276,8 +279,11 @@ fn main() {
     }
     let out_dir = Path::new(&args[2]);
     let result = std::fs::read_to_string(&args[1]).map_err(|e| format!("cannot read {}: {e}", args[1]).into()).and_then(|text| {
-        if text.lines().next().map(str::trim) == Some(MULTIRAIL_HEADER) {
+        let header = text.lines().next().map(str::trim);
+        if header == Some(MULTIRAIL_HEADER) {
             parse_multirail(&text).map_err(Box::<dyn Error>::from).and_then(|sets| draw_multirail(&sets, out_dir))
+        } else if header == Some(osu_coll::HEADER) {
+            osu_coll::parse(&text).map_err(Box::<dyn Error>::from).and_then(|points| osu_coll::draw(&points, out_dir))
         } else {
             parse_results(&text).map_err(Box::<dyn Error>::from).and_then(|samples| draw_all(&samples, out_dir))
         }
