@@ -41,15 +41,24 @@ impl Drop for Down {
     }
 }
 
+/// A virtual cluster of this test's own (`braid cluster up PREFIX<pid> ARGS...`), taken down when
+/// the guard is dropped; with what `cluster up` printed.
+fn test_cluster(prefix: &str, args: &[&str]) -> (Down, String) {
+    require_cluster_jobs(prefix);
+    let name = format!("{prefix}{}", std::process::id());
+    let mut command = vec!["cluster", "up", &name];
+    command.extend_from_slice(args);
+    let up = run(&command);
+    assert!(up.status.success(), "cluster up: {}", text(&up.stderr));
+    (Down(name), text(&up.stdout))
+}
+
 #[test]
 fn the_pattern_placement_keeps_heavy_pairs_on_their_nodes() {
-    require_cluster_jobs("bpl");
+    let (cluster, _) = test_cluster("bpl", &["--nodes", "4", "--rails", "1gbit"]);
+    let name = cluster.0.clone();
     let scratch = Scratch::new("placement-cluster");
     let program = compile_test_program("heavy_pairs", &scratch.0);
-    let name = format!("bpl{}", std::process::id());
-    let up = run(&["cluster", "up", &name, "--nodes", "4", "--rails", "1gbit"]);
-    assert!(up.status.success(), "cluster up: {}", text(&up.stderr));
-    let _down = Down(name.clone());
     let profiled_run = |dir: &Path, placement: &[&str]| {
         let mut command = braid();
         command.env("BRAID_PROFILE_DIR", scratch.0.join("rail-profiles"));
@@ -150,13 +159,10 @@ fn bad_placement_files_and_profiles_are_named() {
 
 #[test]
 fn topology_constructors_with_reorder_keep_the_declared_heavy_edges_inside_nodes() {
-    require_cluster_jobs("bro");
+    let (cluster, _) = test_cluster("bro", &["--nodes", "4", "--rails", "1gbit"]);
+    let name = cluster.0.clone();
     let scratch = Scratch::new("reorder-cluster");
     let program = compile_test_program("graph_reorder", &scratch.0);
-    let name = format!("bro{}", std::process::id());
-    let up = run(&["cluster", "up", &name, "--nodes", "4", "--rails", "1gbit"]);
-    assert!(up.status.success(), "cluster up: {}", text(&up.stderr));
-    let _down = Down(name.clone());
     // MPI_Graph_create has no weights: its pairs and ring edges count alike, so its reorder has
     // nothing to gain on this graph; the distributed graphs carry the weights.
     for kind in ["adjacent", "general"] {
@@ -179,14 +185,11 @@ fn topology_constructors_with_reorder_keep_the_declared_heavy_edges_inside_nodes
 
 #[test]
 fn ranks_keep_off_the_cores_that_do_the_rails_receive_processing() {
-    require_cluster_jobs("bnc");
+    let (cluster, described) = test_cluster("bnc", &["--nodes", "2", "--rails", "1gbit", "--rx-cpus", "0"]);
+    let name = cluster.0.clone();
     let scratch = Scratch::new("network-cores");
     let program = compile_c(&repository().join("bench/compute_exchange.c"), &scratch.0);
-    let name = format!("bnc{}", std::process::id());
-    let up = run(&["cluster", "up", &name, "--nodes", "2", "--rails", "1gbit", "--rx-cpus", "0"]);
-    assert!(up.status.success(), "cluster up: {}", text(&up.stderr));
-    let _down = Down(name.clone());
-    assert!(text(&up.stdout).contains("receive processing runs on CPU(s) 0"), "{}", text(&up.stdout));
+    assert!(described.contains("receive processing runs on CPU(s) 0"), "{described}");
     let steered = std::process::Command::new("ip").args(["netns", "exec", &format!("braid-{name}-n1"), "cat", "/sys/class/net/rail0/queues/rx-0/rps_cpus"]).output().unwrap();
     assert_eq!(text(&steered.stdout).trim().trim_start_matches('0'), "1", "rail0's RPS mask");
     let cpu_of_rank_0 = |options: &[&str]| -> String {
