@@ -172,10 +172,15 @@ async fn bcast_scatter_allgather(port: &Port, buffer: &mut [u8], root: usize) ->
 
 /// Ring allgather in place: rank r owns `block(r)` of `buffer` and receives every other rank's.
 async fn ring_allgather(port: &Port, buffer: &mut [u8], block: &dyn Fn(usize) -> Range<usize>) -> Outcome {
+    ring_allgather_from(port, buffer, block, 0).await
+}
+
+/// The ring allgather's steps from `first` on.
+async fn ring_allgather_from(port: &Port, buffer: &mut [u8], block: &dyn Fn(usize) -> Range<usize>, first: usize) -> Outcome {
     let (rank, size) = (port.rank(), port.size());
     let next = (rank + 1) % size;
     let previous = (rank + size - 1) % size;
-    for step in 0..size - 1 {
+    for step in first..size - 1 {
         let outgoing = block((rank + size - step) % size);
         let incoming = block((rank + 2 * size - step - 1) % size);
         let (data, into) = split_pair(buffer, outgoing, incoming)?;
@@ -193,8 +198,32 @@ pub async fn allgather(port: &Port, mine: &[u8], all: &mut [u8]) -> Result<(), i
         let blocks: Vec<Range<usize>> = (0..size).map(|index| index * block..(index + 1) * block).collect();
         return Box::pin(hier::allgatherv(port, &hierarchy.layout, Some(mine), all, &blocks)).await;
     }
-    all[rank * block..(rank + 1) * block].copy_from_slice(mine);
-    ring_allgather(port, all, &|index| index * block..(index + 1) * block).await
+    if size == 1 {
+        all.copy_from_slice(mine);
+        return Ok(());
+    }
+    // The first step sends this rank's block from `mine`, so its copy into place runs while the
+    // step's transfers move.
+    let previous = (rank + size - 1) % size;
+    let (own, incoming) = two_blocks(all, rank * block..(rank + 1) * block, previous * block..(previous + 1) * block)?;
+    let first = port.sendrecv((rank + 1) % size, mine, previous, incoming);
+    port.started().await;
+    own.copy_from_slice(mine);
+    first.await?;
+    ring_allgather_from(port, all, &|index| index * block..(index + 1) * block, 1).await
+}
+
+/// Two disjoint ranges of `buffer`, both writable.
+fn two_blocks(buffer: &mut [u8], first: Range<usize>, second: Range<usize>) -> Result<(&mut [u8], &mut [u8]), i32> {
+    if first.end <= second.start {
+        let (low, high) = buffer.split_at_mut(second.start);
+        Ok((&mut low[first], &mut high[..second.len()]))
+    } else if second.end <= first.start {
+        let (low, high) = buffer.split_at_mut(first.start);
+        Ok((&mut high[..first.len()], &mut low[second]))
+    } else {
+        Err(MPI_ERR_BUFFER)
+    }
 }
 
 /// Gathers blocks of varying sizes: rank r's data lands in `all[blocks[r]]` everywhere.

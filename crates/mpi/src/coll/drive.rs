@@ -136,7 +136,8 @@ impl Driver {
             if !self.in_flight.is_empty() {
                 self.reap(engine);
             }
-            if !self.port.is_settled() {
+            // An algorithm that asked to resume once its transfers started runs on before they end.
+            if !self.port.is_settled() && !self.port.take_resume_when_started() {
                 return Ok(None);
             }
             if let Poll::Ready(result) = poll_once(algorithm.as_mut()) {

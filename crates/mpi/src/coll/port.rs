@@ -70,6 +70,8 @@ pub struct Port {
     waits_in_place: Cell<bool>,
     /// Set by a pending [`Until`]: the algorithm waits for a condition, not for transfers.
     watching: Cell<bool>,
+    /// Set by a pending [`Started`]: the algorithm resumes once its transfers are started.
+    resume_when_started: Cell<bool>,
 }
 
 impl Port {
@@ -90,6 +92,7 @@ impl Port {
             scratch: RefCell::new(Vec::new()),
             waits_in_place: Cell::new(false),
             watching: Cell::new(false),
+            resume_when_started: Cell::new(false),
         }
     }
 
@@ -222,6 +225,17 @@ impl Port {
     /// Driver side: whether the algorithm is waiting for a condition (and clears the mark).
     pub fn take_watching(&self) -> bool {
         self.watching.replace(false)
+    }
+
+    /// Resumes the algorithm as soon as the engine has started the transfers posted so far, so
+    /// that it can do local work (a copy) while they move, before it awaits their round.
+    pub fn started(&self) -> Started<'_> {
+        Started { port: self, asked: false }
+    }
+
+    /// Whether a pending [`Started`] asks to be polled again now (and clears the mark).
+    pub fn take_resume_when_started(&self) -> bool {
+        self.resume_when_started.replace(false)
     }
 
     /// `len` bytes of scratch (their contents are undefined), for as long as the result lives; an
@@ -412,6 +426,26 @@ impl Future for Settle<'_> {
     }
 }
 
+/// The point where an algorithm resumes once its posted transfers are started ([`Port::started`]).
+#[must_use = "a wait does nothing until it is awaited"]
+pub struct Started<'a> {
+    port: &'a Port,
+    asked: bool,
+}
+
+impl Future for Started<'_> {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        if self.asked {
+            return Poll::Ready(());
+        }
+        self.asked = true;
+        self.port.resume_when_started.set(true);
+        Poll::Pending
+    }
+}
+
 /// The wait for a condition ([`Port::until`]).
 #[must_use = "a wait does nothing until it is awaited"]
 pub struct Until<'a, C: Fn() -> bool> {
@@ -493,6 +527,25 @@ mod tests {
             assert_eq!(port_rank_of_send(&port, 0), 1);
         }
         assert_eq!((port.rank(), port.size()), (5, 8));
+    }
+
+    #[test]
+    fn an_algorithm_resumes_once_its_transfers_are_started_before_they_end() {
+        let port = Port::new(0, 2, CollTuning::default());
+        let mut data = [0u8; 4];
+        let mut algorithm = Box::pin(async {
+            let round = port.recv(1, &mut data);
+            port.started().await;
+            round.await
+        });
+        assert!(poll_once(algorithm.as_mut()).is_pending());
+        assert!(port.take_resume_when_started(), "the first poll asks to resume once started");
+        assert!(!port.take_resume_when_started(), "taking the mark clears it");
+        assert!(port.take_transfer().is_some() && !port.is_settled());
+        assert!(poll_once(algorithm.as_mut()).is_pending(), "then it waits for the round");
+        assert!(!port.take_resume_when_started());
+        port.finish_transfer(Ok(()));
+        assert_eq!(poll_once(algorithm.as_mut()), Poll::Ready(Ok(())));
     }
 
     #[test]
