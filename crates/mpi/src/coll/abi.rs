@@ -739,13 +739,23 @@ unsafe fn in_place_reduction(
         let (combine, element_size, commutative) = combiner(&reduction);
         // SAFETY: the caller's receive buffer holds the elements; only this collective uses it.
         let mut landing = unsafe { recv.landing(in_place) };
-        if let Some(send) = send {
+        // An allreduce reads its input where it lies (the algorithm copies what it needs).
+        let input = match (send, kind) {
             // SAFETY: the caller's send buffer holds the elements and does not overlap recvbuf.
-            unsafe { reduction_input(&send, landing.bytes()) };
-        }
+            (Some(send), ReduceKind::Allreduce) => Some(unsafe { send.read() }),
+            (Some(send), _) => {
+                // SAFETY: as above.
+                unsafe { reduction_input(&send, landing.bytes()) };
+                None
+            }
+            (None, _) => None,
+        };
         let data = landing.bytes();
         match kind {
-            ReduceKind::Allreduce => algorithms::allreduce(&port, data, element_size, &combine, commutative).await,
+            ReduceKind::Allreduce => match &input {
+                Some(input) => algorithms::allreduce_from(&port, input, data, element_size, &combine, commutative).await,
+                None => algorithms::allreduce(&port, data, element_size, &combine, commutative).await,
+            },
             ReduceKind::Scan => algorithms::scan(&port, data, element_size, &combine).await,
             ReduceKind::Exscan => algorithms::exscan(&port, data, element_size, &combine).await,
         }?;

@@ -590,7 +590,7 @@ pub async fn allreduce(port: &Port, data: &mut [u8], element_size: usize, combin
         return unfold_extra_ranks(port, data).await;
     };
     if split {
-        allreduce_halving_doubling(port, data, incoming, element_size, combine, folded_rank, participants).await?;
+        allreduce_halving_doubling(port, None, data, incoming, element_size, combine, folded_rank, participants).await?;
     } else {
         let mut mask = 1;
         while mask < participants {
@@ -601,6 +601,24 @@ pub async fn allreduce(port: &Port, data: &mut [u8], element_size: usize, combin
         }
     }
     unfold_extra_ranks(port, data).await
+}
+
+/// [`allreduce`] of `input`, the result in `data` (as long): where the form allows (halving and
+/// doubling on a power-of-two group), the first exchange sends from `input` and only the half
+/// this rank keeps is copied, while that exchange moves; otherwise `input` is copied first.
+// The port's scratch stays borrowed across the rounds: it is this algorithm's alone.
+#[allow(clippy::await_holding_refcell_ref)]
+pub async fn allreduce_from(port: &Port, input: &[u8], data: &mut [u8], element_size: usize, combine: Combine<'_>, commutative: bool) -> Result<(), i32> {
+    require(input.len() == data.len(), MPI_ERR_ARG)?;
+    check_elements(data.len(), element_size)?;
+    let size = port.size();
+    let halving = size.is_power_of_two() && matches!(allreduce_form(port, data.len(), element_size, commutative), AllreduceForm::Doubling { split: true });
+    if !halving {
+        data.copy_from_slice(input);
+        return allreduce(port, data, element_size, combine, commutative).await;
+    }
+    let mut scratch = port.scratch(data.len());
+    allreduce_halving_doubling(port, Some(input), data, &mut scratch[..], element_size, combine, port.rank(), size).await
 }
 
 /// Every rank sends its input to every other and reduces all of them itself, in rank order, so
@@ -666,7 +684,20 @@ async fn unfold_extra_ranks(port: &Port, data: &mut [u8]) -> Outcome {
     Ok(())
 }
 
-async fn allreduce_halving_doubling(port: &Port, data: &mut [u8], incoming: &mut [u8], element_size: usize, combine: Combine<'_>, folded_rank: usize, participants: usize) -> Outcome {
+/// Recursive halving then doubling among `participants` (a power of two) ranks. With `input`,
+/// `data` is not filled yet: the first round sends from `input` and copies the kept half while
+/// it moves (every other byte of `data` is written by the doubling rounds).
+#[allow(clippy::too_many_arguments)]
+async fn allreduce_halving_doubling(
+    port: &Port,
+    mut input: Option<&[u8]>,
+    data: &mut [u8],
+    incoming: &mut [u8],
+    element_size: usize,
+    combine: Combine<'_>,
+    folded_rank: usize,
+    participants: usize,
+) -> Outcome {
     let size = port.size();
     let elements = data.len() / element_size;
     // Chunk i's bytes; chunks are numbered so that folded rank r ends up owning chunk r.
@@ -681,7 +712,15 @@ async fn allreduce_halving_doubling(port: &Port, data: &mut [u8], incoming: &mut
         let middle = low + distance;
         let (keep, give) = if folded_rank & distance == 0 { ((low, middle), (middle, high)) } else { ((middle, high), (low, middle)) };
         let keep = bytes(keep.0, keep.1);
-        port.sendrecv(partner, &data[bytes(give.0, give.1)], partner, &mut incoming[keep.clone()]).await?;
+        match input.take() {
+            Some(input) => {
+                let round = port.sendrecv(partner, &input[bytes(give.0, give.1)], partner, &mut incoming[keep.clone()]);
+                port.started().await;
+                data[keep.clone()].copy_from_slice(&input[keep.clone()]);
+                round.await?;
+            }
+            None => port.sendrecv(partner, &data[bytes(give.0, give.1)], partner, &mut incoming[keep.clone()]).await?,
+        }
         combine(&incoming[keep.clone()], &mut data[keep]);
         if folded_rank & distance == 0 {
             high = middle;
