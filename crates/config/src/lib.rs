@@ -109,6 +109,7 @@ pub struct Config {
     /// rather than being read by single copy.
     pub shm_pipeline_max: usize,
     pub coll_bcast_split_min: usize,
+    pub coll_bcast_flat_max: usize,
     pub coll_allreduce_split_min: usize,
     pub coll_allreduce_exchange_max: usize,
     pub coll_alltoall_batch: usize,
@@ -164,6 +165,7 @@ impl Default for Config {
             cma_share_max: 8 * 1024 * 1024,
             shm_pipeline_max: 64 * 1024,
             coll_bcast_split_min: 256 * 1024,
+            coll_bcast_flat_max: 4096,
             coll_allreduce_split_min: 16 * 1024,
             coll_allreduce_exchange_max: 1024,
             coll_alltoall_batch: 32,
@@ -224,6 +226,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_CMA_SHARE_MAX", default: "8388608", meaning: "largest message whose copy is shared (see BRAID_CMA_SHARE_MIN); above it two concurrent copies measured slower on this machine than one" },
     Setting { variable: "BRAID_SHM_PIPELINE_MAX", default: "65536", meaning: "largest rendezvous message on a node streamed through the pool buffers (two copies, the receiver's alongside the sender's) instead of read by single copy: at 64 KiB, one pool buffer, the stream measured 4.2 us ping-pong and 25 GB/s against single copy's 6.3 us and 11 GB/s (and halved a 2-rank 64 KiB allgather); from 96 KiB on, single copy is 2-3x faster; 0: every rendezvous by single copy" },
     Setting { variable: "BRAID_COLL_BCAST_SPLIT_MIN", default: "262144", meaning: "smallest broadcast (bytes) sent as scatter + ring allgather instead of a binomial tree; must be equal on every rank" },
+    Setting { variable: "BRAID_COLL_BCAST_FLAT_MAX", default: "4096", meaning: "largest broadcast on a communicator within one node, in bytes times the ranks it goes to, that the root sends to every rank itself instead of along a binomial tree: no rank waits for another to forward, which counts when ranks share cores (4 ranks on 2 cores: 2.1 against 3.5 us at 8 B, 2.4 against 3.9 us at 1 KiB; alike at 8 ranks and at 64 KiB); 0: always the tree; must be equal on every rank" },
     Setting { variable: "BRAID_COLL_ALLREDUCE_SPLIT_MIN", default: "16384", meaning: "smallest commutative allreduce (bytes) done as reduce-scatter + allgather instead of recursive doubling; must be equal on every rank" },
     Setting { variable: "BRAID_COLL_ALLREDUCE_EXCHANGE_MAX", default: "1024", meaning: "largest allreduce, in bytes times ranks, done (in groups of 3 to 8 ranks) as one all-to-all exchange of the inputs instead of log2 n dependent rounds; must be equal on every rank" },
     Setting { variable: "BRAID_COLL_ALLTOALL_BATCH", default: "32", meaning: "peers a rank exchanges blocks with at once in a flat alltoall or alltoallv (sends and receives posted together, then the next batch); 1 is the pairwise exchange in n - 1 dependent rounds. A batch lets a rank move its other blocks while one partner is late (descheduled, or still computing) instead of waiting for it; a bounded one keeps a large communicator from flooding every peer at once; must be equal on every rank" },
@@ -320,6 +323,7 @@ impl Config {
         config.cma_share_max = reader.number("BRAID_CMA_SHARE_MAX", config.cma_share_max, 0)?;
         config.shm_pipeline_max = reader.number("BRAID_SHM_PIPELINE_MAX", config.shm_pipeline_max, 0)?;
         config.coll_bcast_split_min = reader.number("BRAID_COLL_BCAST_SPLIT_MIN", config.coll_bcast_split_min, 0)?;
+        config.coll_bcast_flat_max = reader.number("BRAID_COLL_BCAST_FLAT_MAX", config.coll_bcast_flat_max, 0)?;
         config.coll_allreduce_split_min = reader.number("BRAID_COLL_ALLREDUCE_SPLIT_MIN", config.coll_allreduce_split_min, 0)?;
         config.coll_allreduce_exchange_max = reader.number("BRAID_COLL_ALLREDUCE_EXCHANGE_MAX", config.coll_allreduce_exchange_max, 0)?;
         config.coll_alltoall_batch = reader.number("BRAID_COLL_ALLTOALL_BATCH", config.coll_alltoall_batch, 1)?;

@@ -112,9 +112,20 @@ pub async fn bcast(port: &Port, buffer: &mut [u8], root: usize) -> Result<(), i3
     }
     if buffer.len() >= port.tuning().bcast_split_min && buffer.len() >= size {
         bcast_scatter_allgather(port, buffer, root).await
+    } else if !port.spans_nodes() && buffer.len().saturating_mul(size - 1) <= port.tuning().bcast_flat_max {
+        bcast_flat(port, buffer, root).await
     } else {
         bcast_binomial(port, buffer, root).await
     }
+}
+
+/// The root sends to every rank itself: no rank forwards, so none waits for another to run.
+async fn bcast_flat(port: &Port, buffer: &mut [u8], root: usize) -> Outcome {
+    let (rank, size) = (port.rank(), port.size());
+    if rank != root {
+        return port.recv(root, buffer).await;
+    }
+    port.send_each((0..size).filter(|&peer| peer != root), buffer).await
 }
 
 async fn bcast_binomial(port: &Port, buffer: &mut [u8], root: usize) -> Outcome {

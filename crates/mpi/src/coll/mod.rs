@@ -20,6 +20,9 @@ use braid_config::{Config, HierarchyMode};
 pub struct CollTuning {
     /// Smallest broadcast (bytes) done as scatter + ring allgather.
     pub bcast_split_min: usize,
+    /// Largest broadcast (bytes times the ranks it goes to) the root sends to each rank itself,
+    /// on a communicator within one node.
+    pub bcast_flat_max: usize,
     /// Smallest commutative allreduce (bytes) done as reduce-scatter + allgather.
     pub allreduce_split_min: usize,
     /// Largest allreduce (bytes times ranks) done as one all-to-all exchange of the inputs.
@@ -34,6 +37,7 @@ impl CollTuning {
     pub fn from_config(config: &Config) -> CollTuning {
         CollTuning {
             bcast_split_min: config.coll_bcast_split_min,
+            bcast_flat_max: config.coll_bcast_flat_max,
             allreduce_split_min: config.coll_allreduce_split_min,
             allreduce_exchange_max: config.coll_allreduce_exchange_max,
             alltoall_batch: config.coll_alltoall_batch,

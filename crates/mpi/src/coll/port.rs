@@ -192,6 +192,12 @@ impl Port {
 
     /// The hierarchy, if `collective`, whose sizes not every rank knows, should take its
     /// hierarchical form whatever its sizes (see [`Hierarchy::pick_for_any_size`]).
+    /// Whether the communicator spans nodes with several ranks on some (it has a hierarchy,
+    /// whatever the forms chosen).
+    pub fn spans_nodes(&self) -> bool {
+        self.hierarchy.is_some()
+    }
+
     pub fn hierarchy_for_any_size(&self, collective: Collective) -> Option<&Hierarchy> {
         self.hierarchy_if(|hierarchy, mode| match mode {
             HierarchyMode::Auto => hierarchy.pick_for_any_size(collective, self.tuning),
@@ -269,6 +275,14 @@ impl Port {
     /// receiver has taken it).
     pub fn send<'a>(&'a self, dest: usize, data: &'a [u8]) -> Settle<'a> {
         self.post_send(dest, data);
+        Settle::new(self)
+    }
+
+    /// Sends `data` to each rank of `dests`, all in one round.
+    pub fn send_each<'a>(&'a self, dests: impl IntoIterator<Item = usize>, data: &'a [u8]) -> Settle<'a> {
+        for dest in dests {
+            self.post_send(dest, data);
+        }
         Settle::new(self)
     }
 

@@ -97,7 +97,15 @@ pub(crate) static CATEGORIES: [Category; 10] = [
     Category {
         name: "braid_collectives",
         description: "the thresholds between collective algorithms (writable while MPI runs; equal on every rank)",
-        cvars: &["BRAID_COLL_BCAST_SPLIT_MIN", "BRAID_COLL_ALLREDUCE_SPLIT_MIN", "BRAID_COLL_ALLREDUCE_EXCHANGE_MAX", "BRAID_COLL_ALLTOALL_BATCH", "BRAID_COLL_HIERARCHY", "BRAID_PROGRESS_THREAD"],
+        cvars: &[
+            "BRAID_COLL_BCAST_SPLIT_MIN",
+            "BRAID_COLL_BCAST_FLAT_MAX",
+            "BRAID_COLL_ALLREDUCE_SPLIT_MIN",
+            "BRAID_COLL_ALLREDUCE_EXCHANGE_MAX",
+            "BRAID_COLL_ALLTOALL_BATCH",
+            "BRAID_COLL_HIERARCHY",
+            "BRAID_PROGRESS_THREAD",
+        ],
         pvars: &[],
         categories: &[],
     },
