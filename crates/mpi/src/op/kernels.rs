@@ -34,14 +34,6 @@ pub trait Scalar: Copy {
     const SIZE: usize;
     fn load(bytes: &[u8]) -> Self;
     fn store(self, bytes: &mut [u8]);
-
-    /// `inout[i] = combine(input[i], inout[i])` over whole elements.
-    #[inline(always)]
-    fn zip(input: &[u8], inout: &mut [u8], combine: impl Fn(Self, Self) -> Self) {
-        for (a, b) in input.chunks_exact(Self::SIZE).zip(inout.chunks_exact_mut(Self::SIZE)) {
-            combine(Self::load(a), Self::load(b)).store(b);
-        }
-    }
 }
 
 /// Values with + and * (wrapping for integers, as C unsigned arithmetic and every MPI library do).
@@ -70,16 +62,6 @@ macro_rules! scalar {
             #[inline(always)]
             fn store(self, bytes: &mut [u8]) {
                 bytes.copy_from_slice(&self.to_ne_bytes());
-            }
-            // Fixed-size chunks, so that the compiler sees whole elements and vectorises.
-            #[inline(always)]
-            fn zip(input: &[u8], inout: &mut [u8], combine: impl Fn(Self, Self) -> Self) {
-                const N: usize = std::mem::size_of::<$t>();
-                let (inputs, _) = input.as_chunks::<N>();
-                let (inouts, _) = inout.as_chunks_mut::<N>();
-                for (a, b) in inputs.iter().zip(inouts.iter_mut()) {
-                    *b = combine(<$t>::from_ne_bytes(*a), <$t>::from_ne_bytes(*b)).to_ne_bytes();
-                }
             }
         }
     )*};
@@ -156,7 +138,9 @@ impl<F: Arithmetic + std::ops::Sub<Output = F>> Arithmetic for Complex<F> {
 
 #[inline(always)]
 fn zip<T: Scalar>(input: &[u8], inout: &mut [u8], combine: impl Fn(T, T) -> T) {
-    T::zip(input, inout, combine);
+    for (a, b) in input.chunks_exact(T::SIZE).zip(inout.chunks_exact_mut(T::SIZE)) {
+        combine(T::load(a), T::load(b)).store(b);
+    }
 }
 
 fn max<T: Scalar + PartialOrd>(input: &[u8], inout: &mut [u8]) {
