@@ -49,15 +49,8 @@ fn split_pair(buffer: &mut [u8], send: Range<usize>, receive: Range<usize>) -> R
     if receive.is_empty() {
         return Ok((&buffer[send], &mut []));
     }
-    if send.end <= receive.start {
-        let (low, high) = buffer.split_at_mut(receive.start);
-        Ok((&low[send], &mut high[..receive.len()]))
-    } else if receive.end <= send.start {
-        let (low, high) = buffer.split_at_mut(send.start);
-        Ok((&high[..send.len()], &mut low[receive]))
-    } else {
-        Err(MPI_ERR_BUFFER)
-    }
+    let (send, receive) = two_blocks(buffer, send, receive)?;
+    Ok((send, receive))
 }
 
 /// Rank `relative` positions after `root`, modulo `size`.
