@@ -182,7 +182,7 @@ enum NetworkCoresPolicy {
 }
 
 /// The cores ranks bound on this machine avoid, and the order in which they take cores.
-fn network_cores(args: &RunArgs) -> Result<placement::NetworkCores, String> {
+fn network_cores(args: &RunArgs, measured: Option<&place::input::Measured>) -> Result<placement::NetworkCores, String> {
     if args.hosts.is_some() {
         return Ok(placement::NetworkCores::default());
     }
@@ -199,19 +199,11 @@ fn network_cores(args: &RunArgs) -> Result<placement::NetworkCores, String> {
     };
     // The rule of the protocol-stack study: the ranks that compute most and communicate least
     // stay off them (known from a profile).
-    let rank_order = match &args.map_by {
-        MapChoice::Pattern(profile) => {
-            let measured = place::input::read(profile)?;
-            if measured.bytes.len() != args.ranks as usize {
-                return Err(format!("{} profiles a job of {} ranks, not {}", profile.display(), measured.bytes.len(), args.ranks));
-            }
-            match args.cluster.is_some() || args.hosts.is_some() {
-                true => measured.rank_order(place::DEFAULT_MESSAGE_COST),
-                // On one node: heavy talkers on neighbouring cores, which share the nearest caches.
-                false => braid_mapping::order_within(&braid_mapping::Traffic::from_matrix(&measured.cost(place::DEFAULT_MESSAGE_COST))?, &(0..args.ranks as usize).collect::<Vec<_>>()),
-            }
-        }
-        MapChoice::Fixed(_) => Vec::new(),
+    let rank_order = match measured {
+        Some(measured) if args.cluster.is_some() => measured.rank_order(place::DEFAULT_MESSAGE_COST),
+        // On one node: heavy talkers on neighbouring cores, which share the nearest caches.
+        Some(measured) => braid_mapping::order_within(&braid_mapping::Traffic::from_matrix(&measured.cost(place::DEFAULT_MESSAGE_COST))?, &(0..args.ranks as usize).collect::<Vec<_>>()),
+        None => Vec::new(),
     };
     Ok(placement::NetworkCores { cpus, rank_order })
 }
@@ -404,15 +396,23 @@ fn run_job(args: RunArgs) -> ExitCode {
     if args.launch_agent.is_some() && args.hosts.is_none() {
         return usage_error("--launch-agent needs --hosts".to_string());
     }
+    // A profiled pattern (--map-by pattern:DIR) is read once, for the nodes and for the cores.
+    let measured = match &args.map_by {
+        MapChoice::Pattern(profile) => match place::read_profile(profile, args.ranks) {
+            Ok(measured) => Some(measured),
+            Err(message) => return usage_error(message),
+        },
+        MapChoice::Fixed(_) => None,
+    };
     let hosts = match &args.hosts {
-        Some(list) => match host_layout(list, &args) {
+        Some(list) => match host_layout(list, &args, measured.as_ref()) {
             Ok(layout) => Some(layout),
             Err(message) => return usage_error(message),
         },
         None => None,
     };
     let nodes = match &args.cluster {
-        Some(name) => match cluster_layout(name, &args) {
+        Some(name) => match cluster_layout(name, &args, measured.as_ref()) {
             Ok(layout) => Some(layout),
             Err(message) => return usage_error(message),
         },
@@ -433,7 +433,7 @@ fn run_job(args: RunArgs) -> ExitCode {
         Ok(environment) => environment.unwrap_or_default(),
         Err(message) => return usage_error(format!("{message}; no rank was started")),
     };
-    let network_cores = match network_cores(&args) {
+    let network_cores = match network_cores(&args, measured.as_ref()) {
         Ok(cores) => cores,
         Err(message) => return usage_error(message),
     };
@@ -475,14 +475,14 @@ fn merge_profile(dir: &Path) {
     }
 }
 
-fn cluster_layout(name: &str, args: &RunArgs) -> Result<NodeLayout, String> {
+fn cluster_layout(name: &str, args: &RunArgs, measured: Option<&place::input::Measured>) -> Result<NodeLayout, String> {
     let cluster = Cluster::load(name)?;
     let namespaces: Vec<String> = cluster.nodes.iter().map(|node| node.namespace.clone()).collect();
-    let node_of_rank = node_assignment(args, &namespaces)?;
+    let node_of_rank = node_assignment(args, &namespaces, measured)?;
     Ok(NodeLayout { namespaces, node_of_rank, rails: cluster.rail_interfaces() })
 }
 
-fn host_layout(list: &str, args: &RunArgs) -> Result<HostLayout, String> {
+fn host_layout(list: &str, args: &RunArgs, measured: Option<&place::input::Measured>) -> Result<HostLayout, String> {
     let hosts: Vec<String> = list.split(',').map(str::trim).map(str::to_string).collect();
     if hosts.iter().any(String::is_empty) {
         return Err(format!("--hosts {list:?} names an empty host"));
@@ -494,13 +494,14 @@ fn host_layout(list: &str, args: &RunArgs) -> Result<HostLayout, String> {
     if agent.is_empty() {
         return Err("--launch-agent is empty".to_string());
     }
-    let node_of_rank = node_assignment(args, &hosts)?;
+    let node_of_rank = node_assignment(args, &hosts, measured)?;
     Ok(HostLayout { hosts, node_of_rank, agent })
 }
 
 /// The node (index into `nodes`) of each rank: from --placement, from the profiled pattern, or
 /// dealt blocked or round-robin, at most --ppn per node.
-fn node_assignment(args: &RunArgs, nodes: &[String]) -> Result<Vec<usize>, String> {
+/// `measured`: the profile --map-by pattern: names, read by [`place::read_profile`].
+fn node_assignment(args: &RunArgs, nodes: &[String], measured: Option<&place::input::Measured>) -> Result<Vec<usize>, String> {
     let per_node = args.ppn.unwrap_or_else(|| args.ranks.div_ceil(nodes.len() as u32));
     if let Some(path) = &args.placement {
         let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the placement {}: {e}", path.display()))?;
@@ -514,9 +515,9 @@ fn node_assignment(args: &RunArgs, nodes: &[String]) -> Result<Vec<usize>, Strin
         }
         return Ok(placement.node_of_rank);
     }
-    match &args.map_by {
-        MapChoice::Pattern(profile) => Ok(place::pattern_placement(profile, args.ranks, nodes, per_node)?.node_of_rank),
-        MapChoice::Fixed(map_by) => placement::assign_nodes(args.ranks, nodes.len(), per_node, *map_by == MapBy::Node),
+    match measured {
+        Some(measured) => Ok(place::pattern_placement(measured, nodes, per_node)?.node_of_rank),
+        None => placement::assign_nodes(args.ranks, nodes.len(), per_node, args.map_by == MapChoice::Fixed(MapBy::Node)),
     }
 }
 

@@ -240,13 +240,17 @@ pub fn placement(traffic: &Traffic, nodes: &[String], capacities: &[usize], poli
     Ok(Placement { nodes: nodes.to_vec(), node_of_rank, slot_of_rank })
 }
 
-/// The pattern placement of the job profiled in `profile` (`--map-by pattern:DIR`), for `ranks`
-/// ranks on `nodes` holding `per_node` each.
-pub fn pattern_placement(profile: &Path, ranks: u32, nodes: &[String], per_node: u32) -> Result<Placement, String> {
+/// The job profiled in `profile` (`--map-by pattern:DIR`), which must be of `ranks` ranks.
+pub fn read_profile(profile: &Path, ranks: u32) -> Result<input::Measured, String> {
     let measured = input::read(profile)?;
     if measured.bytes.len() != ranks as usize {
         return Err(format!("{} profiles a job of {} ranks, not {ranks}", profile.display(), measured.bytes.len()));
     }
+    Ok(measured)
+}
+
+/// The pattern placement of a profiled job on `nodes` holding `per_node` ranks each.
+pub fn pattern_placement(measured: &input::Measured, nodes: &[String], per_node: u32) -> Result<Placement, String> {
     let traffic = Traffic::from_matrix(&measured.cost(DEFAULT_MESSAGE_COST))?;
     placement(&traffic, nodes, &vec![per_node as usize; nodes.len()], Policy::Pattern, DEFAULT_MIN_GAIN)
 }
