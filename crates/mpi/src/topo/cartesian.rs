@@ -114,7 +114,7 @@ pub unsafe extern "C" fn MPI_Cart_create(comm_old: MPI_Comm, ndims: c_int, dims:
             true => super::reorder::process_of_vertex(&members, layout.edges()),
             false => (0..members.len()).collect(),
         };
-        let position = playing.iter().position(|&process| process == rank).unwrap_or(rank);
+        let position = super::reorder::vertex_of(&playing, rank);
         let mine = (position < positions).then(|| playing[..positions].iter().map(|&process| members[process]).collect());
         let created = comm::construct::create_from(comm_old, mine, Some(Topology::Cartesian(layout)))?;
         // SAFETY: checked non-null; the caller's handle.
@@ -151,7 +151,7 @@ pub unsafe extern "C" fn MPI_Cart_map(comm: MPI_Comm, ndims: c_int, dims: *const
         // The position MPI_Cart_create with reorder gives this process.
         let layout = Cartesian { dims: dims.to_vec(), periods: periods.iter().map(|&p| p != 0).collect() };
         let playing = super::reorder::process_of_vertex(&members, layout.edges());
-        let position = playing.iter().position(|&process| process == rank).unwrap_or(rank);
+        let position = super::reorder::vertex_of(&playing, rank);
         let mapped = if position < layout.size() { position as c_int } else { MPI_UNDEFINED };
         // SAFETY: the caller's out-pointer (NULL is rejected by store).
         unsafe { store(newrank, mapped, "newrank") }

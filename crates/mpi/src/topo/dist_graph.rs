@@ -183,7 +183,7 @@ fn reordered_adjacent(comm: MPI_Comm, members: &[u32], rank: usize, mine: &DistG
         .flat_map(|(process, list)| list.chunks_exact(RECORD).filter(|record| record[0] == OUT_EDGE && record[1] >= 0).map(move |record| (process, record[1] as usize, record[2].max(0) as u64)))
         .collect();
     let playing = super::reorder::process_of_vertex(members, edges);
-    let vertex = playing.iter().position(|&process| process == rank).unwrap_or(rank);
+    let vertex = super::reorder::vertex_of(&playing, rank);
     let graph = collect_edges(lists.get(vertex).copied().unwrap_or(&[]), mine.weighted());
     Ok((playing.iter().map(|&process| members[process]).collect(), graph))
 }
@@ -197,7 +197,7 @@ fn reordered_general(comm: MPI_Comm, members: &[u32], rank: usize, named: &[(c_i
     let received = exchange_records(comm, &vec![records; members.len()]).map_err(|e| error(comm, e.class, format!("sharing the graph to reorder it failed: {}", e.detail)))?;
     let edges: Vec<(usize, usize, u64)> = received.chunks_exact(RECORD).map(|record| (record[0] as usize, record[1] as usize, record[2].max(0) as u64)).collect();
     let playing = super::reorder::process_of_vertex(members, edges.iter().copied());
-    let vertex = playing.iter().position(|&process| process == rank).unwrap_or(rank);
+    let vertex = super::reorder::vertex_of(&playing, rank);
     let mut routed = Vec::new();
     for &(source, destination, weight) in &edges {
         if destination == vertex {

@@ -110,7 +110,7 @@ pub unsafe extern "C" fn MPI_Graph_create(comm_old: MPI_Comm, nnodes: c_int, ind
             }
             false => (0..members.len()).collect(),
         };
-        let position = playing.iter().position(|&process| process == rank).unwrap_or(rank);
+        let position = super::reorder::vertex_of(&playing, rank);
         let mine = (position < nodes).then(|| playing[..nodes].iter().map(|&process| members[process]).collect());
         let created = comm::construct::create_from(comm_old, mine, Some(Topology::Graph(graph)))?;
         // SAFETY: checked non-null; the caller's handle.
@@ -197,7 +197,7 @@ pub unsafe extern "C" fn MPI_Graph_map(comm: MPI_Comm, nnodes: c_int, index: *co
             start = end;
         }
         let playing = super::reorder::process_of_vertex(&members, links);
-        let position = playing.iter().position(|&process| process == rank).unwrap_or(rank);
+        let position = super::reorder::vertex_of(&playing, rank);
         let mapped = if position < nodes { position as c_int } else { MPI_UNDEFINED };
         // SAFETY: the caller's out-pointer (NULL is rejected by store).
         unsafe { store(newrank, mapped, "newrank") }

@@ -21,6 +21,11 @@ pub(crate) fn process_of_vertex(members: &[u32], edges: impl IntoIterator<Item =
     mapping(&node_ids, &Traffic::from_edges(members.len(), edges))
 }
 
+/// The vertex `process` plays in a mapping [`process_of_vertex`] returned.
+pub(crate) fn vertex_of(playing: &[usize], process: usize) -> usize {
+    playing.iter().position(|&other| other == process).unwrap_or(process)
+}
+
 /// [`process_of_vertex`] for processes on the nodes `node_ids` (equal ids share a node).
 fn mapping(node_ids: &[u32], traffic: &Traffic) -> Vec<usize> {
     let size = node_ids.len();
