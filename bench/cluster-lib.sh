@@ -1,6 +1,7 @@
 # Shared by the benchmarks that run on a virtual cluster (multirail.sh, coll_cluster.sh,
-# rail_cpu.sh, rails_ab.sh, nic_sharing.sh, placement.sh, network_cores.sh); sourced, with BRAID
-# (the braid binary) and CLUSTER (the cluster's name) set, or set by bench_workspace.
+# rail_cpu.sh, rails_ab.sh, nic_sharing.sh, placement.sh, network_cores.sh, sharing.sh);
+# sourced, with BRAID (the braid binary) and CLUSTER (the cluster's name) set, or set by
+# bench_workspace.
 
 # bench_workspace NAME PREFIX: sets WORK (a scratch folder /tmp/braid-NAME.*), RAW (this run's
 # bench/results/NAME-<date>-raw.csv) and CLUSTER (PREFIX<pid>), and removes the cluster and the

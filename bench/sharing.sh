@@ -43,9 +43,9 @@ cleanup() {
     [ -z "$KEEP" ] && rm -rf "$WORK"
 }
 trap cleanup EXIT
-"$BRAID" cluster up "$CLUSTER" --nodes 4 --rails "$RAIL" >"$WORK/cluster.log" 2>&1 || { cat "$WORK/cluster.log" >&2; exit 1; }
-export BRAID_PROFILE_DIR="$WORK/rail-profiles"
-"$BRAID" sample --cluster "$CLUSTER" >>"$WORK/cluster.log" 2>&1 || { echo "braid sample failed (see $WORK/cluster.log)" >&2; exit 1; }
+# shellcheck source=bench/cluster-lib.sh
+source "$ROOT/bench/cluster-lib.sh"
+sampled_cluster --nodes 4 --rails "$RAIL"
 # Layout name and its placement: nodes x ranks per node, blocked.
 LAYOUTS=("4x1:--ppn 1" "2x2:--ppn 2" "1x4:--ppn 4")
 echo "# $(date -u +%FT%TZ) class $CLASS, 4 ranks, one $RAIL rail per node, $REPS reps; profiles in $WORK"
