@@ -347,10 +347,11 @@ fn value(tools: &mut Tools, session: MPI_T_pvar_session, id: u64) -> ToolResult<
     if variable.is_flush() {
         return Ok(Sample::Text(tools.monitoring.file_name().to_owned()));
     }
-    let now = match handle_mut(tools, session, id)?.numbers.is_some() {
-        true => readings(tools, variable, binding.as_deref(), count)?,
-        false => return Ok(variable.sample(&counter_values()?)),
-    };
+    // A string variable's handle keeps no state: it reads as it is now.
+    if variable.datatype() == MPI_CHAR {
+        return Ok(variable.sample(&counter_values()?));
+    }
+    let now = readings(tools, variable, binding.as_deref(), count)?;
     let state = handle_mut(tools, session, id)?.numbers.as_ref().ok_or(MPI_T_ERR_INVALID)?;
     Ok(Sample::Numbers(state.value(&now)))
 }
