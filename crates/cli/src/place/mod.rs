@@ -119,10 +119,9 @@ fn place(args: &PlaceArgs) -> Result<(), String> {
         let messages_across = messages.as_ref().map_or("-".to_string(), |messages| format!("{:.1}%", share(messages.crossing(&placement.node_of_rank), messages.total())));
         let chosen = if *policy == args.policy { "  <- written" } else { "" };
         let same = match *policy {
-            Policy::Pattern => POLICIES
+            Policy::Pattern => placements
                 .iter()
-                .zip(&placements)
-                .find(|(other, (_, other_placement))| **other != Policy::Pattern && other_placement.node_of_rank == placement.node_of_rank)
+                .find(|(other, other_placement)| *other != Policy::Pattern && other_placement.node_of_rank == placement.node_of_rank)
                 .map(|(other, _)| format!(" (= {})", other.name())),
             _ => None,
         };
