@@ -28,12 +28,7 @@ pub fn read(path: &Path) -> Result<Measured, String> {
 
 fn read_profile(dir: &Path) -> Result<Measured, String> {
     let merged = dir.join("profile.json");
-    let has_rank_files = std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?.flatten().any(|entry| {
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        name.starts_with("rank-") && name.ends_with(".json")
-    });
-    if !has_rank_files && merged.is_file() {
+    if profile::rank_files(dir)?.is_empty() && merged.is_file() {
         return read_merged(&merged);
     }
     let files = profile::load(dir)?;

@@ -45,7 +45,7 @@ pub fn prepare(dir: &Path) -> Result<PathBuf, String> {
 }
 
 /// The rank files in `dir`, as (rank, path), in rank order.
-fn rank_files(dir: &Path) -> Result<Vec<(usize, PathBuf)>, String> {
+pub fn rank_files(dir: &Path) -> Result<Vec<(usize, PathBuf)>, String> {
     let entries = std::fs::read_dir(dir).map_err(|e| format!("cannot read the profile directory {}: {e}", dir.display()))?;
     let mut found = Vec::new();
     for entry in entries.flatten() {
