@@ -194,7 +194,7 @@ header_case "mpi.h -std=c99 -pedantic -Wall -Wextra -Werror" c99 "$CC" -std=c99
 header_case "mpi.h -std=c11 -pedantic -Wall -Wextra -Werror" c11 "$CC" -std=c11
 header_case "mpi.h C++ -pedantic -Wall -Wextra -Werror" cxx "$CXX" -x c++ "${CXXFLAGS[@]}"
 
-PROGRAMS=(p2p_matching p2p_modes p2p_more collectives nbc idup neighbors threads datatypes datatypes_more comms comms_more intercomm intercomm_coll attributes errors errhandlers topologies large ring fatal_error abort_code kill_rank unsupported conversions mpit pmpi_counts argerr_p2p argerr_coll argerr_objects rma_ops rma_win rma_single rma_threads rma_create_memory rma_atomics rma_large_copy self_cancel thread_wait status_error monitoring graph_reorder)
+PROGRAMS=(p2p_matching p2p_modes p2p_more collectives coll_forms nbc idup neighbors threads datatypes datatypes_more comms comms_more intercomm intercomm_coll attributes errors errhandlers topologies large ring fatal_error abort_code kill_rank unsupported conversions mpit pmpi_counts argerr_p2p argerr_coll argerr_objects rma_ops rma_win rma_single rma_threads rma_create_memory rma_atomics rma_large_copy self_cancel thread_wait status_error monitoring graph_reorder)
 for program in "${PROGRAMS[@]}"; do
     if ! compile_c "$program"; then
         fail "build $program" "$(explain "$LOG_DIR/build-$program.log")"; keep_logs
@@ -207,6 +207,14 @@ for ranks in 2 4; do built p2p_modes && expect_success "p2p_modes n=$ranks" "$ra
 for ranks in 2 3 4; do built p2p_more && expect_success "p2p_more n=$ranks" "$ranks" -- "$BUILD/p2p_more"; done
 is_braid && built p2p_more && expect_success "p2p_more n=2 BRAID_CMA=off" 2 BRAID_CMA=off -- "$BUILD/p2p_more"
 for ranks in 1 2 3 4; do built collectives && expect_success "collectives n=$ranks" "$ranks" -- "$BUILD/collectives"; done
+# Collectives on both sides of the switch between the node's shared slots and messages; on
+# Braid also with the slots off, and with slots large enough to take every size.
+for ranks in 1 2 3 4 8; do built coll_forms && expect_success "coll_forms n=$ranks" "$ranks" -- "$BUILD/coll_forms"; done
+if is_braid && built coll_forms; then
+    expect_success "coll_forms n=3 BRAID_COLL_SHM_SLOT=0" 3 BRAID_COLL_SHM_SLOT=0 -- "$BUILD/coll_forms"
+    for ranks in 2 5 8; do expect_success "coll_forms n=$ranks BRAID_COLL_SHM_SLOT=1048576" "$ranks" BRAID_COLL_SHM_SLOT=1048576 -- "$BUILD/coll_forms"; done
+    for ranks in 3 4; do expect_success "collectives n=$ranks BRAID_COLL_SHM_SLOT=1048576" "$ranks" BRAID_COLL_SHM_SLOT=1048576 -- "$BUILD/collectives"; done
+fi
 for ranks in 1 2 3 4; do built nbc && expect_success "nbc n=$ranks" "$ranks" -- "$BUILD/nbc"; done
 for ranks in 2 3 4; do built idup && expect_success "idup n=$ranks" "$ranks" -- "$BUILD/idup"; done
 is_braid && built idup && expect_success "idup n=3 BRAID_PROGRESS_THREAD=on" 3 BRAID_PROGRESS_THREAD=on -- "$BUILD/idup"

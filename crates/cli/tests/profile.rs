@@ -37,14 +37,17 @@ fn check_pattern(dir: &Path, node_of_rank: &[&str]) -> serde_json::Value {
     assert_eq!(profile["matrix_source"], "engine");
     let bytes = matrix(&profile["bytes"]);
     let messages = matrix(&profile["messages"]);
+    // Besides the pattern, the first collective on the node sets up its shared flag segment
+    // once: the maker sends the segment's name (16 bytes) and the ranks agree that each mapped
+    // it (one byte per message), in a few messages.
+    const SETUP_BYTES: u64 = 16 + 4;
+    const SETUP_MESSAGES: u64 = 4;
     for i in 0..PATTERN_RANKS {
         for j in 0..PATTERN_RANKS {
             let expected = if i == j { 0 } else { pattern_bytes(i, j) };
-            // The barrier's messages carry no bytes: every byte cell is exact.
-            assert_eq!(bytes[i][j], expected, "bytes from rank {i} to rank {j}");
+            assert!(bytes[i][j] >= expected && bytes[i][j] <= expected + SETUP_BYTES, "bytes from rank {i} to rank {j}: {} for {expected}", bytes[i][j]);
             if i != j {
-                // The pattern's messages, and the barrier's few.
-                assert!(messages[i][j] >= pattern_messages(i, j) && messages[i][j] <= pattern_messages(i, j) + 2, "messages from {i} to {j}: {}", messages[i][j]);
+                assert!(messages[i][j] >= pattern_messages(i, j) && messages[i][j] <= pattern_messages(i, j) + SETUP_MESSAGES, "messages from {i} to {j}: {}", messages[i][j]);
             }
         }
     }
@@ -61,7 +64,12 @@ fn check_pattern(dir: &Path, node_of_rank: &[&str]) -> serde_json::Value {
     let phases = profile["phases"].as_array().unwrap();
     let exchange = phases.iter().find(|phase| phase["name"] == "exchange").expect("an \"exchange\" phase");
     let exchanged = matrix(&exchange["bytes"]);
-    assert_eq!(exchanged, bytes, "every byte was sent inside the phase");
+    for (i, row) in exchanged.iter().enumerate() {
+        for (j, &cell) in row.iter().enumerate() {
+            // Exact: the barriers around the phase carry no bytes.
+            assert_eq!(cell, if i == j { 0 } else { pattern_bytes(i, j) }, "bytes from rank {i} to rank {j} inside the phase");
+        }
+    }
     let names: Vec<&str> = exchange["functions"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
     assert!(names.contains(&"MPI_Sendrecv") && !names.contains(&"MPI_Barrier"), "{names:?}");
     let main = phases.iter().find(|phase| phase["name"] == "main").expect("a \"main\" phase");

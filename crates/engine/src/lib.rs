@@ -409,6 +409,23 @@ impl Engine {
         &self.node.node_of
     }
 
+    /// Rings the doorbell of `peer`, a rank of this node, after changing memory the two share
+    /// that it may be asleep waiting on (a collective's flag): costs a fence and a load unless
+    /// it sleeps.
+    #[inline]
+    pub fn ring_node_peer(&self, peer: u32) {
+        if let Some(ControlLane::Direct(transport)) = self.core.endpoints.get(peer as usize).map(|endpoint| endpoint.lane.control) {
+            self.transports[transport].ring_peer(peer);
+        }
+    }
+
+    /// Whether this rank's waits end as soon as a rank of its node rings it
+    /// ([`Engine::ring_node_peer`]): they sleep on the shared-memory doorbell, or never sleep.
+    /// Otherwise (they sleep on the network rails) a ring ends a sleep only at its time-out.
+    pub fn wakes_on_ring(&self) -> bool {
+        matches!(self.wait.doorbell, progress::Doorbell::Direct(_) | progress::Doorbell::None)
+    }
+
     /// CPUs where a helper thread of this rank (a copy assistant) could work now without taking
     /// one from a running rank: the node's spare CPUs, or else those of `peer` while it sleeps in
     /// a blocking call on this node's shared memory. None on an oversubscribed machine, or when

@@ -308,8 +308,12 @@ impl Engine {
     /// message, for one) or fails.
     pub fn wait_for<T>(&mut self, mut poll: impl FnMut(&mut Engine) -> Result<Option<T>, EngineError>) -> Result<T, EngineError> {
         let mut outcome = None;
+        // `wait_until` may ask again after an answer (its last look before a sleep): the poll
+        // is not repeated then, as what it found may be gone (a finished schedule).
         self.wait_until(|engine| {
-            outcome = poll(engine).transpose();
+            if outcome.is_none() {
+                outcome = poll(engine).transpose();
+            }
             outcome.is_some()
         })?;
         outcome.expect("the wait ends once the poll has an answer")

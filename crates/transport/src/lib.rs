@@ -332,6 +332,13 @@ pub trait Transport {
     /// changed what another thread of it, asleep on the doorbell, waits for.
     fn ring_own_doorbell(&self) {}
 
+    /// Rings `peer`'s doorbell, as a frame sent to it would: this rank has changed memory the
+    /// peer shares and may sleep waiting on (a flag of a collective). A no-op where the
+    /// transport has no doorbell for `peer`.
+    fn ring_peer(&self, peer: PeerId) {
+        let _ = peer;
+    }
+
     /// Whether `peer` sleeps on this transport's doorbell now (blocked in a wait with nothing to
     /// do, so its CPU is idle); false where this transport cannot tell.
     fn peer_asleep(&self, peer: PeerId) -> bool {

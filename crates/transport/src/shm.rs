@@ -565,6 +565,12 @@ impl Transport for ShmTransport {
         }
     }
 
+    fn ring_peer(&self, peer: PeerId) {
+        if let Some(segment) = self.local_of(peer).filter(|_| peer != self.rank).and_then(|local| self.segments.get(local)) {
+            segment.doorbell().ring();
+        }
+    }
+
     fn peer_asleep(&self, peer: PeerId) -> bool {
         match self.local_of(peer) {
             Some(local) if peer != self.rank => self.segments.get(local).is_some_and(|segment| segment.doorbell().is_sleeping()),

@@ -108,7 +108,8 @@ impl Start {
         let shared = rt.comms.get(comm).map_err(|e| error(comm, e.class, e.detail))?.shared.clone();
         let remote_size = if shared.is_inter() { shared.peer_count() } else { 0 };
         let hierarchy = shared.hierarchy(&rt.engine, rt.config.debug);
-        let port = rt.coll_spare.port(shared.rank as usize, shared.size(), remote_size, rt.tuning, hierarchy);
+        let flags = shared.node_flags(&rt.engine);
+        let port = rt.coll_spare.port(shared.rank as usize, shared.size(), remote_size, rt.tuning, hierarchy, flags);
         Ok(Start { comm, shared, port, neighbors: None })
     }
 

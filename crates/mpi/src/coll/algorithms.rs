@@ -80,6 +80,10 @@ fn tree_node(rank: usize, size: usize, root: usize) -> TreeNode {
 
 /// Dissemination barrier: ceil(log2 n) rounds of empty messages.
 pub async fn barrier(port: &Port) -> Result<(), i32> {
+    if let Some(flags) = flags::for_bytes(port, 0).await? {
+        flags::barrier(port, flags).await;
+        return Ok(());
+    }
     if let Some(hierarchy) = port.hierarchy_for(Collective::Barrier, 0) {
         return Box::pin(hier::barrier(port, &hierarchy.layout)).await;
     }
@@ -98,6 +102,10 @@ pub async fn bcast(port: &Port, buffer: &mut [u8], root: usize) -> Result<(), i3
     let size = port.size();
     check_root(root, size)?;
     if size == 1 {
+        return Ok(());
+    }
+    if let Some(flags) = flags::for_bytes(port, buffer.len()).await? {
+        flags::bcast(port, flags, buffer, root).await;
         return Ok(());
     }
     if let Some(hierarchy) = port.hierarchy_for(Collective::Bcast, buffer.len()) {
@@ -198,6 +206,10 @@ pub async fn allgather(port: &Port, mine: &[u8], all: &mut [u8]) -> Result<(), i
     let (rank, size) = (port.rank(), port.size());
     let block = mine.len();
     require(all.len() == block * size, MPI_ERR_ARG)?;
+    if let Some(flags) = flags::for_bytes(port, block).await? {
+        flags::allgather(port, flags, mine, all).await;
+        return Ok(());
+    }
     if let Some(hierarchy) = port.hierarchy_for(Collective::Allgather, block) {
         let blocks: Vec<Range<usize>> = (0..size).map(|index| index * block..(index + 1) * block).collect();
         return Box::pin(hier::allgatherv(port, &hierarchy.layout, Some(mine), all, &blocks)).await;
@@ -252,6 +264,12 @@ pub async fn gather(port: &Port, mine: Option<&[u8]>, all: &mut [u8], root: usiz
     let (rank, size) = (port.rank(), port.size());
     check_root(root, size)?;
     let block = if rank == root { all.len() / size } else { mine.map_or(0, <[u8]>::len) };
+    if size > 1 && (rank != root || all.len() == block * size) {
+        if let Some(flags) = flags::for_bytes(port, block).await? {
+            flags::gather(port, flags, mine, all, block, root).await;
+            return Ok(());
+        }
+    }
     if let Some(hierarchy) = port.hierarchy_for(Collective::Gather, block) {
         if rank == root {
             require(all.len().is_multiple_of(size), MPI_ERR_ARG)?;
@@ -309,6 +327,12 @@ pub async fn scatter(port: &Port, all: &[u8], mine: Option<&mut [u8]>, root: usi
     let (rank, size) = (port.rank(), port.size());
     check_root(root, size)?;
     let block = if rank == root { all.len() / size } else { mine.as_deref().map_or(0, <[u8]>::len) };
+    if size > 1 && (rank != root || all.len() == block * size) {
+        if let Some(flags) = flags::for_bytes(port, block.saturating_mul(size)).await? {
+            flags::scatter(port, flags, all, mine, block, root).await;
+            return Ok(());
+        }
+    }
     if let Some(hierarchy) = port.hierarchy_for(Collective::Scatter, block) {
         if rank == root {
             require(all.len().is_multiple_of(size), MPI_ERR_ARG)?;
@@ -409,6 +433,12 @@ pub async fn alltoall(port: &Port, send: &[u8], recv: &mut [u8]) -> Result<(), i
     let size = port.size();
     require(send.len() == recv.len() && send.len().is_multiple_of(size), MPI_ERR_ARG)?;
     let block = send.len() / size;
+    if size > 1 {
+        if let Some(flags) = flags::for_bytes(port, send.len()).await? {
+            flags::alltoall(port, flags, send, recv).await;
+            return Ok(());
+        }
+    }
     if let Some(hierarchy) = port.hierarchy_for(Collective::Alltoall, block) {
         return Box::pin(hier::alltoall(port, &hierarchy.layout, send, recv)).await;
     }
@@ -458,6 +488,10 @@ pub async fn reduce(port: &Port, data: &mut [u8], element_size: usize, combine: 
     check_root(root, size)?;
     check_elements(data.len(), element_size)?;
     if size == 1 {
+        return Ok(());
+    }
+    if let Some(flags) = flags::for_bytes(port, data.len()).await? {
+        flags::reduce(port, flags, data, combine, root).await;
         return Ok(());
     }
     if commutative {
@@ -575,6 +609,14 @@ pub fn allreduce_form(port: &Port, len: usize, element_size: usize, commutative:
 #[allow(clippy::await_holding_refcell_ref)]
 pub async fn allreduce(port: &Port, data: &mut [u8], element_size: usize, combine: Combine<'_>, commutative: bool) -> Result<(), i32> {
     check_elements(data.len(), element_size)?;
+    if port.size() > 1 {
+        if let Some(flags) = flags::for_bytes(port, data.len()).await? {
+            let mut scratch = port.scratch(data.len());
+            scratch.copy_from_slice(data);
+            flags::allreduce(port, flags, &scratch, data, combine).await;
+            return Ok(());
+        }
+    }
     let split = match allreduce_form(port, data.len(), element_size, commutative) {
         AllreduceForm::Alone => return Ok(()),
         AllreduceForm::NodeSegment(hierarchy) => return Box::pin(segment::allreduce(port, hierarchy, data, element_size, combine)).await,
@@ -616,6 +658,12 @@ pub async fn allreduce_from(port: &Port, input: &[u8], data: &mut [u8], element_
     require(input.len() == data.len(), MPI_ERR_ARG)?;
     check_elements(data.len(), element_size)?;
     let size = port.size();
+    if size > 1 {
+        if let Some(flags) = flags::for_bytes(port, data.len()).await? {
+            flags::allreduce(port, flags, input, data, combine).await;
+            return Ok(());
+        }
+    }
     let halving = size.is_power_of_two() && matches!(allreduce_form(port, data.len(), element_size, commutative), AllreduceForm::Doubling { split: true });
     if !halving {
         data.copy_from_slice(input);
@@ -761,6 +809,12 @@ pub async fn reduce_scatter(port: &Port, data: &mut [u8], counts: &[usize], elem
         offset = end;
     }
     require(offset == data.len() && out.len() == blocks[rank].len(), MPI_ERR_ARG)?;
+    if size > 1 {
+        if let Some(flags) = flags::for_bytes(port, data.len()).await? {
+            flags::reduce_scatter(port, flags, data, &blocks, combine, out).await;
+            return Ok(());
+        }
+    }
     if commutative {
         if let Some(hierarchy) = port.hierarchy_for(Collective::ReduceScatter, data.len()) {
             return Box::pin(hier::reduce_scatter(port, &hierarchy.layout, data, &blocks, element_size, combine, out)).await;
@@ -813,6 +867,10 @@ async fn prefix(port: &Port, data: &mut [u8], combine: Combine<'_>, inclusive: b
     if size == 1 {
         return Ok(());
     }
+    if let Some(flags) = flags::for_bytes(port, data.len()).await? {
+        flags::prefix(port, flags, data, combine, inclusive).await;
+        return Ok(());
+    }
     let mut partial = data.to_vec();
     let mut incoming = vec![0u8; data.len()];
     let mut have_result = inclusive;
@@ -839,6 +897,7 @@ async fn prefix(port: &Port, data: &mut [u8], combine: Combine<'_>, inclusive: b
     Ok(())
 }
 
+pub mod flags;
 pub mod hier;
 pub mod inter;
 pub mod segment;

@@ -19,6 +19,7 @@ use std::task::Poll;
 
 use braid_engine::{Engine, EngineError, ProgressAgent, RequestId, Source, Status, TagSelector};
 
+use super::algorithms::flags::FlagsCell;
 use super::hierarchy::Hierarchy;
 use super::port::{poll_once, Port, Transfer};
 use super::CollTuning;
@@ -140,15 +141,30 @@ impl Driver {
             if !self.port.is_settled() && !self.port.take_resume_when_started() {
                 return Ok(None);
             }
-            if let Poll::Ready(result) = poll_once(algorithm.as_mut()) {
+            let polled = poll_once(algorithm.as_mut());
+            if self.port.take_ring() {
+                self.ring_node(engine);
+            }
+            if let Poll::Ready(result) = polled {
                 return Ok(Some(result));
             }
             self.start(engine)?;
             if self.port.take_watching() {
                 // The algorithm waits for another rank of its node (only in a blocking call):
-                // the engine moves everything else meanwhile, and the CPU may go to that rank.
-                engine.progress()?;
-                std::thread::yield_now();
+                // the caller's wait moves everything else meanwhile, and spins, yields or
+                // sleeps per the wait policy (that rank rings this one when it publishes).
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Rings the doorbell of every other rank of the communicator on this node.
+    #[cold]
+    fn ring_node(&self, engine: &Engine) {
+        let me = engine.rank();
+        for &job in self.route.shared.members.iter() {
+            if job != me {
+                engine.ring_node_peer(job);
             }
         }
     }
@@ -196,16 +212,18 @@ pub struct Spare {
 impl Spare {
     /// A port for a new collective (`remote_size` 0 outside intercommunicators): the spare one
     /// when nothing else holds it.
-    pub fn port(&mut self, rank: usize, size: usize, remote_size: usize, tuning: CollTuning, hierarchy: Option<Arc<Hierarchy>>) -> Rc<Port> {
+    pub fn port(&mut self, rank: usize, size: usize, remote_size: usize, tuning: CollTuning, hierarchy: Option<Arc<Hierarchy>>, flags: Option<Arc<FlagsCell>>) -> Rc<Port> {
         if let Some(mut port) = self.port.take() {
             if let Some(unshared) = Rc::get_mut(&mut port) {
                 unshared.reset(rank, size, remote_size, tuning);
                 unshared.set_hierarchy(hierarchy);
+                unshared.set_flags(flags);
                 return port;
             }
         }
         let mut port = Port::between_groups(rank, size, remote_size, tuning);
         port.set_hierarchy(hierarchy);
+        port.set_flags(flags);
         Rc::new(port)
     }
 

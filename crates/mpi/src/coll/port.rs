@@ -20,6 +20,7 @@ use std::task::{Context, Poll};
 
 use braid_config::HierarchyMode;
 
+use super::algorithms::flags::FlagsCell;
 use super::hierarchy::{Collective, Form, Hierarchy};
 use super::CollTuning;
 use crate::consts::{MPI_ERR_ARG, MPI_ERR_BUFFER};
@@ -63,6 +64,10 @@ pub struct Port {
     tuning: CollTuning,
     /// The communicator's nodes and links, when a hierarchical form may pay.
     hierarchy: Option<Arc<Hierarchy>>,
+    /// The flag segment of a communicator whose ranks share one node.
+    flags: Option<Arc<FlagsCell>>,
+    /// Set when the algorithm has published a flag: the driver rings the node's ranks.
+    ring: Cell<bool>,
     round: RefCell<Round>,
     /// Scratch bytes for the algorithm, kept with the port so that a reused port allocates none.
     scratch: RefCell<Vec<u8>>,
@@ -88,6 +93,8 @@ impl Port {
             remote_size,
             tuning,
             hierarchy: None,
+            flags: None,
+            ring: Cell::new(false),
             round: RefCell::new(Round::default()),
             scratch: RefCell::new(Vec::new()),
             waits_in_place: Cell::new(false),
@@ -106,6 +113,8 @@ impl Port {
         debug_assert!(self.members.get_mut().is_none(), "a port is reused only outside every subgroup");
         (self.rank, self.size, self.remote_size, self.tuning) = (Cell::new(rank), Cell::new(size), remote_size, tuning);
         self.hierarchy = None;
+        self.flags = None;
+        self.ring.set(false);
         self.waits_in_place.set(false);
         self.watching.set(false);
     }
@@ -161,6 +170,31 @@ impl Port {
     /// pay (see [`super::hierarchy`]).
     pub fn set_hierarchy(&mut self, hierarchy: Option<Arc<Hierarchy>>) {
         self.hierarchy = hierarchy.filter(|hierarchy| hierarchy.layout.is_hierarchical());
+    }
+
+    /// Lets the blocking collectives take their flag forms (see [`super::algorithms::flags`]).
+    pub fn set_flags(&mut self, flags: Option<Arc<FlagsCell>>) {
+        self.flags = flags;
+    }
+
+    /// The flag segment, if a collective that puts `bytes` in each slot may take its flag form:
+    /// in a blocking call, outside subgroups, within `BRAID_COLL_SHM_SLOT`.
+    #[inline]
+    pub fn node_flags(&self, bytes: usize) -> Option<&FlagsCell> {
+        let flags = self.flags.as_deref()?;
+        let fits = bytes <= self.tuning.shm_slot && self.waits_in_place.get() && self.members.borrow().is_none();
+        (fits && flags.has_room(bytes)).then_some(flags)
+    }
+
+    /// Asks the driver to ring the doorbells of the node's ranks: this rank has published a
+    /// flag one of them may be asleep waiting for.
+    pub fn ring_node(&self) {
+        self.ring.set(true);
+    }
+
+    /// Driver side: whether the algorithm asked for a ring (and clears the mark).
+    pub fn take_ring(&self) -> bool {
+        self.ring.replace(false)
     }
 
     /// The hierarchy, if `collective` on `bytes` should take a hierarchical form (either, for a

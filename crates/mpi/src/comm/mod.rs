@@ -28,6 +28,7 @@ pub use ids::ContextIds;
 
 use braid_engine::Engine;
 
+use crate::coll::algorithms::flags::FlagsCell;
 use crate::coll::hierarchy::{Hierarchy, LinkCosts, NodeLayout};
 use crate::consts::*;
 use crate::error::{error, MpiError, MpiResult};
@@ -63,6 +64,8 @@ pub struct CommShared {
     coll_sequence: AtomicU32,
     /// The node structure and links its collectives may use, found at the first collective.
     hierarchy: OnceLock<Option<Arc<Hierarchy>>>,
+    /// The flag segment of the blocking collectives, when every rank is on this node.
+    node_flags: OnceLock<Option<Arc<FlagsCell>>>,
 }
 
 /// Collective tags wrap within this mask (non-negative i32s below 2^30): only the collectives in
@@ -93,7 +96,7 @@ impl CommShared {
         let identity = peers.iter().enumerate().all(|(i, &m)| m == i as u32);
         let mut by_job_rank: Vec<(u32, u32)> = if identity { Vec::new() } else { peers.iter().enumerate().map(|(i, &m)| (m, i as u32)).collect() };
         by_job_rank.sort_unstable();
-        CommShared { members, rank, peers, p2p_context, coll_context, local, by_job_rank, coll_sequence: AtomicU32::new(0), hierarchy: OnceLock::new() }
+        CommShared { members, rank, peers, p2p_context, coll_context, local, by_job_rank, coll_sequence: AtomicU32::new(0), hierarchy: OnceLock::new(), node_flags: OnceLock::new() }
     }
 
     /// The nodes of an intracommunicator's ranks and the links between them, when the ranks span
@@ -124,6 +127,20 @@ impl CommShared {
             hierarchy.layout.is_hierarchical().then(|| Arc::new(hierarchy))
         });
         found.clone()
+    }
+
+    /// The cell of the flag segment through which the blocking collectives of an
+    /// intracommunicator of several ranks, all on this node, may pass small data (see
+    /// [`crate::coll::algorithms::flags`]); made, or found unusable, at the first of them.
+    #[inline]
+    pub fn node_flags(&self, engine: &Engine) -> Option<Arc<FlagsCell>> {
+        self.node_flags
+            .get_or_init(|| {
+                let node_of = |job: u32| engine.node_of().get(job as usize).copied();
+                let one_node = self.members.iter().all(|&job| node_of(job).is_some() && node_of(job) == node_of(self.members[0]));
+                (!self.is_inter() && self.size() > 1 && one_node).then(|| Arc::new(FlagsCell::new(engine.wakes_on_ring())))
+            })
+            .clone()
     }
 
     /// The size of the (local) group.

@@ -56,6 +56,31 @@ pub mod arrival {
         words.into_iter().all(|word| word.load(Ordering::Acquire) >= phase)
     }
 
+    /// The phases of the small collectives that meet in a segment through these words, call
+    /// after call (numbered from 0, the same on every rank): in call `call` a rank that writes
+    /// its slot publishes [`written`] once it has, and every rank publishes [`finished`] once it
+    /// has read all it needs of the others' slots. Call `call` uses bank [`bank`]; the bank was
+    /// last used by call `call - 2`, so a rank writes its slot only once every rank has
+    /// [`reached`] [`reusable`] (all of them have finished reading that call).
+    pub fn written(call: u64) -> u64 {
+        2 * call + 1
+    }
+
+    /// See [`written`]. A rank that reads nothing publishes this at once: it covers `written`.
+    pub fn finished(call: u64) -> u64 {
+        2 * call + 2
+    }
+
+    /// The bank of slots call `call` uses.
+    pub fn bank(call: u64) -> usize {
+        (call % super::BANKS as u64) as usize
+    }
+
+    /// The phase every rank must have reached before a rank writes its slot in call `call`.
+    pub fn reusable(call: u64) -> u64 {
+        call.checked_sub(super::BANKS as u64).map_or(0, finished)
+    }
+
     #[cfg(all(test, loom))]
     mod tests {
         use super::*;
@@ -82,6 +107,38 @@ pub mod arrival {
                 let (first, second) = (spawn(0), spawn(1));
                 assert_eq!(first.join().unwrap(), 11);
                 assert_eq!(second.join().unwrap(), 10);
+            });
+        }
+
+        /// A root broadcasts three calls' values through its slot in alternating banks to a
+        /// reader; the third call reuses the first call's bank only once the reader has
+        /// finished reading it, so the reader sees each call's value and never a later one.
+        #[test]
+        fn a_bank_is_written_again_only_after_every_reader_has_finished_with_it() {
+            loom::model(|| {
+                const CALLS: u64 = 3;
+                let words = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+                let banks = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+                let root = {
+                    let (words, banks) = (words.clone(), banks.clone());
+                    loom::thread::spawn(move || {
+                        for call in 0..CALLS {
+                            while !reached(words.iter(), reusable(call)) {
+                                loom::thread::yield_now();
+                            }
+                            banks[bank(call)].store(100 + call, Ordering::Relaxed);
+                            arrive(&words[0], finished(call));
+                        }
+                    })
+                };
+                for call in 0..CALLS {
+                    while !reached(&words[..1], written(call)) {
+                        loom::thread::yield_now();
+                    }
+                    assert_eq!(banks[bank(call)].load(Ordering::Relaxed), 100 + call);
+                    arrive(&words[1], finished(call));
+                }
+                root.join().unwrap();
             });
         }
     }
@@ -189,6 +246,15 @@ impl ReductionSegment {
         let from = self.slot(bank, rank, &(at..at + out.len()));
         // SAFETY: as in `put`, the other way.
         unsafe { std::ptr::copy_nonoverlapping(from, out.as_mut_ptr(), out.len()) };
+    }
+
+    /// Hands `f` the bytes `range` of slot `rank` in bank `bank`. The protocol must keep every
+    /// rank from writing them meanwhile.
+    pub fn read_slot<R>(&self, bank: usize, rank: usize, range: Range<usize>, f: impl FnOnce(&[u8]) -> R) -> R {
+        let from = self.slot(bank, rank, &range);
+        // SAFETY: in bounds (checked by `slot`); per the protocol nothing writes these bytes
+        // while `f` reads them.
+        f(unsafe { std::slice::from_raw_parts(from.cast_const(), range.len()) })
     }
 
     /// Reduces `range` of every slot of bank `bank` into slot 0's `range` with `combine(input,

@@ -33,19 +33,31 @@ pub(super) unsafe fn allreduce(args: (*const c_void, *mut c_void, c_int, MPI_Dat
 /// # Safety
 /// As for [`allreduce`].
 unsafe fn allreduce_on(rt: &mut Runtime, (sendbuf, recvbuf, count, datatype, op): (*const c_void, *mut c_void, c_int, MPI_Datatype, MPI_Op), comm: MPI_Comm) -> Option<MpiResult<()>> {
-    let start = Start::new(rt, comm).ok()?;
-    let size = start.size();
-    if start.is_inter() || !size.is_power_of_two() {
+    // On one node, a short vector passes through the node's flag segment (unless it could not
+    // be made): the schedule's form.
+    let shared = &rt.comms.get(comm).ok()?.shared;
+    if rt.tuning.shm_slot > 0 && shared.node_flags(&rt.engine).is_some_and(|flags| flags.has_room(0)) {
         return None;
     }
-    let (reduction, recv, send) = reduction_operands(comm, sendbuf, recvbuf, count, datatype, op).ok()?;
-    let (offset, len) = recv.run?;
+    let start = Start::new(rt, comm).ok()?;
+    // Where the schedule runs after all, it takes the same port again.
+    let decline = |rt: &mut Runtime, start: Start| {
+        rt.coll_spare.keep(start.port());
+        None
+    };
+    let size = start.size();
+    if start.is_inter() || !size.is_power_of_two() {
+        return decline(rt, start);
+    }
+    let Ok((reduction, recv, send)) = reduction_operands(comm, sendbuf, recvbuf, count, datatype, op) else { return decline(rt, start) };
+    let Some((offset, len)) = recv.run else { return decline(rt, start) };
     let (combine, element_size, commutative) = combiner(&reduction);
     let port = start.port();
     // The schedule's choice, made as a blocking schedule makes it.
     port.set_waits_in_place(true);
     if !matches!(algorithms::allreduce_form(&port, len, element_size, commutative), AllreduceForm::Doubling { split: false }) {
-        return None;
+        drop(port);
+        return decline(rt, start);
     }
     // SAFETY: the run lies within the caller's receive buffer, which only this call uses.
     let data = unsafe { bytes_mut(recv.start(offset), len) };

@@ -83,9 +83,11 @@ pub async fn allreduce(port: &Port, hierarchy: &Hierarchy, data: &mut [u8], elem
         let out = &mut data[chunk];
         segment.put(bank, me, 0, out);
         segment.arrive(me, base + 1);
+        port.ring_node();
         port.until(|| segment.reached(0..ranks, base + 1)).await;
         segment.reduce_into_first(bank, slice(len, element_size, ranks, me), combine);
         segment.arrive(me, base + 2);
+        port.ring_node();
         if me == 0 {
             port.until(|| segment.reached(0..ranks, base + 2)).await;
             segment.get(bank, 0, 0, out);
@@ -107,6 +109,7 @@ pub async fn allreduce(port: &Port, hierarchy: &Hierarchy, data: &mut [u8], elem
         }
         // The node's ranks go on after a failure among the nodes, so that none waits for ever.
         segment.arrive(me, base + 3);
+        port.ring_node();
     }
     failure.map_or(Ok(()), Err)
 }

@@ -1,0 +1,308 @@
+//! The flag forms of small blocking collectives on a communicator whose ranks all share one
+//! node: each rank puts what it contributes into its slot of a node-wide segment, publishes a
+//! phase in its cache-line arrival word, and reads the others' slots once their words say they
+//! are there: no message matching, no per-peer frames, one copy in and one out.
+//!
+//! The protocol is [`braid_transport::shm::reduction::arrival`]'s (checked with loom): call after
+//! call in alternating banks, a rank that writes publishes `written`, every rank publishes
+//! `finished` once it has read what it needs, and a rank writes its slot again only once every
+//! rank has finished with the call that last used the bank. A rank waits in place
+//! ([`Port::until`], so only in blocking calls), and after each publication the driver rings
+//! the doorbells of the node's ranks ([`Port::ring_node`]), so that a rank asleep in a wait
+//! (ranks outnumbering cores) wakes as it would for a message.
+//!
+//! The segment is made at the first such collective on the communicator (see [`make_shared`]),
+//! its slot as large as `BRAID_COLL_SHM_SLOT` says then; if some rank cannot map it, or cannot
+//! be woken by a ring, every rank agrees to pass messages instead.
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+use braid_transport::shm::reduction::arrival::{bank, finished, reusable, written};
+use braid_transport::shm::reduction::ReductionSegment;
+
+use super::shared_file::make_shared;
+use crate::coll::port::Port;
+use crate::coll::Combine;
+
+/// A one-node communicator's flag segment, made at first use: what every rank of it holds.
+#[derive(Debug)]
+pub struct FlagsCell {
+    made: OnceLock<Option<NodeFlags>>,
+    /// Whether this rank's waits end when a rank of its node rings it.
+    wakes_on_ring: bool,
+}
+
+impl FlagsCell {
+    pub fn new(wakes_on_ring: bool) -> FlagsCell {
+        FlagsCell { made: OnceLock::new(), wakes_on_ring }
+    }
+
+    /// Whether a collective that puts `bytes` in a slot may take its flag form: not known yet
+    /// (the segment is made at the first), or the segment exists with room for them.
+    pub fn has_room(&self, bytes: usize) -> bool {
+        match self.made.get() {
+            None => true,
+            Some(made) => made.as_ref().is_some_and(|flags| bytes <= flags.segment.slot_bytes()),
+        }
+    }
+}
+
+/// The segment as this rank has it mapped, the calls it has made in it, and the least phase it
+/// has seen every other rank reach (so that it need not look again: the phases only grow).
+pub struct NodeFlags {
+    segment: ReductionSegment,
+    calls: AtomicU64,
+    seen: AtomicU64,
+}
+
+impl fmt::Debug for NodeFlags {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NodeFlags").field("ranks", &self.segment.ranks()).field("slot_bytes", &self.segment.slot_bytes()).field("calls", &self.calls).finish()
+    }
+}
+
+/// The flag segment for a collective that puts `bytes` in a slot, if the port offers one with
+/// room (made now by the group together if this is the first): every rank gets the same answer.
+pub async fn for_bytes(port: &Port, bytes: usize) -> Result<Option<&NodeFlags>, i32> {
+    let Some(cell) = port.node_flags(bytes) else { return Ok(None) };
+    if cell.made.get().is_none() {
+        let slot = port.tuning().shm_slot;
+        let refuse = || std::io::Error::new(std::io::ErrorKind::Unsupported, "this rank's waits do not wake on a ring");
+        let size = port.size();
+        // Inside a subgroup of every rank, the making's own collectives pass messages.
+        let everyone: Vec<usize> = (0..size).collect();
+        let _everyone = port.within(&everyone);
+        let made = Box::pin(make_shared(
+            port,
+            "braid-flags",
+            |name| if cell.wakes_on_ring { ReductionSegment::create(name, size, slot) } else { Err(refuse()) },
+            |name| if cell.wakes_on_ring { ReductionSegment::open(name, size, slot) } else { Err(refuse()) },
+        ))
+        .await?;
+        let _ = cell.made.set(made.map(|segment| NodeFlags { segment, calls: AtomicU64::new(0), seen: AtomicU64::new(0) }));
+    }
+    Ok(cell.made.get().and_then(Option::as_ref).filter(|flags| bytes <= flags.segment.slot_bytes()))
+}
+
+/// One call of a flag form, as one rank runs it.
+struct Call<'a> {
+    port: &'a Port,
+    flags: &'a NodeFlags,
+    segment: &'a ReductionSegment,
+    number: u64,
+    bank: usize,
+    me: usize,
+    ranks: usize,
+}
+
+impl<'a> Call<'a> {
+    fn next(port: &'a Port, flags: &'a NodeFlags) -> Call<'a> {
+        let number = flags.calls.fetch_add(1, Ordering::Relaxed);
+        Call { port, flags, segment: &flags.segment, number, bank: bank(number), me: port.rank(), ranks: port.size() }
+    }
+
+    /// Waits until this rank may write its slot in this call's bank.
+    async fn claim(&self) {
+        let phase = reusable(self.number);
+        if phase <= self.flags.seen.load(Ordering::Relaxed) {
+            return;
+        }
+        if !self.segment.reached(0..self.ranks, phase) {
+            self.port.until(|| self.segment.reached(0..self.ranks, phase)).await;
+        }
+        self.flags.seen.fetch_max(phase, Ordering::Relaxed);
+    }
+
+    fn publish(&self, phase: u64) {
+        self.segment.arrive(self.me, phase);
+        self.port.ring_node();
+    }
+
+    /// Publishes that this rank's slot holds its part of the call.
+    fn written(&self) {
+        self.publish(written(self.number));
+    }
+
+    /// Publishes that this rank has read all it needs in this call.
+    fn finished(&self) {
+        self.publish(finished(self.number));
+    }
+
+    /// Waits until the ranks `ranks` (this one skipped) have written their slots.
+    async fn await_written(&self, ranks: Range<usize>) {
+        let phase = written(self.number);
+        let (below, above) = (ranks.start..ranks.end.min(self.me), ranks.start.max(self.me + 1)..ranks.end);
+        let ready = || self.segment.reached(below.clone(), phase) && self.segment.reached(above.clone(), phase);
+        if !ready() {
+            self.port.until(ready).await;
+        }
+        if ranks == (0..self.ranks) {
+            self.flags.seen.fetch_max(phase, Ordering::Relaxed);
+        }
+    }
+
+    fn put(&self, at: usize, data: &[u8]) {
+        self.segment.put(self.bank, self.me, at, data);
+    }
+
+    fn get(&self, rank: usize, at: usize, out: &mut [u8]) {
+        self.segment.get(self.bank, rank, at, out);
+    }
+
+    /// `out` becomes `x(first) op ... op x(last)` of the slots' bytes `range` (`last` >= `first`).
+    fn reduce(&self, ranks: Range<usize>, range: Range<usize>, out: &mut [u8], combine: Combine<'_>) {
+        let last = ranks.end - 1;
+        self.get(last, range.start, out);
+        for rank in (ranks.start..last).rev() {
+            self.segment.read_slot(self.bank, rank, range.clone(), |input| combine(input, out));
+        }
+    }
+}
+
+pub async fn barrier(port: &Port, flags: &NodeFlags) {
+    let call = Call::next(port, flags);
+    call.finished();
+    call.await_written(0..call.ranks).await;
+}
+
+pub async fn bcast(port: &Port, flags: &NodeFlags, buffer: &mut [u8], root: usize) {
+    let call = Call::next(port, flags);
+    if call.me == root {
+        call.claim().await;
+        call.put(0, buffer);
+    } else {
+        call.await_written(root..root + 1).await;
+        call.get(root, 0, buffer);
+    }
+    call.finished();
+}
+
+/// Every rank's `data` reduced in rank order into the root's `data`.
+pub async fn reduce(port: &Port, flags: &NodeFlags, data: &mut [u8], combine: Combine<'_>, root: usize) {
+    let call = Call::next(port, flags);
+    call.claim().await;
+    call.put(0, data);
+    if call.me == root {
+        call.await_written(0..call.ranks).await;
+        call.reduce(0..call.ranks, 0..data.len(), data, combine);
+    }
+    call.finished();
+}
+
+/// Every rank's `input` reduced in rank order into every rank's `data` (as long).
+pub async fn allreduce(port: &Port, flags: &NodeFlags, input: &[u8], data: &mut [u8], combine: Combine<'_>) {
+    let call = Call::next(port, flags);
+    call.claim().await;
+    call.put(0, input);
+    call.written();
+    call.await_written(0..call.ranks).await;
+    call.reduce(0..call.ranks, 0..data.len(), data, combine);
+    call.finished();
+}
+
+/// Rank r's `data` becomes `x0 op ... op xr` (inclusive) or `x0 op ... op x(r-1)` (rank 0's
+/// left as it was).
+pub async fn prefix(port: &Port, flags: &NodeFlags, data: &mut [u8], combine: Combine<'_>, inclusive: bool) {
+    let call = Call::next(port, flags);
+    call.claim().await;
+    call.put(0, data);
+    call.written();
+    let end = if inclusive { call.me + 1 } else { call.me };
+    if end > 0 {
+        call.await_written(0..end).await;
+        call.reduce(0..end, 0..data.len(), data, combine);
+    }
+    call.finished();
+}
+
+/// Rank r's `mine` lands in block r of every rank's `all`.
+pub async fn allgather(port: &Port, flags: &NodeFlags, mine: &[u8], all: &mut [u8]) {
+    let call = Call::next(port, flags);
+    let block = mine.len();
+    call.claim().await;
+    call.put(0, mine);
+    call.written();
+    call.await_written(0..call.ranks).await;
+    for (rank, into) in all.chunks_exact_mut(block.max(1)).enumerate().take(call.ranks) {
+        if rank == call.me {
+            into.copy_from_slice(mine);
+        } else {
+            call.get(rank, 0, into);
+        }
+    }
+    call.finished();
+}
+
+/// Rank r's `mine` lands in block r of the root's `all` (`mine` None at a root whose block is
+/// in place); `block` bytes each.
+pub async fn gather(port: &Port, flags: &NodeFlags, mine: Option<&[u8]>, all: &mut [u8], block: usize, root: usize) {
+    let call = Call::next(port, flags);
+    if call.me != root {
+        call.claim().await;
+        call.put(0, mine.unwrap_or_default());
+    } else {
+        call.await_written(0..call.ranks).await;
+        for rank in 0..call.ranks {
+            let into = &mut all[rank * block..(rank + 1) * block];
+            match mine {
+                Some(mine) if rank == root => into.copy_from_slice(mine),
+                _ if rank == root => {}
+                _ => call.get(rank, 0, into),
+            }
+        }
+    }
+    call.finished();
+}
+
+/// Block r of the root's `all` lands in rank r's `mine` (None at a root that keeps its block in
+/// place); `block` bytes each.
+pub async fn scatter(port: &Port, flags: &NodeFlags, all: &[u8], mine: Option<&mut [u8]>, block: usize, root: usize) {
+    let call = Call::next(port, flags);
+    if call.me == root {
+        call.claim().await;
+        call.put(0, all);
+        if let Some(mine) = mine {
+            mine.copy_from_slice(&all[root * block..(root + 1) * block]);
+        }
+    } else {
+        call.await_written(root..root + 1).await;
+        if let Some(mine) = mine {
+            call.get(root, call.me * block, mine);
+        }
+    }
+    call.finished();
+}
+
+/// Block d of rank s's `send` lands in block s of rank d's `recv`.
+pub async fn alltoall(port: &Port, flags: &NodeFlags, send: &[u8], recv: &mut [u8]) {
+    let call = Call::next(port, flags);
+    let block = send.len() / call.ranks;
+    call.claim().await;
+    call.put(0, send);
+    call.written();
+    call.await_written(0..call.ranks).await;
+    for rank in 0..call.ranks {
+        let into = &mut recv[rank * block..(rank + 1) * block];
+        if rank == call.me {
+            into.copy_from_slice(&send[rank * block..(rank + 1) * block]);
+        } else {
+            call.get(rank, call.me * block, into);
+        }
+    }
+    call.finished();
+}
+
+/// Every rank's `data` (the full vector) reduced in rank order; rank r's part (`blocks[r]`)
+/// lands in its `out`.
+pub async fn reduce_scatter(port: &Port, flags: &NodeFlags, data: &[u8], blocks: &[Range<usize>], combine: Combine<'_>, out: &mut [u8]) {
+    let call = Call::next(port, flags);
+    call.claim().await;
+    call.put(0, data);
+    call.written();
+    call.await_written(0..call.ranks).await;
+    call.reduce(0..call.ranks, blocks[call.me].clone(), out, combine);
+    call.finished();
+}
