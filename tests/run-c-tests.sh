@@ -212,8 +212,8 @@ for ranks in 1 2 3 4; do built collectives && expect_success "collectives n=$ran
 for ranks in 1 2 3 4 8; do built coll_forms && expect_success "coll_forms n=$ranks" "$ranks" -- "$BUILD/coll_forms"; done
 if is_braid && built coll_forms; then
     expect_success "coll_forms n=3 BRAID_COLL_SHM_SLOT=0" 3 BRAID_COLL_SHM_SLOT=0 -- "$BUILD/coll_forms"
-    for ranks in 2 5 8; do expect_success "coll_forms n=$ranks BRAID_COLL_SHM_SLOT=1048576" "$ranks" BRAID_COLL_SHM_SLOT=1048576 -- "$BUILD/coll_forms"; done
-    for ranks in 3 4; do expect_success "collectives n=$ranks BRAID_COLL_SHM_SLOT=1048576" "$ranks" BRAID_COLL_SHM_SLOT=1048576 -- "$BUILD/collectives"; done
+    for ranks in 2 5 8; do expect_success "coll_forms n=$ranks BRAID_COLL_SHM_SLOT=1048576 BRAID_COLL_SHM_MAX=1048576" "$ranks" BRAID_COLL_SHM_SLOT=1048576 BRAID_COLL_SHM_MAX=1048576 -- "$BUILD/coll_forms"; done
+    for ranks in 3 4; do expect_success "collectives n=$ranks BRAID_COLL_SHM_SLOT=1048576 BRAID_COLL_SHM_MAX=1048576" "$ranks" BRAID_COLL_SHM_SLOT=1048576 BRAID_COLL_SHM_MAX=1048576 -- "$BUILD/collectives"; done
 fi
 for ranks in 1 2 3 4; do built nbc && expect_success "nbc n=$ranks" "$ranks" -- "$BUILD/nbc"; done
 for ranks in 2 3 4; do built idup && expect_success "idup n=$ranks" "$ranks" -- "$BUILD/idup"; done

@@ -112,6 +112,8 @@ pub struct Config {
     pub coll_bcast_flat_max: usize,
     /// Bytes of each rank's slot in the node flag segment (0: the flag forms are off).
     pub coll_shm_slot: usize,
+    /// Most bytes per rank the flag forms take, broadcasts aside (which take a whole slot).
+    pub coll_shm_max: usize,
     pub coll_allreduce_split_min: usize,
     pub coll_allreduce_exchange_max: usize,
     pub coll_alltoall_batch: usize,
@@ -168,7 +170,8 @@ impl Default for Config {
             shm_pipeline_max: 64 * 1024,
             coll_bcast_split_min: 256 * 1024,
             coll_bcast_flat_max: 4096,
-            coll_shm_slot: 16384,
+            coll_shm_slot: 65536,
+            coll_shm_max: 16384,
             coll_allreduce_split_min: 16 * 1024,
             coll_allreduce_exchange_max: 1024,
             coll_alltoall_batch: 32,
@@ -228,9 +231,10 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_CMA_SHARE_MIN", default: "65536", meaning: "smallest single-copy message whose copy the receiver shares with the waiting sender: it reads the first half (process_vm_readv) while the sender writes the second (process_vm_writev), so two cores copy; from the second large message to a peer on (the first confirms that CMA works); 0: the receiver copies alone" },
     Setting { variable: "BRAID_CMA_SHARE_MAX", default: "8388608", meaning: "largest message whose copy is shared (see BRAID_CMA_SHARE_MIN); above it two concurrent copies measured slower on this machine than one" },
     Setting { variable: "BRAID_SHM_PIPELINE_MAX", default: "65536", meaning: "largest rendezvous message on a node streamed through the pool buffers (two copies, the receiver's alongside the sender's) instead of read by single copy: at 64 KiB, one pool buffer, the stream measured 4.2 us ping-pong and 25 GB/s against single copy's 6.3 us and 11 GB/s (and halved a 2-rank 64 KiB allgather); from 96 KiB on, single copy is 2-3x faster; 0: every rendezvous by single copy" },
-    Setting { variable: "BRAID_COLL_BCAST_SPLIT_MIN", default: "262144", meaning: "smallest broadcast (bytes) sent as scatter + ring allgather instead of a binomial tree; must be equal on every rank" },
+    Setting { variable: "BRAID_COLL_BCAST_SPLIT_MIN", default: "262144", meaning: "smallest broadcast (bytes) on a communicator that spans nodes sent as scatter + ring allgather instead of a binomial tree (within one node the tree's single-copy messages are faster: 1 MiB at 2 ranks 47-52 against 102-108 us, 8 ranks 372-493 against 636-978 us); must be equal on every rank" },
     Setting { variable: "BRAID_COLL_BCAST_FLAT_MAX", default: "4096", meaning: "largest broadcast on a communicator within one node, in bytes times the ranks it goes to, that the root sends to every rank itself instead of along a binomial tree: no rank waits for another to forward, which counts when ranks share cores (4 ranks on 2 cores: 2.1 against 3.5 us at 8 B, 2.4 against 3.9 us at 1 KiB; alike at 8 ranks and at 64 KiB); 0: always the tree; must be equal on every rank" },
-    Setting { variable: "BRAID_COLL_SHM_SLOT", default: "16384", meaning: "bytes of each rank's slot in the node flag segment of a communicator whose ranks all share one node: a blocking collective whose data per rank fits (the whole send or receive vector of a rank; n blocks for alltoall and the root of scatter) passes it through the ranks' slots, meeting on cache-line flags, instead of as messages; the segment takes 2 x ranks x this; larger values force the flag forms on larger collectives, 0 turns them off; must be equal on every rank" },
+    Setting { variable: "BRAID_COLL_SHM_SLOT", default: "65536", meaning: "bytes of each rank's slot in the node flag segment of a communicator whose ranks all share one node; where the ranks outnumber the cores, a blocking broadcast of at most this many bytes passes through the root's slot (the leaves copy it out, meeting on cache-line flags) instead of as messages (4 ranks on 2 cores, 64 KiB: 9-12 against 18-31 us); the segment takes 2 x ranks x this; 0 turns every flag form off; must be equal on every rank" },
+    Setting { variable: "BRAID_COLL_SHM_MAX", default: "16384", meaning: "most bytes per rank (a rank's whole send or receive vector; n blocks for alltoall and the root of scatter) that the other blocking collectives on one node pass through the flag segment's slots (at most BRAID_COLL_SHM_SLOT): barrier, reduce, allreduce, allgather, gather, scatter, alltoall, scan, exscan, reduce_scatter; above it they pass messages, whose copies in and out overlap (at 2 ranks, 32 KiB allgather 3.8 against 7.4 us); larger values force the flag forms on larger collectives; must be equal on every rank" },
     Setting { variable: "BRAID_COLL_ALLREDUCE_SPLIT_MIN", default: "16384", meaning: "smallest commutative allreduce (bytes) done as reduce-scatter + allgather instead of recursive doubling; must be equal on every rank" },
     Setting { variable: "BRAID_COLL_ALLREDUCE_EXCHANGE_MAX", default: "1024", meaning: "largest allreduce, in bytes times ranks, done (in groups of 3 to 8 ranks) as one all-to-all exchange of the inputs instead of log2 n dependent rounds; must be equal on every rank" },
     Setting { variable: "BRAID_COLL_ALLTOALL_BATCH", default: "32", meaning: "peers a rank exchanges blocks with at once in a flat alltoall or alltoallv (sends and receives posted together, then the next batch); 1 is the pairwise exchange in n - 1 dependent rounds. A batch lets a rank move its other blocks while one partner is late (descheduled, or still computing) instead of waiting for it; a bounded one keeps a large communicator from flooding every peer at once; must be equal on every rank" },
@@ -329,6 +333,7 @@ impl Config {
         config.coll_bcast_split_min = reader.number("BRAID_COLL_BCAST_SPLIT_MIN", config.coll_bcast_split_min, 0)?;
         config.coll_bcast_flat_max = reader.number("BRAID_COLL_BCAST_FLAT_MAX", config.coll_bcast_flat_max, 0)?;
         config.coll_shm_slot = reader.number("BRAID_COLL_SHM_SLOT", config.coll_shm_slot, 0)?;
+        config.coll_shm_max = reader.number("BRAID_COLL_SHM_MAX", config.coll_shm_max, 0)?;
         config.coll_allreduce_split_min = reader.number("BRAID_COLL_ALLREDUCE_SPLIT_MIN", config.coll_allreduce_split_min, 0)?;
         config.coll_allreduce_exchange_max = reader.number("BRAID_COLL_ALLREDUCE_EXCHANGE_MAX", config.coll_allreduce_exchange_max, 0)?;
         config.coll_alltoall_batch = reader.number("BRAID_COLL_ALLTOALL_BATCH", config.coll_alltoall_batch, 1)?;

@@ -419,6 +419,12 @@ impl Engine {
         }
     }
 
+    /// Whether the ranks on this machine outnumber the CPUs they may run on (every rank of the
+    /// machine sees the same answer: it comes from all their CPU sets).
+    pub fn oversubscribed(&self) -> bool {
+        self.node.oversubscribed
+    }
+
     /// Whether this rank's waits end as soon as a rank of its node rings it
     /// ([`Engine::ring_node_peer`]): they sleep on the shared-memory doorbell, or never sleep.
     /// Otherwise (they sleep on the network rails) a ring ends a sleep only at its time-out.

@@ -96,22 +96,25 @@ pub async fn barrier(port: &Port) -> Result<(), i32> {
     Ok(())
 }
 
-/// Broadcasts `buffer` from `root`: a binomial tree, or for large buffers a binomial scatter of
-/// one chunk per rank followed by a ring allgather (van de Geijn).
+/// Broadcasts `buffer` from `root`: a binomial tree, or for large buffers on a communicator that
+/// spans nodes a binomial scatter of one chunk per rank followed by a ring allgather (van de
+/// Geijn).
 pub async fn bcast(port: &Port, buffer: &mut [u8], root: usize) -> Result<(), i32> {
     let size = port.size();
     check_root(root, size)?;
     if size == 1 {
         return Ok(());
     }
-    if let Some(flags) = flags::for_bytes(port, buffer.len()).await? {
+    if let Some(flags) = flags::for_broadcast(port, buffer.len()).await? {
         flags::bcast(port, flags, buffer, root).await;
         return Ok(());
     }
     if let Some(hierarchy) = port.hierarchy_for(Collective::Bcast, buffer.len()) {
         return Box::pin(hier::bcast(port, &hierarchy.layout, buffer, root)).await;
     }
-    if buffer.len() >= port.tuning().bcast_split_min && buffer.len() >= size {
+    // Within one node the tree's messages are single copies that the receivers make in
+    // parallel: splitting only adds rounds.
+    if buffer.len() >= port.tuning().bcast_split_min && buffer.len() >= size && !port.on_one_node() {
         bcast_scatter_allgather(port, buffer, root).await
     } else if !port.spans_nodes() && buffer.len().saturating_mul(size - 1) <= port.tuning().bcast_flat_max {
         bcast_flat(port, buffer, root).await

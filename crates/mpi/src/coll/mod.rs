@@ -24,8 +24,10 @@ pub struct CollTuning {
     /// on a communicator within one node.
     pub bcast_flat_max: usize,
     /// Bytes of a rank's slot in a one-node communicator's flag segment: the most a blocking
-    /// collective puts there per rank (0: the flag forms are off).
+    /// broadcast puts there (0: the flag forms are off).
     pub shm_slot: usize,
+    /// Most bytes per rank the other collectives' flag forms take.
+    pub shm_max: usize,
     /// Smallest commutative allreduce (bytes) done as reduce-scatter + allgather.
     pub allreduce_split_min: usize,
     /// Largest allreduce (bytes times ranks) done as one all-to-all exchange of the inputs.
@@ -42,6 +44,7 @@ impl CollTuning {
             bcast_split_min: config.coll_bcast_split_min,
             bcast_flat_max: config.coll_bcast_flat_max,
             shm_slot: config.coll_shm_slot,
+            shm_max: config.coll_shm_max,
             allreduce_split_min: config.coll_allreduce_split_min,
             allreduce_exchange_max: config.coll_allreduce_exchange_max,
             alltoall_batch: config.coll_alltoall_batch,

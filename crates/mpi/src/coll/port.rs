@@ -178,12 +178,18 @@ impl Port {
     }
 
     /// The flag segment, if a collective that puts `bytes` in each slot may take its flag form:
-    /// in a blocking call, outside subgroups, within `BRAID_COLL_SHM_SLOT`.
+    /// in a blocking call, outside subgroups, within the slot.
     #[inline]
     pub fn node_flags(&self, bytes: usize) -> Option<&FlagsCell> {
         let flags = self.flags.as_deref()?;
         let fits = bytes <= self.tuning.shm_slot && self.waits_in_place.get() && self.members.borrow().is_none();
         (fits && flags.has_room(bytes)).then_some(flags)
+    }
+
+    /// Whether every rank of the communicator shares this rank's node (an intracommunicator of
+    /// several ranks): its messages are shared-memory copies, whatever the call.
+    pub fn on_one_node(&self) -> bool {
+        self.flags.is_some() && self.members.borrow().is_none()
     }
 
     /// Asks the driver to ring the doorbells of the node's ranks: this rank has published a

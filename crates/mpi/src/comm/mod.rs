@@ -138,7 +138,7 @@ impl CommShared {
             .get_or_init(|| {
                 let node_of = |job: u32| engine.node_of().get(job as usize).copied();
                 let one_node = self.members.iter().all(|&job| node_of(job).is_some() && node_of(job) == node_of(self.members[0]));
-                (!self.is_inter() && self.size() > 1 && one_node).then(|| Arc::new(FlagsCell::new(engine.wakes_on_ring())))
+                (!self.is_inter() && self.size() > 1 && one_node).then(|| Arc::new(FlagsCell::new(engine.wakes_on_ring(), engine.oversubscribed())))
             })
             .clone()
     }

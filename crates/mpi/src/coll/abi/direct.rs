@@ -36,7 +36,7 @@ unsafe fn allreduce_on(rt: &mut Runtime, (sendbuf, recvbuf, count, datatype, op)
     // On one node, a short vector passes through the node's flag segment (unless it could not
     // be made): the schedule's form.
     let shared = &rt.comms.get(comm).ok()?.shared;
-    if rt.tuning.shm_slot > 0 && shared.node_flags(&rt.engine).is_some_and(|flags| flags.has_room(0)) {
+    if rt.tuning.shm_max.min(rt.tuning.shm_slot) > 0 && shared.node_flags(&rt.engine).is_some_and(|flags| flags.has_room(0)) {
         return None;
     }
     let start = Start::new(rt, comm).ok()?;

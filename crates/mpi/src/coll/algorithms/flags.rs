@@ -11,6 +11,11 @@
 //! the doorbells of the node's ranks ([`Port::ring_node`]), so that a rank asleep in a wait
 //! (ranks outnumbering cores) wakes as it would for a message.
 //!
+//! The forms take up to `BRAID_COLL_SHM_MAX` bytes per rank: above that, messages do better,
+//! as their copies in and out overlap. Where the ranks outnumber the cores, a broadcast takes
+//! the form up to a whole slot (`BRAID_COLL_SHM_SLOT`): the root copies in once and no rank
+//! forwards, so none waits for another's turn on a core.
+//!
 //! The segment is made at the first such collective on the communicator (see [`make_shared`]),
 //! its slot as large as `BRAID_COLL_SHM_SLOT` says then; if some rank cannot map it, or cannot
 //! be woken by a ring, every rank agrees to pass messages instead.
@@ -33,11 +38,14 @@ pub struct FlagsCell {
     made: OnceLock<Option<NodeFlags>>,
     /// Whether this rank's waits end when a rank of its node rings it.
     wakes_on_ring: bool,
+    /// Whether the ranks on this machine outnumber its CPUs (every rank of the node knows the
+    /// same: it comes from all their CPU sets).
+    oversubscribed: bool,
 }
 
 impl FlagsCell {
-    pub fn new(wakes_on_ring: bool) -> FlagsCell {
-        FlagsCell { made: OnceLock::new(), wakes_on_ring }
+    pub fn new(wakes_on_ring: bool, oversubscribed: bool) -> FlagsCell {
+        FlagsCell { made: OnceLock::new(), wakes_on_ring, oversubscribed }
     }
 
     /// Whether a collective that puts `bytes` in a slot may take its flag form: not known yet
@@ -64,10 +72,22 @@ impl fmt::Debug for NodeFlags {
     }
 }
 
-/// The flag segment for a collective that puts `bytes` in a slot, if the port offers one with
-/// room (made now by the group together if this is the first): every rank gets the same answer.
+/// The flag segment for a collective that puts `bytes` in a slot, up to `BRAID_COLL_SHM_MAX`,
+/// if the port offers one with room (made now by the group together if this is the first):
+/// every rank gets the same answer.
 pub async fn for_bytes(port: &Port, bytes: usize) -> Result<Option<&NodeFlags>, i32> {
-    let Some(cell) = port.node_flags(bytes) else { return Ok(None) };
+    segment_for(port, bytes, |_| port.tuning().shm_max).await
+}
+
+/// [`for_bytes`] for a broadcast, which takes a whole slot where ranks share cores: the root
+/// copies in once and its part is over, no rank forwards, and each leaf copies out when it
+/// runs.
+pub async fn for_broadcast(port: &Port, bytes: usize) -> Result<Option<&NodeFlags>, i32> {
+    segment_for(port, bytes, |cell| if cell.oversubscribed { usize::MAX } else { port.tuning().shm_max }).await
+}
+
+async fn segment_for(port: &Port, bytes: usize, limit: impl FnOnce(&FlagsCell) -> usize) -> Result<Option<&NodeFlags>, i32> {
+    let Some(cell) = port.node_flags(bytes).filter(|cell| bytes <= limit(cell)) else { return Ok(None) };
     if cell.made.get().is_none() {
         let slot = port.tuning().shm_slot;
         let refuse = || std::io::Error::new(std::io::ErrorKind::Unsupported, "this rank's waits do not wake on a ring");
@@ -144,6 +164,15 @@ impl<'a> Call<'a> {
         }
     }
 
+    /// Waits until rank `rank` has finished this call.
+    async fn await_finished(&self, rank: usize) {
+        let phase = finished(self.number);
+        let ready = || self.segment.reached(rank..rank + 1, phase);
+        if !ready() {
+            self.port.until(ready).await;
+        }
+    }
+
     fn put(&self, at: usize, data: &[u8]) {
         self.segment.put(self.bank, self.me, at, data);
     }
@@ -162,10 +191,19 @@ impl<'a> Call<'a> {
     }
 }
 
+/// Rank 0 waits for every rank to arrive, then releases them: each of the others reads one
+/// word (not every rank's), and rank 0 leaves first, ready for what it does next (the root of a
+/// broadcast that follows has its data out before the others look).
 pub async fn barrier(port: &Port, flags: &NodeFlags) {
     let call = Call::next(port, flags);
-    call.finished();
-    call.await_written(0..call.ranks).await;
+    if call.me == 0 {
+        call.await_written(0..call.ranks).await;
+        call.finished();
+    } else {
+        // Arrived, and (reading no slot) finished too.
+        call.finished();
+        call.await_finished(0).await;
+    }
 }
 
 pub async fn bcast(port: &Port, flags: &NodeFlags, buffer: &mut [u8], root: usize) {
