@@ -1,9 +1,9 @@
 /* Collectives whose forms change with the size: small ones pass through a node's shared slots,
  * larger ones as messages. Each collective runs at sizes on both sides of the switch, many times
- * in a row with changing roots (so that the slots are reused call after call), with a
- * non-commutative operation (which must be applied in rank order), with a derived datatype on
- * some ranks and a contiguous one on others (the same type signature), and beside non-blocking
- * collectives in flight on the same communicator. */
+ * in a row with changing roots (so that the slots are reused call after call), allgatherv with
+ * uneven blocks, a non-commutative operation (which must be applied in rank order), a derived
+ * datatype on some ranks and a contiguous one on others (the same type signature), and beside
+ * non-blocking collectives in flight on the same communicator. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,7 +144,36 @@ static void data_movement(void)
             for (int r = 0; r < size; r++)
                 for (int i = 0; i < count; i++)
                     CHECK(all[r * count + i] == value(r, 0, i, call), "allgather count %d from %d", count, r);
+            /* Allgatherv: rank r gives count / (r + 1) ints, blocks in reverse rank order with a
+             * gap of one int between them; in place on odd calls. */
+            {
+                int *counts_v = malloc(sizeof(int) * size), *displs = malloc(sizeof(int) * size), total = 0;
+                for (int r = size - 1; r >= 0; r--) {
+                    counts_v[r] = count / (r + 1);
+                    displs[r] = total;
+                    total += counts_v[r] + 1;
+                }
+                int *spread_all = malloc(sizeof(int) * (total + 1));
+                for (int i = 0; i < total; i++)
+                    spread_all[i] = -1;
+                for (int i = 0; i < counts_v[rank]; i++) {
+                    mine[i] = value(rank, 1, i, call);
+                    if (call % 2)
+                        spread_all[displs[rank] + i] = mine[i];
+                }
+                MPI_Allgatherv(call % 2 ? MPI_IN_PLACE : mine, counts_v[rank], MPI_INT, spread_all, counts_v, displs, MPI_INT, MPI_COMM_WORLD);
+                for (int r = 0; r < size; r++) {
+                    for (int i = 0; i < counts_v[r]; i++)
+                        CHECK(spread_all[displs[r] + i] == value(r, 1, i, call), "allgatherv count %d from %d element %d", counts_v[r], r, i);
+                    CHECK(spread_all[displs[r] + counts_v[r]] == -1, "allgatherv wrote past block %d", r);
+                }
+                free(spread_all);
+                free(displs);
+                free(counts_v);
+            }
             /* Gather and scatter at the root, in place and not. */
+            for (int i = 0; i < count; i++)
+                mine[i] = value(rank, 0, i, call);
             memset(all, 0xff, sizeof(int) * count * size);
             if (rank == root && call % 2)
                 memcpy(all + root * count, mine, sizeof(int) * count);

@@ -250,6 +250,17 @@ fn two_blocks(buffer: &mut [u8], first: Range<usize>, second: Range<usize>) -> R
 pub async fn allgatherv(port: &Port, mine: Option<&[u8]>, all: &mut [u8], blocks: &[Range<usize>]) -> Result<(), i32> {
     let (rank, size) = (port.rank(), port.size());
     check_blocks(blocks, size, all.len())?;
+    if let Some(mine) = mine {
+        require(mine.len() == blocks[rank].len(), MPI_ERR_ARG)?;
+    }
+    // Every rank knows every block's size, so all make the same choice.
+    let largest = blocks.iter().map(|block| block.len()).max().unwrap_or(0);
+    if size > 1 {
+        if let Some(flags) = flags::for_bytes(port, largest).await? {
+            flags::allgatherv(port, flags, mine, all, blocks).await;
+            return Ok(());
+        }
+    }
     let mean = blocks.iter().map(|block| block.len()).sum::<usize>() / size;
     if let Some(hierarchy) = port.hierarchy_for(Collective::Allgather, mean) {
         return Box::pin(hier::allgatherv(port, &hierarchy.layout, mine, all, blocks)).await;

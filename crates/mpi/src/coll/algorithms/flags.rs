@@ -258,18 +258,28 @@ pub async fn prefix(port: &Port, flags: &NodeFlags, data: &mut [u8], combine: Co
 
 /// Rank r's `mine` lands in block r of every rank's `all`.
 pub async fn allgather(port: &Port, flags: &NodeFlags, mine: &[u8], all: &mut [u8]) {
-    let call = Call::next(port, flags);
     let block = mine.len();
+    gather_everywhere(port, flags, Some(mine), all, |rank| rank * block..(rank + 1) * block).await;
+}
+
+/// Rank r's block lands in `all[blocks[r]]` everywhere; `mine` is None where this rank's block
+/// is already in place.
+pub async fn allgatherv(port: &Port, flags: &NodeFlags, mine: Option<&[u8]>, all: &mut [u8], blocks: &[Range<usize>]) {
+    gather_everywhere(port, flags, mine, all, |rank| blocks[rank].clone()).await;
+}
+
+async fn gather_everywhere(port: &Port, flags: &NodeFlags, mine: Option<&[u8]>, all: &mut [u8], block: impl Fn(usize) -> Range<usize>) {
+    let call = Call::next(port, flags);
+    let own = block(call.me);
+    if let Some(mine) = mine {
+        all[own.clone()].copy_from_slice(mine);
+    }
     call.claim().await;
-    call.put(0, mine);
+    call.put(0, &all[own]);
     call.written();
     call.await_written(0..call.ranks).await;
-    for (rank, into) in all.chunks_exact_mut(block.max(1)).enumerate().take(call.ranks) {
-        if rank == call.me {
-            into.copy_from_slice(mine);
-        } else {
-            call.get(rank, 0, into);
-        }
+    for rank in (0..call.ranks).filter(|&rank| rank != call.me) {
+        call.get(rank, 0, &mut all[block(rank)]);
     }
     call.finished();
 }
