@@ -634,8 +634,7 @@ unsafe fn persistent(function: &str, op: Operation, request: *mut MPI_Request) -
         let count = check_count(op.comm, op.count)?;
         let datatype = describe_datatype(op.comm, op.datatype)?;
         check_envelope(shared, &op, count)?;
-        let persistent = Some(Box::new(Persistent { op, datatype }));
-        let pending = Pending { comm: op.comm, shared: None, engine: None, staging: Staging::None, done: None, persistent, generalized: None, coming: None };
+        let pending = Pending { persistent: Some(Box::new(Persistent::Transfer { op, datatype })), ..Pending::inactive(op.comm) };
         let handle = rt.requests.insert(pending);
         // SAFETY: checked non-null; the caller's handle.
         unsafe { *request = handle };
@@ -674,11 +673,15 @@ fn start_persistent(rt: &mut Runtime, request: MPI_Request) -> MpiResult<()> {
     if pending.persistent.is_none() {
         return Err(error(pending.comm, MPI_ERR_REQUEST, format!("request {request} is not persistent")));
     }
-    if pending.engine.is_some() || pending.done.is_some() {
+    if pending.is_active() {
         return Err(error(pending.comm, MPI_ERR_REQUEST, format!("request {request} is already active")));
     }
+    let comm = pending.comm;
     let persistent = pending.persistent.take().expect("checked above");
-    let started = start_described(rt, &persistent.op, &persistent.datatype);
+    let started = match &*persistent {
+        Persistent::Transfer { op, datatype } => start_described(rt, op, datatype),
+        Persistent::Collective(start) => start(rt as &mut dyn std::any::Any).map(|outcome| Pending::collective(comm, outcome)),
+    };
     let pending = rt.requests.get_mut(request)?;
     match started {
         Ok(started) => *pending = Pending { persistent: Some(persistent), ..started },

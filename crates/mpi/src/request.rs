@@ -5,6 +5,7 @@
 
 pub mod abi;
 
+use std::any::Any;
 use std::ffi::c_int;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -148,12 +149,18 @@ pub struct Operation {
     pub comm: MPI_Comm,
 }
 
-/// A persistent request's operation (MPI_Send_init, MPI_Recv_init, ...) with its datatype's
-/// description, held because MPI lets the datatype handle be freed while the request lives.
-pub struct Persistent {
-    pub op: Operation,
-    pub datatype: datatype::DatatypeRef,
+/// What a persistent request does at each start.
+pub enum Persistent {
+    /// MPI_Send_init, MPI_Recv_init, ...: the operation with its datatype's description, held
+    /// because MPI lets the datatype handle be freed while the request lives.
+    Transfer { op: Operation, datatype: datatype::DatatypeRef },
+    /// MPI_Bcast_init and the other persistent collectives: launches the collective again.
+    Collective(CollectiveStart),
 }
+
+/// Launches a persistent collective's schedule: its outcome fills in when it ends. It is handed
+/// the runtime, which the request table (a part of it) does not name, as `Any`.
+pub type CollectiveStart = Box<dyn Fn(&mut dyn Any) -> MpiResult<Rc<Outcome>>>;
 
 /// One started operation.
 pub struct Pending {
@@ -181,6 +188,16 @@ impl Pending {
         Pending { comm, shared: None, engine: None, staging: Staging::None, done: Some(completion), persistent: None, generalized: None, coming: None }
     }
 
+    /// An inactive persistent collective (MPI_Bcast_init and its kin).
+    pub fn persistent_collective(comm: MPI_Comm, start: CollectiveStart) -> Pending {
+        Pending { persistent: Some(Box::new(Persistent::Collective(start))), ..Pending::inactive(comm) }
+    }
+
+    /// An operation not started: a persistent request between its starts.
+    pub fn inactive(comm: MPI_Comm) -> Pending {
+        Pending { comm, shared: None, engine: None, staging: Staging::None, done: None, persistent: None, generalized: None, coming: None }
+    }
+
     /// A non-blocking collective in flight.
     pub fn collective(comm: MPI_Comm, outcome: Rc<Outcome>) -> Pending {
         Pending { comm, shared: None, engine: None, staging: Staging::Collective(outcome), done: None, persistent: None, generalized: None, coming: None }
@@ -193,7 +210,7 @@ impl Pending {
 
     /// Whether the operation is still in flight (a persistent request between starts is not).
     #[inline]
-    fn is_active(&self) -> bool {
+    pub(crate) fn is_active(&self) -> bool {
         self.engine.is_some() || self.done.is_some() || self.generalized.is_some() || matches!(self.staging, Staging::Collective(_))
     }
 
@@ -605,7 +622,7 @@ mod tests {
         let mut table = RequestTable::new();
         let mut pending = Pending::completed(MPI_COMM_WORLD, Completion::PROC_NULL);
         let op = Operation { send_mode: None, buffer: std::ptr::null_mut(), count: 0, datatype: MPI_INT, peer: MPI_PROC_NULL, tag: 0, comm: MPI_COMM_WORLD };
-        pending.persistent = Some(Box::new(Persistent { op, datatype: datatype::lookup(MPI_INT).unwrap() }));
+        pending.persistent = Some(Box::new(Persistent::Transfer { op, datatype: datatype::lookup(MPI_INT).unwrap() }));
         let handle = table.insert(pending);
         let (completion, after, _) = table.retire(handle, Completion::PROC_NULL);
         assert_eq!((completion.source, after), (MPI_PROC_NULL, handle));

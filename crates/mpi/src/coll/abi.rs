@@ -39,24 +39,25 @@ mod inter;
 /// What a collective's schedule returns: an MPI error class on failure.
 type Outcome = Result<(), i32>;
 
-/// Defines the blocking entry point `$blocking` and the non-blocking `$nonblocking` (the same
-/// arguments, then the communicator, and the request last) over the builder `$builder`, and
+/// Defines the blocking entry point `$blocking`, the non-blocking `$nonblocking` (the same
+/// arguments, then the communicator, and the request last) and the persistent `$persistent`
+/// (the communicator, an info and the request last) over the builder `$builder`, and
 /// `inter::$builder` on an intercommunicator. A collective that MPI defines on
 /// intracommunicators alone says `intra only` and how it starts; one with a direct path for some
 /// blocking calls says `direct` and the function that tries it (None: the schedule runs). The
 /// builders capture nothing:
 /// the arguments travel once, as a tuple.
 macro_rules! collective {
-    ($(#[$attr:meta])* $blocking:ident / $nonblocking:ident($($arg:ident: $ty:ty),* $(,)?) => $builder:ident) => {
-        collective!(@define $(#[$attr])* $blocking / $nonblocking($($arg: $ty),*) => $builder, Start::new, |start, ($($arg,)*)| inter::$builder(start, $($arg),*), no_direct_path);
+    ($(#[$attr:meta])* $blocking:ident / $nonblocking:ident / $persistent:ident($($arg:ident: $ty:ty),* $(,)?) => $builder:ident) => {
+        collective!(@define $(#[$attr])* $blocking / $nonblocking / $persistent($($arg: $ty),*) => $builder, Start::new, |start, ($($arg,)*)| inter::$builder(start, $($arg),*), no_direct_path);
     };
-    ($(#[$attr:meta])* $blocking:ident / $nonblocking:ident($($arg:ident: $ty:ty),* $(,)?) => $builder:ident, direct $direct:path) => {
-        collective!(@define $(#[$attr])* $blocking / $nonblocking($($arg: $ty),*) => $builder, Start::new, |start, ($($arg,)*)| inter::$builder(start, $($arg),*), $direct);
+    ($(#[$attr:meta])* $blocking:ident / $nonblocking:ident / $persistent:ident($($arg:ident: $ty:ty),* $(,)?) => $builder:ident, direct $direct:path) => {
+        collective!(@define $(#[$attr])* $blocking / $nonblocking / $persistent($($arg: $ty),*) => $builder, Start::new, |start, ($($arg,)*)| inter::$builder(start, $($arg),*), $direct);
     };
-    ($(#[$attr:meta])* $blocking:ident / $nonblocking:ident($($arg:ident: $ty:ty),* $(,)?) => $builder:ident, intra only, $begin:expr) => {
-        collective!(@define $(#[$attr])* $blocking / $nonblocking($($arg: $ty),*) => $builder, $begin, |start, _| undefined_on_intercomm(start), no_direct_path);
+    ($(#[$attr:meta])* $blocking:ident / $nonblocking:ident / $persistent:ident($($arg:ident: $ty:ty),* $(,)?) => $builder:ident, intra only, $begin:expr) => {
+        collective!(@define $(#[$attr])* $blocking / $nonblocking / $persistent($($arg: $ty),*) => $builder, $begin, |start, _| undefined_on_intercomm(start), no_direct_path);
     };
-    (@define $(#[$attr:meta])* $blocking:ident / $nonblocking:ident($($arg:ident: $ty:ty),*) => $builder:ident, $begin:expr, $inter:expr, $direct:path) => {
+    (@define $(#[$attr:meta])* $blocking:ident / $nonblocking:ident / $persistent:ident($($arg:ident: $ty:ty),*) => $builder:ident, $begin:expr, $inter:expr, $direct:path) => {
         #[no_mangle]
         $(#[$attr])*
         pub unsafe extern "C" fn $blocking($($arg: $ty,)* comm: MPI_Comm) -> c_int {
@@ -74,6 +75,13 @@ macro_rules! collective {
         pub unsafe extern "C" fn $nonblocking($($arg: $ty,)* comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
             // SAFETY: as above, with the buffers kept until the request completes.
             finish(stringify!($nonblocking), unsafe { launch(comm, request, $begin, ($($arg,)*), |start, ($($arg,)*)| $builder(start, $($arg),*), $inter) })
+        }
+
+        #[no_mangle]
+        $(#[$attr])*
+        pub unsafe extern "C" fn $persistent($($arg: $ty,)* comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+            // SAFETY: as above, with the buffers kept for as long as the request lives.
+            finish(stringify!($persistent), unsafe { prepare(comm, info, request, $begin, ($($arg,)*), |start, ($($arg,)*)| $builder(start, $($arg),*), $inter) })
         }
     };
 }
@@ -274,10 +282,68 @@ where
 
 fn launch_schedule<F: Future<Output = Outcome> + 'static>(rt: &mut Runtime, start: Start, build: impl FnOnce(&Start) -> MpiResult<F>) -> MpiResult<MPI_Request> {
     let comm = start.comm;
+    let outcome = launch_outcome(rt, start, build)?;
+    Ok(rt.requests.insert(Pending::collective(comm, outcome)))
+}
+
+/// Starts the schedule `build` makes and hands it to the engine's progress; the outcome fills in
+/// when it ends.
+fn launch_outcome<F: Future<Output = Outcome> + 'static>(rt: &mut Runtime, start: Start, build: impl FnOnce(&Start) -> MpiResult<F>) -> MpiResult<Rc<drive::Outcome>> {
+    let comm = start.comm;
     let schedule = build(&start)?;
     let (port, route) = start.into_route();
-    let outcome = drive::launch(&mut rt.engine, port, route, schedule).map_err(|e| engine_error(comm, e))?;
-    Ok(rt.requests.insert(Pending::collective(comm, outcome)))
+    drive::launch(&mut rt.engine, port, route, schedule).map_err(|e| engine_error(comm, e))
+}
+
+/// Makes the inactive persistent request of a collective (MPI_Bcast_init and its kin) and stores
+/// it in `*request`. The arguments are checked now, by building the schedule once and dropping
+/// it unstarted; each MPI_Start builds the schedule again from them and launches it, as the
+/// non-blocking call does (a collective on the communicator, in the order of the starts).
+///
+/// # Safety
+/// `request` must be NULL (an error) or point to a request handle; the buffers must stay valid
+/// while the request lives.
+unsafe fn prepare<A, F, G>(
+    comm: MPI_Comm,
+    info: MPI_Info,
+    request: *mut MPI_Request,
+    begin: impl Begin + Copy + 'static,
+    args: A,
+    build: impl Fn(&Start, A) -> MpiResult<F> + Copy + 'static,
+    build_inter: impl Fn(&Start, A) -> MpiResult<G> + Copy + 'static,
+) -> MpiResult<()>
+where
+    A: Copy + 'static,
+    F: Future<Output = Outcome> + 'static,
+    G: Future<Output = Outcome> + 'static,
+{
+    if request.is_null() {
+        return Err(error(comm, MPI_ERR_ARG, "request must not be NULL"));
+    }
+    let handle = runtime::with(|rt| {
+        if info != MPI_INFO_NULL {
+            rt.infos.get(info).map_err(|e| error(comm, e.class, e.detail))?;
+        }
+        let start = begin(rt, comm)?;
+        if start.is_inter() {
+            drop(build_inter(&start, args)?);
+        } else {
+            drop(build(&start, args)?);
+        }
+        rt.coll_spare.keep(start.port());
+        let restart = move |rt: &mut dyn std::any::Any| {
+            let rt = rt.downcast_mut::<Runtime>().expect("a persistent collective starts with the runtime");
+            let start = begin(rt, comm)?;
+            if start.is_inter() {
+                return launch_outcome(rt, start, |start| build_inter(start, args));
+            }
+            launch_outcome(rt, start, |start| build(start, args))
+        };
+        Ok(rt.requests.insert(Pending::persistent_collective(comm, Box::new(restart))))
+    })?;
+    // SAFETY: checked non-null; points to the caller's handle.
+    unsafe { *request = handle };
+    Ok(())
 }
 
 /// The intercommunicator side of a collective that MPI defines on intracommunicators alone.
@@ -633,6 +699,12 @@ pub unsafe extern "C" fn MPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request)
     finish("MPI_Ibarrier", unsafe { launch(comm, request, Start::new, (), |start, ()| barrier(start), |start, ()| inter::barrier(start)) })
 }
 
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Barrier_init(comm: MPI_Comm, info: MPI_Info, request: *mut MPI_Request) -> c_int {
+    // SAFETY: the caller passes a request pointer, as MPI requires.
+    finish("MPI_Barrier_init", unsafe { prepare(comm, info, request, Start::new, (), |start, ()| barrier(start), |start, ()| inter::barrier(start)) })
+}
+
 unsafe fn bcast(start: &Start, buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let root = root_of(comm, root, start.size())?;
@@ -651,7 +723,7 @@ unsafe fn bcast(start: &Start, buffer: *mut c_void, count: c_int, datatype: MPI_
     })
 }
 
-collective!(MPI_Bcast / MPI_Ibcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int) => bcast);
+collective!(MPI_Bcast / MPI_Ibcast / MPI_Bcast_init(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int) => bcast);
 
 unsafe fn reduce(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
@@ -685,11 +757,11 @@ unsafe fn reduce(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, co
     })
 }
 
-collective!(MPI_Reduce / MPI_Ireduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int) => reduce);
+collective!(MPI_Reduce / MPI_Ireduce / MPI_Reduce_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int) => reduce);
 
-collective!(MPI_Allreduce / MPI_Iallreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) => allreduce, direct direct::allreduce);
-collective!(MPI_Scan / MPI_Iscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) => scan, intra only, Start::new);
-collective!(MPI_Exscan / MPI_Iexscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) => exscan, intra only, Start::new);
+collective!(MPI_Allreduce / MPI_Iallreduce / MPI_Allreduce_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) => allreduce, direct direct::allreduce);
+collective!(MPI_Scan / MPI_Iscan / MPI_Scan_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) => scan, intra only, Start::new);
+collective!(MPI_Exscan / MPI_Iexscan / MPI_Exscan_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) => exscan, intra only, Start::new);
 
 unsafe fn allreduce(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     // SAFETY: forwarded.
@@ -766,8 +838,8 @@ unsafe fn in_place_reduction(
     })
 }
 
-collective!(MPI_Reduce_scatter_block / MPI_Ireduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op) => reduce_scatter_block);
-collective!(MPI_Reduce_scatter / MPI_Ireduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op) => reduce_scatter_v);
+collective!(MPI_Reduce_scatter_block / MPI_Ireduce_scatter_block / MPI_Reduce_scatter_block_init(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op) => reduce_scatter_block);
+collective!(MPI_Reduce_scatter / MPI_Ireduce_scatter / MPI_Reduce_scatter_init(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op) => reduce_scatter_v);
 
 unsafe fn reduce_scatter_block(
     start: &Start,
@@ -845,7 +917,7 @@ unsafe fn reduce_scatter(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_
 
 collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Gather / MPI_Igather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int) => gather
+    MPI_Gather / MPI_Igather / MPI_Gather_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int) => gather
 );
 
 #[allow(clippy::too_many_arguments)]
@@ -892,7 +964,7 @@ unsafe fn gather(
 
 collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Gatherv / MPI_Igatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int) => gatherv
+    MPI_Gatherv / MPI_Igatherv / MPI_Gatherv_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int) => gatherv
 );
 
 #[allow(clippy::too_many_arguments)]
@@ -986,7 +1058,7 @@ impl ScatterTarget<'_> {
 
 collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Scatter / MPI_Iscatter(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int) => scatter
+    MPI_Scatter / MPI_Iscatter / MPI_Scatter_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int) => scatter
 );
 
 #[allow(clippy::too_many_arguments)]
@@ -1028,7 +1100,7 @@ unsafe fn scatter(
 
 collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Scatterv / MPI_Iscatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int) => scatterv
+    MPI_Scatterv / MPI_Iscatterv / MPI_Scatterv_init(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int) => scatterv
 );
 
 #[allow(clippy::too_many_arguments)]
@@ -1072,7 +1144,7 @@ unsafe fn scatterv(
 
 collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Allgather / MPI_Iallgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) => allgather
+    MPI_Allgather / MPI_Iallgather / MPI_Allgather_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) => allgather
 );
 
 unsafe fn allgather(
@@ -1117,7 +1189,7 @@ unsafe fn allgather(
 
 collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Allgatherv / MPI_Iallgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype) => allgatherv
+    MPI_Allgatherv / MPI_Iallgatherv / MPI_Allgatherv_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype) => allgatherv
 );
 
 #[allow(clippy::too_many_arguments)]
@@ -1153,7 +1225,7 @@ unsafe fn allgatherv(
 
 collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Alltoall / MPI_Ialltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) => alltoall
+    MPI_Alltoall / MPI_Ialltoall / MPI_Alltoall_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) => alltoall
 );
 
 unsafe fn alltoall(
@@ -1196,7 +1268,7 @@ unsafe fn alltoall(
 
 collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Alltoallv / MPI_Ialltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype) => alltoallv
+    MPI_Alltoallv / MPI_Ialltoallv / MPI_Alltoallv_init(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype) => alltoallv
 );
 
 #[allow(clippy::too_many_arguments)]
@@ -1244,7 +1316,7 @@ unsafe fn alltoallv(
 
 collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Alltoallw / MPI_Ialltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype) => alltoallw
+    MPI_Alltoallw / MPI_Ialltoallw / MPI_Alltoallw_init(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype) => alltoallw
 );
 
 /// Blocks of an MPI_Alltoallw buffer: block i holds `counts[i]` elements of `types[i]` at byte

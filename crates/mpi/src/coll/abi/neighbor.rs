@@ -70,7 +70,7 @@ fn neighbor_counts(start: &Start) -> (usize, usize) {
 
 collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Neighbor_allgather / MPI_Ineighbor_allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) => neighbor_allgather, intra only, Start::with_neighbors
+    MPI_Neighbor_allgather / MPI_Ineighbor_allgather / MPI_Neighbor_allgather_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) => neighbor_allgather, intra only, Start::with_neighbors
 );
 
 unsafe fn neighbor_allgather(
@@ -89,7 +89,7 @@ unsafe fn neighbor_allgather(
 
 collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Neighbor_allgatherv / MPI_Ineighbor_allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype) => neighbor_allgatherv, intra only, Start::with_neighbors
+    MPI_Neighbor_allgatherv / MPI_Ineighbor_allgatherv / MPI_Neighbor_allgatherv_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype) => neighbor_allgatherv, intra only, Start::with_neighbors
 );
 
 #[allow(clippy::too_many_arguments)]
@@ -114,7 +114,7 @@ unsafe fn neighbor_allgatherv(
 
 collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Neighbor_alltoall / MPI_Ineighbor_alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) => neighbor_alltoall, intra only, Start::with_neighbors
+    MPI_Neighbor_alltoall / MPI_Ineighbor_alltoall / MPI_Neighbor_alltoall_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) => neighbor_alltoall, intra only, Start::with_neighbors
 );
 
 unsafe fn neighbor_alltoall(
@@ -136,7 +136,7 @@ unsafe fn neighbor_alltoall(
 
 collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Neighbor_alltoallv / MPI_Ineighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype) => neighbor_alltoallv, intra only, Start::with_neighbors
+    MPI_Neighbor_alltoallv / MPI_Ineighbor_alltoallv / MPI_Neighbor_alltoallv_init(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype) => neighbor_alltoallv, intra only, Start::with_neighbors
 );
 
 #[allow(clippy::too_many_arguments)]
@@ -164,7 +164,7 @@ unsafe fn neighbor_alltoallv(
 
 collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Neighbor_alltoallw / MPI_Ineighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype) => neighbor_alltoallw, intra only, Start::with_neighbors
+    MPI_Neighbor_alltoallw / MPI_Ineighbor_alltoallw / MPI_Neighbor_alltoallw_init(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype) => neighbor_alltoallw, intra only, Start::with_neighbors
 );
 
 #[allow(clippy::too_many_arguments)]
