@@ -161,6 +161,41 @@ pub unsafe extern "C" fn MPI_Status_set_cancelled(status: *mut MPI_Status, flag:
     finish("MPI_Status_set_cancelled", result)
 }
 
+/// Defines MPI 4.1's getter and setter of a public status field: `$get(status, *value)` and
+/// `$set(status, value)`, on a real status only.
+macro_rules! status_field {
+    ($get:ident / $set:ident => $field:ident) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $get(status: *const MPI_Status, value: *mut c_int) -> c_int {
+            let result = (|| {
+                if !is_real_status(status.cast_mut()) {
+                    return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "status must be a real status, not NULL or MPI_STATUS_IGNORE"));
+                }
+                // SAFETY: a real status pointer, readable per the caller.
+                let field = unsafe { (*status).$field };
+                // SAFETY: the caller's out-pointer (NULL is rejected by store).
+                unsafe { store(value, field, "value") }
+            })();
+            finish(stringify!($get), result)
+        }
+
+        #[no_mangle]
+        pub unsafe extern "C" fn $set(status: *mut MPI_Status, value: c_int) -> c_int {
+            let result = (|| {
+                // SAFETY: the caller's status.
+                let status = unsafe { status_to_write(status)? };
+                status.$field = value;
+                Ok(())
+            })();
+            finish(stringify!($set), result)
+        }
+    };
+}
+
+status_field!(MPI_Status_get_source / MPI_Status_set_source => MPI_SOURCE);
+status_field!(MPI_Status_get_tag / MPI_Status_set_tag => MPI_TAG);
+status_field!(MPI_Status_get_error / MPI_Status_set_error => MPI_ERROR);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,6 +13,7 @@ use std::cell::Cell;
 use std::ffi::c_int;
 use std::rc::Rc;
 
+use super::abi::hints_of;
 use super::coming::ComingComm;
 use super::construct::parent_of;
 use super::{ids, Comm};
@@ -25,11 +26,15 @@ use crate::request::Pending;
 use crate::runtime::{self, engine_error};
 
 /// Starts the duplication of `comm`; returns the new handle and the request.
-fn start(comm: MPI_Comm) -> MpiResult<(MPI_Comm, MPI_Request)> {
+fn start(comm: MPI_Comm, info: Option<MPI_Info>) -> MpiResult<(MPI_Comm, MPI_Request)> {
     let parent = parent_of(comm)?;
     let (handle, prototype) = runtime::with(|rt| {
+        let hints = match info {
+            Some(info) => hints_of(rt, comm, info)?,
+            None => rt.comms.get(comm)?.hints.clone(),
+        };
         let original = rt.comms.get(comm)?;
-        let prototype = Comm { shared: original.shared.clone(), errhandler: original.errhandler, name: String::new(), hints: original.hints.clone(), topology: original.topology.clone() };
+        let prototype = Comm { shared: original.shared.clone(), errhandler: original.errhandler, name: String::new(), hints, topology: original.topology.clone() };
         Ok((rt.comms.reserve_handle(prototype.errhandler), prototype))
     })?;
     let copied = attr::access::copy_all(Object::Comm(comm), Object::Comm(handle));
@@ -69,17 +74,29 @@ fn start(comm: MPI_Comm) -> MpiResult<(MPI_Comm, MPI_Request)> {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_idup(comm: MPI_Comm, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> c_int {
-    let result = (|| {
-        if newcomm.is_null() || request.is_null() {
-            return Err(error(comm, MPI_ERR_ARG, "newcomm and request must not be NULL"));
-        }
-        let (handle, started) = start(comm)?;
-        // SAFETY: both checked non-null; they point to the caller's handles.
-        unsafe {
-            *newcomm = handle;
-            *request = started;
-        }
-        Ok(())
-    })();
-    finish("MPI_Comm_idup", result)
+    // SAFETY: the caller's handle pointers, passed on.
+    finish("MPI_Comm_idup", unsafe { duplicate_later(comm, None, newcomm, request) })
+}
+
+/// MPI_Comm_idup with the new communicator's hints taken from `info` (MPI 4.0), as
+/// MPI_Comm_dup_with_info takes them.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_idup_with_info(comm: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> c_int {
+    // SAFETY: the caller's handle pointers, passed on.
+    finish("MPI_Comm_idup_with_info", unsafe { duplicate_later(comm, Some(info), newcomm, request) })
+}
+
+/// # Safety
+/// `newcomm` and `request` must be NULL (an error) or point to the caller's handles.
+unsafe fn duplicate_later(comm: MPI_Comm, info: Option<MPI_Info>, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> MpiResult<()> {
+    if newcomm.is_null() || request.is_null() {
+        return Err(error(comm, MPI_ERR_ARG, "newcomm and request must not be NULL"));
+    }
+    let (handle, started) = start(comm, info)?;
+    // SAFETY: both checked non-null; they point to the caller's handles.
+    unsafe {
+        *newcomm = handle;
+        *request = started;
+    }
+    Ok(())
 }

@@ -64,6 +64,41 @@ pub unsafe extern "C" fn MPI_Info_get(info: MPI_Info, key: *const c_char, valuel
     finish("MPI_Info_get", result)
 }
 
+/// MPI 4.0's MPI_Info_get: `*buflen` says how many characters `value` holds (its NUL
+/// included) and comes back as the value's length plus one, so that a call with `*buflen` 0
+/// asks for the size; a longer value is cut to fit.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Info_get_string(info: MPI_Info, key: *const c_char, buflen: *mut c_int, value: *mut c_char, flag: *mut c_int) -> c_int {
+    let result = runtime::with(|rt| {
+        // SAFETY: MPI requires a NUL-terminated key.
+        let key = unsafe { c_text(key, "key")? };
+        if buflen.is_null() {
+            return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "buflen must not be NULL"));
+        }
+        // SAFETY: checked non-null; the caller's in-out length.
+        let capacity = unsafe { *buflen };
+        if capacity < 0 {
+            return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, format!("buflen {capacity} is negative")));
+        }
+        let found = rt.infos.lookup(info, &key)?;
+        if let Some(text) = found {
+            if capacity > 0 {
+                if value.is_null() {
+                    return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "value must not be NULL"));
+                }
+                // SAFETY: MPI requires `value` to hold `*buflen` characters.
+                unsafe { write_c_string(text, value, capacity as usize) };
+            }
+            let needed = c_int::try_from(text.len() + 1).map_err(|_| error(MPI_COMM_WORLD, MPI_ERR_INFO_VALUE, "the value is too long for an int length"))?;
+            // SAFETY: checked non-null above.
+            unsafe { *buflen = needed };
+        }
+        // SAFETY: the caller's out-pointer (NULL is rejected by store).
+        unsafe { store(flag, c_int::from(found.is_some()), "flag") }
+    });
+    finish("MPI_Info_get_string", result)
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_get_valuelen(info: MPI_Info, key: *const c_char, valuelen: *mut c_int, flag: *mut c_int) -> c_int {
     let result = runtime::with(|rt| {
