@@ -68,6 +68,7 @@ typedef struct MPI_Status {
 #define MPI_GROUP_EMPTY ((MPI_Group)1)
 #define MPI_ERRORS_ARE_FATAL ((MPI_Errhandler)1)
 #define MPI_ERRORS_RETURN ((MPI_Errhandler)2)
+#define MPI_ERRORS_ABORT ((MPI_Errhandler)3)
 #define MPI_INFO_ENV ((MPI_Info)1)
 #define MPI_MESSAGE_NO_PROC ((MPI_Message)1)
 

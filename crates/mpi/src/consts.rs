@@ -88,6 +88,9 @@ pub const MPI_COMM_SELF: MPI_Comm = 2;
 pub const MPI_GROUP_EMPTY: MPI_Group = 1;
 pub const MPI_ERRORS_ARE_FATAL: MPI_Errhandler = 1;
 pub const MPI_ERRORS_RETURN: MPI_Errhandler = 2;
+/// MPI 4.0: ends the processes of the communicator's group, as MPI_Abort on it would (which in
+/// Braid ends the whole job).
+pub const MPI_ERRORS_ABORT: MPI_Errhandler = 3;
 pub const MPI_INFO_ENV: MPI_Info = 1;
 /// The message a matched probe of MPI_PROC_NULL returns.
 pub const MPI_MESSAGE_NO_PROC: MPI_Message = 1;

@@ -48,6 +48,12 @@ struct UserErrhandler {
 /// Handles of user handlers start here; the predefined ones are below.
 const FIRST_USER_ERRHANDLER: c_int = 16;
 
+/// Whether `handle` is one of the predefined handlers (MPI_ERRORS_ARE_FATAL, MPI_ERRORS_RETURN,
+/// MPI_ERRORS_ABORT), which stay usable whatever is freed.
+pub fn is_predefined(handle: MPI_Errhandler) -> bool {
+    matches!(handle, MPI_ERRORS_ARE_FATAL | MPI_ERRORS_RETURN | MPI_ERRORS_ABORT)
+}
+
 /// The user handlers of this process and the handler of MPI_FILE_NULL.
 #[derive(Debug)]
 pub struct ErrhandlerTable {
@@ -105,7 +111,7 @@ impl ErrhandlerTable {
     /// Checks that `handle` can be attached to an object of `kind`: a predefined handler, or a live
     /// user handler made for `kind`. `on_comm` as for [`ErrhandlerTable::insert`].
     pub fn check_attachable(&self, handle: MPI_Errhandler, kind: Kind, on_comm: bool) -> Result<(), String> {
-        if handle == MPI_ERRORS_ARE_FATAL || handle == MPI_ERRORS_RETURN {
+        if is_predefined(handle) {
             return Ok(());
         }
         if handle == MPI_ERRHANDLER_NULL {

@@ -78,6 +78,7 @@ pub(crate) fn apply(target: Target, code: c_int, message: impl FnOnce() -> Strin
     if handler == MPI_ERRORS_RETURN {
         return code;
     }
+    // MPI_ERRORS_ABORT ends the communicator's group as MPI_Abort on it would: the whole job.
     fatal(code, &message())
 }
 

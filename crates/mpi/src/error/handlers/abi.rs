@@ -130,7 +130,7 @@ pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut MPI_Errhandler) ->
     // SAFETY: checked non-null; points to the caller's MPI_Errhandler.
     let handle = unsafe { *errhandler };
     // Predefined handlers stay usable: freeing only releases the caller's reference.
-    let result = if handle == MPI_ERRORS_ARE_FATAL || handle == MPI_ERRORS_RETURN {
+    let result = if super::is_predefined(handle) {
         Ok(())
     } else {
         runtime::with(|rt| {
