@@ -212,6 +212,8 @@ for ranks in 1 2 3 4; do built collectives && expect_success "collectives n=$ran
 # Collectives on both sides of the switch between the node's shared slots and messages; on
 # Braid also with the slots off, and with slots large enough to take every size.
 for ranks in 1 2 3 4 8; do built coll_forms && expect_success "coll_forms n=$ranks" "$ranks" -- "$BUILD/coll_forms"; done
+# Ranks at different thread levels (picked by PMI_RANK, which Open MPI's launcher does not set).
+[ "$MPI_IMPL" != openmpi ] && built coll_forms && expect_success "coll_forms n=3 mixed thread levels" 3 -- "$BUILD/coll_forms" mixed
 if is_braid && built coll_forms; then
     expect_success "coll_forms n=3 BRAID_COLL_SHM_SLOT=0" 3 BRAID_COLL_SHM_SLOT=0 -- "$BUILD/coll_forms"
     for ranks in 2 5 8; do expect_success "coll_forms n=$ranks BRAID_COLL_SHM_SLOT=1048576 BRAID_COLL_SHM_MAX=1048576" "$ranks" BRAID_COLL_SHM_SLOT=1048576 BRAID_COLL_SHM_MAX=1048576 -- "$BUILD/coll_forms"; done

@@ -2,8 +2,9 @@
  * larger ones as messages. Each collective runs at sizes on both sides of the switch, many times
  * in a row with changing roots (so that the slots are reused call after call), allgatherv with
  * uneven blocks, a non-commutative operation (which must be applied in rank order), a derived
- * datatype on some ranks and a contiguous one on others (the same type signature), and beside
- * non-blocking collectives in flight on the same communicator. */
+ * datatype on some ranks and a contiguous one on others (the same type signature), beside
+ * non-blocking collectives in flight on the same communicator, and (argument `mixed`) with the
+ * ranks at different thread levels. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -250,7 +251,19 @@ static void on_a_split(void)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    /* `mixed`: odd ranks (by the launcher's PMI_RANK) ask for MPI_THREAD_MULTIPLE, even ones
+     * for the default level: every rank must still take the same form of each collective. */
+    if (argc > 1 && strcmp(argv[1], "mixed") == 0) {
+        const char *launcher_rank = getenv("PMI_RANK");
+        if (!launcher_rank) {
+            fprintf(stderr, "coll_forms mixed: the launcher sets no PMI_RANK\n");
+            return 1;
+        }
+        int provided;
+        MPI_Init_thread(&argc, &argv, atoi(launcher_rank) % 2 ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
+    } else {
+        MPI_Init(&argc, &argv);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Type_contiguous(2, MPI_LONG, &affine_type);

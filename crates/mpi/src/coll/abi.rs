@@ -234,6 +234,10 @@ fn run_schedule_unlocked<F: Future<Output = Outcome>>(start: Start, build: impl 
 /// advance again), so that other threads' calls go on between them; engine failures are
 /// reported on `comm`.
 pub(crate) fn run_in_steps<T>(comm: MPI_Comm, port: Rc<Port>, route: Route, mut schedule: Pin<&mut dyn Future<Output = T>>) -> MpiResult<T> {
+    // A blocking call, as on a single-threaded rank: the same forms (the flag forms included),
+    // so that ranks at different thread levels run the same algorithms. A wait for a flag ends
+    // the step; between steps the thread parks on the doorbell that the publisher rings.
+    port.set_waits_in_place(true);
     let mut driver = Driver::new(port, route);
     crate::threaded::wait_unlocked(|rt| {
         let engine = &mut rt.engine;
