@@ -159,6 +159,11 @@ impl Start {
     fn into_route(self) -> (Rc<Port>, Route) {
         (self.port, Route::next_collective(self.shared))
     }
+
+    /// [`Start::into_route`] of a blocking collective.
+    fn into_blocking_route(self) -> (Rc<Port>, Route) {
+        (self.port, Route::next_blocking(self.shared))
+    }
 }
 
 /// Runs a collective to its end: the schedule `build` makes from `args`, or on an
@@ -193,7 +198,7 @@ fn run_schedule<F: Future<Output = Outcome>>(rt: &mut Runtime, start: Start, bui
         Ok(future) => unsafe { Pin::new_unchecked(future) },
         Err(failure) => return Err(failure.clone()),
     };
-    let (port, route) = start.into_route();
+    let (port, route) = start.into_blocking_route();
     let outcome = drive::run_blocking(&mut rt.engine, &mut rt.coll_spare, port, route, schedule).map_err(|e| engine_error(comm, e))?;
     outcome.map_err(failed(comm))
 }
@@ -224,7 +229,7 @@ fn run_schedule_unlocked<F: Future<Output = Outcome>>(start: Start, build: impl 
     let comm = start.comm;
     let (schedule, port, route) = runtime::with(|_| {
         let schedule = build(&start)?;
-        let (port, route) = start.into_route();
+        let (port, route) = start.into_blocking_route();
         Ok((schedule, port, route))
     })?;
     run_in_steps(comm, port, route, pin!(schedule))?.map_err(failed(comm))

@@ -62,6 +62,8 @@ pub struct CommShared {
     by_job_rank: Vec<(u32, u32)>,
     /// Collectives started on this communicator: the next one's tag on the collective context.
     coll_sequence: AtomicU32,
+    /// Blocking collectives started on this communicator (their tags are apart).
+    blocking_sequence: AtomicU32,
     /// The node structure and links its collectives may use, found at the first collective.
     hierarchy: OnceLock<Option<Arc<Hierarchy>>>,
     /// The flag segment of the blocking collectives, when every rank is on this node.
@@ -70,7 +72,9 @@ pub struct CommShared {
 
 /// Collective tags wrap within this mask (non-negative i32s below 2^30): only the collectives in
 /// flight at once on one communicator need different tags.
-const COLL_TAG_MASK: u32 = 0x3FFF_FFFF;
+const COLL_SEQUENCE_MASK: u32 = 0x1FFF_FFFF;
+/// Set in the tags of blocking collectives, clear in the non-blocking ones'.
+const BLOCKING_COLL_TAG: u32 = 0x2000_0000;
 
 impl CommShared {
     /// An intracommunicator of `members` (which contain `me`) on context id `context_id`.
@@ -96,7 +100,19 @@ impl CommShared {
         let identity = peers.iter().enumerate().all(|(i, &m)| m == i as u32);
         let mut by_job_rank: Vec<(u32, u32)> = if identity { Vec::new() } else { peers.iter().enumerate().map(|(i, &m)| (m, i as u32)).collect() };
         by_job_rank.sort_unstable();
-        CommShared { members, rank, peers, p2p_context, coll_context, local, by_job_rank, coll_sequence: AtomicU32::new(0), hierarchy: OnceLock::new(), node_flags: OnceLock::new() }
+        CommShared {
+            members,
+            rank,
+            peers,
+            p2p_context,
+            coll_context,
+            local,
+            by_job_rank,
+            coll_sequence: AtomicU32::new(0),
+            blocking_sequence: AtomicU32::new(0),
+            hierarchy: OnceLock::new(),
+            node_flags: OnceLock::new(),
+        }
     }
 
     /// The nodes of an intracommunicator's ranks and the links between them, when the ranks span
@@ -182,7 +198,18 @@ impl CommShared {
     pub fn next_coll_tag(&self) -> i32 {
         let sequence = self.coll_sequence.load(Ordering::Relaxed);
         self.coll_sequence.store(sequence.wrapping_add(1), Ordering::Relaxed);
-        (sequence & COLL_TAG_MASK) as i32
+        (sequence & COLL_SEQUENCE_MASK) as i32
+    }
+
+    /// The tag of the next blocking collective: a sequence of its own, apart from the
+    /// non-blocking ones'. Programs interleave the two differently on different ranks (a rank
+    /// that starts an MPI_Iallreduce before an MPI_Barrier that the others call first: mpi4py's
+    /// MPI_Comm_iagree does), which MPICH and Open MPI tolerate because their non-blocking
+    /// collectives number their messages apart too.
+    pub fn next_blocking_coll_tag(&self) -> i32 {
+        let sequence = self.blocking_sequence.load(Ordering::Relaxed);
+        self.blocking_sequence.store(sequence.wrapping_add(1), Ordering::Relaxed);
+        ((sequence & COLL_SEQUENCE_MASK) | BLOCKING_COLL_TAG) as i32
     }
 
     pub fn is_inter(&self) -> bool {

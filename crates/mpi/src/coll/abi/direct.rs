@@ -65,7 +65,7 @@ unsafe fn allreduce_on(rt: &mut Runtime, (sendbuf, recvbuf, count, datatype, op)
         // SAFETY: the caller's send buffer holds the elements and does not overlap recvbuf.
         unsafe { reduction_input(&send, data) };
     }
-    let (port, route) = start.into_route();
+    let (port, route) = start.into_blocking_route();
     let rank = port.rank();
     let mut outcome = Ok(());
     {
