@@ -255,11 +255,9 @@ pub async fn allgatherv(port: &Port, mine: Option<&[u8]>, all: &mut [u8], blocks
     }
     // Every rank knows every block's size, so all make the same choice.
     let largest = blocks.iter().map(|block| block.len()).max().unwrap_or(0);
-    if size > 1 {
-        if let Some(flags) = flags::for_bytes(port, largest).await? {
-            flags::allgatherv(port, flags, mine, all, blocks).await;
-            return Ok(());
-        }
+    if let Some(flags) = flags::for_bytes(port, largest).await? {
+        flags::allgatherv(port, flags, mine, all, blocks).await;
+        return Ok(());
     }
     let mean = blocks.iter().map(|block| block.len()).sum::<usize>() / size;
     if let Some(hierarchy) = port.hierarchy_for(Collective::Allgather, mean) {
@@ -278,7 +276,7 @@ pub async fn gather(port: &Port, mine: Option<&[u8]>, all: &mut [u8], root: usiz
     let (rank, size) = (port.rank(), port.size());
     check_root(root, size)?;
     let block = if rank == root { all.len() / size } else { mine.map_or(0, <[u8]>::len) };
-    if size > 1 && (rank != root || all.len() == block * size) {
+    if rank != root || all.len() == block * size {
         if let Some(flags) = flags::for_bytes(port, block).await? {
             flags::gather(port, flags, mine, all, block, root).await;
             return Ok(());
@@ -341,7 +339,7 @@ pub async fn scatter(port: &Port, all: &[u8], mine: Option<&mut [u8]>, root: usi
     let (rank, size) = (port.rank(), port.size());
     check_root(root, size)?;
     let block = if rank == root { all.len() / size } else { mine.as_deref().map_or(0, <[u8]>::len) };
-    if size > 1 && (rank != root || all.len() == block * size) {
+    if rank != root || all.len() == block * size {
         if let Some(flags) = flags::for_bytes(port, block.saturating_mul(size)).await? {
             flags::scatter(port, flags, all, mine, block, root).await;
             return Ok(());
@@ -447,11 +445,9 @@ pub async fn alltoall(port: &Port, send: &[u8], recv: &mut [u8]) -> Result<(), i
     let size = port.size();
     require(send.len() == recv.len() && send.len().is_multiple_of(size), MPI_ERR_ARG)?;
     let block = send.len() / size;
-    if size > 1 {
-        if let Some(flags) = flags::for_bytes(port, send.len()).await? {
-            flags::alltoall(port, flags, send, recv).await;
-            return Ok(());
-        }
+    if let Some(flags) = flags::for_bytes(port, send.len()).await? {
+        flags::alltoall(port, flags, send, recv).await;
+        return Ok(());
     }
     if let Some(hierarchy) = port.hierarchy_for(Collective::Alltoall, block) {
         return Box::pin(hier::alltoall(port, &hierarchy.layout, send, recv)).await;
@@ -623,13 +619,9 @@ pub fn allreduce_form(port: &Port, len: usize, element_size: usize, commutative:
 #[allow(clippy::await_holding_refcell_ref)]
 pub async fn allreduce(port: &Port, data: &mut [u8], element_size: usize, combine: Combine<'_>, commutative: bool) -> Result<(), i32> {
     check_elements(data.len(), element_size)?;
-    if port.size() > 1 {
-        if let Some(flags) = flags::for_bytes(port, data.len()).await? {
-            let mut scratch = port.scratch(data.len());
-            scratch.copy_from_slice(data);
-            flags::allreduce(port, flags, &scratch, data, combine).await;
-            return Ok(());
-        }
+    if let Some(flags) = flags::for_bytes(port, data.len()).await? {
+        flags::allreduce(port, flags, None, data, combine).await;
+        return Ok(());
     }
     let split = match allreduce_form(port, data.len(), element_size, commutative) {
         AllreduceForm::Alone => return Ok(()),
@@ -672,11 +664,9 @@ pub async fn allreduce_from(port: &Port, input: &[u8], data: &mut [u8], element_
     require(input.len() == data.len(), MPI_ERR_ARG)?;
     check_elements(data.len(), element_size)?;
     let size = port.size();
-    if size > 1 {
-        if let Some(flags) = flags::for_bytes(port, data.len()).await? {
-            flags::allreduce(port, flags, input, data, combine).await;
-            return Ok(());
-        }
+    if let Some(flags) = flags::for_bytes(port, data.len()).await? {
+        flags::allreduce(port, flags, Some(input), data, combine).await;
+        return Ok(());
     }
     let halving = size.is_power_of_two() && matches!(allreduce_form(port, data.len(), element_size, commutative), AllreduceForm::Doubling { split: true });
     if !halving {
@@ -823,11 +813,9 @@ pub async fn reduce_scatter(port: &Port, data: &mut [u8], counts: &[usize], elem
         offset = end;
     }
     require(offset == data.len() && out.len() == blocks[rank].len(), MPI_ERR_ARG)?;
-    if size > 1 {
-        if let Some(flags) = flags::for_bytes(port, data.len()).await? {
-            flags::reduce_scatter(port, flags, data, &blocks, combine, out).await;
-            return Ok(());
-        }
+    if let Some(flags) = flags::for_bytes(port, data.len()).await? {
+        flags::reduce_scatter(port, flags, data, &blocks, combine, out).await;
+        return Ok(());
     }
     if commutative {
         if let Some(hierarchy) = port.hierarchy_for(Collective::ReduceScatter, data.len()) {

@@ -44,9 +44,6 @@ impl Route {
         Route { shared, tag, local_tag: None }
     }
 
-    /// The route of the next collective on `shared`: every member starts the communicator's
-    /// collectives in the same order, so the n-th one has the same tag everywhere (on an
-    /// intercommunicator, one tag between the groups and one within each group).
     /// The route of the next blocking collective on `shared` (its tags from a sequence of their
     /// own, see [`CommShared::next_blocking_coll_tag`]).
     pub fn next_blocking(shared: Arc<CommShared>) -> Route {
@@ -55,6 +52,9 @@ impl Route {
         Route { shared, tag, local_tag }
     }
 
+    /// The route of the next collective on `shared`: every member starts the communicator's
+    /// collectives in the same order, so the n-th one has the same tag everywhere (on an
+    /// intercommunicator, one tag between the groups and one within each group).
     pub fn next_collective(shared: Arc<CommShared>) -> Route {
         let tag = shared.next_coll_tag();
         let local_tag = shared.local.as_ref().map(|local| local.next_coll_tag());

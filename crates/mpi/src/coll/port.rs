@@ -230,14 +230,14 @@ impl Port {
         (chosen == Form::NodeSegment).then_some(hierarchy)
     }
 
-    /// The hierarchy, if `collective`, whose sizes not every rank knows, should take its
-    /// hierarchical form whatever its sizes (see [`Hierarchy::pick_for_any_size`]).
     /// Whether the communicator spans nodes with several ranks on some (it has a hierarchy,
     /// whatever the forms chosen).
     pub fn spans_nodes(&self) -> bool {
         self.hierarchy.is_some()
     }
 
+    /// The hierarchy, if `collective`, whose sizes not every rank knows, should take its
+    /// hierarchical form whatever its sizes (see [`Hierarchy::pick_for_any_size`]).
     pub fn hierarchy_for_any_size(&self, collective: Collective) -> Option<&Hierarchy> {
         self.hierarchy_if(|hierarchy, mode| match mode {
             HierarchyMode::Auto => hierarchy.pick_for_any_size(collective, self.tuning),

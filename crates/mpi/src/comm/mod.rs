@@ -70,11 +70,20 @@ pub struct CommShared {
     node_flags: OnceLock<Option<Arc<FlagsCell>>>,
 }
 
-/// Collective tags wrap within this mask (non-negative i32s below 2^30): only the collectives in
-/// flight at once on one communicator need different tags.
+/// Collective sequence numbers wrap within this mask (below 2^29): only the collectives in flight
+/// at once on one communicator need different tags.
 const COLL_SEQUENCE_MASK: u32 = 0x1FFF_FFFF;
-/// Set in the tags of blocking collectives, clear in the non-blocking ones'.
+/// Set in the tags of blocking collectives, clear in the non-blocking ones' (tags stay
+/// non-negative i32s below 2^30).
 const BLOCKING_COLL_TAG: u32 = 0x2000_0000;
+
+/// The next number of a sequence that one thread at a time advances (a communicator's
+/// collectives run one at a time).
+fn next_in(sequence: &AtomicU32) -> u32 {
+    let number = sequence.load(Ordering::Relaxed);
+    sequence.store(number.wrapping_add(1), Ordering::Relaxed);
+    number
+}
 
 impl CommShared {
     /// An intracommunicator of `members` (which contain `me`) on context id `context_id`.
@@ -196,9 +205,7 @@ impl CommShared {
     /// The tag of the next collective on this communicator (every member starts its collectives
     /// in the same order, so the n-th has the same tag everywhere).
     pub fn next_coll_tag(&self) -> i32 {
-        let sequence = self.coll_sequence.load(Ordering::Relaxed);
-        self.coll_sequence.store(sequence.wrapping_add(1), Ordering::Relaxed);
-        (sequence & COLL_SEQUENCE_MASK) as i32
+        (next_in(&self.coll_sequence) & COLL_SEQUENCE_MASK) as i32
     }
 
     /// The tag of the next blocking collective: a sequence of its own, apart from the
@@ -207,9 +214,7 @@ impl CommShared {
     /// MPI_Comm_iagree does), which MPICH and Open MPI tolerate because their non-blocking
     /// collectives number their messages apart too.
     pub fn next_blocking_coll_tag(&self) -> i32 {
-        let sequence = self.blocking_sequence.load(Ordering::Relaxed);
-        self.blocking_sequence.store(sequence.wrapping_add(1), Ordering::Relaxed);
-        ((sequence & COLL_SEQUENCE_MASK) | BLOCKING_COLL_TAG) as i32
+        ((next_in(&self.blocking_sequence) & COLL_SEQUENCE_MASK) | BLOCKING_COLL_TAG) as i32
     }
 
     pub fn is_inter(&self) -> bool {

@@ -56,7 +56,6 @@ unsafe fn allreduce_on(rt: &mut Runtime, (sendbuf, recvbuf, count, datatype, op)
     // The schedule's choice, made as a blocking schedule makes it.
     port.set_waits_in_place(true);
     if !matches!(algorithms::allreduce_form(&port, len, element_size, commutative), AllreduceForm::Doubling { split: false }) {
-        drop(port);
         return decline(rt, start);
     }
     // SAFETY: the run lies within the caller's receive buffer, which only this call uses.

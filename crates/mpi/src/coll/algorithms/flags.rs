@@ -130,9 +130,7 @@ impl<'a> Call<'a> {
         if phase <= self.flags.seen.load(Ordering::Relaxed) {
             return;
         }
-        if !self.segment.reached(0..self.ranks, phase) {
-            self.port.until(|| self.segment.reached(0..self.ranks, phase)).await;
-        }
+        self.port.until(|| self.segment.reached(0..self.ranks, phase)).await;
         self.flags.seen.fetch_max(phase, Ordering::Relaxed);
     }
 
@@ -155,10 +153,7 @@ impl<'a> Call<'a> {
     async fn await_written(&self, ranks: Range<usize>) {
         let phase = written(self.number);
         let (below, above) = (ranks.start..ranks.end.min(self.me), ranks.start.max(self.me + 1)..ranks.end);
-        let ready = || self.segment.reached(below.clone(), phase) && self.segment.reached(above.clone(), phase);
-        if !ready() {
-            self.port.until(ready).await;
-        }
+        self.port.until(|| self.segment.reached(below.clone(), phase) && self.segment.reached(above.clone(), phase)).await;
         if ranks == (0..self.ranks) {
             self.flags.seen.fetch_max(phase, Ordering::Relaxed);
         }
@@ -167,10 +162,7 @@ impl<'a> Call<'a> {
     /// Waits until rank `rank` has finished this call.
     async fn await_finished(&self, rank: usize) {
         let phase = finished(self.number);
-        let ready = || self.segment.reached(rank..rank + 1, phase);
-        if !ready() {
-            self.port.until(ready).await;
-        }
+        self.port.until(|| self.segment.reached(rank..rank + 1, phase)).await;
     }
 
     fn put(&self, at: usize, data: &[u8]) {
@@ -230,11 +222,12 @@ pub async fn reduce(port: &Port, flags: &NodeFlags, data: &mut [u8], combine: Co
     call.finished();
 }
 
-/// Every rank's `input` reduced in rank order into every rank's `data` (as long).
-pub async fn allreduce(port: &Port, flags: &NodeFlags, input: &[u8], data: &mut [u8], combine: Combine<'_>) {
+/// Every rank's `input` (None: its `data`, as long) reduced in rank order into every rank's
+/// `data`. In place is free: the input is copied into the slot before `data` is written.
+pub async fn allreduce(port: &Port, flags: &NodeFlags, input: Option<&[u8]>, data: &mut [u8], combine: Combine<'_>) {
     let call = Call::next(port, flags);
     call.claim().await;
-    call.put(0, input);
+    call.put(0, input.unwrap_or(data));
     call.written();
     call.await_written(0..call.ranks).await;
     call.reduce(0..call.ranks, 0..data.len(), data, combine);
