@@ -20,6 +20,7 @@ pub mod message;
 pub mod misc;
 pub mod op;
 pub mod p2p;
+pub mod partitioned;
 pub mod pmpi;
 pub mod progress_thread;
 pub mod request;

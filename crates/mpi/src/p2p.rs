@@ -21,6 +21,8 @@ use crate::request::abi::completion_error;
 use crate::request::{write_status, Completion, Operation, Pending, Persistent, Staging, Unpack, COMPLETED_SEND};
 use crate::runtime::{self, engine_error, Runtime};
 
+mod sendrecv;
+
 /// The count argument: non-negative.
 pub fn check_count(comm: MPI_Comm, count: c_int) -> MpiResult<usize> {
     usize::try_from(count).map_err(|_| error(comm, MPI_ERR_COUNT, format!("count {count} is negative")))
@@ -464,102 +466,6 @@ pub unsafe extern "C" fn MPI_Irecv(buf: *mut c_void, count: c_int, datatype: MPI
     }
 }
 
-/// Receives `receive` while sending `send`; the receive is posted first so that a pairwise
-/// exchange never deadlocks.
-fn exchange(send: &Operation, receive: &Operation) -> MpiResult<(Completion, Completion)> {
-    runtime::with(|rt| {
-        let mut incoming = start(rt, receive)?;
-        let mut outgoing = match start(rt, send) {
-            Ok(pending) => pending,
-            Err(e) => {
-                if let Some(id) = incoming.engine {
-                    rt.engine.cancel(id);
-                }
-                let _ = incoming.wait(&mut rt.engine);
-                return Err(e);
-            }
-        };
-        let received = incoming.wait(&mut rt.engine).map_err(|e| engine_error(receive.comm, e))?;
-        let sent = outgoing.wait(&mut rt.engine).map_err(|e| engine_error(send.comm, e))?;
-        Ok((received, sent))
-    })
-}
-
-fn finish_exchange(function: &str, comm: MPI_Comm, outcome: MpiResult<(Completion, Completion)>, status: *mut MPI_Status) -> c_int {
-    match outcome {
-        Ok((received, sent)) => {
-            // SAFETY: the caller's status (or MPI_STATUS_IGNORE).
-            unsafe { write_status(status, &received) };
-            match completion_error(function, &sent, comm) {
-                MPI_SUCCESS => completion_error(function, &received, comm),
-                failed => failed,
-            }
-        }
-        Err(e) => raise(e.comm, function, e.class, &e.detail),
-    }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Sendrecv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
-    status: *mut MPI_Status,
-) -> c_int {
-    if crate::threaded::active() {
-        // SAFETY: MPI_Sendrecv's arguments, passed on.
-        return unsafe { crate::threaded::sendrecv(MPI_Isend, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status) };
-    }
-    let send = send_operation(sendbuf, sendcount, sendtype, dest, sendtag, comm, SendMode::Standard);
-    let receive = recv_operation(recvbuf, recvcount, recvtype, source, recvtag, comm);
-    finish_exchange("MPI_Sendrecv", comm, exchange(&send, &receive), status)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Sendrecv_replace(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
-    status: *mut MPI_Status,
-) -> c_int {
-    let copy = (|| -> MpiResult<Vec<u8>> {
-        let elements = check_count(comm, count)?;
-        let described = describe_datatype(comm, datatype)?;
-        check_buffer(comm, buf.cast(), elements, datatype)?;
-        let mut outgoing = vec![0u8; packed_bytes(comm, &described, elements)?];
-        // SAFETY: the user buffer holds `count` elements of the datatype.
-        unsafe { described.pack(elements, buf.cast(), &mut outgoing) };
-        Ok(outgoing)
-    })();
-    let outgoing = match copy {
-        Ok(outgoing) => outgoing,
-        Err(e) => return raise(e.comm, "MPI_Sendrecv_replace", e.class, &e.detail),
-    };
-    let Ok(byte_count) = c_int::try_from(outgoing.len()) else {
-        return raise(comm, "MPI_Sendrecv_replace", MPI_ERR_COUNT, "the message is larger than 2 GiB");
-    };
-    if crate::threaded::active() {
-        // SAFETY: the packed copy is sent while `buf` receives, as MPI_Sendrecv_replace does.
-        return unsafe { crate::threaded::sendrecv(MPI_Isend, outgoing.as_ptr().cast(), byte_count, MPI_BYTE, dest, sendtag, buf, count, datatype, source, recvtag, comm, status) };
-    }
-    let send = send_operation(outgoing.as_ptr().cast(), byte_count, MPI_BYTE, dest, sendtag, comm, SendMode::Standard);
-    let receive = recv_operation(buf, count, datatype, source, recvtag, comm);
-    finish_exchange("MPI_Sendrecv_replace", comm, exchange(&send, &receive), status)
-}
-
 /// Checks a probe's arguments; None for MPI_PROC_NULL.
 pub(crate) fn probe_target(rt: &Runtime, source: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult<Option<(Source, TagSelector, u32)>> {
     let shared = &rt.comms.get(comm)?.shared;
@@ -680,7 +586,7 @@ fn start_persistent(rt: &mut Runtime, request: MPI_Request) -> MpiResult<()> {
     let persistent = pending.persistent.take().expect("checked above");
     let started = match &*persistent {
         Persistent::Transfer { op, datatype } => start_described(rt, op, datatype),
-        Persistent::Collective(start) => start(rt as &mut dyn std::any::Any).map(|outcome| Pending::collective(comm, outcome)),
+        Persistent::Collective(start) | Persistent::Partitioned { start, .. } => start(rt as &mut dyn std::any::Any).map(|outcome| Pending::collective(comm, outcome)),
     };
     let pending = rt.requests.get_mut(request)?;
     match started {

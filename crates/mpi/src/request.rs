@@ -133,6 +133,24 @@ pub enum Staging {
     /// A non-blocking collective: its schedule (which holds its buffers) runs in the engine's
     /// progress and fills this in when it ends.
     Collective(Rc<Outcome>),
+    /// MPI_Isendrecv(_replace): its receive and its send, complete when both are; the status is
+    /// the receive's.
+    Exchange(Box<Exchange>),
+}
+
+/// The two halves of a non-blocking send-receive.
+pub struct Exchange {
+    pub receive: Pending,
+    pub send: Pending,
+}
+
+impl Exchange {
+    /// The pair's completion once both halves are done: the receive's status, with the send's
+    /// error if the receive had none.
+    fn completion(&self) -> Option<Completion> {
+        let (received, sent) = (self.receive.done?, self.send.done?);
+        Some(Completion { error: if received.error == MPI_SUCCESS { sent.error } else { received.error }, ..received })
+    }
 }
 
 /// A send's or receive's arguments.
@@ -156,6 +174,9 @@ pub enum Persistent {
     Transfer { op: Operation, datatype: datatype::DatatypeRef },
     /// MPI_Bcast_init and the other persistent collectives: launches the collective again.
     Collective(CollectiveStart),
+    /// MPI_Psend_init, MPI_Precv_init: starts a round; MPI_Pready and MPI_Parrived reach the
+    /// channel (see `partitioned`).
+    Partitioned { start: CollectiveStart, channel: Rc<dyn Any> },
 }
 
 /// Launches a persistent collective's schedule: its outcome fills in when it ends. It is handed
@@ -203,6 +224,11 @@ impl Pending {
         Pending { comm, shared: None, engine: None, staging: Staging::Collective(outcome), done: None, persistent: None, generalized: None, coming: None }
     }
 
+    /// A non-blocking send-receive: `receive` and `send` started.
+    pub fn exchange(comm: MPI_Comm, receive: Pending, send: Pending) -> Pending {
+        Pending { staging: Staging::Exchange(Box::new(Exchange { receive, send })), ..Pending::inactive(comm) }
+    }
+
     /// MPI_Comm_idup's request: completing it puts `coming` in place.
     pub fn with_coming(self, coming: ComingComm) -> Pending {
         Pending { coming: Some(Box::new(coming)), ..self }
@@ -211,7 +237,7 @@ impl Pending {
     /// Whether the operation is still in flight (a persistent request between starts is not).
     #[inline]
     pub(crate) fn is_active(&self) -> bool {
-        self.engine.is_some() || self.done.is_some() || self.generalized.is_some() || matches!(self.staging, Staging::Collective(_))
+        self.engine.is_some() || self.done.is_some() || self.generalized.is_some() || matches!(self.staging, Staging::Collective(_) | Staging::Exchange(_))
     }
 
     /// A collective's end, once its schedule has finished.
@@ -231,16 +257,50 @@ impl Pending {
         completion
     }
 
-    /// Progresses until a collective's schedule has finished.
+    /// Progresses until a collective's schedule, or both halves of an exchange, have finished.
     #[cold]
     fn wait_collective(&mut self, engine: &mut Engine) -> Result<(), EngineError> {
-        if let Staging::Collective(outcome) = &self.staging {
-            let outcome = outcome.clone();
-            engine.wait_until(|_| outcome.result().is_some())?;
-            let result = outcome.result().expect("the wait ends once the collective has");
-            self.finish_collective(result);
+        match &mut self.staging {
+            Staging::Collective(outcome) => {
+                let outcome = outcome.clone();
+                engine.wait_until(|_| outcome.result().is_some())?;
+                let result = outcome.result().expect("the wait ends once the collective has");
+                self.finish_collective(result);
+            }
+            Staging::Exchange(exchange) => {
+                for half in [&mut exchange.receive, &mut exchange.send] {
+                    let completion = half.wait(engine)?;
+                    half.done = Some(completion);
+                }
+                self.finish_exchange();
+            }
+            _ => {}
         }
         Ok(())
+    }
+
+    /// Records a finished exchange's completion, if both halves are done.
+    #[cold]
+    fn finish_exchange(&mut self) -> bool {
+        let Staging::Exchange(exchange) = &self.staging else { return false };
+        let Some(completion) = exchange.completion() else { return false };
+        self.staging = Staging::None;
+        self.done = Some(completion);
+        true
+    }
+
+    /// Cancels what of the operation the engine has not matched.
+    pub(crate) fn cancel(&self, engine: &mut Engine) {
+        match (&self.engine, &self.staging) {
+            (Some(id), _) => {
+                engine.cancel(*id);
+            }
+            (None, Staging::Exchange(exchange)) => {
+                exchange.receive.cancel(engine);
+                exchange.send.cancel(engine);
+            }
+            _ => {}
+        }
     }
 
     /// A generalized request not completed with MPI_Grequest_complete: nothing can complete it
@@ -306,6 +366,11 @@ impl Pending {
     /// engine request are complete).
     #[cold]
     fn poll_collective(&mut self, engine: &mut Engine) -> Result<bool, EngineError> {
+        if let Staging::Exchange(exchange) = &mut self.staging {
+            exchange.receive.poll(engine)?;
+            exchange.send.poll(engine)?;
+            return Ok(self.finish_exchange());
+        }
         if !matches!(self.staging, Staging::Collective(_)) {
             return Ok(true);
         }
@@ -327,9 +392,10 @@ impl Pending {
         if self.generalized.is_some() {
             return self.done.is_some();
         }
-        match self.engine {
-            Some(id) => engine.is_complete(id),
-            None => !matches!(self.staging, Staging::Collective(_)) || self.collective_end().is_some(),
+        match (self.engine, &self.staging) {
+            (Some(id), _) => engine.is_complete(id),
+            (None, Staging::Exchange(exchange)) => exchange.receive.is_complete(engine) && exchange.send.is_complete(engine),
+            (None, _) => !matches!(self.staging, Staging::Collective(_)) || self.collective_end().is_some(),
         }
     }
 

@@ -55,6 +55,8 @@ pub struct Runtime {
     pub tuning: CollTuning,
     /// What blocking collectives reuse between calls.
     pub coll_spare: crate::coll::drive::Spare,
+    /// What partitioned sends and receives share.
+    pub partitioned: std::rc::Rc<std::cell::RefCell<crate::partitioned::Registry>>,
     /// The settings read at MPI_Init.
     pub config: Config,
     pub thread_level: c_int,
@@ -292,6 +294,7 @@ pub(crate) fn initialize(required: c_int) -> MpiResult<c_int> {
         error_codes: ErrorCodes::new(),
         tuning: CollTuning::from_config(&config),
         coll_spare: Default::default(),
+        partitioned: Default::default(),
         config,
         thread_level: provided,
         main_thread: std::thread::current().id(),

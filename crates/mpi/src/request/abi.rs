@@ -505,7 +505,7 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
         let comm = pending.comm;
         match (pending.engine, &pending.staging) {
             (Some(id), Staging::None) => rt.engine.release(id),
-            (Some(_), _) => rt.requests.detach(&mut rt.engine, pending).map_err(|e| engine_error(comm, e))?,
+            (Some(_), _) | (None, Staging::Exchange(_)) => rt.requests.detach(&mut rt.engine, pending).map_err(|e| engine_error(comm, e))?,
             (None, _) => {}
         }
         // SAFETY: checked non-null by read_handle.
@@ -526,9 +526,7 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
         }
         // The engine cancels what has not matched (a send may take the receiver's answer, which
         // a later progress step brings); the request then completes, cancelled or not.
-        if let Some(id) = pending.engine {
-            rt.engine.cancel(id);
-        }
+        pending.cancel(&mut rt.engine);
         Ok(None)
     });
     match outcome {
