@@ -130,10 +130,10 @@ mod tests {
         }
 
         #[test]
-        fn every_received_byte_is_covered(sent in 1usize..50, sent_each in 1u64..40, received_each in 1u64..40) {
-            let total = sent as u64 * sent_each;
-            prop_assume!(total.is_multiple_of(received_each));
-            for partition in 0..(total / received_each) as usize {
+        fn every_received_byte_is_covered(unit in 1u64..8, a in 1u64..12, b in 1u64..12, m in 1u64..6) {
+            // a·b·unit·m bytes: sent in b·m partitions of a·unit, received in a·m of b·unit.
+            let (sent, sent_each, received, received_each) = ((b * m) as usize, a * unit, (a * m) as usize, b * unit);
+            for partition in 0..received {
                 let range = covering(sent, sent_each, received_each, partition);
                 let (start, end) = (partition as u64 * received_each, (partition as u64 + 1) * received_each);
                 prop_assert!(range.start as u64 * sent_each <= start && range.end as u64 * sent_each >= end);
