@@ -14,6 +14,7 @@ use crate::fortran_interfaces::{handwritten_interfaces, sizeof_generic, sizeof_p
 pub const HANDWRITTEN: &[&str] = &[
     "MPI_Init",
     "MPI_Init_thread",
+    "MPI_Info_create_env",
     "MPI_Pcontrol",
     "MPI_Comm_spawn",
     "MPI_Comm_spawn_multiple",
@@ -134,7 +135,7 @@ impl Scalar {
 const LOGICAL_NAMES: &[&str] = &["flag", "periods", "reorder", "remain_dims", "high", "commute", "weighted"];
 
 /// C handle types: ints in Braid, INTEGER in Fortran.
-pub const HANDLE_TYPES: &[&str] = &["MPI_Comm", "MPI_Datatype", "MPI_Op", "MPI_Group", "MPI_Request", "MPI_Errhandler", "MPI_Info", "MPI_Win", "MPI_File", "MPI_Message", "MPI_Fint"];
+pub const HANDLE_TYPES: &[&str] = &["MPI_Comm", "MPI_Datatype", "MPI_Op", "MPI_Group", "MPI_Request", "MPI_Errhandler", "MPI_Info", "MPI_Win", "MPI_File", "MPI_Message", "MPI_Session", "MPI_Fint"];
 
 /// Why a parameter has no automatic binding, or its kind.
 pub fn classify(function: &str, param: &Param) -> Result<Kind, String> {

@@ -49,6 +49,7 @@ struct Handwritten {
 const HANDWRITTEN_INTERFACES: &[Handwritten] = &[
     Handwritten { name: "MPI_F_sync_reg", arguments: "buf", ierror: false, removed: false, declarations: &["!GCC$ ATTRIBUTES NO_ARG_CHECK :: buf", "TYPE(*), DIMENSION(*) :: buf"] },
     Handwritten { name: "MPI_Pcontrol", arguments: "level", ierror: false, removed: false, declarations: &["INTEGER :: level"] },
+    Handwritten { name: "MPI_Info_create_env", arguments: "info", ierror: true, removed: false, declarations: &["{Info} :: info"] },
     Handwritten {
         name: "MPI_Comm_spawn",
         arguments: "command, argv, maxprocs, info, root, comm, intercomm, array_of_errcodes",

@@ -15,6 +15,8 @@ pub type MPI_Group = c_int;
 pub type MPI_Request = c_int;
 pub type MPI_Errhandler = c_int;
 pub type MPI_Info = c_int;
+pub type MPI_Session = c_int;
+pub const MPI_SESSION_NULL: MPI_Session = 0;
 pub type MPI_Win = c_int;
 pub type MPI_File = c_int;
 pub type MPI_Message = c_int;
@@ -64,6 +66,8 @@ pub type MPI_Comm_errhandler_function = unsafe extern "C" fn(*mut MPI_Comm, *mut
 pub type MPI_Win_errhandler_function = unsafe extern "C" fn(*mut MPI_Win, *mut c_int, ...);
 /// `void MPI_File_errhandler_function(MPI_File *, int *, ...)`.
 pub type MPI_File_errhandler_function = unsafe extern "C" fn(*mut MPI_File, *mut c_int, ...);
+/// `void MPI_Session_errhandler_function(MPI_Session *, int *, ...)`.
+pub type MPI_Session_errhandler_function = MPI_Comm_errhandler_function;
 /// MPI-1's name for MPI_Comm_errhandler_function (MPI_Errhandler_create).
 pub type MPI_Handler_function = unsafe extern "C" fn(*mut MPI_Comm, *mut c_int, ...);
 pub const MPI_VERSION: c_int = 3;
@@ -232,6 +236,8 @@ pub const MPI_MAX_OBJECT_NAME: c_int = 128;
 pub const MPI_MAX_LIBRARY_VERSION_STRING: c_int = 8192;
 pub const MPI_MAX_INFO_KEY: c_int = 255;
 pub const MPI_MAX_INFO_VAL: c_int = 1024;
+pub const MPI_MAX_PSET_NAME_LEN: c_int = 256;
+pub const MPI_MAX_STRINGTAG_LEN: c_int = 256;
 /// Bytes of the attached buffer that each buffered send takes beyond its packed data.
 pub const MPI_BSEND_OVERHEAD: c_int = 96;
 
@@ -346,8 +352,12 @@ pub const MPI_ERR_RMA_RANGE: c_int = 54;
 pub const MPI_ERR_RMA_ATTACH: c_int = 55;
 pub const MPI_ERR_RMA_SHARED: c_int = 56;
 pub const MPI_ERR_RMA_FLAVOR: c_int = 57;
-/// The MPI_T_ERR_ codes (tool interface section) end here.
-pub const MPI_ERR_LASTCODE: c_int = 73;
+// MPI 4's classes, after the MPI_T_ERR_ codes (tool interface section).
+pub const MPI_ERR_SESSION: c_int = 74;
+pub const MPI_ERR_PROC_ABORTED: c_int = 75;
+pub const MPI_ERR_VALUE_TOO_LARGE: c_int = 76;
+pub const MPI_ERR_ERRHANDLER: c_int = 77;
+pub const MPI_ERR_LASTCODE: c_int = 77;
 
 // Error handlers and user-defined error classes
 pub type MPI_Comm_errhandler_fn = MPI_Comm_errhandler_function;

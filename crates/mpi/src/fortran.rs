@@ -43,6 +43,8 @@ to_fortran!(MPI_Info_c2f(MPI_Info));
 from_fortran!(MPI_Info_f2c(MPI_Info));
 to_fortran!(MPI_Win_c2f(MPI_Win));
 from_fortran!(MPI_Win_f2c(MPI_Win));
+to_fortran!(MPI_Session_c2f(MPI_Session));
+from_fortran!(MPI_Session_f2c(MPI_Session));
 to_fortran!(MPI_File_c2f(MPI_File));
 from_fortran!(MPI_File_f2c(MPI_File));
 to_fortran!(MPI_Errhandler_c2f(MPI_Errhandler));

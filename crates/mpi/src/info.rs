@@ -1,12 +1,49 @@
-//! MPI_Info: ordered key/value lists. MPI_INFO_ENV is predefined, empty and read-only. The
-//! MPI_Info_* calls are in [`abi`].
+//! MPI_Info: ordered key/value lists. MPI_INFO_ENV is predefined and read-only: it describes how
+//! the process was started. The MPI_Info_* calls are in [`abi`]. Info objects live outside the
+//! runtime, since MPI 4 lets a program make them before MPI starts (to pass to
+//! MPI_Session_init) and after it ends.
 
 pub mod abi;
+
+use std::sync::Mutex;
 
 use crate::consts::*;
 use crate::error::{error, MpiResult};
 
 type Entries = Vec<(String, String)>;
+
+/// The process's info objects, made at the first use.
+static INFOS: Mutex<Option<InfoTable>> = Mutex::new(None);
+
+/// Runs `f` on the process's info objects. Never called with the lock held: `f` must not call it.
+pub fn with_infos<R>(f: impl FnOnce(&mut InfoTable) -> MpiResult<R>) -> MpiResult<R> {
+    let mut infos = INFOS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    f(infos.get_or_insert_with(|| InfoTable::with_environment(environment(None))))
+}
+
+/// What MPI_INFO_ENV and MPI_Info_create_env hold (MPI 4.0 §11.2.4): the command and its
+/// arguments (`args`, or this process's own), how many processes the job started with, the host,
+/// the architecture and the working directory.
+pub fn environment(args: Option<Vec<String>>) -> Entries {
+    let args = args.unwrap_or_else(|| std::env::args().collect());
+    let mut entries = Vec::new();
+    if let Some(command) = args.first() {
+        entries.push(("command".to_string(), command.clone()));
+    }
+    if args.len() > 1 {
+        entries.push(("argv".to_string(), args[1..].join(" ")));
+    }
+    let size = std::env::var("PMI_SIZE").ok().filter(|size| size.parse::<u32>().is_ok()).unwrap_or_else(|| "1".to_string());
+    entries.push(("maxprocs".to_string(), size));
+    if let Ok(host) = std::fs::read_to_string("/proc/sys/kernel/hostname") {
+        entries.push(("host".to_string(), host.trim().to_string()));
+    }
+    entries.push(("arch".to_string(), std::env::consts::ARCH.to_string()));
+    if let Ok(directory) = std::env::current_dir() {
+        entries.push(("wdir".to_string(), directory.to_string_lossy().into_owned()));
+    }
+    entries
+}
 
 /// MPI_Info handles: slot 0 is MPI_INFO_NULL, slot 1 MPI_INFO_ENV.
 pub struct InfoTable {
@@ -21,7 +58,12 @@ impl Default for InfoTable {
 
 impl InfoTable {
     pub fn new() -> InfoTable {
-        InfoTable { slots: vec![None, Some(Vec::new())] }
+        InfoTable::with_environment(Vec::new())
+    }
+
+    /// A table whose MPI_INFO_ENV holds `environment`.
+    pub fn with_environment(environment: Entries) -> InfoTable {
+        InfoTable { slots: vec![None, Some(environment)] }
     }
 
     pub fn get(&self, info: MPI_Info) -> MpiResult<&Entries> {
@@ -117,5 +159,16 @@ mod tests {
         table.free(info).unwrap();
         assert_eq!(table.get(info).unwrap_err().class, MPI_ERR_INFO);
         assert!(table.get(MPI_INFO_ENV).unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_environment_names_the_command_its_arguments_and_the_machine() {
+        let entries = environment(Some(vec!["./solver".into(), "-n".into(), "4".into()]));
+        let value = |key: &str| entries.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
+        assert_eq!((value("command"), value("argv")), (Some("./solver"), Some("-n 4")));
+        assert_eq!(value("arch"), Some(std::env::consts::ARCH));
+        assert!(value("maxprocs").is_some_and(|n| n.parse::<u32>().is_ok()));
+        assert!(value("wdir").is_some());
+        assert_eq!(environment(Some(vec!["./alone".into()])).iter().filter(|(k, _)| k == "argv").count(), 0);
     }
 }

@@ -25,6 +25,7 @@ pub mod pmpi;
 pub mod progress_thread;
 pub mod request;
 pub mod runtime;
+pub mod session;
 pub mod status;
 pub mod threaded;
 pub mod tools;

@@ -93,7 +93,7 @@ fn initialize(args: Arguments, open: impl FnOnce(&mut Runtime, Buffer, u32, u32)
         }
         let peer = check_peer(comm, args.peer, shared.peer_count(), false)?;
         if args.info != MPI_INFO_NULL {
-            rt.infos.get(args.info).map_err(|e| error(comm, e.class, e.detail))?;
+            crate::info::with_infos(|infos| infos.get(args.info).map(drop)).map_err(|e| error(comm, e.class, e.detail))?;
         }
         let datatype = describe_datatype(comm, args.datatype)?;
         let elements = partitions.checked_mul(count).ok_or_else(|| error(comm, MPI_ERR_COUNT, "partitions × count overflows"))?;

@@ -11,7 +11,7 @@ pub(crate) mod sleepers;
 
 use std::cell::UnsafeCell;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::thread::ThreadId;
 
@@ -29,7 +29,6 @@ use crate::error::codes::ErrorCodes;
 use crate::error::handlers::ErrhandlerTable;
 use crate::error::{error, MpiError, MpiResult};
 use crate::group::GroupTable;
-use crate::info::InfoTable;
 use crate::message::MessageTable;
 use crate::progress_thread::ProgressThread;
 use crate::request::RequestTable;
@@ -44,7 +43,6 @@ pub struct Runtime {
     pub messages: MessageTable,
     /// The buffer attached for buffered sends.
     pub bsend: BsendBuffer,
-    pub infos: InfoTable,
     pub attributes: AttributeStore,
     pub errhandlers: ErrhandlerTable,
     /// One-sided communication windows.
@@ -55,6 +53,8 @@ pub struct Runtime {
     pub tuning: CollTuning,
     /// What blocking collectives reuse between calls.
     pub coll_spare: crate::coll::drive::Spare,
+    /// Open sessions (MPI_Session_init).
+    pub sessions: crate::session::SessionTable,
     /// What partitioned sends and receives share.
     pub partitioned: std::rc::Rc<std::cell::RefCell<crate::partitioned::Registry>>,
     /// The settings read at MPI_Init.
@@ -86,10 +86,21 @@ unsafe impl Sync for RuntimeCell {}
 
 static RUNTIME: RuntimeCell = RuntimeCell { lock: Mutex::new(()), state: UnsafeCell::new(None) };
 
+/// The world model's phase: MPI_Init and MPI_Finalize move it (MPI_Initialized, MPI_Finalized).
 const NOT_INITIALIZED: u8 = 0;
 const RUNNING: u8 = 1;
 const FINALIZED: u8 = 2;
 static PHASE: AtomicU8 = AtomicU8::new(NOT_INITIALIZED);
+
+/// Whether the state is up: from the first of MPI_Init and MPI_Session_init to the last of
+/// MPI_Finalize and MPI_Session_finalize. Once down it stays down: the launcher's connection is
+/// made once per process.
+const DOWN: u8 = 0;
+const UP: u8 = 1;
+const ENDED: u8 = 2;
+static STATE: AtomicU8 = AtomicU8::new(DOWN);
+/// Sessions open (MPI_Session_init without its MPI_Session_finalize yet).
+static SESSIONS: AtomicU32 = AtomicU32::new(0);
 
 /// The progress thread, when BRAID_PROGRESS_THREAD asks for one.
 static PROGRESS_THREAD: Mutex<Option<ProgressThread>> = Mutex::new(None);
@@ -232,9 +243,9 @@ fn not_running() -> MpiError {
     error(MPI_COMM_WORLD, MPI_ERR_OTHER, detail)
 }
 
-/// Whether MPI_Init has run and MPI_Finalize has not.
+/// Whether the state is up: MPI_Init has run and MPI_Finalize has not, or a session is open.
 pub fn is_running() -> bool {
-    PHASE.load(Ordering::Acquire) == RUNNING
+    STATE.load(Ordering::Acquire) == UP
 }
 
 /// Whether MPI_Init has run (MPI_Finalize may have run since).
@@ -265,12 +276,37 @@ fn bootstrap() -> Result<Box<dyn Bootstrap>, String> {
     }
 }
 
-/// Sets up the state (MPI_Init, MPI_Init_thread); the thread level provided.
+/// MPI_Init, MPI_Init_thread: starts the world model, and the state unless a session has; the
+/// thread level provided.
 pub(crate) fn initialize(required: c_int) -> MpiResult<c_int> {
     match PHASE.load(Ordering::Acquire) {
         RUNNING => return Err(error(MPI_COMM_WORLD, MPI_ERR_OTHER, "MPI is already initialised")),
         FINALIZED => return Err(error(MPI_COMM_WORLD, MPI_ERR_OTHER, "MPI cannot be initialised again after MPI_Finalize")),
         _ => {}
+    }
+    let provided = match STATE.load(Ordering::Acquire) {
+        UP => with(|rt| Ok(rt.thread_level))?,
+        _ => start(required)?,
+    };
+    PHASE.store(RUNNING, Ordering::Release);
+    Ok(provided)
+}
+
+/// MPI_Session_init: opens a session, starting the state unless MPI_Init or another session has;
+/// the thread level provided (the process's, once started).
+pub(crate) fn open_session(required: c_int) -> MpiResult<c_int> {
+    let provided = match STATE.load(Ordering::Acquire) {
+        UP => with(|rt| Ok(rt.thread_level))?,
+        _ => start(required)?,
+    };
+    SESSIONS.fetch_add(1, Ordering::AcqRel);
+    Ok(provided)
+}
+
+/// Sets up the state; the thread level provided.
+fn start(required: c_int) -> MpiResult<c_int> {
+    if STATE.load(Ordering::Acquire) == ENDED {
+        return Err(error(MPI_COMM_WORLD, MPI_ERR_OTHER, "MPI cannot start again in this process once every session and the world model have ended"));
     }
     let config = Config::from_env().map_err(|e| error(MPI_COMM_WORLD, MPI_ERR_OTHER, format!("invalid setting: {e}")))?;
     let progress_thread = config.progress_thread;
@@ -286,7 +322,6 @@ pub(crate) fn initialize(required: c_int) -> MpiResult<c_int> {
         requests: RequestTable::new(),
         messages: MessageTable::new(),
         bsend: BsendBuffer::new(),
-        infos: InfoTable::new(),
         attributes: AttributeStore::new(),
         errhandlers: ErrhandlerTable::new(),
         windows: crate::win::WinTable::new(),
@@ -295,6 +330,7 @@ pub(crate) fn initialize(required: c_int) -> MpiResult<c_int> {
         tuning: CollTuning::from_config(&config),
         coll_spare: Default::default(),
         partitioned: Default::default(),
+        sessions: Default::default(),
         config,
         thread_level: provided,
         main_thread: std::thread::current().id(),
@@ -309,7 +345,7 @@ pub(crate) fn initialize(required: c_int) -> MpiResult<c_int> {
         let thread = ProgressThread::start(advance_in_background).map_err(|e| error(MPI_COMM_WORLD, MPI_ERR_OTHER, format!("cannot start the progress thread: {e}")))?;
         *PROGRESS_THREAD.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(thread);
     }
-    PHASE.store(RUNNING, Ordering::Release);
+    STATE.store(UP, Ordering::Release);
     Ok(provided)
 }
 
@@ -318,10 +354,31 @@ fn advance_in_background() -> MpiResult<bool> {
     sleepers::waiting_step(|| with(|rt| if rt.engine.has_agents() { rt.engine.progress().map(|_| true).map_err(|e| engine_error(MPI_COMM_WORLD, e)) } else { Ok(false) }))
 }
 
-/// Takes the state down (MPI_Finalize, once the attributes are deleted): completes the freed
-/// requests and buffered sends still in flight, stops the progress thread, and gives back the
-/// state, whose engine the caller finalizes.
-pub(crate) fn finalize() -> MpiResult<Runtime> {
+/// MPI_Finalize, once the attributes are deleted: ends the world model, and takes the state down
+/// unless a session is open (then None).
+pub(crate) fn finalize() -> MpiResult<Option<Runtime>> {
+    if PHASE.load(Ordering::Acquire) != RUNNING {
+        return Err(not_running());
+    }
+    PHASE.store(FINALIZED, Ordering::Release);
+    if SESSIONS.load(Ordering::Acquire) > 0 {
+        return Ok(None);
+    }
+    tear_down().map(Some)
+}
+
+/// MPI_Session_finalize: closes a session, and takes the state down if it was the last one and the
+/// world model is not running (then Some).
+pub(crate) fn close_session() -> MpiResult<Option<Runtime>> {
+    if SESSIONS.fetch_sub(1, Ordering::AcqRel) > 1 || PHASE.load(Ordering::Acquire) == RUNNING {
+        return Ok(None);
+    }
+    tear_down().map(Some)
+}
+
+/// Takes the state down: completes the freed requests and buffered sends still in flight, stops
+/// the progress thread, and gives back the state, whose engine the caller finalizes.
+fn tear_down() -> MpiResult<Runtime> {
     with(|rt| {
         let Runtime { engine, requests, bsend, .. } = rt;
         requests.drain_detached(engine).map_err(|e| engine_error(MPI_COMM_WORLD, e))?;
@@ -335,6 +392,6 @@ pub(crate) fn finalize() -> MpiResult<Runtime> {
     let Some(runtime) = replace_state(None) else {
         return Err(error(MPI_COMM_WORLD, MPI_ERR_OTHER, "MPI is not running"));
     };
-    PHASE.store(FINALIZED, Ordering::Release);
+    STATE.store(ENDED, Ordering::Release);
     Ok(runtime)
 }

@@ -331,7 +331,7 @@ where
     }
     let handle = runtime::with(|rt| {
         if info != MPI_INFO_NULL {
-            rt.infos.get(info).map_err(|e| error(comm, e.class, e.detail))?;
+            crate::info::with_infos(|infos| infos.get(info).map(drop)).map_err(|e| error(comm, e.class, e.detail))?;
         }
         let start = begin(rt, comm)?;
         if start.is_inter() {

@@ -168,7 +168,7 @@ unsafe fn duplicate_into(comm: MPI_Comm, info: Option<MPI_Info>, newcomm: *mut M
     let hints = match info {
         Some(info) => Some(runtime::with(|rt| {
             rt.comms.get(comm)?;
-            hints_of(rt, comm, info)
+            hints_of(comm, info)
         })?),
         None => None,
     };
@@ -223,7 +223,7 @@ pub unsafe extern "C" fn MPI_Comm_split_type(comm: MPI_Comm, split_type: c_int, 
         let leader = runtime::with(|rt| {
             rt.comms.get(comm)?;
             // Braid takes no split hints, but the info object must be valid.
-            hints_of(rt, comm, info)?;
+            hints_of(comm, info)?;
             Ok(rt.engine.node_ranks().first().copied().unwrap_or(rt.comms.job_rank()))
         })?;
         let created = split(comm, split_type_color(comm, split_type, leader)?, key)?;
@@ -273,6 +273,18 @@ fn create_group(comm: MPI_Comm, group: MPI_Group, tag: c_int) -> MpiResult<MPI_C
     runtime::with(|rt| rt.comms.get_intra(comm).map(drop))?;
     check_agreement_tag(comm, tag)?;
     let members = subgroup(comm, group)?;
+    create_among(comm, members, tag)
+}
+
+/// A communicator of `members` (job ranks, the caller among them) made without a parent, as
+/// MPI_Comm_create_from_group does: they agree on it over MPI_COMM_WORLD, under `tag`.
+pub(crate) fn create_group_of(members: Vec<u32>, tag: c_int) -> MpiResult<MPI_Comm> {
+    create_among(MPI_COMM_WORLD, members, tag)
+}
+
+/// The communicator of `members` of `comm` (MPI_COMM_NULL when the caller is not one of them),
+/// agreed on under `tag`.
+fn create_among(comm: MPI_Comm, members: Vec<u32>, tag: c_int) -> MpiResult<MPI_Comm> {
     let parent = parent_of(comm)?;
     if group::position(&members, parent.me).is_none() {
         return Ok(MPI_COMM_NULL);

@@ -30,7 +30,7 @@ fn start(comm: MPI_Comm, info: Option<MPI_Info>) -> MpiResult<(MPI_Comm, MPI_Req
     let parent = parent_of(comm)?;
     let (handle, prototype) = runtime::with(|rt| {
         let hints = match info {
-            Some(info) => hints_of(rt, comm, info)?,
+            Some(info) => hints_of(comm, info)?,
             None => rt.comms.get(comm)?.hints.clone(),
         };
         let original = rt.comms.get(comm)?;

@@ -202,7 +202,7 @@ fn agree_through_leaders(local_comm: MPI_Comm, parent: &Parent, link: Option<&Le
 
 /// MPI_Intercomm_create: collective over `local_comm`; its leader and the remote group's leader
 /// talk over `peer_comm` (significant at the leader only).
-fn intercomm_create(local_comm: MPI_Comm, local_leader: c_int, peer_comm: MPI_Comm, remote_leader: c_int, tag: c_int) -> MpiResult<MPI_Comm> {
+pub(crate) fn intercomm_create(local_comm: MPI_Comm, local_leader: c_int, peer_comm: MPI_Comm, remote_leader: c_int, tag: c_int) -> MpiResult<MPI_Comm> {
     let parent = parent_of(local_comm)?;
     if parent.shared.is_inter() {
         return Err(error(local_comm, MPI_ERR_COMM, "local_comm is an intercommunicator; it must be an intracommunicator"));

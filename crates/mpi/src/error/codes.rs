@@ -91,6 +91,10 @@ pub fn class_text(class: c_int) -> &'static str {
         MPI_T_ERR_PVAR_NO_ATOMIC => "performance variable cannot be read and reset atomically",
         MPI_T_ERR_INVALID_NAME => "tool interface: no variable or category of that name",
         MPI_T_ERR_INVALID => "tool interface: invalid use",
+        MPI_ERR_SESSION => "invalid session",
+        MPI_ERR_PROC_ABORTED => "a process of the operation has aborted",
+        MPI_ERR_VALUE_TOO_LARGE => "a value is too large to be stored",
+        MPI_ERR_ERRHANDLER => "invalid error handler",
         _ => "unknown error class",
     }
 }

@@ -21,6 +21,7 @@ pub enum Kind {
     Comm,
     Win,
     File,
+    Session,
 }
 
 impl Kind {
@@ -29,6 +30,7 @@ impl Kind {
             Kind::Comm => "communicator",
             Kind::Win => "window",
             Kind::File => "file",
+            Kind::Session => "session",
         }
     }
 }

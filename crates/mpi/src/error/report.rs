@@ -39,6 +39,11 @@ pub(crate) enum Target {
     File(MPI_File),
     /// A window; an invalid one means MPI_COMM_WORLD's handler.
     Win(MPI_Win),
+    /// A session; an invalid one means MPI_COMM_WORLD's handler.
+    Session(MPI_Session),
+    /// A handler given as an argument (MPI_Session_init, MPI_Comm_create_from_group): the call
+    /// has no object yet.
+    Handler(MPI_Errhandler),
 }
 
 /// Applies the handler covering `target` to `code` and returns the code the failed call returns:
@@ -56,6 +61,14 @@ pub(crate) fn apply(target: Target, code: c_int, message: impl FnOnce() -> Strin
             let handler = rt.errhandlers.file_default();
             (file, handler, rt.errhandlers.function(handler))
         }
+        Target::Session(session) => match rt.sessions.errhandler(session) {
+            Some(handler) => (session, handler, rt.errhandlers.function(handler)),
+            None => {
+                let handler = rt.comms.errhandler(MPI_COMM_WORLD);
+                (MPI_COMM_WORLD, handler, rt.errhandlers.function(handler))
+            }
+        },
+        Target::Handler(handler) => (MPI_SESSION_NULL, handler, rt.errhandlers.function(handler)),
         Target::Win(win) => match rt.windows.errhandler(win) {
             Some(handler) => (win, handler, rt.errhandlers.function(handler)),
             None => {
@@ -65,8 +78,10 @@ pub(crate) fn apply(target: Target, code: c_int, message: impl FnOnce() -> Strin
         },
     });
     let (mut object, handler, function) = covering.unwrap_or_else(|| match target {
-        Target::Comm(_) | Target::Win(_) => world_errhandler(),
+        Target::Comm(_) | Target::Win(_) | Target::Session(_) => world_errhandler(),
         Target::File(file) => (file, MPI_ERRORS_RETURN, None),
+        // Before the state is up, only the predefined handlers can have been made.
+        Target::Handler(handler) => (MPI_SESSION_NULL, handler, None),
     });
     if let Some(function) = function {
         let mut code = code;

@@ -28,6 +28,8 @@ mod c {
         pub fn PMPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int;
         pub fn MPI_Init_thread(argc: *mut c_int, argv: *mut *mut *mut c_char, required: c_int, provided: *mut c_int) -> c_int;
         pub fn PMPI_Init_thread(argc: *mut c_int, argv: *mut *mut *mut c_char, required: c_int, provided: *mut c_int) -> c_int;
+        pub fn MPI_Info_create_env(argc: c_int, argv: *mut *mut c_char, info: *mut MPI_Info) -> c_int;
+        pub fn PMPI_Info_create_env(argc: c_int, argv: *mut *mut c_char, info: *mut MPI_Info) -> c_int;
         pub fn MPI_Pcontrol(level: c_int, ...) -> c_int;
         pub fn PMPI_Pcontrol(level: c_int, ...) -> c_int;
         pub fn MPI_Comm_spawn(command: *const c_char, argv: *mut *mut c_char, maxprocs: c_int, info: MPI_Info, root: c_int, comm: MPI_Comm, intercomm: *mut MPI_Comm, errcodes: *mut c_int) -> c_int;
@@ -118,6 +120,13 @@ unsafe fn init_thread(c_function: unsafe extern "C" fn(*mut c_int, *mut *mut *mu
     unsafe { set_ierror(ierror, c_function(std::ptr::null_mut(), std::ptr::null_mut(), required.read(), provided)) }
 }
 fortran_symbols!(init_thread(required: *const MPI_Fint, provided: *mut MPI_Fint, ierror: *mut MPI_Fint); c::MPI_Init_thread => mpi_init_thread_, mpi_init_thread__, mpi_init_thread, MPI_INIT_THREAD; c::PMPI_Init_thread => pmpi_init_thread_);
+
+/// MPI_INFO_CREATE_ENV(INFO, IERROR): Fortran has no argc/argv; the process's own are used.
+unsafe fn info_create_env(c_function: unsafe extern "C" fn(c_int, *mut *mut c_char, *mut c_int) -> c_int, info: *mut MPI_Fint, ierror: *mut MPI_Fint) {
+    // SAFETY: MPI_Info_create_env accepts a null argv; Fortran passes `info`.
+    unsafe { set_ierror(ierror, c_function(0, std::ptr::null_mut(), info)) }
+}
+fortran_symbols!(info_create_env(info: *mut MPI_Fint, ierror: *mut MPI_Fint); c::MPI_Info_create_env => mpi_info_create_env_, mpi_info_create_env__, mpi_info_create_env, MPI_INFO_CREATE_ENV; c::PMPI_Info_create_env => pmpi_info_create_env_);
 
 /// MPI_PCONTROL(LEVEL) has no ierror in Fortran.
 unsafe fn pcontrol(c_function: unsafe extern "C" fn(c_int, ...) -> c_int, level: *const MPI_Fint) {

@@ -8,7 +8,6 @@ use std::ffi::{c_char, c_int, CStr};
 use crate::consts::*;
 use crate::error::{error, finish, write_c_string, MpiResult};
 use crate::group::store;
-use crate::runtime;
 
 /// A C string argument.
 ///
@@ -24,8 +23,8 @@ unsafe fn c_text<'a>(text: *const c_char, what: &str) -> MpiResult<std::borrow::
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_create(info: *mut MPI_Info) -> c_int {
-    let result = runtime::with(|rt| {
-        let handle = rt.infos.insert(Vec::new());
+    let result = crate::info::with_infos(|infos| {
+        let handle = infos.insert(Vec::new());
         // SAFETY: the caller's out-pointer (NULL is rejected by store).
         unsafe { store(info, handle, "info") }
     });
@@ -34,23 +33,23 @@ pub unsafe extern "C" fn MPI_Info_create(info: *mut MPI_Info) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_set(info: MPI_Info, key: *const c_char, value: *const c_char) -> c_int {
-    let result = runtime::with(|rt| {
+    let result = crate::info::with_infos(|infos| {
         // SAFETY: MPI requires NUL-terminated strings.
         let (key, value) = unsafe { (c_text(key, "key")?, c_text(value, "value")?) };
-        rt.infos.set(info, &key, &value)
+        infos.set(info, &key, &value)
     });
     finish("MPI_Info_set", result)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_get(info: MPI_Info, key: *const c_char, valuelen: c_int, value: *mut c_char, flag: *mut c_int) -> c_int {
-    let result = runtime::with(|rt| {
+    let result = crate::info::with_infos(|infos| {
         // SAFETY: MPI requires a NUL-terminated key.
         let key = unsafe { c_text(key, "key")? };
         if valuelen < 0 {
             return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, format!("valuelen {valuelen} is negative")));
         }
-        let found = rt.infos.lookup(info, &key)?;
+        let found = infos.lookup(info, &key)?;
         if let Some(text) = found {
             if value.is_null() {
                 return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "value must not be NULL"));
@@ -69,7 +68,7 @@ pub unsafe extern "C" fn MPI_Info_get(info: MPI_Info, key: *const c_char, valuel
 /// asks for the size; a longer value is cut to fit.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_get_string(info: MPI_Info, key: *const c_char, buflen: *mut c_int, value: *mut c_char, flag: *mut c_int) -> c_int {
-    let result = runtime::with(|rt| {
+    let result = crate::info::with_infos(|infos| {
         // SAFETY: MPI requires a NUL-terminated key.
         let key = unsafe { c_text(key, "key")? };
         if buflen.is_null() {
@@ -80,7 +79,7 @@ pub unsafe extern "C" fn MPI_Info_get_string(info: MPI_Info, key: *const c_char,
         if capacity < 0 {
             return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, format!("buflen {capacity} is negative")));
         }
-        let found = rt.infos.lookup(info, &key)?;
+        let found = infos.lookup(info, &key)?;
         if let Some(text) = found {
             if capacity > 0 {
                 if value.is_null() {
@@ -101,10 +100,10 @@ pub unsafe extern "C" fn MPI_Info_get_string(info: MPI_Info, key: *const c_char,
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_get_valuelen(info: MPI_Info, key: *const c_char, valuelen: *mut c_int, flag: *mut c_int) -> c_int {
-    let result = runtime::with(|rt| {
+    let result = crate::info::with_infos(|infos| {
         // SAFETY: MPI requires a NUL-terminated key.
         let key = unsafe { c_text(key, "key")? };
-        let found = rt.infos.lookup(info, &key)?;
+        let found = infos.lookup(info, &key)?;
         // SAFETY: the caller's out-pointers (NULL is rejected by store).
         unsafe {
             if let Some(text) = found {
@@ -118,18 +117,18 @@ pub unsafe extern "C" fn MPI_Info_get_valuelen(info: MPI_Info, key: *const c_cha
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_delete(info: MPI_Info, key: *const c_char) -> c_int {
-    let result = runtime::with(|rt| {
+    let result = crate::info::with_infos(|infos| {
         // SAFETY: MPI requires a NUL-terminated key.
         let key = unsafe { c_text(key, "key")? };
-        rt.infos.delete(info, &key)
+        infos.delete(info, &key)
     });
     finish("MPI_Info_delete", result)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_get_nkeys(info: MPI_Info, nkeys: *mut c_int) -> c_int {
-    let result = runtime::with(|rt| {
-        let count = rt.infos.get(info)?.len() as c_int;
+    let result = crate::info::with_infos(|infos| {
+        let count = infos.get(info)?.len() as c_int;
         // SAFETY: the caller's out-pointer (NULL is rejected by store).
         unsafe { store(nkeys, count, "nkeys") }
     });
@@ -138,8 +137,8 @@ pub unsafe extern "C" fn MPI_Info_get_nkeys(info: MPI_Info, nkeys: *mut c_int) -
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_get_nthkey(info: MPI_Info, n: c_int, key: *mut c_char) -> c_int {
-    let result = runtime::with(|rt| {
-        let entries = rt.infos.get(info)?;
+    let result = crate::info::with_infos(|infos| {
+        let entries = infos.get(info)?;
         let Some((name, _)) = usize::try_from(n).ok().and_then(|i| entries.get(i)) else {
             return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, format!("key number {n} does not exist ({} keys)", entries.len())));
         };
@@ -155,24 +154,44 @@ pub unsafe extern "C" fn MPI_Info_get_nthkey(info: MPI_Info, n: c_int, key: *mut
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_dup(info: MPI_Info, newinfo: *mut MPI_Info) -> c_int {
-    let result = runtime::with(|rt| {
-        let copy = rt.infos.get(info)?.clone();
-        let handle = rt.infos.insert(copy);
+    let result = crate::info::with_infos(|infos| {
+        let copy = infos.get(info)?.clone();
+        let handle = infos.insert(copy);
         // SAFETY: the caller's out-pointer (NULL is rejected by store).
         unsafe { store(newinfo, handle, "newinfo") }
     });
     finish("MPI_Info_dup", result)
 }
 
+/// MPI_Info_create_env: the environment info, with the command and arguments given (this
+/// process's own when `argv` is NULL). Callable before MPI starts.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Info_create_env(argc: c_int, argv: *mut *mut c_char, info: *mut MPI_Info) -> c_int {
+    let result = crate::info::with_infos(|infos| {
+        let args = if argv.is_null() || argc <= 0 {
+            None
+        } else {
+            // SAFETY: MPI's rule: `argc` NUL-terminated strings at `argv`, as main received them.
+            let args = (0..argc as usize).map(|i| unsafe { *argv.add(i) }).filter(|arg| !arg.is_null());
+            // SAFETY: as above.
+            Some(args.map(|arg| unsafe { CStr::from_ptr(arg) }.to_string_lossy().into_owned()).collect())
+        };
+        let handle = infos.insert(crate::info::environment(args));
+        // SAFETY: the caller's out-pointer (NULL is rejected by store).
+        unsafe { store(info, handle, "info") }
+    });
+    finish("MPI_Info_create_env", result)
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Info_free(info: *mut MPI_Info) -> c_int {
-    let result = runtime::with(|rt| {
+    let result = crate::info::with_infos(|infos| {
         if info.is_null() {
             return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "info must not be NULL"));
         }
         // SAFETY: non-null; the caller's handle.
         unsafe {
-            rt.infos.free(*info)?;
+            infos.free(*info)?;
             *info = MPI_INFO_NULL;
         }
         Ok(())

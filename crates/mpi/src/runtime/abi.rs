@@ -97,16 +97,22 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     if let Err(e) = crate::attr::access::delete_at_finalize() {
         return raise(e.comm, "MPI_Finalize", e.class, &e.detail);
     }
-    let runtime = match runtime::finalize() {
-        Ok(runtime) => runtime,
-        Err(e) => return raise(e.comm, "MPI_Finalize", e.class, &e.detail),
-    };
+    match runtime::finalize() {
+        Ok(Some(runtime)) => shut_down("MPI_Finalize", runtime),
+        // Sessions are open: the state lives on for them.
+        Ok(None) => MPI_SUCCESS,
+        Err(e) => raise(e.comm, "MPI_Finalize", e.class, &e.detail),
+    }
+}
+
+/// Ends the engine of a state taken down by the last of MPI_Finalize and MPI_Session_finalize.
+pub(crate) fn shut_down(function: &str, runtime: Runtime) -> c_int {
     crate::tools::keep_final_state(&runtime);
     let Runtime { engine, comms, .. } = runtime;
     drop(comms);
     match engine.finalize() {
         Ok(()) => MPI_SUCCESS,
-        Err(e) => raise(MPI_COMM_WORLD, "MPI_Finalize", MPI_ERR_OTHER, &e.to_string()),
+        Err(e) => raise(MPI_COMM_WORLD, function, MPI_ERR_OTHER, &e.to_string()),
     }
 }
 

@@ -151,7 +151,7 @@ fn check_creation(comm: MPI_Comm, size: MPI_Aint, disp_unit: c_int, info: MPI_In
         if win.is_null() {
             return Err(error(comm, MPI_ERR_ARG, "win must not be NULL"));
         }
-        crate::comm::abi::hints_of(rt, comm, info)
+        crate::comm::abi::hints_of(comm, info)
     })
 }
 
@@ -408,7 +408,7 @@ pub unsafe extern "C" fn MPI_Win_get_name(win: MPI_Win, win_name: *mut c_char, r
 pub unsafe extern "C" fn MPI_Win_set_info(win: MPI_Win, info: MPI_Info) -> c_int {
     let result = runtime::with(|rt| {
         rt.windows.get(win)?;
-        let update = crate::comm::abi::hints_of(rt, MPI_COMM_WORLD, info)?;
+        let update = crate::comm::abi::hints_of(MPI_COMM_WORLD, info)?;
         let window = rt.windows.get_mut(win)?;
         for (key, value) in update {
             match window.hints.iter_mut().find(|(known, _)| *known == key) {
@@ -428,7 +428,7 @@ pub unsafe extern "C" fn MPI_Win_get_info(win: MPI_Win, info_used: *mut MPI_Info
         if info_used.is_null() {
             return Err(win_error(MPI_ERR_ARG, "info_used must not be NULL"));
         }
-        let handle = rt.infos.insert(hints);
+        let handle = crate::info::with_infos(|infos| Ok(infos.insert(hints)))?;
         // SAFETY: checked non-null.
         unsafe { *info_used = handle };
         Ok(())

@@ -13,23 +13,28 @@ use crate::error::report::{apply, describe, Target};
 use crate::error::{error, finish, raise, MpiResult};
 use crate::runtime::{self, Runtime};
 
-/// Whether a communicator or a window of `rt` has `handle` attached.
+/// Whether a communicator, a window or a session of `rt` has `handle` attached.
 fn on_comm(rt: &Runtime, handle: MPI_Errhandler) -> bool {
-    rt.comms.uses_errhandler(handle) || rt.windows.uses_errhandler(handle)
+    rt.comms.uses_errhandler(handle) || rt.windows.uses_errhandler(handle) || rt.sessions.uses_errhandler(handle)
+}
+
+/// [`on_comm`], for the session calls.
+pub(crate) fn is_attached(rt: &Runtime, handle: MPI_Errhandler) -> bool {
+    on_comm(rt, handle)
 }
 
 /// MPI_*_create_errhandler for `kind`.
 ///
 /// # Safety
 /// `errhandler` must be NULL or point to an MPI_Errhandler.
-unsafe fn create(name: &str, kind: Kind, function: Option<ErrhandlerFunction>, errhandler: *mut MPI_Errhandler) -> c_int {
+pub(crate) unsafe fn create(name: &str, kind: Kind, function: Option<ErrhandlerFunction>, errhandler: *mut MPI_Errhandler) -> c_int {
     let result = runtime::with(|rt| {
         let function = function.ok_or_else(|| error(MPI_COMM_WORLD, MPI_ERR_ARG, "the handler function must not be NULL"))?;
         if errhandler.is_null() {
             return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "errhandler must not be NULL"));
         }
-        let Runtime { comms, windows, errhandlers, .. } = rt;
-        let handle = errhandlers.insert(kind, function, |h| comms.uses_errhandler(h) || windows.uses_errhandler(h));
+        let Runtime { comms, windows, sessions, errhandlers, .. } = rt;
+        let handle = errhandlers.insert(kind, function, |h| comms.uses_errhandler(h) || windows.uses_errhandler(h) || sessions.uses_errhandler(h));
         // SAFETY: checked non-null; the caller's handle.
         unsafe { *errhandler = handle };
         Ok(())
