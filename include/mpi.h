@@ -232,6 +232,8 @@ typedef struct MPI_Status {
 
 /* MPI_Comm_split_type */
 #define MPI_COMM_TYPE_SHARED 1
+#define MPI_COMM_TYPE_HW_GUIDED 2
+#define MPI_COMM_TYPE_HW_UNGUIDED 3
 
 /* Topologies */
 #define MPI_GRAPH 1
@@ -1232,7 +1234,7 @@ int PMPI_Session_get_info(MPI_Session session, MPI_Info *info_used);
 int PMPI_Session_get_pset_info(MPI_Session session, const char *pset_name, MPI_Info *info);
 int PMPI_Group_from_session_pset(MPI_Session session, const char *pset_name, MPI_Group *newgroup);
 int PMPI_Comm_create_from_group(MPI_Group group, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newcomm);
-int PMPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, MPI_Group remote_group,       int remote_leader, const char *stringtag, MPI_Info info,       MPI_Errhandler errhandler, MPI_Comm *newintercomm);
+int PMPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader, MPI_Group remote_group, int remote_leader, const char *stringtag, MPI_Info info, MPI_Errhandler errhandler, MPI_Comm *newintercomm);
 int PMPI_Session_create_errhandler(MPI_Session_errhandler_function *session_errhandler_fn, MPI_Errhandler *errhandler);
 int PMPI_Session_set_errhandler(MPI_Session session, MPI_Errhandler errhandler);
 int PMPI_Session_get_errhandler(MPI_Session session, MPI_Errhandler *errhandler);

@@ -255,6 +255,8 @@ pub const MPI_THREAD_MULTIPLE: c_int = 3;
 
 // MPI_Comm_split_type
 pub const MPI_COMM_TYPE_SHARED: c_int = 1;
+pub const MPI_COMM_TYPE_HW_GUIDED: c_int = 2;
+pub const MPI_COMM_TYPE_HW_UNGUIDED: c_int = 3;
 
 // Topologies
 pub const MPI_GRAPH: c_int = 1;

@@ -205,12 +205,13 @@ pub unsafe extern "C" fn MPI_Comm_split(comm: MPI_Comm, color: c_int, key: c_int
 }
 
 /// MPI_Comm_split_type's color: MPI_COMM_TYPE_SHARED groups the ranks of one node (named by its
-/// lowest job rank); MPI_UNDEFINED gives MPI_COMM_NULL.
+/// lowest job rank); MPI_UNDEFINED gives MPI_COMM_NULL. The hardware types split further
+/// (`hardware`), starting from the node's color.
 fn split_type_color(comm: MPI_Comm, split_type: c_int, node_leader: u32) -> MpiResult<c_int> {
     match split_type {
-        MPI_COMM_TYPE_SHARED => Ok(node_leader as c_int),
+        MPI_COMM_TYPE_SHARED | MPI_COMM_TYPE_HW_GUIDED | MPI_COMM_TYPE_HW_UNGUIDED => Ok(node_leader as c_int),
         MPI_UNDEFINED => Ok(MPI_UNDEFINED),
-        other => Err(error(comm, MPI_ERR_ARG, format!("split type {other} is not MPI_COMM_TYPE_SHARED or MPI_UNDEFINED"))),
+        other => Err(error(comm, MPI_ERR_ARG, format!("split type {other} is not MPI_COMM_TYPE_SHARED, MPI_COMM_TYPE_HW_GUIDED, MPI_COMM_TYPE_HW_UNGUIDED or MPI_UNDEFINED"))),
     }
 }
 
@@ -220,13 +221,15 @@ pub unsafe extern "C" fn MPI_Comm_split_type(comm: MPI_Comm, split_type: c_int, 
         if newcomm.is_null() {
             return Err(error(comm, MPI_ERR_ARG, "newcomm must not be NULL"));
         }
-        let leader = runtime::with(|rt| {
+        let (leader, hints) = runtime::with(|rt| {
             rt.comms.get(comm)?;
-            // Braid takes no split hints, but the info object must be valid.
-            hints_of(comm, info)?;
-            Ok(rt.engine.node_ranks().first().copied().unwrap_or(rt.comms.job_rank()))
+            Ok((rt.engine.node_ranks().first().copied().unwrap_or(rt.comms.job_rank()), hints_of(comm, info)?))
         })?;
-        let created = split(comm, split_type_color(comm, split_type, leader)?, key)?;
+        let color = split_type_color(comm, split_type, leader)?;
+        let created = match split_type {
+            MPI_COMM_TYPE_HW_GUIDED | MPI_COMM_TYPE_HW_UNGUIDED => super::hardware::split_by_hardware(comm, split_type, key, &hints, color)?,
+            _ => split(comm, color, key)?,
+        };
         // SAFETY: non-null; points to the caller's handle.
         unsafe { *newcomm = created };
         Ok(())
@@ -329,6 +332,7 @@ mod tests {
     fn split_types_map_to_colors() {
         assert_eq!(split_type_color(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 4).unwrap(), 4);
         assert_eq!(split_type_color(MPI_COMM_WORLD, MPI_UNDEFINED, 4).unwrap(), MPI_UNDEFINED);
+        assert_eq!(split_type_color(MPI_COMM_WORLD, MPI_COMM_TYPE_HW_GUIDED, 4).unwrap(), 4);
         assert_eq!(split_type_color(MPI_COMM_WORLD, 7, 4).unwrap_err().class, MPI_ERR_ARG);
     }
 

@@ -15,6 +15,7 @@ pub mod abi;
 pub mod channel;
 pub mod coming;
 pub mod construct;
+mod hardware;
 pub mod ids;
 pub mod idup;
 pub mod intercomm;
