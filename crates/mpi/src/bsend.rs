@@ -10,7 +10,6 @@
 
 pub mod abi;
 
-use std::ffi::c_int;
 
 use braid_engine::{Engine, EngineError, RequestId, SendMode};
 
@@ -88,7 +87,8 @@ impl BsendBuffer {
         BsendBuffer::default()
     }
 
-    fn attach(&mut self, base: *mut u8, size: c_int) -> MpiResult<()> {
+    fn attach(&mut self, base: *mut u8, size: impl Into<MPI_Count>) -> MpiResult<()> {
+        let size: MPI_Count = size.into();
         let Ok(size) = usize::try_from(size) else {
             return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, format!("size {size} is negative")));
         };

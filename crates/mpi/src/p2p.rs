@@ -21,10 +21,12 @@ use crate::request::abi::completion_error;
 use crate::request::{write_status, Completion, Operation, Pending, Persistent, Staging, Unpack, COMPLETED_SEND};
 use crate::runtime::{self, engine_error, Runtime};
 
+mod large;
 mod sendrecv;
 
-/// The count argument: non-negative.
-pub fn check_count(comm: MPI_Comm, count: c_int) -> MpiResult<usize> {
+/// The count argument (an int, or a large count of the `_c` functions): non-negative.
+pub fn check_count(comm: MPI_Comm, count: impl Into<MPI_Count>) -> MpiResult<usize> {
+    let count: MPI_Count = count.into();
     usize::try_from(count).map_err(|_| error(comm, MPI_ERR_COUNT, format!("count {count} is negative")))
 }
 
@@ -325,12 +327,12 @@ fn run_blocking(op: &Operation) -> MpiResult<Completion> {
     })
 }
 
-fn send_operation(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: SendMode) -> Operation {
-    Operation { send_mode: Some(mode), buffer: buf.cast_mut().cast(), count, datatype, peer: dest, tag, comm }
+fn send_operation(buf: *const c_void, count: impl Into<MPI_Count>, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: SendMode) -> Operation {
+    Operation { send_mode: Some(mode), buffer: buf.cast_mut().cast(), count: count.into(), datatype, peer: dest, tag, comm }
 }
 
-fn recv_operation(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm) -> Operation {
-    Operation { send_mode: None, buffer: buf.cast(), count, datatype, peer: source, tag, comm }
+fn recv_operation(buf: *mut c_void, count: impl Into<MPI_Count>, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm) -> Operation {
+    Operation { send_mode: None, buffer: buf.cast(), count: count.into(), datatype, peer: source, tag, comm }
 }
 
 fn blocking_send(function: &str, op: Operation) -> c_int {

@@ -159,7 +159,8 @@ pub struct Operation {
     /// None for receives.
     pub send_mode: Option<SendMode>,
     pub buffer: *mut u8,
-    pub count: c_int,
+    /// An int count, or a large count of the `_c` functions.
+    pub count: MPI_Count,
     pub datatype: MPI_Datatype,
     /// Destination or source (communicator rank, MPI_ANY_SOURCE or MPI_PROC_NULL).
     pub peer: c_int,

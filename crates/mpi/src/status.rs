@@ -18,13 +18,18 @@ use crate::request::{is_real_status, pack_count, status_cancelled, status_count}
 
 /// Elements of `element_size` bytes in `bytes`: MPI_UNDEFINED when not a whole number or too many.
 pub fn count_of(bytes: usize, element_size: usize) -> c_int {
+    c_int::try_from(large_count_of(bytes, element_size)).unwrap_or(MPI_UNDEFINED)
+}
+
+/// [`count_of`] as a large count (MPI_Get_count_c).
+pub fn large_count_of(bytes: usize, element_size: usize) -> MPI_Count {
     if element_size == 0 {
         return 0;
     }
     if !bytes.is_multiple_of(element_size) {
-        return MPI_UNDEFINED;
+        return MPI_UNDEFINED.into();
     }
-    c_int::try_from(bytes / element_size).unwrap_or(MPI_UNDEFINED)
+    MPI_Count::try_from(bytes / element_size).unwrap_or(MPI_UNDEFINED.into())
 }
 
 /// The packed bytes that hold exactly the first `elements` basic elements of a stream of
@@ -93,7 +98,19 @@ pub unsafe extern "C" fn MPI_Get_count(status: *const MPI_Status, datatype: MPI_
     finish("MPI_Get_count", result)
 }
 
-/// Basic elements in a status, for MPI_Get_elements(_x).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_count_c(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) -> c_int {
+    let result = (|| {
+        // SAFETY: the caller's status.
+        let status = unsafe { read_status(status)? };
+        let size = datatype::type_size(datatype).map_err(invalid_datatype(datatype))?;
+        // SAFETY: the caller's out-pointer (NULL is rejected by store).
+        unsafe { store(count, large_count_of(status_count(status), size), "count") }
+    })();
+    finish("MPI_Get_count_c", result)
+}
+
+/// Basic elements in a status, for MPI_Get_elements(_x, _c).
 unsafe fn elements_of(status: *const MPI_Status, datatype: MPI_Datatype) -> MpiResult<usize> {
     // SAFETY: the caller's status.
     let status = unsafe { read_status(status)? };
@@ -112,8 +129,11 @@ pub unsafe extern "C" fn MPI_Get_elements(status: *const MPI_Status, datatype: M
     finish("MPI_Get_elements", result)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Get_elements_x(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) -> c_int {
+/// MPI_Get_elements_x and MPI_Get_elements_c: the elements as a large count.
+///
+/// # Safety
+/// The caller's status and out-pointer.
+unsafe fn large_elements(function: &str, status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) -> c_int {
     let result = (|| {
         // SAFETY: the caller's status.
         let elements = unsafe { elements_of(status, datatype)? };
@@ -121,7 +141,19 @@ pub unsafe extern "C" fn MPI_Get_elements_x(status: *const MPI_Status, datatype:
         // SAFETY: the caller's out-pointer (NULL is rejected by store).
         unsafe { store(count, value, "count") }
     })();
-    finish("MPI_Get_elements_x", result)
+    finish(function, result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_elements_x(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) -> c_int {
+    // SAFETY: the caller's arguments, passed on.
+    unsafe { large_elements("MPI_Get_elements_x", status, datatype, count) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_elements_c(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) -> c_int {
+    // SAFETY: the caller's arguments, passed on.
+    unsafe { large_elements("MPI_Get_elements_c", status, datatype, count) }
 }
 
 /// MPI_Status_set_elements(_x): the status then reports `count` basic elements of `datatype`

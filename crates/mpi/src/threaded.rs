@@ -84,44 +84,6 @@ pub unsafe fn recv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, sourc
     unsafe { wait(&mut request, status) }
 }
 
-pub unsafe fn sendrecv(
-    start: StartSend,
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
-    status: *mut MPI_Status,
-) -> c_int {
-    let mut requests = [MPI_REQUEST_NULL; 2];
-    // SAFETY: MPI_Sendrecv's arguments, passed on.
-    let code = unsafe { MPI_Irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &mut requests[0]) };
-    if code != MPI_SUCCESS {
-        return code;
-    }
-    // SAFETY: as above.
-    let code = unsafe { start(sendbuf, sendcount, sendtype, dest, sendtag, comm, &mut requests[1]) };
-    if code != MPI_SUCCESS {
-        return code;
-    }
-    // SAFETY: the receive is waited for first, its status kept; then the send.
-    unsafe {
-        let code = wait(&mut requests[0], status);
-        let sent = wait(&mut requests[1], MPI_STATUS_IGNORE);
-        if code != MPI_SUCCESS {
-            code
-        } else {
-            sent
-        }
-    }
-}
-
 pub unsafe fn probe(source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
     // SAFETY: MPI_Probe's arguments, passed on.
     until("MPI_Probe", |flag| unsafe { MPI_Iprobe(source, tag, comm, flag, status) })

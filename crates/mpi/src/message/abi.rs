@@ -95,7 +95,7 @@ pub unsafe extern "C" fn MPI_Mprobe(source: c_int, tag: c_int, comm: MPI_Comm, m
 /// # Safety
 /// `message` must be NULL or point to a handle; `buf` must have room for `count` elements of
 /// `datatype` until the receive completes.
-unsafe fn start_matched(rt: &mut Runtime, buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message) -> MpiResult<Pending> {
+unsafe fn start_matched(rt: &mut Runtime, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message) -> MpiResult<Pending> {
     if message.is_null() {
         return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "message must not be NULL"));
     }
@@ -126,8 +126,33 @@ pub unsafe extern "C" fn MPI_Mrecv(buf: *mut c_void, count: c_int, datatype: MPI
         // SAFETY: MPI_Mrecv's arguments, passed on.
         return unsafe { crate::threaded::mrecv(buf, count, datatype, message, status) };
     }
+    // SAFETY: MPI_Mrecv's arguments, passed on.
+    unsafe { matched_receive("MPI_Mrecv", buf, count.into(), datatype, message, status) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Mrecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+    if crate::threaded::active() {
+        let mut request = MPI_REQUEST_NULL;
+        // SAFETY: MPI_Mrecv_c's arguments, passed on.
+        let code = unsafe { MPI_Imrecv_c(buf, count, datatype, message, &mut request) };
+        if code != MPI_SUCCESS {
+            return code;
+        }
+        // SAFETY: a request just started.
+        return unsafe { crate::threaded::wait(&mut request, status) };
+    }
+    // SAFETY: MPI_Mrecv_c's arguments, passed on.
+    unsafe { matched_receive("MPI_Mrecv_c", buf, count, datatype, message, status) }
+}
+
+/// MPI_Mrecv(_c) below MPI_THREAD_MULTIPLE: the receive, waited for at once.
+///
+/// # Safety
+/// MPI_Mrecv's arguments.
+unsafe fn matched_receive(function: &str, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
     let outcome = runtime::with(|rt| {
-        // SAFETY: MPI_Mrecv's arguments, passed on.
+        // SAFETY: the caller's arguments, passed on.
         let mut pending = unsafe { start_matched(rt, buf, count, datatype, message)? };
         let comm = pending.comm;
         let completion = pending.wait(&mut rt.engine).map_err(|e| engine_error(comm, e))?;
@@ -137,24 +162,39 @@ pub unsafe extern "C" fn MPI_Mrecv(buf: *mut c_void, count: c_int, datatype: MPI
         Ok((completion, comm)) => {
             // SAFETY: the caller's status (or MPI_STATUS_IGNORE).
             unsafe { write_status(status, &completion) };
-            completion_error("MPI_Mrecv", &completion, comm)
+            completion_error(function, &completion, comm)
         }
-        Err(e) => raise(e.comm, "MPI_Mrecv", e.class, &e.detail),
+        Err(e) => raise(e.comm, function, e.class, &e.detail),
     }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Imrecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> c_int {
+    // SAFETY: MPI_Imrecv's arguments, passed on.
+    unsafe { matched_nonblocking("MPI_Imrecv", buf, count.into(), datatype, message, request) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Imrecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> c_int {
+    // SAFETY: MPI_Imrecv_c's arguments, passed on.
+    unsafe { matched_nonblocking("MPI_Imrecv_c", buf, count, datatype, message, request) }
+}
+
+/// MPI_Imrecv(_c).
+///
+/// # Safety
+/// MPI_Imrecv's arguments.
+unsafe fn matched_nonblocking(function: &str, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> c_int {
     let outcome = runtime::with(|rt| {
         if request.is_null() {
             return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "request must not be NULL"));
         }
-        // SAFETY: MPI_Imrecv's arguments, passed on.
+        // SAFETY: the caller's arguments, passed on.
         let pending = unsafe { start_matched(rt, buf, count, datatype, message)? };
         let handle = rt.requests.insert(pending);
         // SAFETY: checked non-null; the caller's handle.
         unsafe { *request = handle };
         Ok(())
     });
-    crate::error::finish("MPI_Imrecv", outcome)
+    crate::error::finish(function, outcome)
 }

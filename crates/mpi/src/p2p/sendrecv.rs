@@ -8,7 +8,7 @@ use std::ffi::{c_int, c_void};
 
 use braid_engine::SendMode;
 
-use super::{check_buffer, check_count, describe_datatype, recv_operation, send_operation, start, MPI_Isend};
+use super::{check_buffer, check_count, describe_datatype, recv_operation, send_operation, start};
 use crate::consts::*;
 use crate::datatype::packed_bytes;
 use crate::error::{error, finish, raise, MpiResult};
@@ -51,55 +51,113 @@ fn finish_exchange(function: &str, comm: MPI_Comm, outcome: MpiResult<(Completio
     }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Sendrecv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
-    status: *mut MPI_Status,
-) -> c_int {
+/// MPI_Sendrecv(_c): the exchange, waited for in place, or through its request when several
+/// threads may call MPI.
+///
+/// # Safety
+/// The operations describe the caller's buffers as MPI requires; `status` is the caller's.
+unsafe fn sendrecv(function: &str, send: Operation, receive: Operation, outgoing: Option<Vec<u8>>, status: *mut MPI_Status) -> c_int {
     if crate::threaded::active() {
-        // SAFETY: MPI_Sendrecv's arguments, passed on.
-        return unsafe { crate::threaded::sendrecv(MPI_Isend, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status) };
+        let mut request = MPI_REQUEST_NULL;
+        // SAFETY: per the caller.
+        let code = unsafe { nonblocking_exchange(function, send, receive, outgoing, &mut request) };
+        if code != MPI_SUCCESS {
+            return code;
+        }
+        // SAFETY: a request just started; the caller's status.
+        return unsafe { crate::threaded::wait(&mut request, status) };
     }
-    let send = send_operation(sendbuf, sendcount, sendtype, dest, sendtag, comm, SendMode::Standard);
-    let receive = recv_operation(recvbuf, recvcount, recvtype, source, recvtag, comm);
-    finish_exchange("MPI_Sendrecv", comm, exchange(&send, &receive), status)
+    // The packed copy (MPI_Sendrecv_replace) lives until the exchange has ended.
+    let _outgoing = outgoing;
+    finish_exchange(function, send.comm, exchange(&send, &receive), status)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Sendrecv_replace(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
-    status: *mut MPI_Status,
-) -> c_int {
-    let outgoing = match packed_copy(buf, count, datatype, comm) {
-        Ok(outgoing) => outgoing,
-        Err(e) => return raise(e.comm, "MPI_Sendrecv_replace", e.class, &e.detail),
-    };
-    let byte_count = outgoing.len() as c_int;
-    if crate::threaded::active() {
-        // SAFETY: the packed copy is sent while `buf` receives, as MPI_Sendrecv_replace does.
-        return unsafe { crate::threaded::sendrecv(MPI_Isend, outgoing.as_ptr().cast(), byte_count, MPI_BYTE, dest, sendtag, buf, count, datatype, source, recvtag, comm, status) };
-    }
-    let send = send_operation(outgoing.as_ptr().cast(), byte_count, MPI_BYTE, dest, sendtag, comm, SendMode::Standard);
+/// The send of a packed copy of `count` elements at `buf` and the receive into `buf`: what
+/// MPI_Sendrecv_replace and its kin exchange, with the copy.
+#[allow(clippy::too_many_arguments)]
+fn replace_operations(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: MPI_Comm) -> MpiResult<(Operation, Operation, Vec<u8>)> {
+    let outgoing = packed_copy(buf, count, datatype, comm)?;
+    let send = send_operation(outgoing.as_ptr().cast(), outgoing.len() as MPI_Count, MPI_BYTE, dest, sendtag, comm, SendMode::Standard);
     let receive = recv_operation(buf, count, datatype, source, recvtag, comm);
-    finish_exchange("MPI_Sendrecv_replace", comm, exchange(&send, &receive), status)
+    Ok((send, receive, outgoing))
 }
+
+/// Defines MPI_Sendrecv or MPI_Sendrecv_c, and the non-blocking form, for counts of type `$count`.
+macro_rules! send_receive {
+    ($count:ty, $blocking:ident, $nonblocking:ident) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $blocking(
+            sendbuf: *const c_void,
+            sendcount: $count,
+            sendtype: MPI_Datatype,
+            dest: c_int,
+            sendtag: c_int,
+            recvbuf: *mut c_void,
+            recvcount: $count,
+            recvtype: MPI_Datatype,
+            source: c_int,
+            recvtag: c_int,
+            comm: MPI_Comm,
+            status: *mut MPI_Status,
+        ) -> c_int {
+            let send = send_operation(sendbuf, sendcount, sendtype, dest, sendtag, comm, SendMode::Standard);
+            let receive = recv_operation(recvbuf, recvcount, recvtype, source, recvtag, comm);
+            // SAFETY: MPI's rules for the buffers; the caller's status.
+            unsafe { sendrecv(stringify!($blocking), send, receive, None, status) }
+        }
+
+        #[no_mangle]
+        pub unsafe extern "C" fn $nonblocking(
+            sendbuf: *const c_void,
+            sendcount: $count,
+            sendtype: MPI_Datatype,
+            dest: c_int,
+            sendtag: c_int,
+            recvbuf: *mut c_void,
+            recvcount: $count,
+            recvtype: MPI_Datatype,
+            source: c_int,
+            recvtag: c_int,
+            comm: MPI_Comm,
+            request: *mut MPI_Request,
+        ) -> c_int {
+            let send = send_operation(sendbuf, sendcount, sendtype, dest, sendtag, comm, SendMode::Standard);
+            let receive = recv_operation(recvbuf, recvcount, recvtype, source, recvtag, comm);
+            // SAFETY: the buffers stay valid until completion; `request` is the caller's.
+            unsafe { nonblocking_exchange(stringify!($nonblocking), send, receive, None, request) }
+        }
+    };
+}
+
+send_receive!(c_int, MPI_Sendrecv, MPI_Isendrecv);
+send_receive!(MPI_Count, MPI_Sendrecv_c, MPI_Isendrecv_c);
+
+/// Defines MPI_Sendrecv_replace or MPI_Sendrecv_replace_c, and the non-blocking form.
+macro_rules! send_receive_replace {
+    ($count:ty, $blocking:ident, $nonblocking:ident) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $blocking(buf: *mut c_void, count: $count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+            match replace_operations(buf, count.into(), datatype, dest, sendtag, source, recvtag, comm) {
+                // SAFETY: the packed copy is sent while `buf` receives; the caller's status.
+                Ok((send, receive, outgoing)) => unsafe { sendrecv(stringify!($blocking), send, receive, Some(outgoing), status) },
+                Err(e) => raise(e.comm, stringify!($blocking), e.class, &e.detail),
+            }
+        }
+
+        #[no_mangle]
+        pub unsafe extern "C" fn $nonblocking(buf: *mut c_void, count: $count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+            match replace_operations(buf, count.into(), datatype, dest, sendtag, source, recvtag, comm) {
+                // SAFETY: the packed copy moves into the request (its heap bytes stay put) and
+                // `buf` stays valid until completion; `request` is the caller's.
+                Ok((send, receive, outgoing)) => unsafe { nonblocking_exchange(stringify!($nonblocking), send, receive, Some(outgoing), request) },
+                Err(e) => raise(e.comm, stringify!($nonblocking), e.class, &e.detail),
+            }
+        }
+    };
+}
+
+send_receive_replace!(c_int, MPI_Sendrecv_replace, MPI_Isendrecv_replace);
+send_receive_replace!(MPI_Count, MPI_Sendrecv_replace_c, MPI_Isendrecv_replace_c);
 
 /// Starts `receive` and then `send` as one request (MPI_Isendrecv); `outgoing` is the packed copy
 /// an MPI_Isendrecv_replace sends, kept until the send completes.
@@ -131,60 +189,12 @@ unsafe fn nonblocking_exchange(function: &str, send: Operation, receive: Operati
     finish(function, result)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Isendrecv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    let send = send_operation(sendbuf, sendcount, sendtype, dest, sendtag, comm, SendMode::Standard);
-    let receive = recv_operation(recvbuf, recvcount, recvtype, source, recvtag, comm);
-    // SAFETY: MPI_Isendrecv's buffers stay valid until completion; `request` is the caller's.
-    unsafe { nonblocking_exchange("MPI_Isendrecv", send, receive, None, request) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Isendrecv_replace(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    let outgoing = match packed_copy(buf, count, datatype, comm) {
-        Ok(outgoing) => outgoing,
-        Err(e) => return raise(e.comm, "MPI_Isendrecv_replace", e.class, &e.detail),
-    };
-    let send = send_operation(outgoing.as_ptr().cast(), outgoing.len() as c_int, MPI_BYTE, dest, sendtag, comm, SendMode::Standard);
-    let receive = recv_operation(buf, count, datatype, source, recvtag, comm);
-    // SAFETY: the packed copy moves into the request (its heap bytes stay put) and `buf` stays
-    // valid until completion; `request` is the caller's.
-    unsafe { nonblocking_exchange("MPI_Isendrecv_replace", send, receive, Some(outgoing), request) }
-}
-
 /// A packed copy of `count` elements of `datatype` at `buf`: what a send-receive in place sends.
-/// At most 2 GiB, the most one send's count can name.
-fn packed_copy(buf: *const c_void, count: c_int, datatype: MPI_Datatype, comm: MPI_Comm) -> MpiResult<Vec<u8>> {
+fn packed_copy(buf: *const c_void, count: impl Into<MPI_Count>, datatype: MPI_Datatype, comm: MPI_Comm) -> MpiResult<Vec<u8>> {
     let elements = check_count(comm, count)?;
     let described = describe_datatype(comm, datatype)?;
     check_buffer(comm, buf.cast(), elements, datatype)?;
     let mut outgoing = vec![0u8; packed_bytes(comm, &described, elements)?];
-    if c_int::try_from(outgoing.len()).is_err() {
-        return Err(error(comm, MPI_ERR_COUNT, "the message is larger than 2 GiB"));
-    }
     // SAFETY: the user buffer holds `count` elements of the datatype.
     unsafe { described.pack(elements, buf.cast(), &mut outgoing) };
     Ok(outgoing)
