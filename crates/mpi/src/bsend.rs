@@ -10,7 +10,6 @@
 
 pub mod abi;
 
-
 use braid_engine::{Engine, EngineError, RequestId, SendMode};
 
 use crate::consts::*;

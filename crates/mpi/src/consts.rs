@@ -39,6 +39,8 @@ pub struct MPI_Status {
 
 /// `void MPI_User_function(void *invec, void *inoutvec, int *len, MPI_Datatype *datatype)`.
 pub type MPI_User_function = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut MPI_Datatype);
+/// `void MPI_User_function_c(void *invec, void *inoutvec, MPI_Count *len, MPI_Datatype *datatype)`.
+pub type MPI_User_function_c = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut MPI_Count, *mut MPI_Datatype);
 /// Attribute copy callback (MPI_Comm_create_keyval).
 pub type MPI_Comm_copy_attr_function = unsafe extern "C" fn(MPI_Comm, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int;
 /// Attribute delete callback (MPI_Comm_create_keyval).

@@ -16,6 +16,7 @@ mod fortran_binding;
 pub mod grequest;
 pub mod group;
 pub mod info;
+pub mod large_count;
 pub mod message;
 pub mod misc;
 pub mod op;

@@ -28,6 +28,7 @@ use crate::comm::CommShared;
 use crate::consts::*;
 use crate::datatype;
 use crate::error::{error, finish, MpiError, MpiResult};
+use crate::large_count::{Count, Offset};
 use crate::op::{reduction, Reduction};
 use crate::request::Pending;
 use crate::runtime::{self, engine_error, Runtime};
@@ -375,7 +376,8 @@ fn failed(comm: MPI_Comm) -> impl Fn(i32) -> MpiError {
     }
 }
 
-fn count_of(comm: MPI_Comm, count: c_int) -> MpiResult<usize> {
+fn count_of(comm: MPI_Comm, count: impl Count) -> MpiResult<usize> {
+    let count: MPI_Count = count.into();
     usize::try_from(count).map_err(|_| error(comm, MPI_ERR_COUNT, format!("count {count} is negative")))
 }
 
@@ -463,7 +465,7 @@ struct Typed {
     run: Option<(isize, usize)>,
 }
 
-fn typed(comm: MPI_Comm, buffer: *const c_void, count: c_int, datatype: MPI_Datatype) -> MpiResult<Typed> {
+fn typed(comm: MPI_Comm, buffer: *const c_void, count: impl Count, datatype: MPI_Datatype) -> MpiResult<Typed> {
     typed_elements(comm, buffer, count_of(comm, count)?, datatype)
 }
 
@@ -560,7 +562,7 @@ struct Spread {
 
 /// # Safety
 /// `counts` and `displs` must point to `size` integers each (or be NULL, which is an error).
-unsafe fn spread(comm: MPI_Comm, buffer: *const c_void, counts: *const c_int, displs: *const c_int, datatype: MPI_Datatype, size: usize) -> MpiResult<Spread> {
+unsafe fn spread(comm: MPI_Comm, buffer: *const c_void, counts: *const impl Count, displs: *const impl Offset, datatype: MPI_Datatype, size: usize) -> MpiResult<Spread> {
     if is_in_place(buffer) {
         return Err(error(comm, MPI_ERR_BUFFER, "MPI_IN_PLACE is not allowed for this buffer"));
     }
@@ -572,7 +574,7 @@ unsafe fn spread(comm: MPI_Comm, buffer: *const c_void, counts: *const c_int, di
     let extent = datatype::type_extent(datatype).map_err(|class| error(comm, class, format!("datatype {datatype} is not valid")))?;
     let mut blocks = Vec::with_capacity(size);
     for (&count, &displacement) in counts.iter().zip(displs) {
-        let offset = (displacement as isize).checked_mul(extent).ok_or_else(|| error(comm, MPI_ERR_ARG, "displacement overflows"))?;
+        let offset = displacement.value().checked_mul(extent).ok_or_else(|| error(comm, MPI_ERR_ARG, "displacement overflows"))?;
         let start = (buffer as *const u8).wrapping_offset(offset);
         blocks.push(typed(comm, start.cast(), count, datatype)?);
     }
@@ -667,7 +669,7 @@ impl Spread {
 
 /// This rank's own block for a gather: `None` in place (it is already in recvbuf), otherwise
 /// its send data, packed, which must be the `expected` number of bytes.
-unsafe fn own_block<'a>(comm: MPI_Comm, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, expected: usize) -> MpiResult<Option<Cow<'a, [u8]>>> {
+unsafe fn own_block<'a>(comm: MPI_Comm, sendbuf: *const c_void, sendcount: impl Count, sendtype: MPI_Datatype, expected: usize) -> MpiResult<Option<Cow<'a, [u8]>>> {
     if is_in_place(sendbuf) {
         return Ok(None);
     }
@@ -714,7 +716,7 @@ pub unsafe extern "C" fn MPI_Barrier_init(comm: MPI_Comm, info: MPI_Info, reques
     finish("MPI_Barrier_init", unsafe { prepare(comm, info, request, Start::new, (), |start, ()| barrier(start), |start, ()| inter::barrier(start)) })
 }
 
-unsafe fn bcast(start: &Start, buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+unsafe fn bcast(start: &Start, buffer: *mut c_void, count: impl Count, datatype: MPI_Datatype, root: c_int) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let root = root_of(comm, root, start.size())?;
     let data = typed(comm, buffer, count, datatype)?;
@@ -733,8 +735,17 @@ unsafe fn bcast(start: &Start, buffer: *mut c_void, count: c_int, datatype: MPI_
 }
 
 collective!(MPI_Bcast / MPI_Ibcast / MPI_Bcast_init(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int) => bcast);
+collective!(MPI_Bcast_c / MPI_Ibcast_c / MPI_Bcast_init_c(buffer: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, root: c_int) => bcast);
 
-unsafe fn reduce(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+unsafe fn reduce(
+    start: &Start,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: impl Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let root = root_of(comm, root, start.size())?;
     let reduction = reduction_of(comm, op, datatype)?;
@@ -767,22 +778,26 @@ unsafe fn reduce(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, co
 }
 
 collective!(MPI_Reduce / MPI_Ireduce / MPI_Reduce_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int) => reduce);
+collective!(MPI_Reduce_c / MPI_Ireduce_c / MPI_Reduce_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int) => reduce);
 
 collective!(MPI_Allreduce / MPI_Iallreduce / MPI_Allreduce_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) => allreduce, direct direct::allreduce);
+collective!(MPI_Allreduce_c / MPI_Iallreduce_c / MPI_Allreduce_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op) => allreduce, direct direct::allreduce);
 collective!(MPI_Scan / MPI_Iscan / MPI_Scan_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) => scan, intra only, Start::new);
+collective!(MPI_Scan_c / MPI_Iscan_c / MPI_Scan_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op) => scan, intra only, Start::new);
 collective!(MPI_Exscan / MPI_Iexscan / MPI_Exscan_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) => exscan, intra only, Start::new);
+collective!(MPI_Exscan_c / MPI_Iexscan_c / MPI_Exscan_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op) => exscan, intra only, Start::new);
 
-unsafe fn allreduce(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+unsafe fn allreduce(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, count: impl Count, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     // SAFETY: forwarded.
     unsafe { in_place_reduction(start, sendbuf, recvbuf, count, datatype, op, ReduceKind::Allreduce) }
 }
 
-unsafe fn scan(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+unsafe fn scan(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, count: impl Count, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     // SAFETY: forwarded.
     unsafe { in_place_reduction(start, sendbuf, recvbuf, count, datatype, op, ReduceKind::Scan) }
 }
 
-unsafe fn exscan(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+unsafe fn exscan(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, count: impl Count, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     // SAFETY: forwarded.
     unsafe { in_place_reduction(start, sendbuf, recvbuf, count, datatype, op, ReduceKind::Exscan) }
 }
@@ -797,7 +812,7 @@ enum ReduceKind {
 
 /// The operands of a reduction whose result lands in the receive buffer (allreduce, scan,
 /// exscan): the reduction, the receive buffer, and the send buffer unless it is MPI_IN_PLACE.
-fn reduction_operands(comm: MPI_Comm, sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<(Reduction, Typed, Option<Typed>)> {
+fn reduction_operands(comm: MPI_Comm, sendbuf: *const c_void, recvbuf: *mut c_void, count: impl Count, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<(Reduction, Typed, Option<Typed>)> {
     let reduction = reduction_of(comm, op, datatype)?;
     let recv = typed(comm, recvbuf, count, datatype)?;
     let send = if is_in_place(sendbuf) { None } else { Some(typed(comm, sendbuf, count, datatype)?) };
@@ -809,7 +824,7 @@ unsafe fn in_place_reduction(
     start: &Start,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: impl Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     kind: ReduceKind,
@@ -848,13 +863,15 @@ unsafe fn in_place_reduction(
 }
 
 collective!(MPI_Reduce_scatter_block / MPI_Ireduce_scatter_block / MPI_Reduce_scatter_block_init(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype, op: MPI_Op) => reduce_scatter_block);
+collective!(MPI_Reduce_scatter_block_c / MPI_Ireduce_scatter_block_c / MPI_Reduce_scatter_block_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: MPI_Count, datatype: MPI_Datatype, op: MPI_Op) => reduce_scatter_block);
 collective!(MPI_Reduce_scatter / MPI_Ireduce_scatter / MPI_Reduce_scatter_init(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: MPI_Datatype, op: MPI_Op) => reduce_scatter_v);
+collective!(MPI_Reduce_scatter_c / MPI_Ireduce_scatter_c / MPI_Reduce_scatter_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const MPI_Count, datatype: MPI_Datatype, op: MPI_Op) => reduce_scatter_v);
 
 unsafe fn reduce_scatter_block(
     start: &Start,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
@@ -866,7 +883,7 @@ unsafe fn reduce_scatter_v(
     start: &Start,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
+    recvcounts: *const impl Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
@@ -874,12 +891,12 @@ unsafe fn reduce_scatter_v(
     unsafe { reduce_scatter(start, sendbuf, recvbuf, Counts::PerRank(recvcounts), datatype, op) }
 }
 
-enum Counts {
-    Same(c_int),
-    PerRank(*const c_int),
+enum Counts<C: Count> {
+    Same(C),
+    PerRank(*const C),
 }
 
-impl Counts {
+impl<C: Count> Counts<C> {
     /// The count of each of `size` ranks.
     ///
     /// # Safety
@@ -897,7 +914,14 @@ impl Counts {
     }
 }
 
-unsafe fn reduce_scatter(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, counts: Counts, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+unsafe fn reduce_scatter(
+    start: &Start,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    counts: Counts<impl Count>,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let (rank, size) = (start.rank(), start.size());
     // SAFETY: the caller passes one count per rank.
@@ -928,15 +952,19 @@ collective!(
     #[allow(clippy::too_many_arguments)]
     MPI_Gather / MPI_Igather / MPI_Gather_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int) => gather
 );
+collective!(
+    #[allow(clippy::too_many_arguments)]
+    MPI_Gather_c / MPI_Igather_c / MPI_Gather_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int) => gather
+);
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn gather(
     start: &Start,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl Count,
     recvtype: MPI_Datatype,
     root: c_int,
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
@@ -975,16 +1003,20 @@ collective!(
     #[allow(clippy::too_many_arguments)]
     MPI_Gatherv / MPI_Igatherv / MPI_Gatherv_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int) => gatherv
 );
+collective!(
+    #[allow(clippy::too_many_arguments)]
+    MPI_Gatherv_c / MPI_Igatherv_c / MPI_Gatherv_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, root: c_int) => gatherv
+);
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn gatherv(
     start: &Start,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: *const impl Count,
+    displs: *const impl Offset,
     recvtype: MPI_Datatype,
     root: c_int,
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
@@ -1031,7 +1063,7 @@ struct ScatterTarget<'a> {
 impl ScatterTarget<'_> {
     /// # Safety
     /// `recvbuf` must hold `recvcount` elements of `recvtype`, used by nothing else during the call.
-    unsafe fn new(comm: MPI_Comm, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, in_place: bool) -> MpiResult<Self> {
+    unsafe fn new(comm: MPI_Comm, recvbuf: *mut c_void, recvcount: impl Count, recvtype: MPI_Datatype, in_place: bool) -> MpiResult<Self> {
         let recv = if in_place { None } else { Some(typed(comm, recvbuf, recvcount, recvtype)?) };
         Ok(ScatterTarget { recv, landing: None })
     }
@@ -1069,15 +1101,19 @@ collective!(
     #[allow(clippy::too_many_arguments)]
     MPI_Scatter / MPI_Iscatter / MPI_Scatter_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int) => scatter
 );
+collective!(
+    #[allow(clippy::too_many_arguments)]
+    MPI_Scatter_c / MPI_Iscatter_c / MPI_Scatter_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int) => scatter
+);
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn scatter(
     start: &Start,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl Count,
     recvtype: MPI_Datatype,
     root: c_int,
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
@@ -1111,16 +1147,20 @@ collective!(
     #[allow(clippy::too_many_arguments)]
     MPI_Scatterv / MPI_Iscatterv / MPI_Scatterv_init(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int) => scatterv
 );
+collective!(
+    #[allow(clippy::too_many_arguments)]
+    MPI_Scatterv_c / MPI_Iscatterv_c / MPI_Scatterv_init_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, displs: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int) => scatterv
+);
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn scatterv(
     start: &Start,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
+    sendcounts: *const impl Count,
+    displs: *const impl Offset,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl Count,
     recvtype: MPI_Datatype,
     root: c_int,
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
@@ -1155,14 +1195,18 @@ collective!(
     #[allow(clippy::too_many_arguments)]
     MPI_Allgather / MPI_Iallgather / MPI_Allgather_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) => allgather
 );
+collective!(
+    #[allow(clippy::too_many_arguments)]
+    MPI_Allgather_c / MPI_Iallgather_c / MPI_Allgather_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype) => allgather
+);
 
 unsafe fn allgather(
     start: &Start,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl Count,
     recvtype: MPI_Datatype,
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
@@ -1200,16 +1244,20 @@ collective!(
     #[allow(clippy::too_many_arguments)]
     MPI_Allgatherv / MPI_Iallgatherv / MPI_Allgatherv_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype) => allgatherv
 );
+collective!(
+    #[allow(clippy::too_many_arguments)]
+    MPI_Allgatherv_c / MPI_Iallgatherv_c / MPI_Allgatherv_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype) => allgatherv
+);
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn allgatherv(
     start: &Start,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: *const impl Count,
+    displs: *const impl Offset,
     recvtype: MPI_Datatype,
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
@@ -1236,14 +1284,18 @@ collective!(
     #[allow(clippy::too_many_arguments)]
     MPI_Alltoall / MPI_Ialltoall / MPI_Alltoall_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) => alltoall
 );
+collective!(
+    #[allow(clippy::too_many_arguments)]
+    MPI_Alltoall_c / MPI_Ialltoall_c / MPI_Alltoall_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype) => alltoall
+);
 
 unsafe fn alltoall(
     start: &Start,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl Count,
     recvtype: MPI_Datatype,
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
@@ -1279,17 +1331,21 @@ collective!(
     #[allow(clippy::too_many_arguments)]
     MPI_Alltoallv / MPI_Ialltoallv / MPI_Alltoallv_init(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype) => alltoallv
 );
+collective!(
+    #[allow(clippy::too_many_arguments)]
+    MPI_Alltoallv_c / MPI_Ialltoallv_c / MPI_Alltoallv_init_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype) => alltoallv
+);
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn alltoallv(
     start: &Start,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: *const impl Count,
+    sdispls: *const impl Offset,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: *const impl Count,
+    rdispls: *const impl Offset,
     recvtype: MPI_Datatype,
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
@@ -1327,6 +1383,10 @@ collective!(
     #[allow(clippy::too_many_arguments)]
     MPI_Alltoallw / MPI_Ialltoallw / MPI_Alltoallw_init(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const MPI_Datatype) => alltoallw
 );
+collective!(
+    #[allow(clippy::too_many_arguments)]
+    MPI_Alltoallw_c / MPI_Ialltoallw_c / MPI_Alltoallw_init_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype) => alltoallw
+);
 
 /// Blocks of an MPI_Alltoallw buffer: block i holds `counts[i]` elements of `types[i]` at byte
 /// displacement `displs[i]`, packed one after the other into a staging buffer.
@@ -1337,25 +1397,7 @@ struct Mixed {
 
 /// # Safety
 /// `counts`, `displs` and `types` must point to `size` entries each (or be NULL, an error).
-/// A displacement in bytes as the w-variants take it: `int` (MPI_Alltoallw) or `MPI_Aint`
-/// (MPI_Neighbor_alltoallw, where with MPI_BOTTOM it is an absolute address).
-trait ByteDisplacement: Copy {
-    fn bytes(self) -> isize;
-}
-
-impl ByteDisplacement for c_int {
-    fn bytes(self) -> isize {
-        self as isize
-    }
-}
-
-impl ByteDisplacement for MPI_Aint {
-    fn bytes(self) -> isize {
-        self
-    }
-}
-
-unsafe fn mixed<D: ByteDisplacement>(comm: MPI_Comm, buffer: *const c_void, counts: *const c_int, displs: *const D, types: *const MPI_Datatype, size: usize) -> MpiResult<Mixed> {
+unsafe fn mixed(comm: MPI_Comm, buffer: *const c_void, counts: *const impl Count, displs: *const impl Offset, types: *const MPI_Datatype, size: usize) -> MpiResult<Mixed> {
     if counts.is_null() || displs.is_null() || types.is_null() {
         return Err(error(comm, MPI_ERR_ARG, "the counts, displacements or types array is NULL"));
     }
@@ -1365,7 +1407,7 @@ unsafe fn mixed<D: ByteDisplacement>(comm: MPI_Comm, buffer: *const c_void, coun
     let mut ranges = Vec::with_capacity(size);
     let mut offset = 0;
     for ((&count, &displacement), &datatype) in counts.iter().zip(displs).zip(types) {
-        let start = (buffer as *const u8).wrapping_offset(displacement.bytes());
+        let start = (buffer as *const u8).wrapping_offset(displacement.value());
         let block = typed(comm, start.cast(), count, datatype)?;
         ranges.push(offset..offset + block.packed_len);
         offset += block.packed_len;
@@ -1405,12 +1447,12 @@ impl Mixed {
 unsafe fn alltoallw(
     start: &Start,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: *const impl Count,
+    sdispls: *const impl Offset,
     sendtypes: *const MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: *const impl Count,
+    rdispls: *const impl Offset,
     recvtypes: *const MPI_Datatype,
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;

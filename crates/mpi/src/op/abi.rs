@@ -20,10 +20,10 @@ unsafe fn out<'a, T>(pointer: *mut T, what: &str) -> MpiResult<&'a mut T> {
     unsafe { pointer.as_mut() }.ok_or_else(|| op_error(MPI_ERR_ARG, format!("{what} is NULL")))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Op_create(user_fn: Option<MPI_User_function>, commute: c_int, op: *mut MPI_Op) -> c_int {
+/// MPI_Op_create(_c).
+fn create(function_name: &str, user_fn: Option<super::UserFunction>, commute: c_int, op: *mut MPI_Op) -> c_int {
     finish(
-        "MPI_Op_create",
+        function_name,
         (|| {
             let function = user_fn.ok_or_else(|| op_error(MPI_ERR_ARG, "user_fn is NULL".into()))?;
             // SAFETY: `op` is null or the caller's output variable.
@@ -32,6 +32,16 @@ pub unsafe extern "C" fn MPI_Op_create(user_fn: Option<MPI_User_function>, commu
             Ok(())
         })(),
     )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Op_create(user_fn: Option<MPI_User_function>, commute: c_int, op: *mut MPI_Op) -> c_int {
+    create("MPI_Op_create", user_fn.map(super::UserFunction::Int), commute, op)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Op_create_c(user_fn: Option<MPI_User_function_c>, commute: c_int, op: *mut MPI_Op) -> c_int {
+    create("MPI_Op_create_c", user_fn.map(super::UserFunction::Large), commute, op)
 }
 
 #[no_mangle]
@@ -66,6 +76,21 @@ pub unsafe extern "C" fn MPI_Op_commutative(op: MPI_Op, commute: *mut c_int) -> 
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Reduce_local(inbuf: *const std::ffi::c_void, inoutbuf: *mut std::ffi::c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) -> c_int {
+    // SAFETY: MPI_Reduce_local's arguments, passed on.
+    unsafe { reduce_local("MPI_Reduce_local", inbuf, inoutbuf, count.into(), datatype, op) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce_local_c(inbuf: *const std::ffi::c_void, inoutbuf: *mut std::ffi::c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op) -> c_int {
+    // SAFETY: MPI_Reduce_local_c's arguments, passed on.
+    unsafe { reduce_local("MPI_Reduce_local_c", inbuf, inoutbuf, count, datatype, op) }
+}
+
+/// MPI_Reduce_local(_c).
+///
+/// # Safety
+/// MPI_Reduce_local's arguments.
+unsafe fn reduce_local(function: &str, inbuf: *const std::ffi::c_void, inoutbuf: *mut std::ffi::c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op) -> c_int {
     let result = (|| {
         let count = usize::try_from(count).map_err(|_| op_error(MPI_ERR_COUNT, format!("count {count} is negative")))?;
         let info = crate::datatype::lookup_committed(datatype).map_err(|class| op_error(class, format!("datatype {datatype} is not valid or not committed")))?;
@@ -97,5 +122,5 @@ pub unsafe extern "C" fn MPI_Reduce_local(inbuf: *const std::ffi::c_void, inoutb
         }
         Ok(())
     })();
-    finish("MPI_Reduce_local", result)
+    finish(function, result)
 }

@@ -20,9 +20,16 @@ pub use kernels::Builtin;
 pub use kernels::Kernel;
 
 /// A user function with its commute flag.
+/// A user operation's function: MPI_Op_create's (an int length) or MPI_Op_create_c's.
+#[derive(Debug, Clone, Copy)]
+pub enum UserFunction {
+    Int(MPI_User_function),
+    Large(MPI_User_function_c),
+}
+
 #[derive(Clone, Copy)]
 struct UserOp {
-    function: MPI_User_function,
+    function: UserFunction,
     commutative: bool,
 }
 
@@ -64,7 +71,7 @@ fn user_op(op: MPI_Op) -> Option<UserOp> {
 }
 
 /// Registers a user function; returns its handle.
-pub(crate) fn create(function: MPI_User_function, commutative: bool) -> Result<MPI_Op, c_int> {
+pub(crate) fn create(function: UserFunction, commutative: bool) -> Result<MPI_Op, c_int> {
     let mut ops = user_ops_mut();
     let index = match ops.iter().position(Option::is_none) {
         Some(index) => index,
@@ -99,7 +106,7 @@ pub fn is_commutative(op: MPI_Op) -> Result<bool, c_int> {
 
 enum Action {
     Kernel(Kernel),
-    User { function: MPI_User_function, datatype: MPI_Datatype, info: DatatypeRef },
+    User { function: UserFunction, datatype: MPI_Datatype, info: DatatypeRef },
 }
 
 /// An operation bound to a datatype, ready to combine packed buffers.
@@ -165,20 +172,24 @@ impl Reduction {
     }
 }
 
-/// The largest `len` a user function is given at once.
+/// The largest `len` a user function of MPI_Op_create is given at once.
 const USER_CHUNK_MAX: usize = c_int::MAX as usize;
 
 /// Calls the user function over native-layout copies of the packed elements: user functions see
 /// the datatype's memory layout, properly aligned. When the packed bytes already are that layout
 /// (a contiguous type) and are aligned, `inout` is handed over in place.
-fn apply_user(function: MPI_User_function, dt: MPI_Datatype, info: &DatatypeRef, input: &[u8], inout: &mut [u8]) {
+fn apply_user(function: UserFunction, dt: MPI_Datatype, info: &DatatypeRef, input: &[u8], inout: &mut [u8]) {
     if info.size == 0 {
         return;
     }
     let count = inout.len().min(input.len()) / info.size;
+    let chunk_max = match function {
+        UserFunction::Int(_) => USER_CHUNK_MAX,
+        UserFunction::Large(_) => usize::MAX,
+    };
     let mut done = 0;
     while done < count {
-        let chunk = (count - done).min(USER_CHUNK_MAX);
+        let chunk = (count - done).min(chunk_max);
         let range = done * info.size..(done + chunk) * info.size;
         // The input is copied even when contiguous: user functions get a writable `invec`.
         let mut input_native = NativeBuffer::unpacked(info, chunk, &input[range.clone()]);
@@ -189,11 +200,16 @@ fn apply_user(function: MPI_User_function, dt: MPI_Datatype, info: &DatatypeRef,
             Some((offset, _)) => inout_packed.as_mut_ptr().wrapping_offset(-offset),
             None => inout_native.insert(NativeBuffer::unpacked(info, chunk, inout_packed)).base(),
         };
-        let mut len = chunk as c_int;
         let mut datatype = dt;
+        let (invec, inoutvec) = (input_native.base().cast::<c_void>(), inout_base.cast::<c_void>());
         // SAFETY: both pointers address `chunk` elements of `dt` in its memory layout, suitably
         // aligned, as the user function expects; `len` and `datatype` are live locals.
-        unsafe { function(input_native.base().cast::<c_void>(), inout_base.cast::<c_void>(), &mut len, &mut datatype) };
+        unsafe {
+            match function {
+                UserFunction::Int(function) => function(invec, inoutvec, &mut (chunk as c_int), &mut datatype),
+                UserFunction::Large(function) => function(invec, inoutvec, &mut (chunk as MPI_Count), &mut datatype),
+            }
+        }
         if let Some(native) = &mut inout_native {
             // SAFETY: the native buffer holds `chunk` elements; `inout_packed` their packed bytes.
             unsafe { info.pack(chunk, native.base(), inout_packed) };

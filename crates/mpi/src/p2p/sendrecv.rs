@@ -75,7 +75,16 @@ unsafe fn sendrecv(function: &str, send: Operation, receive: Operation, outgoing
 /// The send of a packed copy of `count` elements at `buf` and the receive into `buf`: what
 /// MPI_Sendrecv_replace and its kin exchange, with the copy.
 #[allow(clippy::too_many_arguments)]
-fn replace_operations(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: MPI_Comm) -> MpiResult<(Operation, Operation, Vec<u8>)> {
+fn replace_operations(
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<(Operation, Operation, Vec<u8>)> {
     let outgoing = packed_copy(buf, count, datatype, comm)?;
     let send = send_operation(outgoing.as_ptr().cast(), outgoing.len() as MPI_Count, MPI_BYTE, dest, sendtag, comm, SendMode::Standard);
     let receive = recv_operation(buf, count, datatype, source, recvtag, comm);
@@ -136,7 +145,17 @@ send_receive!(MPI_Count, MPI_Sendrecv_c, MPI_Isendrecv_c);
 macro_rules! send_receive_replace {
     ($count:ty, $blocking:ident, $nonblocking:ident) => {
         #[no_mangle]
-        pub unsafe extern "C" fn $blocking(buf: *mut c_void, count: $count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+        pub unsafe extern "C" fn $blocking(
+            buf: *mut c_void,
+            count: $count,
+            datatype: MPI_Datatype,
+            dest: c_int,
+            sendtag: c_int,
+            source: c_int,
+            recvtag: c_int,
+            comm: MPI_Comm,
+            status: *mut MPI_Status,
+        ) -> c_int {
             match replace_operations(buf, count.into(), datatype, dest, sendtag, source, recvtag, comm) {
                 // SAFETY: the packed copy is sent while `buf` receives; the caller's status.
                 Ok((send, receive, outgoing)) => unsafe { sendrecv(stringify!($blocking), send, receive, Some(outgoing), status) },
@@ -145,7 +164,17 @@ macro_rules! send_receive_replace {
         }
 
         #[no_mangle]
-        pub unsafe extern "C" fn $nonblocking(buf: *mut c_void, count: $count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        pub unsafe extern "C" fn $nonblocking(
+            buf: *mut c_void,
+            count: $count,
+            datatype: MPI_Datatype,
+            dest: c_int,
+            sendtag: c_int,
+            source: c_int,
+            recvtag: c_int,
+            comm: MPI_Comm,
+            request: *mut MPI_Request,
+        ) -> c_int {
             match replace_operations(buf, count.into(), datatype, dest, sendtag, source, recvtag, comm) {
                 // SAFETY: the packed copy moves into the request (its heap bytes stay put) and
                 // `buf` stays valid until completion; `request` is the caller's.

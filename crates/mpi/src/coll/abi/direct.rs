@@ -7,13 +7,14 @@
 //! once. Every rank passes the same count, datatype and operation, so every rank takes the same
 //! path. Anything else, errors included, is left to the schedule.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_void;
 
 use super::super::algorithms::{self, AllreduceForm};
 use super::super::drive;
 use super::{bytes_mut, combiner, failed, reduction_input, reduction_operands, Start};
 use crate::consts::{MPI_Comm, MPI_Datatype, MPI_Op};
 use crate::error::MpiResult;
+use crate::large_count::Count;
 use crate::runtime::{self, engine_error, Runtime};
 
 /// MPI_Allreduce by recursive doubling on the engine, when that is the form the schedule would
@@ -22,7 +23,7 @@ use crate::runtime::{self, engine_error, Runtime};
 ///
 /// # Safety
 /// MPI_Allreduce's arguments, as the caller passes them.
-pub(super) unsafe fn allreduce(args: (*const c_void, *mut c_void, c_int, MPI_Datatype, MPI_Op), comm: MPI_Comm) -> Option<MpiResult<()>> {
+pub(super) unsafe fn allreduce(args: (*const c_void, *mut c_void, impl Count, MPI_Datatype, MPI_Op), comm: MPI_Comm) -> Option<MpiResult<()>> {
     if runtime::is_locking() {
         return None;
     }
@@ -32,7 +33,7 @@ pub(super) unsafe fn allreduce(args: (*const c_void, *mut c_void, c_int, MPI_Dat
 
 /// # Safety
 /// As for [`allreduce`].
-unsafe fn allreduce_on(rt: &mut Runtime, (sendbuf, recvbuf, count, datatype, op): (*const c_void, *mut c_void, c_int, MPI_Datatype, MPI_Op), comm: MPI_Comm) -> Option<MpiResult<()>> {
+unsafe fn allreduce_on(rt: &mut Runtime, (sendbuf, recvbuf, count, datatype, op): (*const c_void, *mut c_void, impl Count, MPI_Datatype, MPI_Op), comm: MPI_Comm) -> Option<MpiResult<()>> {
     // On one node, a short vector passes through the node's flag segment (unless it could not
     // be made): the schedule's form.
     let shared = &rt.comms.get(comm).ok()?.shared;

@@ -15,6 +15,7 @@ use crate::coll::algorithms::inter::{self as algorithms, Role};
 use crate::coll::port::Port;
 use crate::consts::*;
 use crate::error::{error, MpiResult};
+use crate::large_count::{Count, Offset};
 
 fn role_of(start: &Start, root: c_int) -> MpiResult<Role> {
     match root {
@@ -35,7 +36,7 @@ fn not_in_place(start: &Start, buffer: *const c_void) -> MpiResult<()> {
 }
 
 /// Send data: checked, not in place.
-fn typed_send(start: &Start, buffer: *const c_void, count: c_int, datatype: MPI_Datatype) -> MpiResult<Typed> {
+fn typed_send(start: &Start, buffer: *const c_void, count: impl Count, datatype: MPI_Datatype) -> MpiResult<Typed> {
     not_in_place(start, buffer)?;
     typed(start.comm, buffer, count, datatype)
 }
@@ -93,7 +94,7 @@ pub(super) fn barrier(start: &Start) -> MpiResult<impl Future<Output = Outcome> 
     Ok(async move { algorithms::barrier(&port).await })
 }
 
-pub(super) unsafe fn bcast(start: &Start, buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+pub(super) unsafe fn bcast(start: &Start, buffer: *mut c_void, count: impl Count, datatype: MPI_Datatype, root: c_int) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let role = role_of(start, root)?;
     let data = if role == Role::Idle { None } else { Some(typed(start.comm, buffer, count, datatype)?) };
     let port = start.port();
@@ -117,7 +118,7 @@ pub(super) unsafe fn reduce(
     start: &Start,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: c_int,
+    count: impl Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     root: c_int,
@@ -147,7 +148,14 @@ pub(super) unsafe fn reduce(
     })
 }
 
-pub(super) unsafe fn allreduce(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+pub(super) unsafe fn allreduce(
+    start: &Start,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: impl Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     let reduction = reduction_of(comm, op, datatype)?;
     let send = typed_send(start, sendbuf, count, datatype)?;
@@ -170,7 +178,7 @@ pub(super) unsafe fn reduce_scatter_block(
     start: &Start,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
@@ -182,7 +190,7 @@ pub(super) unsafe fn reduce_scatter_v(
     start: &Start,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
+    recvcounts: *const impl Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
@@ -192,7 +200,14 @@ pub(super) unsafe fn reduce_scatter_v(
 
 /// MPI_Reduce_scatter(_block): the counts are per local rank; the send buffer holds their sum,
 /// which the other group's must equal.
-unsafe fn reduce_scatter(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_void, counts: Counts, datatype: MPI_Datatype, op: MPI_Op) -> MpiResult<impl Future<Output = Outcome> + 'static> {
+unsafe fn reduce_scatter(
+    start: &Start,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    counts: Counts<impl Count>,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
     // SAFETY: forwarded: the caller passes one count per local rank.
     let counts = unsafe { counts.per_rank(comm, start.size())? };
@@ -220,10 +235,10 @@ unsafe fn reduce_scatter(start: &Start, sendbuf: *const c_void, recvbuf: *mut c_
 pub(super) unsafe fn gather(
     start: &Start,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl Count,
     recvtype: MPI_Datatype,
     root: c_int,
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
@@ -238,11 +253,11 @@ pub(super) unsafe fn gather(
 pub(super) unsafe fn gatherv(
     start: &Start,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: *const impl Count,
+    displs: *const impl Offset,
     recvtype: MPI_Datatype,
     root: c_int,
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
@@ -273,10 +288,10 @@ pub(super) unsafe fn gatherv(
 pub(super) unsafe fn scatter(
     start: &Start,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl Count,
     recvtype: MPI_Datatype,
     root: c_int,
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
@@ -296,11 +311,11 @@ pub(super) unsafe fn scatter(
 pub(super) unsafe fn scatterv(
     start: &Start,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
+    sendcounts: *const impl Count,
+    displs: *const impl Offset,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl Count,
     recvtype: MPI_Datatype,
     root: c_int,
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
@@ -335,10 +350,10 @@ pub(super) unsafe fn scatterv(
 pub(super) unsafe fn allgather(
     start: &Start,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl Count,
     recvtype: MPI_Datatype,
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
@@ -361,11 +376,11 @@ pub(super) unsafe fn allgather(
 pub(super) unsafe fn allgatherv(
     start: &Start,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: *const impl Count,
+    displs: *const impl Offset,
     recvtype: MPI_Datatype,
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let send = typed_send(start, sendbuf, sendcount, sendtype)?;
@@ -387,10 +402,10 @@ pub(super) unsafe fn allgatherv(
 pub(super) unsafe fn alltoall(
     start: &Start,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl Count,
     recvtype: MPI_Datatype,
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
@@ -415,12 +430,12 @@ pub(super) unsafe fn alltoall(
 pub(super) unsafe fn alltoallv(
     start: &Start,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: *const impl Count,
+    sdispls: *const impl Offset,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: *const impl Count,
+    rdispls: *const impl Offset,
     recvtype: MPI_Datatype,
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let (comm, remote_size) = (start.comm, start.remote_size());
@@ -446,12 +461,12 @@ pub(super) unsafe fn alltoallv(
 pub(super) unsafe fn alltoallw(
     start: &Start,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: *const impl Count,
+    sdispls: *const impl Offset,
     sendtypes: *const MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: *const impl Count,
+    rdispls: *const impl Offset,
     recvtypes: *const MPI_Datatype,
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let (comm, remote_size) = (start.comm, start.remote_size());

@@ -2,6 +2,7 @@
 //! rank exchanges blocks with the sources and destinations of its communicator's topology.
 
 use super::*;
+use crate::large_count::{Count, Offset};
 
 /// A neighbour list as the port takes it: MPI_PROC_NULL moves nothing.
 fn neighbor_ranks(ranks: &[c_int]) -> Vec<Option<usize>> {
@@ -51,7 +52,7 @@ fn neighbor_exchange(start: &Start, outgoing: Outgoing, incoming: Incoming) -> M
 ///
 /// # Safety
 /// `sendbuf` must hold `sendcount` elements of `sendtype`.
-unsafe fn one_block_for_all(comm: MPI_Comm, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, outdegree: usize) -> MpiResult<Outgoing> {
+unsafe fn one_block_for_all(comm: MPI_Comm, sendbuf: *const c_void, sendcount: impl Count, sendtype: MPI_Datatype, outdegree: usize) -> MpiResult<Outgoing> {
     let send = typed(comm, sendbuf, sendcount, sendtype)?;
     // SAFETY: the caller's send buffer holds the elements.
     let bytes = unsafe { send.read() };
@@ -59,8 +60,9 @@ unsafe fn one_block_for_all(comm: MPI_Comm, sendbuf: *const c_void, sendcount: c
 }
 
 /// Equal blocks of `count` elements, one per neighbour, one after the other.
-fn equal_blocks(count: c_int, neighbors: usize) -> (Vec<c_int>, Vec<c_int>) {
-    (vec![count; neighbors], (0..neighbors).map(|index| (index as c_int).saturating_mul(count)).collect())
+fn equal_blocks(count: impl Count, neighbors: usize) -> (Vec<MPI_Count>, Vec<MPI_Aint>) {
+    let count: MPI_Count = count.into();
+    (vec![count; neighbors], (0..neighbors).map(|index| (index as MPI_Aint).saturating_mul(count as MPI_Aint)).collect())
 }
 
 fn neighbor_counts(start: &Start) -> (usize, usize) {
@@ -72,14 +74,18 @@ collective!(
     #[allow(clippy::too_many_arguments)]
     MPI_Neighbor_allgather / MPI_Ineighbor_allgather / MPI_Neighbor_allgather_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) => neighbor_allgather, intra only, Start::with_neighbors
 );
+collective!(
+    #[allow(clippy::too_many_arguments)]
+    MPI_Neighbor_allgather_c / MPI_Ineighbor_allgather_c / MPI_Neighbor_allgather_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype) => neighbor_allgather, intra only, Start::with_neighbors
+);
 
 unsafe fn neighbor_allgather(
     start: &Start,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl Count,
     recvtype: MPI_Datatype,
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let (counts, displs) = equal_blocks(recvcount, neighbor_counts(start).0);
@@ -91,16 +97,20 @@ collective!(
     #[allow(clippy::too_many_arguments)]
     MPI_Neighbor_allgatherv / MPI_Ineighbor_allgatherv / MPI_Neighbor_allgatherv_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype) => neighbor_allgatherv, intra only, Start::with_neighbors
 );
+collective!(
+    #[allow(clippy::too_many_arguments)]
+    MPI_Neighbor_allgatherv_c / MPI_Ineighbor_allgatherv_c / MPI_Neighbor_allgatherv_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype) => neighbor_allgatherv, intra only, Start::with_neighbors
+);
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn neighbor_allgatherv(
     start: &Start,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
+    recvcounts: *const impl Count,
+    displs: *const impl Offset,
     recvtype: MPI_Datatype,
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
@@ -116,14 +126,18 @@ collective!(
     #[allow(clippy::too_many_arguments)]
     MPI_Neighbor_alltoall / MPI_Ineighbor_alltoall / MPI_Neighbor_alltoall_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) => neighbor_alltoall, intra only, Start::with_neighbors
 );
+collective!(
+    #[allow(clippy::too_many_arguments)]
+    MPI_Neighbor_alltoall_c / MPI_Ineighbor_alltoall_c / MPI_Neighbor_alltoall_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype) => neighbor_alltoall, intra only, Start::with_neighbors
+);
 
 unsafe fn neighbor_alltoall(
     start: &Start,
     sendbuf: *const c_void,
-    sendcount: c_int,
+    sendcount: impl Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    recvcount: impl Count,
     recvtype: MPI_Datatype,
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let (indegree, outdegree) = neighbor_counts(start);
@@ -138,17 +152,21 @@ collective!(
     #[allow(clippy::too_many_arguments)]
     MPI_Neighbor_alltoallv / MPI_Ineighbor_alltoallv / MPI_Neighbor_alltoallv_init(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype) => neighbor_alltoallv, intra only, Start::with_neighbors
 );
+collective!(
+    #[allow(clippy::too_many_arguments)]
+    MPI_Neighbor_alltoallv_c / MPI_Ineighbor_alltoallv_c / MPI_Neighbor_alltoallv_init_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype) => neighbor_alltoallv, intra only, Start::with_neighbors
+);
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn neighbor_alltoallv(
     start: &Start,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
+    sendcounts: *const impl Count,
+    sdispls: *const impl Offset,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
+    recvcounts: *const impl Count,
+    rdispls: *const impl Offset,
     recvtype: MPI_Datatype,
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
     let comm = start.comm;
@@ -166,16 +184,20 @@ collective!(
     #[allow(clippy::too_many_arguments)]
     MPI_Neighbor_alltoallw / MPI_Ineighbor_alltoallw / MPI_Neighbor_alltoallw_init(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype) => neighbor_alltoallw, intra only, Start::with_neighbors
 );
+collective!(
+    #[allow(clippy::too_many_arguments)]
+    MPI_Neighbor_alltoallw_c / MPI_Ineighbor_alltoallw_c / MPI_Neighbor_alltoallw_init_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype) => neighbor_alltoallw, intra only, Start::with_neighbors
+);
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn neighbor_alltoallw(
     start: &Start,
     sendbuf: *const c_void,
-    sendcounts: *const c_int,
+    sendcounts: *const impl Count,
     sdispls: *const MPI_Aint,
     sendtypes: *const MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const c_int,
+    recvcounts: *const impl Count,
     rdispls: *const MPI_Aint,
     recvtypes: *const MPI_Datatype,
 ) -> MpiResult<impl Future<Output = Outcome> + 'static> {
