@@ -196,7 +196,7 @@ header_case "mpi.h C++ -pedantic -Wall -Wextra -Werror" cxx "$CXX" -x c++ "${CXX
 
 PROGRAMS=(p2p_matching p2p_modes p2p_more collectives coll_forms nbc idup neighbors threads datatypes datatypes_more comms comms_more intercomm intercomm_coll attributes errors errhandlers topologies large ring fatal_error abort_code kill_rank unsupported conversions mpit pmpi_counts argerr_p2p argerr_coll argerr_objects rma_ops rma_win rma_single rma_threads rma_create_memory rma_atomics rma_large_copy self_cancel thread_wait status_error monitoring graph_reorder)
 # MPI 4 programs: Open MPI 4.1 does not have their functions.
-[ "$MPI_IMPL" != openmpi ] && PROGRAMS+=(persistent_coll mpi4_calls sessions split_hardware)
+[ "$MPI_IMPL" != openmpi ] && PROGRAMS+=(persistent_coll mpi4_calls sessions split_hardware large_count)
 # Partitioned communication: Debian's MPICH 4.0.2 (ch4:ucx) crashes inside MPI_Psend_init itself
 # (ucp_am_send_nbx), and Open MPI 4.1 does not have it, so no peer here can run this one.
 is_braid && PROGRAMS+=(partitioned)
@@ -225,6 +225,14 @@ fi
 for ranks in 1 2 3 4; do built nbc && expect_success "nbc n=$ranks" "$ranks" -- "$BUILD/nbc"; done
 for ranks in 1 2 3 4; do built persistent_coll && expect_success "persistent_coll n=$ranks" "$ranks" -- "$BUILD/persistent_coll"; done
 for ranks in 1 3; do built mpi4_calls && expect_success "mpi4_calls n=$ranks" "$ranks" -- "$BUILD/mpi4_calls"; done
+for ranks in 1 2 3; do built large_count && expect_success "large_count n=$ranks" "$ranks" -- "$BUILD/large_count"; done
+# One message of INT_MAX + 9 bytes, sent and broadcast: 2 ranks hold 2 GiB each twice over.
+available_kib=$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)
+if [ "${available_kib:-0}" -ge $((6 * 1024 * 1024)) ]; then
+    built large_count && expect_success "large_count n=2 big (a message over INT_MAX bytes)" 2 -- "$BUILD/large_count" big
+else
+    echo "NOT RUN large_count n=2 big: it needs 6 GiB of available memory, this machine has $((available_kib / 1024)) MiB"
+fi
 for ranks in 1 3 4; do built sessions && expect_success "sessions n=$ranks" "$ranks" -- "$BUILD/sessions"; done
 # Bound to a core each (2 ranks here), and more ranks than cores (unbound).
 for ranks in 2 4; do built split_hardware && expect_success "split_hardware n=$ranks" "$ranks" -- "$BUILD/split_hardware"; done

@@ -89,11 +89,12 @@ static void point_to_point(void)
     MPI_Wait(&persistent[1], MPI_STATUS_IGNORE);
     MPI_Request_free(&persistent[1]);
 
-    /* Matched receives. */
-    MPI_Send_c(out, N, MPI_INT, right, 10, MPI_COMM_WORLD);
+    /* Matched receives (the sends are non-blocking: a standard send need not be buffered). */
+    MPI_Isend_c(out, N, MPI_INT, right, 10, MPI_COMM_WORLD, &requests[1]);
     MPI_Message message;
     MPI_Mprobe(left, 10, MPI_COMM_WORLD, &message, &status);
     MPI_Mrecv_c(in, N, MPI_INT, &message, &status);
+    MPI_Wait(&requests[1], MPI_STATUS_IGNORE);
     CHECK(in[7] == left * 1000 + 7, "mrecv_c %d", in[7]);
     MPI_Isend_c(out, N, MPI_INT, right, 11, MPI_COMM_WORLD, &requests[1]);
     MPI_Mprobe(left, 11, MPI_COMM_WORLD, &message, &status);

@@ -9,15 +9,18 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 use std::slice;
 use std::sync::Arc;
 
+use super::envelope::{Argument, Parts};
 use super::{build_blocks, build_resized, build_struct, failure, lookup, lookup_committed, overflow, register, Blocks, DatatypeRef, Origin, TypeInfo};
 use crate::consts::*;
 use crate::error::{finish, MpiError, MpiResult};
 
-pub(super) fn count_arg(count: c_int, what: &str) -> MpiResult<usize> {
+pub(super) fn count_arg(count: impl Argument, what: &str) -> MpiResult<usize> {
+    let count = count.value();
     usize::try_from(count).map_err(|_| failure(MPI_ERR_COUNT, format!("{what} is negative ({count})")))
 }
 
-fn blocklength_arg(blocklength: c_int) -> MpiResult<usize> {
+fn blocklength_arg(blocklength: impl Argument) -> MpiResult<usize> {
+    let blocklength = blocklength.value();
     usize::try_from(blocklength).map_err(|_| failure(MPI_ERR_ARG, format!("negative block length ({blocklength})")))
 }
 
@@ -87,8 +90,13 @@ macro_rules! constructor {
 }
 pub(super) use constructor;
 
-pub(super) fn element_bytes(elements: c_int, extent: isize) -> MpiResult<isize> {
-    (elements as isize).checked_mul(extent).ok_or_else(overflow)
+pub(super) fn element_bytes(elements: impl Argument, extent: isize) -> MpiResult<isize> {
+    isize::try_from(elements.value()).ok().and_then(|elements| elements.checked_mul(extent)).ok_or_else(overflow)
+}
+
+/// A byte displacement or stride argument, as an address.
+fn byte_offset(bytes: impl Argument) -> MpiResult<isize> {
+    isize::try_from(bytes.value()).map_err(|_| overflow())
 }
 
 #[no_mangle]
@@ -198,33 +206,34 @@ constructor!(MPI_Type_contiguous(count: c_int, oldtype: MPI_Datatype, newtype: *
 
 /// # Safety
 /// `newtype` is null or valid for writes.
-pub(super) unsafe fn contiguous(count: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> MpiResult<()> {
+pub(super) unsafe fn contiguous(count: impl Argument, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> MpiResult<()> {
     let copies = count_arg(count, "count")?;
     let child = old_type(oldtype)?;
-    let origin = Origin::constructed(MPI_COMBINER_CONTIGUOUS, vec![count], vec![], vec![(oldtype, child.clone())]);
+    let origin = Origin::recorded(MPI_COMBINER_CONTIGUOUS, Parts::default().with(count), vec![(oldtype, child.clone())]);
     // SAFETY: forwarded from this function's contract.
     unsafe { define(newtype, || build_blocks(&child, &Blocks::Regular { count: 1, blocklen: copies, stride: 0 }, origin)) }
 }
 
 /// The stride of a vector: in extents of the old type (MPI_Type_vector) or in bytes (the h-variants).
 #[derive(Clone, Copy)]
-pub(super) enum Stride {
-    Elements(c_int),
-    Bytes(MPI_Aint),
+pub(super) enum Stride<A: Argument> {
+    Elements(A),
+    Bytes(A),
 }
 
 /// MPI_Type_vector and the h-variants.
 ///
 /// # Safety
 /// `newtype` is null or valid for writes.
-pub(super) unsafe fn vector(count: c_int, blocklength: c_int, stride: Stride, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> MpiResult<()> {
+pub(super) unsafe fn vector<C: Argument>(count: C, blocklength: C, stride: Stride<impl Argument>, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> MpiResult<()> {
     let blocks = count_arg(count, "count")?;
     let blocklen = blocklength_arg(blocklength)?;
     let child = old_type(oldtype)?;
     let types = vec![(oldtype, child.clone())];
+    let parts = Parts::default().with(count).with(blocklength);
     let (stride_bytes, origin) = match stride {
-        Stride::Elements(elements) => (element_bytes(elements, child.extent)?, Origin::constructed(MPI_COMBINER_VECTOR, vec![count, blocklength, elements], vec![], types)),
-        Stride::Bytes(bytes) => (bytes, Origin::constructed(MPI_COMBINER_HVECTOR, vec![count, blocklength], vec![bytes], types)),
+        Stride::Elements(elements) => (element_bytes(elements, child.extent)?, Origin::recorded(MPI_COMBINER_VECTOR, parts.with(elements), types)),
+        Stride::Bytes(bytes) => (byte_offset(bytes)?, Origin::recorded(MPI_COMBINER_HVECTOR, parts.with(bytes), types)),
     };
     // SAFETY: forwarded from this function's contract.
     unsafe { define(newtype, || build_blocks(&child, &Blocks::Regular { count: blocks, blocklen, stride: stride_bytes }, origin)) }
@@ -260,41 +269,15 @@ constructor!(
     ) => vector(count, blocklength, Stride::Bytes(stride), oldtype, newtype)
 );
 
-/// A displacement argument of the indexed family: in extents of the old type (int) or in bytes
-/// (MPI_Aint).
-pub(super) trait Displacement: Copy {
-    fn bytes(self, child: &TypeInfo) -> MpiResult<isize>;
-    /// Adds `values` to an envelope's integers or addresses, as MPI_Type_get_contents lists them.
-    fn record(values: &[Self], integers: &mut Vec<c_int>, addresses: &mut Vec<MPI_Aint>);
-}
-
-impl Displacement for c_int {
-    fn bytes(self, child: &TypeInfo) -> MpiResult<isize> {
-        element_bytes(self, child.extent)
-    }
-    fn record(values: &[Self], integers: &mut Vec<c_int>, _: &mut Vec<MPI_Aint>) {
-        integers.extend_from_slice(values);
-    }
-}
-
-impl Displacement for MPI_Aint {
-    fn bytes(self, _: &TypeInfo) -> MpiResult<isize> {
-        Ok(self)
-    }
-    fn record(values: &[Self], _: &mut Vec<c_int>, addresses: &mut Vec<MPI_Aint>) {
-        addresses.extend_from_slice(values);
-    }
-}
-
-/// The indexed family (`combiner` says which): `blocklengths`, or `Err(blocklength)` for all
-/// blocks alike.
+/// The indexed family (`combiner` says which, and so whether displacements count extents of the
+/// old type or bytes): `blocklengths`, or `Err(blocklength)` for all blocks alike.
 ///
 /// # Safety
 /// The arrays are null or valid for `count` reads; `newtype` null or valid for writes.
-pub(super) unsafe fn indexed<D: Displacement>(
+pub(super) unsafe fn indexed<C: Argument, D: Argument>(
     combiner: c_int,
-    count: c_int,
-    blocklengths: Result<*const c_int, c_int>,
+    count: C,
+    blocklengths: Result<*const C, C>,
     displacements: *const D,
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
@@ -303,23 +286,23 @@ pub(super) unsafe fn indexed<D: Displacement>(
     let child = old_type(oldtype)?;
     // SAFETY: valid for `count` reads per the caller.
     let displacements = unsafe { array(displacements, blocks, "array_of_displacements") }?;
-    let mut integers = vec![count];
+    let mut parts = Parts::default().with(count);
     let lengths = match blocklengths {
         Ok(pointer) => {
             // SAFETY: valid for `count` reads per the caller.
             let given = unsafe { array(pointer, blocks, "array_of_blocklengths") }?;
-            integers.extend_from_slice(given);
+            parts = parts.with_all(given);
             given.iter().map(|&len| blocklength_arg(len)).collect::<MpiResult<Vec<_>>>()?
         }
         Err(same) => {
-            integers.push(same);
+            parts = parts.with(same);
             vec![blocklength_arg(same)?; blocks]
         }
     };
-    let list = displacements.iter().zip(lengths).map(|(&disp, len)| Ok((disp.bytes(&child)?, len))).collect::<MpiResult<Vec<_>>>()?;
-    let mut addresses = Vec::new();
-    D::record(displacements, &mut integers, &mut addresses);
-    let origin = Origin::constructed(combiner, integers, addresses, vec![(oldtype, child.clone())]);
+    let in_elements = matches!(combiner, MPI_COMBINER_INDEXED | MPI_COMBINER_INDEXED_BLOCK);
+    let offset = |disp: D| if in_elements { element_bytes(disp, child.extent) } else { byte_offset(disp) };
+    let list = displacements.iter().zip(lengths).map(|(&disp, len)| Ok((offset(disp)?, len))).collect::<MpiResult<Vec<_>>>()?;
+    let origin = Origin::recorded(combiner, parts.with_all(displacements), vec![(oldtype, child.clone())]);
     // SAFETY: forwarded from this function's contract.
     unsafe { define(newtype, || build_blocks(&child, &Blocks::List(list), origin)) }
 }
@@ -368,10 +351,10 @@ constructor!(
 ///
 /// # Safety
 /// The arrays are null or valid for `count` reads; `newtype` null or valid for writes.
-pub(super) unsafe fn structure(
-    count: c_int,
-    array_of_blocklengths: *const c_int,
-    array_of_displacements: *const MPI_Aint,
+pub(super) unsafe fn structure<C: Argument>(
+    count: C,
+    array_of_blocklengths: *const C,
+    array_of_displacements: *const impl Argument,
     array_of_types: *const MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> MpiResult<()> {
@@ -380,9 +363,9 @@ pub(super) unsafe fn structure(
     let (blocklengths, displacements, types) =
         unsafe { (array(array_of_blocklengths, blocks, "array_of_blocklengths")?, array(array_of_displacements, blocks, "array_of_displacements")?, array(array_of_types, blocks, "array_of_types")?) };
     let children = types.iter().map(|&dt| Ok((dt, old_type(dt)?))).collect::<MpiResult<Vec<_>>>()?;
-    let list = (0..blocks).map(|index| Ok((children[index].1.clone(), displacements[index], blocklength_arg(blocklengths[index])?))).collect::<MpiResult<Vec<_>>>()?;
-    let integers = [&[count][..], blocklengths].concat();
-    let origin = Origin::constructed(MPI_COMBINER_STRUCT, integers, displacements.to_vec(), children);
+    let list = (0..blocks).map(|index| Ok((children[index].1.clone(), byte_offset(displacements[index])?, blocklength_arg(blocklengths[index])?))).collect::<MpiResult<Vec<_>>>()?;
+    let parts = Parts::default().with(count).with_all(blocklengths).with_all(displacements);
+    let origin = Origin::recorded(MPI_COMBINER_STRUCT, parts, children);
     // SAFETY: `newtype` forwarded from the caller.
     unsafe { define(newtype, || build_struct(&list, origin)) }
 }
@@ -399,13 +382,20 @@ constructor!(
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_create_resized(oldtype: MPI_Datatype, lb: MPI_Aint, extent: MPI_Aint, newtype: *mut MPI_Datatype) -> c_int {
-    let result = (|| {
-        let child = old_type(oldtype)?;
-        let origin = Origin::constructed(MPI_COMBINER_RESIZED, vec![], vec![lb, extent], vec![(oldtype, child.clone())]);
-        // SAFETY: `newtype` forwarded from the caller.
-        unsafe { define(newtype, || Ok(build_resized(&child, lb, extent, origin))) }
-    })();
-    finish("MPI_Type_create_resized", result)
+    // SAFETY: `newtype` forwarded from the caller.
+    finish("MPI_Type_create_resized", unsafe { resized(oldtype, lb, extent, newtype) })
+}
+
+/// MPI_Type_create_resized(_c).
+///
+/// # Safety
+/// `newtype` is null or valid for writes.
+pub(super) unsafe fn resized<A: Argument>(oldtype: MPI_Datatype, lb: A, extent: A, newtype: *mut MPI_Datatype) -> MpiResult<()> {
+    let child = old_type(oldtype)?;
+    let (lower, span) = (byte_offset(lb)?, byte_offset(extent)?);
+    let origin = Origin::recorded(MPI_COMBINER_RESIZED, Parts::default().with(lb).with(extent), vec![(oldtype, child.clone())]);
+    // SAFETY: `newtype` forwarded from the caller.
+    unsafe { define(newtype, || Ok(build_resized(&child, lower, span, origin))) }
 }
 
 #[no_mangle]
@@ -484,8 +474,26 @@ pub extern "C" fn MPI_Aint_diff(addr1: MPI_Aint, addr2: MPI_Aint) -> MPI_Aint {
     addr1.wrapping_sub(addr2)
 }
 
+/// A pack or unpack position: MPI_Pack's int, or MPI_Pack_c's large count.
+pub(super) trait Position: Argument {
+    fn advance(&mut self, by: usize);
+}
+
+impl Position for c_int {
+    fn advance(&mut self, by: usize) {
+        *self += by as c_int;
+    }
+}
+
+impl Position for MPI_Count {
+    fn advance(&mut self, by: usize) {
+        *self += by as MPI_Count;
+    }
+}
+
 /// Validates a pack/unpack position; returns (start, room after it).
-fn position_arg(position: c_int, buffer_size: c_int) -> MpiResult<(usize, usize)> {
+fn position_arg(position: impl Argument, buffer_size: impl Argument) -> MpiResult<(usize, usize)> {
+    let (position, buffer_size) = (position.value(), buffer_size.value());
     let size = usize::try_from(buffer_size).map_err(|_| failure(MPI_ERR_ARG, format!("negative buffer size ({buffer_size})")))?;
     match usize::try_from(position) {
         Ok(start) if start <= size => Ok((start, size - start)),
@@ -494,7 +502,7 @@ fn position_arg(position: c_int, buffer_size: c_int) -> MpiResult<(usize, usize)
 }
 
 /// Pack calls report through the error handler of their communicator.
-fn on_comm(comm: MPI_Comm, call: impl FnOnce() -> MpiResult<()>) -> MpiResult<()> {
+pub(super) fn on_comm(comm: MPI_Comm, call: impl FnOnce() -> MpiResult<()>) -> MpiResult<()> {
     // The communicator only names whose error handler applies, but an invalid one is still
     // MPI_ERR_COMM. Packing needs no MPI state otherwise, so the check is skipped where there is
     // none to ask (before MPI_Init) or it is in use (a callback of another MPI call packing).
@@ -504,15 +512,11 @@ fn on_comm(comm: MPI_Comm, call: impl FnOnce() -> MpiResult<()>) -> MpiResult<()
     call().map_err(|error| MpiError { comm, ..error })
 }
 
-fn advance(position: &mut c_int, by: usize) {
-    *position += by as c_int;
-}
-
 /// What a pack or unpack moves: `needed` bytes of the packed buffer, from `start`.
-struct Span<'a> {
+struct Span<'a, P> {
     count: usize,
     info: DatatypeRef,
-    position: &'a mut c_int,
+    position: &'a mut P,
     start: usize,
     needed: usize,
 }
@@ -523,17 +527,17 @@ struct Span<'a> {
 /// # Safety
 /// `position` is null or valid for reads and writes.
 #[allow(clippy::too_many_arguments)]
-unsafe fn span<'a>(
-    count: c_int,
+unsafe fn span<'a, P: Position>(
+    count: impl Argument,
     count_name: &str,
     datatype: MPI_Datatype,
-    position: *mut c_int,
-    packed_size: c_int,
+    position: *mut P,
+    packed_size: impl Argument,
     packed: *const c_void,
     packed_name: &str,
     verb: &str,
     side: &str,
-) -> MpiResult<Span<'a>> {
+) -> MpiResult<Span<'a, P>> {
     let count = count_arg(count, count_name)?;
     let info = lookup_committed(datatype).map_err(|class| failure(class, format!("invalid or uncommitted datatype ({datatype})")))?;
     // SAFETY: forwarded from this function's contract.
@@ -557,7 +561,7 @@ pub unsafe extern "C" fn MPI_Pack(inbuf: *const c_void, incount: c_int, datatype
 
 /// # Safety
 /// As MPI_Pack: `outbuf` holds `outsize` bytes, `inbuf` the type map of `incount` elements.
-pub(super) unsafe fn pack_into(inbuf: *const c_void, incount: c_int, datatype: MPI_Datatype, outbuf: *mut c_void, outsize: c_int, position: *mut c_int) -> MpiResult<()> {
+pub(super) unsafe fn pack_into<C: Argument, P: Position>(inbuf: *const c_void, incount: C, datatype: MPI_Datatype, outbuf: *mut c_void, outsize: C, position: *mut P) -> MpiResult<()> {
     // SAFETY: `position` is null or the caller's in/out variable.
     let Span { count, info, position, start, needed } = unsafe { span(incount, "incount", datatype, position, outsize, outbuf, "outbuf", "pack", "output") }?;
     // SAFETY: MPI requires `outbuf` to hold `outsize` bytes, and start + needed <= outsize;
@@ -566,7 +570,7 @@ pub(super) unsafe fn pack_into(inbuf: *const c_void, incount: c_int, datatype: M
         let out_bytes = slice::from_raw_parts_mut(outbuf.cast::<u8>().add(start), needed);
         info.pack(count, inbuf.cast::<u8>(), out_bytes);
     }
-    advance(position, needed);
+    position.advance(needed);
     Ok(())
 }
 
@@ -578,7 +582,7 @@ pub unsafe extern "C" fn MPI_Unpack(inbuf: *const c_void, insize: c_int, positio
 
 /// # Safety
 /// As MPI_Unpack: `inbuf` holds `insize` bytes, `outbuf` the type map of `outcount` elements.
-pub(super) unsafe fn unpack_from(inbuf: *const c_void, insize: c_int, position: *mut c_int, outbuf: *mut c_void, outcount: c_int, datatype: MPI_Datatype) -> MpiResult<()> {
+pub(super) unsafe fn unpack_from<C: Argument, P: Position>(inbuf: *const c_void, insize: C, position: *mut P, outbuf: *mut c_void, outcount: C, datatype: MPI_Datatype) -> MpiResult<()> {
     // SAFETY: `position` is null or the caller's in/out variable.
     let Span { count, info, position, start, needed } = unsafe { span(outcount, "outcount", datatype, position, insize, inbuf, "inbuf", "unpack", "input") }?;
     // SAFETY: MPI requires `inbuf` to hold `insize` bytes, and start + needed <= insize; the
@@ -587,20 +591,25 @@ pub(super) unsafe fn unpack_from(inbuf: *const c_void, insize: c_int, position: 
         let packed = slice::from_raw_parts(inbuf.cast::<u8>().add(start), needed);
         info.unpack(count, packed, outbuf.cast::<u8>());
     }
-    advance(position, needed);
+    position.advance(needed);
     Ok(())
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Pack_size(incount: c_int, datatype: MPI_Datatype, comm: MPI_Comm, size: *mut c_int) -> c_int {
     let result = on_comm(comm, || {
-        let count = count_arg(incount, "incount")?;
-        let info = lookup_committed(datatype).map_err(|class| failure(class, format!("invalid or uncommitted datatype ({datatype})")))?;
-        let bytes = info.size.checked_mul(count).and_then(|bytes| c_int::try_from(bytes).ok());
-        let bytes = bytes.ok_or_else(|| failure(MPI_ERR_COUNT, "the packed size does not fit in an int"))?;
+        let bytes = packed_size_of(incount, datatype)?;
+        let bytes = c_int::try_from(bytes).map_err(|_| failure(MPI_ERR_COUNT, "the packed size does not fit in an int: use MPI_Pack_size_c"))?;
         // SAFETY: `size` is null or the caller's output variable.
         *unsafe { out(size, "size") }? = bytes;
         Ok(())
     });
     finish("MPI_Pack_size", result)
+}
+
+/// The bytes MPI_Pack needs for `incount` elements of `datatype`.
+pub(super) fn packed_size_of(incount: impl Argument, datatype: MPI_Datatype) -> MpiResult<usize> {
+    let count = count_arg(incount, "incount")?;
+    let info = lookup_committed(datatype).map_err(|class| failure(class, format!("invalid or uncommitted datatype ({datatype})")))?;
+    info.size.checked_mul(count).ok_or_else(overflow)
 }

@@ -13,6 +13,7 @@ use std::ffi::c_int;
 use std::sync::Arc;
 
 use super::abi::{array, define, old_type};
+use super::envelope::{Argument, Parts};
 use super::{build_blocks, build_resized, failure, overflow, Blocks, Origin, TypeInfo};
 use crate::consts::*;
 use crate::error::{finish, MpiError, MpiResult};
@@ -26,19 +27,19 @@ pub(crate) struct Dimension {
 }
 
 /// `values` as positive sizes (`minimum` 1) or counts (`minimum` 0).
-fn at_least(values: &[c_int], minimum: c_int, what: &str) -> MpiResult<Vec<usize>> {
+fn at_least(values: &[impl Argument], minimum: c_int, what: &str) -> MpiResult<Vec<usize>> {
     values
         .iter()
         .enumerate()
-        .map(|(index, &value)| match usize::try_from(value) {
+        .map(|(index, &value)| match usize::try_from(value.value()) {
             Ok(value) if value >= minimum as usize => Ok(value),
-            _ => Err(failure(MPI_ERR_ARG, format!("{what}[{index}] is {value}, not at least {minimum}"))),
+            _ => Err(failure(MPI_ERR_ARG, format!("{what}[{index}] is {}, not at least {minimum}", value.value()))),
         })
         .collect()
 }
 
 /// The dimensions of a subarray, in argument order.
-fn subarray_dimensions(sizes: &[c_int], subsizes: &[c_int], starts: &[c_int]) -> MpiResult<Vec<Dimension>> {
+fn subarray_dimensions<A: Argument>(sizes: &[A], subsizes: &[A], starts: &[A]) -> MpiResult<Vec<Dimension>> {
     let sizes = at_least(sizes, 1, "array_of_sizes")?;
     let subsizes = at_least(subsizes, 0, "array_of_subsizes")?;
     let starts = at_least(starts, 0, "array_of_starts")?;
@@ -92,7 +93,7 @@ fn distributed_dimension(size: usize, distribution: c_int, darg: c_int, procs: u
 
 /// The dimensions of a distributed array, in argument order.
 #[allow(clippy::too_many_arguments)]
-fn darray_dimensions(size: c_int, rank: c_int, gsizes: &[c_int], distribs: &[c_int], dargs: &[c_int], psizes: &[c_int]) -> MpiResult<Vec<Dimension>> {
+fn darray_dimensions(size: c_int, rank: c_int, gsizes: &[impl Argument], distribs: &[c_int], dargs: &[c_int], psizes: &[c_int]) -> MpiResult<Vec<Dimension>> {
     let procs = usize::try_from(size).ok().filter(|&procs| procs > 0).ok_or_else(|| failure(MPI_ERR_ARG, format!("size is {size}, not positive")))?;
     let rank = usize::try_from(rank).ok().filter(|&rank| rank < procs).ok_or_else(|| failure(MPI_ERR_ARG, format!("rank {rank} is not in a group of {procs}")))?;
     let gsizes = at_least(gsizes, 1, "array_of_gsizes")?;
@@ -155,19 +156,32 @@ pub unsafe extern "C" fn MPI_Type_create_subarray(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    let result = (|| {
-        let rank = dimensions_arg(ndims)?;
-        // SAFETY: the arrays are null or hold `ndims` entries (caller's guarantee).
-        let (sizes, subsizes, starts) =
-            unsafe { (array(array_of_sizes, rank, "array_of_sizes")?, array(array_of_subsizes, rank, "array_of_subsizes")?, array(array_of_starts, rank, "array_of_starts")?) };
-        let dimensions = fastest_first(subarray_dimensions(sizes, subsizes, starts)?, order)?;
-        let child = old_type(oldtype)?;
-        let integers = [&[ndims][..], sizes, subsizes, starts, &[order]].concat();
-        let origin = Origin::constructed(MPI_COMBINER_SUBARRAY, integers, vec![], vec![(oldtype, child.clone())]);
-        // SAFETY: `newtype` forwarded from the caller.
-        unsafe { define(newtype, || build_array(&child, &dimensions, origin)) }
-    })();
-    finish("MPI_Type_create_subarray", result)
+    // SAFETY: the caller's arrays and handle, forwarded.
+    finish("MPI_Type_create_subarray", unsafe { subarray(ndims, array_of_sizes, array_of_subsizes, array_of_starts, order, oldtype, newtype) })
+}
+
+/// MPI_Type_create_subarray(_c).
+///
+/// # Safety
+/// The arrays are null or hold `ndims` entries; `newtype` is null or valid for writes.
+pub(super) unsafe fn subarray<A: Argument>(
+    ndims: c_int,
+    array_of_sizes: *const A,
+    array_of_subsizes: *const A,
+    array_of_starts: *const A,
+    order: c_int,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> MpiResult<()> {
+    let rank = dimensions_arg(ndims)?;
+    // SAFETY: the arrays are null or hold `ndims` entries (caller's guarantee).
+    let (sizes, subsizes, starts) = unsafe { (array(array_of_sizes, rank, "array_of_sizes")?, array(array_of_subsizes, rank, "array_of_subsizes")?, array(array_of_starts, rank, "array_of_starts")?) };
+    let dimensions = fastest_first(subarray_dimensions(sizes, subsizes, starts)?, order)?;
+    let child = old_type(oldtype)?;
+    let parts = Parts::default().with(ndims).with_all(sizes).with_all(subsizes).with_all(starts).with(order);
+    let origin = Origin::recorded(MPI_COMBINER_SUBARRAY, parts, vec![(oldtype, child.clone())]);
+    // SAFETY: `newtype` forwarded from the caller.
+    unsafe { define(newtype, || build_array(&child, &dimensions, origin)) }
 }
 
 #[no_mangle]
@@ -183,25 +197,43 @@ pub unsafe extern "C" fn MPI_Type_create_darray(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    let result = (|| {
-        let count = dimensions_arg(ndims)?;
-        // SAFETY: the arrays are null or hold `ndims` entries (caller's guarantee).
-        let (gsizes, distribs, dargs, psizes) = unsafe {
-            (
-                array(array_of_gsizes, count, "array_of_gsizes")?,
-                array(array_of_distribs, count, "array_of_distribs")?,
-                array(array_of_dargs, count, "array_of_dargs")?,
-                array(array_of_psizes, count, "array_of_psizes")?,
-            )
-        };
-        let dimensions = fastest_first(darray_dimensions(size, rank, gsizes, distribs, dargs, psizes)?, order)?;
-        let child = old_type(oldtype)?;
-        let integers = [&[size, rank, ndims][..], gsizes, distribs, dargs, psizes, &[order]].concat();
-        let origin = Origin::constructed(MPI_COMBINER_DARRAY, integers, vec![], vec![(oldtype, child.clone())]);
-        // SAFETY: `newtype` forwarded from the caller.
-        unsafe { define(newtype, || build_array(&child, &dimensions, origin)) }
-    })();
-    finish("MPI_Type_create_darray", result)
+    // SAFETY: the caller's arrays and handle, forwarded.
+    finish("MPI_Type_create_darray", unsafe { darray(size, rank, ndims, array_of_gsizes, array_of_distribs, array_of_dargs, array_of_psizes, order, oldtype, newtype) })
+}
+
+/// MPI_Type_create_darray(_c).
+///
+/// # Safety
+/// The arrays are null or hold `ndims` entries; `newtype` is null or valid for writes.
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn darray(
+    size: c_int,
+    rank: c_int,
+    ndims: c_int,
+    array_of_gsizes: *const impl Argument,
+    array_of_distribs: *const c_int,
+    array_of_dargs: *const c_int,
+    array_of_psizes: *const c_int,
+    order: c_int,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> MpiResult<()> {
+    let count = dimensions_arg(ndims)?;
+    // SAFETY: the arrays are null or hold `ndims` entries (caller's guarantee).
+    let (gsizes, distribs, dargs, psizes) = unsafe {
+        (
+            array(array_of_gsizes, count, "array_of_gsizes")?,
+            array(array_of_distribs, count, "array_of_distribs")?,
+            array(array_of_dargs, count, "array_of_dargs")?,
+            array(array_of_psizes, count, "array_of_psizes")?,
+        )
+    };
+    let dimensions = fastest_first(darray_dimensions(size, rank, gsizes, distribs, dargs, psizes)?, order)?;
+    let child = old_type(oldtype)?;
+    let parts = Parts::default().with(size).with(rank).with(ndims).with_all(gsizes).with_all(distribs).with_all(dargs).with_all(psizes).with(order);
+    let origin = Origin::recorded(MPI_COMBINER_DARRAY, parts, vec![(oldtype, child.clone())]);
+    // SAFETY: `newtype` forwarded from the caller.
+    unsafe { define(newtype, || build_array(&child, &dimensions, origin)) }
 }
 
 #[cfg(test)]

@@ -253,7 +253,7 @@ unsafe fn datarep_arg(datarep: *const c_char) -> MpiResult<()> {
 ///
 /// # Safety
 /// `datarep` is null or a NUL-terminated string.
-unsafe fn typed(datarep: *const c_char, count: c_int, count_name: &str, datatype: MPI_Datatype) -> MpiResult<(usize, DatatypeRef, usize)> {
+unsafe fn typed(datarep: *const c_char, count: impl super::envelope::Argument, count_name: &str, datatype: MPI_Datatype) -> MpiResult<(usize, DatatypeRef, usize)> {
     // SAFETY: forwarded from this function's contract.
     unsafe { datarep_arg(datarep) }?;
     let count = count_arg(count, count_name)?;
@@ -292,8 +292,27 @@ pub unsafe extern "C" fn MPI_Pack_external(
     outsize: MPI_Aint,
     position: *mut MPI_Aint,
 ) -> c_int {
+    // SAFETY: the caller's arguments, forwarded.
+    unsafe { pack_external("MPI_Pack_external", datarep, inbuf, incount, datatype, outbuf, outsize, position) }
+}
+
+/// MPI_Pack_external and the `_c` form (whose count is converted).
+///
+/// # Safety
+/// MPI_Pack_external's arguments.
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn pack_external(
+    function: &str,
+    datarep: *const c_char,
+    inbuf: *const c_void,
+    incount: impl super::envelope::Argument,
+    datatype: MPI_Datatype,
+    outbuf: *mut c_void,
+    outsize: MPI_Aint,
+    position: *mut MPI_Aint,
+) -> c_int {
     finish(
-        "MPI_Pack_external",
+        function,
         (|| {
             // SAFETY: `datarep` and `position` are the caller's, as MPI requires them.
             let (count, info, bytes) = unsafe { typed(datarep, incount, "incount", datatype) }?;
@@ -323,8 +342,27 @@ pub unsafe extern "C" fn MPI_Unpack_external(
     outcount: c_int,
     datatype: MPI_Datatype,
 ) -> c_int {
+    // SAFETY: the caller's arguments, forwarded.
+    unsafe { unpack_external("MPI_Unpack_external", datarep, inbuf, insize, position, outbuf, outcount, datatype) }
+}
+
+/// MPI_Unpack_external and the `_c` form.
+///
+/// # Safety
+/// MPI_Unpack_external's arguments.
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn unpack_external(
+    function: &str,
+    datarep: *const c_char,
+    inbuf: *const c_void,
+    insize: MPI_Aint,
+    position: *mut MPI_Aint,
+    outbuf: *mut c_void,
+    outcount: impl super::envelope::Argument,
+    datatype: MPI_Datatype,
+) -> c_int {
     finish(
-        "MPI_Unpack_external",
+        function,
         (|| {
             // SAFETY: `datarep` and `position` are the caller's, as MPI requires them.
             let (count, info, bytes) = unsafe { typed(datarep, outcount, "outcount", datatype) }?;
@@ -348,12 +386,21 @@ pub unsafe extern "C" fn MPI_Pack_external_size(datarep: *const c_char, incount:
         "MPI_Pack_external_size",
         (|| {
             // SAFETY: `datarep` is the caller's string.
-            let (_, _, bytes) = unsafe { typed(datarep, incount, "incount", datatype) }?;
+            let bytes = unsafe { external_size_of(datarep, incount, datatype) }?;
             // SAFETY: `size` is null or the caller's output variable.
             *unsafe { out(size, "size") }? = MPI_Aint::try_from(bytes).map_err(|_| overflow())?;
             Ok(())
         })(),
     )
+}
+
+/// The external32 bytes of `incount` elements of `datatype`.
+///
+/// # Safety
+/// `datarep` is null or a NUL-terminated string.
+pub(super) unsafe fn external_size_of(datarep: *const c_char, incount: impl super::envelope::Argument, datatype: MPI_Datatype) -> MpiResult<usize> {
+    // SAFETY: per the caller.
+    unsafe { typed(datarep, incount, "incount", datatype) }.map(|(_, _, bytes)| bytes)
 }
 
 #[cfg(test)]

@@ -70,7 +70,7 @@ fn f90_type(combiner: c_int, integers: Vec<c_int>, basic: MPI_Datatype) -> MpiRe
     let key = [combiner, integers[0], integers.get(1).copied().unwrap_or(MPI_UNDEFINED)];
     let base = lookup(basic).map_err(|class| failure(class, "a Fortran kind type is missing"))?.shared();
     parameterized(key, |handle| {
-        let envelope = Arc::new(super::Envelope { combiner, integers, addresses: vec![], types: vec![] });
+        let envelope = Arc::new(super::Envelope { combiner, integers, addresses: vec![], large: vec![], types: vec![] });
         TypeInfo { origin: Origin::Parameterized(handle, envelope), ..(*base).clone() }
     })
 }

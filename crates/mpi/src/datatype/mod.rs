@@ -14,6 +14,7 @@ mod contents;
 mod envelope;
 mod external32;
 mod f90;
+mod large;
 mod layout;
 mod legacy;
 mod predefined;

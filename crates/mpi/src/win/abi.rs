@@ -30,9 +30,11 @@ use crate::datatype::{self, Uniform};
 use crate::error::report::{apply, Target};
 use crate::error::{class_text, error, MpiError, MpiResult};
 use crate::group::store;
+use crate::large_count::Count;
 use crate::request::{Completion, Pending};
 use crate::runtime::{self, engine_error, Runtime};
 
+mod large;
 pub mod shared_create;
 pub mod synchronisation;
 
@@ -512,22 +514,22 @@ pub unsafe extern "C" fn MPI_Win_detach(win: MPI_Win, base: *const c_void) -> c_
 struct Rma {
     action: Action,
     origin: *const c_void,
-    origin_count: c_int,
+    origin_count: MPI_Count,
     origin_datatype: MPI_Datatype,
     /// Where fetched data goes (get: the origin buffer).
     result: *mut c_void,
-    result_count: c_int,
+    result_count: MPI_Count,
     result_datatype: MPI_Datatype,
     /// Compare-and-swap's compare value (one element of `origin_datatype`).
     compare: *const c_void,
     target_rank: c_int,
     target_disp: MPI_Aint,
-    target_count: c_int,
+    target_count: MPI_Count,
     target_datatype: MPI_Datatype,
     op: MPI_Op,
 }
 
-fn committed(datatype: MPI_Datatype, count: c_int, what: &str) -> MpiResult<datatype::DatatypeRef> {
+fn committed(datatype: MPI_Datatype, count: MPI_Count, what: &str) -> MpiResult<datatype::DatatypeRef> {
     if count < 0 {
         return Err(win_error(MPI_ERR_COUNT, format!("the {what} count {count} is negative")));
     }
@@ -834,11 +836,11 @@ unsafe fn request_operation(function: &str, win: MPI_Win, args: Rma, request: *m
 }
 
 #[allow(clippy::too_many_arguments)]
-fn put_args(origin: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype) -> Rma {
+fn put_args(origin: *const c_void, origin_count: impl Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: impl Count, target_datatype: MPI_Datatype) -> Rma {
     Rma {
         action: Action::Put,
         origin,
-        origin_count,
+        origin_count: origin_count.into(),
         origin_datatype,
         result: std::ptr::null_mut(),
         result_count: 0,
@@ -846,7 +848,7 @@ fn put_args(origin: *const c_void, origin_count: c_int, origin_datatype: MPI_Dat
         compare: std::ptr::null(),
         target_rank,
         target_disp,
-        target_count,
+        target_count: target_count.into(),
         target_datatype,
         op: MPI_REPLACE,
     }
@@ -866,11 +868,11 @@ pub unsafe extern "C" fn MPI_Put(
     operation("MPI_Put", win, put_args(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype))
 }
 
-fn get_args(origin: *mut c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype) -> Rma {
+fn get_args(origin: *mut c_void, origin_count: impl Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: impl Count, target_datatype: MPI_Datatype) -> Rma {
     Rma {
         action: Action::Get,
         result: origin,
-        result_count: origin_count,
+        result_count: origin_count.into(),
         result_datatype: origin_datatype,
         ..put_args(std::ptr::null(), 0, MPI_BYTE, target_rank, target_disp, target_count, target_datatype)
     }
@@ -893,11 +895,11 @@ pub unsafe extern "C" fn MPI_Get(
 #[allow(clippy::too_many_arguments)]
 fn accumulate_args(
     origin: *const c_void,
-    origin_count: c_int,
+    origin_count: impl Count,
     origin_datatype: MPI_Datatype,
     target_rank: c_int,
     target_disp: MPI_Aint,
-    target_count: c_int,
+    target_count: impl Count,
     target_datatype: MPI_Datatype,
     op: MPI_Op,
 ) -> Rma {
@@ -922,18 +924,24 @@ pub unsafe extern "C" fn MPI_Accumulate(
 #[allow(clippy::too_many_arguments)]
 fn get_accumulate_args(
     origin: *const c_void,
-    origin_count: c_int,
+    origin_count: impl Count,
     origin_datatype: MPI_Datatype,
     result: *mut c_void,
-    result_count: c_int,
+    result_count: impl Count,
     result_datatype: MPI_Datatype,
     target_rank: c_int,
     target_disp: MPI_Aint,
-    target_count: c_int,
+    target_count: impl Count,
     target_datatype: MPI_Datatype,
     op: MPI_Op,
 ) -> Rma {
-    Rma { action: Action::GetAccumulate, result, result_count, result_datatype, ..accumulate_args(origin, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op) }
+    Rma {
+        action: Action::GetAccumulate,
+        result,
+        result_count: result_count.into(),
+        result_datatype,
+        ..accumulate_args(origin, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op)
+    }
 }
 
 #[no_mangle]
