@@ -200,6 +200,8 @@ PROGRAMS=(p2p_matching p2p_modes p2p_more collectives coll_forms nbc idup neighb
 # Partitioned communication: Debian's MPICH 4.0.2 (ch4:ucx) crashes inside MPI_Psend_init itself
 # (ucp_am_send_nbx), and Open MPI 4.1 does not have it, so no peer here can run this one.
 is_braid && PROGRAMS+=(partitioned)
+# MPI_T events: Braid's own (an implementation defines its events; MPICH 4.0.2 has none of these).
+is_braid && PROGRAMS+=(mpit_events)
 for program in "${PROGRAMS[@]}"; do
     if ! compile_c "$program"; then
         fail "build $program" "$(explain "$LOG_DIR/build-$program.log")"; keep_logs
@@ -237,6 +239,8 @@ for ranks in 1 3 4; do built sessions && expect_success "sessions n=$ranks" "$ra
 # Bound to a core each (2 ranks here), and more ranks than cores (unbound).
 for ranks in 2 4; do built split_hardware && expect_success "split_hardware n=$ranks" "$ranks" -- "$BUILD/split_hardware"; done
 for ranks in 1 3; do built sessions && expect_success "sessions n=$ranks MPI_Init beside a session" "$ranks" -- "$BUILD/sessions" mixed; done
+built mpit_events && expect_success "mpit_events n=2" 2 -- "$BUILD/mpit_events"
+built mpit_events && expect_success "mpit_events n=2 BRAID_UNEXPECTED_MARK=0" 2 BRAID_UNEXPECTED_MARK=0 -- "$BUILD/mpit_events" none
 for ranks in 1 2 3; do built partitioned && expect_success "partitioned n=$ranks" "$ranks" -- "$BUILD/partitioned"; done
 for ranks in 2 3 4; do built idup && expect_success "idup n=$ranks" "$ranks" -- "$BUILD/idup"; done
 is_braid && built idup && expect_success "idup n=3 BRAID_PROGRESS_THREAD=on" 3 BRAID_PROGRESS_THREAD=on -- "$BUILD/idup"

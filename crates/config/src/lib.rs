@@ -114,6 +114,8 @@ pub struct Config {
     pub coll_shm_slot: usize,
     /// Most bytes per rank the flag forms take, broadcasts aside (which take a whole slot).
     pub coll_shm_max: usize,
+    /// BRAID_UNEXPECTED_MARK: the unexpected-queue length of the first growth event (0: none).
+    pub unexpected_mark: usize,
     pub coll_allreduce_split_min: usize,
     pub coll_allreduce_exchange_max: usize,
     pub coll_alltoall_batch: usize,
@@ -172,6 +174,7 @@ impl Default for Config {
             coll_bcast_flat_max: 4096,
             coll_shm_slot: 65536,
             coll_shm_max: 16384,
+            unexpected_mark: 1024,
             coll_allreduce_split_min: 16 * 1024,
             coll_allreduce_exchange_max: 1024,
             coll_alltoall_batch: 32,
@@ -258,6 +261,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_OFFLOAD", default: "auto", meaning: "auto | off: submit chunks from threads on idle cores when the measured offload cost pays (never when oversubscribed)" },
     Setting { variable: "BRAID_OFFLOAD_COST_US", default: "measured", meaning: "offload cost T_O in microseconds (Brunet, Trahay and Denis 2008, equation 1); unset: measured at start-up" },
     Setting { variable: "BRAID_UNFINALIZED_WAIT_S", default: "10", meaning: "braid run: seconds the other ranks get to end on their own after a rank exits with code 0 without calling MPI_Finalize (some programs skip it at their very end), with a warning; ranks still running then are stopped and the job fails. 0: fail at once" },
+    Setting { variable: "BRAID_UNEXPECTED_MARK", default: "1024", meaning: "length of a rank's unexpected-message queue at which the MPI_T event braid_unexpected_queue_growth first fires, then again at each doubling (2048, 4096, ...; again from the start once the queue has drained below it); 0: never" },
     Setting { variable: "BRAID_DEBUG", default: "0", meaning: "1: print wire-up and protocol decisions on stderr, each line stamped with the rank's wall clock (`braid: rank R [SECONDS]: ...`)" },
 ];
 
@@ -365,6 +369,7 @@ impl Config {
         config.offload = reader.choice("BRAID_OFFLOAD", config.offload, &[("auto", OffloadMode::Auto), ("on", OffloadMode::Auto), ("off", OffloadMode::Off)])?;
         config.offload_cost_ns = reader.optional_micros("BRAID_OFFLOAD_COST_US", config.offload_cost_ns)?;
         config.unfinalized_wait_s = reader.number_u32("BRAID_UNFINALIZED_WAIT_S", config.unfinalized_wait_s, 0)?;
+        config.unexpected_mark = reader.number("BRAID_UNEXPECTED_MARK", config.unexpected_mark, 0)?;
         config.debug = reader.choice("BRAID_DEBUG", config.debug, &[("0", false), ("1", true), ("off", false), ("on", true)])?;
         Ok(config)
     }

@@ -208,12 +208,13 @@ impl Counters {
         }
     }
 
-    /// A message joined the unexpected queue.
+    /// A message joined the unexpected queue; how many it holds now.
     #[inline]
-    pub(crate) fn unexpected_stored(&mut self) {
+    pub(crate) fn unexpected_stored(&mut self) -> u64 {
         self.unexpected_level += 1;
         self.unexpected_total += 1;
         self.unexpected_high = self.unexpected_high.max(self.unexpected_level);
+        self.unexpected_level
     }
 
     /// A message left the unexpected queue.

@@ -53,6 +53,7 @@ mod debug;
 mod agents;
 mod counters;
 mod endpoint;
+pub mod events;
 mod frame;
 mod links;
 mod matching;
@@ -197,6 +198,22 @@ struct Core {
     /// With `debug`: what each rail brought toward the rails receives since the last completed.
     rail_arrivals: debug::RailArrivals,
     counters: Counters,
+    /// What tools may want to hear of (MPI_T events).
+    events: events::EventLog,
+    /// When the unexpected queue's growth becomes an event.
+    unexpected_marks: events::GrowthMarks,
+}
+
+impl Core {
+    /// A message joined the unexpected queue: counted, and an event when the queue reaches a
+    /// growth mark.
+    #[inline]
+    pub(crate) fn unexpected_stored(&mut self) {
+        let level = self.counters.unexpected_stored();
+        if let Some(mark) = self.unexpected_marks.reached(level) {
+            self.events.record(events::EventKind::UnexpectedQueueGrew { level: mark });
+        }
+    }
 }
 
 #[cold]
@@ -450,6 +467,26 @@ impl Engine {
     }
 
     /// A copy of every traffic counter (what is counted: [`CounterValues`]).
+    /// Whether events wait to be taken (cheap: the layer above asks after every call).
+    #[inline]
+    pub fn has_events(&self) -> bool {
+        !self.core.events.is_empty() || self.core.net.has_failovers()
+    }
+
+    /// The events since the last take, in order, and how many could not be kept.
+    #[cold]
+    pub fn take_events(&mut self) -> (Vec<events::Event>, u64) {
+        for (peer, rail) in self.core.net.take_failovers() {
+            self.core.events.record(events::EventKind::RailFailedOver { peer, rail: rail as u32 });
+        }
+        self.core.events.take()
+    }
+
+    /// The engine's clock, as events are stamped: nanoseconds since the engine started.
+    pub fn event_clock_ns(&self) -> u64 {
+        self.core.events.now_ns()
+    }
+
     pub fn counter_values(&self) -> CounterValues {
         let names = self.transports.iter().map(|transport| transport.name()).chain(self.core.net.link_names()).map(str::to_string).collect();
         let direct_route = |peer: PeerId| match self.core.endpoints[peer as usize].lane.control {

@@ -181,6 +181,8 @@ impl Engine {
             debug: config.debug,
             rail_arrivals: Default::default(),
             counters: Counters::new(size as usize, rail_base, rail_count),
+            events: crate::events::EventLog::new(std::time::Instant::now(), crate::events::EVENT_LOG_CAPACITY),
+            unexpected_marks: crate::events::GrowthMarks::new(config.unexpected_mark as u64),
         };
         let polled = std::iter::once(0).chain(carriers.iter().copied().filter(|&t| t != 0)).collect();
         Ok(Engine { transports: all, polled, polls_rails, core, bootstrap, wait, node, links: link_profiles, agents: Vec::new(), moved_steps: 0 })

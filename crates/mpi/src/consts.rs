@@ -425,6 +425,35 @@ pub struct braid_t_pvar_handle {
 pub struct braid_t_pvar_session {
     _opaque: [u8; 0],
 }
+/// What an `MPI_T_event_registration` points to (never dereferenced: the handle carries a number).
+#[repr(C)]
+pub struct braid_t_event_registration {
+    _opaque: [u8; 0],
+}
+/// What an `MPI_T_event_instance` points to: the event a callback is handed (see `tools`).
+#[repr(C)]
+pub struct braid_t_event_instance {
+    _opaque: [u8; 0],
+}
+pub type MPI_T_event_registration = *mut braid_t_event_registration;
+pub type MPI_T_event_instance = *mut braid_t_event_instance;
+pub const MPI_T_EVENT_REGISTRATION_NULL: MPI_T_event_registration = std::ptr::null_mut();
+/// `MPI_T_cb_safety`: what a callback can bear.
+pub type MPI_T_cb_safety = c_int;
+pub const MPI_T_CB_REQUIRE_NONE: MPI_T_cb_safety = 0;
+pub const MPI_T_CB_REQUIRE_MPI_RESTRICTED: MPI_T_cb_safety = 1;
+pub const MPI_T_CB_REQUIRE_THREAD_SAFE: MPI_T_cb_safety = 2;
+pub const MPI_T_CB_REQUIRE_ASYNC_SIGNAL_SAFE: MPI_T_cb_safety = 3;
+/// `MPI_T_source_order`.
+pub type MPI_T_source_order = c_int;
+pub const MPI_T_SOURCE_ORDERED: MPI_T_source_order = 0;
+pub const MPI_T_SOURCE_UNORDERED: MPI_T_source_order = 1;
+/// `void MPI_T_event_cb_function(MPI_T_event_instance, MPI_T_event_registration, MPI_T_cb_safety, void *user_data)`.
+pub type MPI_T_event_cb_function = unsafe extern "C" fn(MPI_T_event_instance, MPI_T_event_registration, MPI_T_cb_safety, *mut c_void);
+/// `void MPI_T_event_free_cb_function(MPI_T_event_registration, MPI_T_cb_safety, void *user_data)`.
+pub type MPI_T_event_free_cb_function = unsafe extern "C" fn(MPI_T_event_registration, MPI_T_cb_safety, *mut c_void);
+/// `void MPI_T_event_dropped_cb_function(MPI_Count, MPI_T_event_registration, int source_index, MPI_T_cb_safety, void *user_data)`.
+pub type MPI_T_event_dropped_cb_function = unsafe extern "C" fn(MPI_Count, MPI_T_event_registration, c_int, MPI_T_cb_safety, *mut c_void);
 pub type MPI_T_enum = *mut braid_t_enum;
 pub type MPI_T_cvar_handle = *mut braid_t_cvar_handle;
 pub type MPI_T_pvar_handle = *mut braid_t_pvar_handle;

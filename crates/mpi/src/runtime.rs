@@ -183,31 +183,60 @@ impl Drop for InUse {
     }
 }
 
-/// Runs `f` on the state; an error if MPI is not running.
+/// Runs `f` on the state; an error if MPI is not running. Events the engine recorded meanwhile
+/// for tools are delivered once the state is released (see `tools::events`).
 #[inline]
 pub fn with<R>(f: impl FnOnce(&mut Runtime) -> MpiResult<R>) -> MpiResult<R> {
     if ENTRY.load(Ordering::Relaxed) != 0 {
         return with_locking(f);
     }
     ENTRY.store(IN_USE, Ordering::Relaxed);
-    let _in_use = InUse;
+    let in_use = InUse;
     // SAFETY: with LOCKING clear only one thread calls MPI at a time (MPI_THREAD_SERIALIZED at
     // most), and IN_USE keeps re-entry out, so this is the only reference to the state until
-    // `_in_use` is dropped at the end of this call.
-    match unsafe { &mut *RUNTIME.state.get() }.as_mut() {
-        Some(rt) => f(rt),
-        None => Err(not_running()),
+    // `in_use` is dropped below.
+    let (result, events_due) = match unsafe { &mut *RUNTIME.state.get() }.as_mut() {
+        Some(rt) => {
+            let result = f(rt);
+            (result, rt.engine.has_events())
+        }
+        None => (Err(not_running()), false),
+    };
+    drop(in_use);
+    if events_due {
+        deliver_events();
     }
+    result
 }
 
 /// [`with`] when the state is in use or calls must take the lock.
 #[inline(never)]
 fn with_locking<R>(f: impl FnOnce(&mut Runtime) -> MpiResult<R>) -> MpiResult<R> {
     let Some(mut entered) = enter_locking(true) else { reentered() };
-    // SAFETY: `entered` is the only one, and the reference dies with this call.
-    match unsafe { state(&mut entered) }.as_mut() {
-        Some(rt) => f(rt),
-        None => Err(not_running()),
+    // SAFETY: `entered` is the only one, and the reference dies before it is dropped.
+    let (result, events_due) = match unsafe { state(&mut entered) }.as_mut() {
+        Some(rt) => {
+            let result = f(rt);
+            (result, rt.engine.has_events())
+        }
+        None => (Err(not_running()), false),
+    };
+    drop(entered);
+    if events_due {
+        deliver_events();
+    }
+    result
+}
+
+/// Hands the engine's events to the tools that registered for them, with the state released so
+/// that their callbacks may call MPI. Without a listener the events are just taken.
+#[cold]
+#[inline(never)]
+fn deliver_events() {
+    if let Some((events, dropped)) = try_with(|rt| rt.engine.take_events()) {
+        if crate::tools::anyone_listening() {
+            crate::tools::deliver_events(events, dropped);
+        }
     }
 }
 

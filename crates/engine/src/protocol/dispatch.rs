@@ -125,7 +125,7 @@ impl Core {
                 match self.matching.take_posted(context, peer, tag) {
                     Some(request) => self.start_rendezvous_receive(request, peer, tag, sender, region),
                     None => {
-                        self.counters.unexpected_stored();
+                        self.unexpected_stored();
                         self.matching.add_unexpected(context, Unexpected { source: peer, tag, body: Body::Rendezvous { sender, region } });
                         Ok(())
                     }

@@ -68,7 +68,7 @@ impl Core {
 
     #[cold]
     pub(crate) fn store_unexpected(&mut self, peer: PeerId, context: u32, tag: i32, payload: Payload<'_>, ack_to: Option<u32>) {
-        self.counters.unexpected_stored();
+        self.unexpected_stored();
         let mut copy = self.spare_payloads.pop().unwrap_or_default();
         copy.clear();
         payload.append_to(&mut copy);

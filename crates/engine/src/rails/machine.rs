@@ -59,6 +59,8 @@ pub(crate) struct RailMachine {
     pub(super) unacked: usize,
     pub(super) ack_due: bool,
     pub(super) debug: bool,
+    /// Rails that stopped reaching a peer since the engine last asked: (peer, rail).
+    pub(crate) failovers: Vec<(PeerId, usize)>,
     /// BRAID_RAIL_REFILL: the share of a rail's queue cap that must be free before a sleeping
     /// sender wakes to top it up (see [`Rail::refill`]).
     pub(super) refill_share: f64,
@@ -210,6 +212,7 @@ impl RailMachine {
             unacked: 0,
             ack_due: false,
             debug: config.debug,
+            failovers: Vec::new(),
             refill_share: config.rail_refill,
             hedging: config.rail_hedge,
             delay_fresh: Duration::from_millis(config.rail_delay_fresh_ms.into()),
@@ -340,8 +343,11 @@ impl RailMachine {
     pub(super) fn fail_rail(&mut self, peer: PeerId, rail: usize, io: &impl RailIo) -> Result<(), EngineError> {
         let Some(state) = self.peers.get_mut(peer as usize).and_then(Option::as_mut) else { return Ok(()) };
         let newly_failed = std::mem::replace(&mut state.rail_up[rail], false);
-        if newly_failed && self.debug {
-            debug_line!(self.rank, "rail {} to rank {peer} failed", io.name(rail));
+        if newly_failed {
+            self.failovers.push((peer, rail));
+            if self.debug {
+                debug_line!(self.rank, "rail {} to rank {peer} failed", io.name(rail));
+            }
         }
         if !state.rail_up.iter().any(|&up| up) {
             return Err(EngineError::Unreachable { rank: peer, reason: "every network rail to it has failed".into() });

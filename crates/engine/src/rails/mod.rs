@@ -115,6 +115,17 @@ impl Network {
     }
 
     /// What this rank sent on each rail.
+    /// Whether rails failed over since the last [`Network::take_failovers`].
+    #[inline]
+    pub(crate) fn has_failovers(&self) -> bool {
+        !self.machine.failovers.is_empty()
+    }
+
+    /// The rails that failed over since the last take: (peer, rail).
+    pub(crate) fn take_failovers(&mut self) -> Vec<(PeerId, usize)> {
+        std::mem::take(&mut self.machine.failovers)
+    }
+
     pub(crate) fn traffic(&self) -> &[crate::counters::TransportTraffic] {
         &self.machine.traffic
     }

@@ -155,6 +155,7 @@ fn every_message_arrives_once_in_order_and_intact_and_every_send_completes() {
 
 #[test]
 fn a_rail_failing_at_any_moment_loses_nothing_and_gets_no_more_traffic() {
+    let mut failovers_seen = 0;
     for seed in 0..50 {
         let mut rng = Rng::new(1000 + seed);
         let scenario = random_scenario(&mut rng, 2..5);
@@ -172,7 +173,18 @@ fn a_rail_failing_at_any_moment_loses_nothing_and_gets_no_more_traffic() {
         assert_eq!(run.net.after_told, 0, "{what}: a rank wrote on a rail after it was told the rail had failed");
         let late = run.net.log.iter().filter(|sent| sent.rail == rail && sent.at >= at + noticed_after).count();
         assert_eq!(late, 0, "{what}: the failed rail took frames after the failure showed");
+        // What tools hear of (the engine's failover events): the failed rail, once per peer.
+        for rank in &run.ranks {
+            let failovers = &rank.machine.failovers;
+            assert!(failovers.iter().all(|&(_, failed)| failed == rail), "{what}: rank {} reports {failovers:?}", rank.id);
+            let mut peers: Vec<_> = failovers.iter().map(|&(peer, _)| peer).collect();
+            peers.sort_unstable();
+            peers.dedup();
+            assert_eq!(peers.len(), failovers.len(), "{what}: rank {} reports a failover twice: {failovers:?}", rank.id);
+            failovers_seen += failovers.len();
+        }
     }
+    assert!(failovers_seen > 0, "no run reported a failover");
 }
 
 #[test]

@@ -136,7 +136,7 @@ pub(crate) static CATEGORIES: [Category; 10] = [
         categories: &[],
     },
     Category { name: "braid_launch", description: "how braid run treats the job's ranks", cvars: &["BRAID_UNFINALIZED_WAIT_S"], pvars: &[], categories: &[] },
-    Category { name: "braid_diagnostics", description: "diagnostic output", cvars: &["BRAID_DEBUG"], pvars: &[], categories: &[] },
+    Category { name: "braid_diagnostics", description: "diagnostic output, and the events tools can register for", cvars: &["BRAID_UNEXPECTED_MARK", "BRAID_DEBUG"], pvars: &[], categories: &[] },
     Category {
         name: "braid_open_mpi_monitoring",
         description: "Open MPI's monitoring variables, under Open MPI's names, for the MPI_T tools written for them",
@@ -181,6 +181,12 @@ unsafe fn put_indices(all: &[c_int], len: c_int, indices: *mut c_int) -> ToolRes
     // SAFETY: the caller guarantees `len >= wanted` writable ints.
     unsafe { std::ptr::copy_nonoverlapping(all.as_ptr(), indices, wanted) };
     Ok(())
+}
+
+impl Category {
+    pub(crate) fn name(&self) -> &'static str {
+        self.name
+    }
 }
 
 fn category(cat_index: c_int) -> ToolResult<&'static Category> {

@@ -18,6 +18,7 @@
 mod categories;
 mod cvars;
 mod enums;
+mod events;
 mod monitoring;
 mod pvars;
 mod sessions;
@@ -35,6 +36,7 @@ use crate::coll::CollTuning;
 use crate::consts::*;
 use crate::runtime::{self, Runtime};
 
+pub(crate) use events::{anyone_listening, deliver as deliver_events};
 use sessions::Session;
 
 /// An MPI_T failure: one of the MPI_T_ERR_* codes.
@@ -51,6 +53,8 @@ struct Tools {
     sessions: BTreeMap<u64, Session>,
     /// Open MPI's monitoring variables' reset point and flush file.
     monitoring: monitoring::Monitoring,
+    /// Event registrations (MPI_T_event_handle_alloc).
+    event_registrations: events::Registrations,
 }
 
 impl Tools {
@@ -65,7 +69,8 @@ impl Tools {
     }
 }
 
-static TOOLS: Mutex<Tools> = Mutex::new(Tools { users: 0, next_id: 1, cvar_handles: BTreeMap::new(), sessions: BTreeMap::new(), monitoring: monitoring::Monitoring::new() });
+static TOOLS: Mutex<Tools> =
+    Mutex::new(Tools { users: 0, next_id: 1, cvar_handles: BTreeMap::new(), sessions: BTreeMap::new(), monitoring: monitoring::Monitoring::new(), event_registrations: BTreeMap::new() });
 
 /// What the process held when it finalised MPI, for MPI_T calls after MPI_Finalize.
 struct FinalState {
@@ -238,6 +243,7 @@ pub unsafe extern "C" fn MPI_T_finalize() -> c_int {
             // The last user is gone: every handle and session it held goes with it.
             tools.cvar_handles.clear();
             tools.sessions.clear();
+            tools.event_registrations.clear();
         }
         Ok(())
     })
