@@ -36,9 +36,10 @@ pub const HANDWRITTEN: &[&str] = &[
 ];
 
 /// Whether `name` has no Fortran binding at all: the tool interface (MPI_T has none), the C-only
-/// handle and status conversions, and (for now) the large-count forms.
+/// handle and status conversions (those with `mpi_f08`'s status too: in Fortran they would be
+/// generic over its type, which these modules do not declare), and (for now) the large-count forms.
 pub fn c_only(name: &str) -> bool {
-    name.starts_with("MPI_T_") || name.ends_with("_c2f") || name.ends_with("_f2c") || is_large_count_form(name)
+    name.starts_with("MPI_T_") || name.ends_with("_c2f") || name.ends_with("_f2c") || name.starts_with("MPI_Status_") && name.contains("f08") || is_large_count_form(name)
 }
 
 /// MPI 4.0's large-count `_c` functions: Fortran reaches them only through mpi_f08's generic

@@ -454,6 +454,11 @@ pub type MPI_T_event_cb_function = unsafe extern "C" fn(MPI_T_event_instance, MP
 pub type MPI_T_event_free_cb_function = unsafe extern "C" fn(MPI_T_event_registration, MPI_T_cb_safety, *mut c_void);
 /// `void MPI_T_event_dropped_cb_function(MPI_Count, MPI_T_event_registration, int source_index, MPI_T_cb_safety, void *user_data)`.
 pub type MPI_T_event_dropped_cb_function = unsafe extern "C" fn(MPI_Count, MPI_T_event_registration, c_int, MPI_T_cb_safety, *mut c_void);
+/// `MPI_F08_status`: the `mpi_f08` module's TYPE(MPI_Status), which is BIND(C) with the C
+/// status's layout, so the conversions to and from it are copies.
+pub type MPI_F08_status = MPI_Status;
+/// MPI_F08_STATUS_IGNORE and MPI_F08_STATUSES_IGNORE in C.
+pub const MPI_F08_STATUS_IGNORE: *mut MPI_F08_status = 1 as *mut MPI_F08_status;
 pub type MPI_T_enum = *mut braid_t_enum;
 pub type MPI_T_cvar_handle = *mut braid_t_cvar_handle;
 pub type MPI_T_pvar_handle = *mut braid_t_pvar_handle;

@@ -104,6 +104,48 @@ pub unsafe extern "C" fn MPI_Status_f2c(f_status: *const MPI_Fint, c_status: *mu
     MPI_SUCCESS
 }
 
+/// Copies a status from `from` to `to` after checking both (MPI 4.0's conversions between C,
+/// `mpi_f08` and `mpi` statuses); `convert` maps the one layout to the other.
+///
+/// # Safety
+/// Both pointers are NULL, their "ignore" value, or valid for a read of `F` (from) and a write of
+/// `T` (to).
+unsafe fn convert_status<F: Copy, T>(function: &str, from: *const F, from_ignore: *const F, to: *mut T, to_ignore: *const T, convert: impl FnOnce(F) -> T) -> c_int {
+    let problem = unusable_status(from, from_ignore, "the status to convert").or_else(|| unusable_status(to.cast_const(), to_ignore, "the status to write"));
+    if let Some(detail) = problem {
+        return raise(MPI_COMM_WORLD, function, MPI_ERR_ARG, &detail);
+    }
+    // SAFETY: both checked non-null and not sentinels; valid per the caller.
+    unsafe { to.write_unaligned(convert(from.read_unaligned())) };
+    MPI_SUCCESS
+}
+
+type FortranStatus = [MPI_Fint; MPI_F_STATUS_SIZE as usize];
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_c2f08(c_status: *const MPI_Status, f08_status: *mut MPI_F08_status) -> c_int {
+    // SAFETY: the caller's statuses.
+    unsafe { convert_status("MPI_Status_c2f08", c_status, MPI_STATUS_IGNORE, f08_status, MPI_F08_STATUS_IGNORE, |status| status) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_f082c(f08_status: *const MPI_F08_status, c_status: *mut MPI_Status) -> c_int {
+    // SAFETY: the caller's statuses.
+    unsafe { convert_status("MPI_Status_f082c", f08_status, MPI_F08_STATUS_IGNORE, c_status, MPI_STATUS_IGNORE, |status| status) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_f082f(f08_status: *const MPI_F08_status, f_status: *mut MPI_Fint) -> c_int {
+    // SAFETY: the caller's statuses; `f_status` has room for MPI_F_STATUS_SIZE integers.
+    unsafe { convert_status("MPI_Status_f082f", f08_status, MPI_F08_STATUS_IGNORE, f_status.cast::<FortranStatus>(), MPI_F_STATUS_IGNORE.cast(), |status| status_to_fortran(&status)) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_f2f08(f_status: *const MPI_Fint, f08_status: *mut MPI_F08_status) -> c_int {
+    // SAFETY: the caller's statuses; `f_status` holds MPI_F_STATUS_SIZE integers.
+    unsafe { convert_status("MPI_Status_f2f08", f_status.cast::<FortranStatus>(), MPI_F_STATUS_IGNORE.cast_const().cast(), f08_status, MPI_F08_STATUS_IGNORE, |status| status_from_fortran(&status)) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
