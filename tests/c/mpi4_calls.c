@@ -3,7 +3,9 @@
  * (the new communicator takes the given hints, usable once the request completes), and MPI
  * 4.1's status field accessors (where the library declares 4.1, or on Braid), and the
  * non-blocking send-receive (around a ring, in place with a strided type, to MPI_PROC_NULL,
- * completed by MPI_Test, MPI_Waitall and MPI_Waitany). */
+ * completed by MPI_Test, MPI_Waitall and MPI_Waitany), the conversions through the mpi_f08 status,
+ * and MPI 4.1's MPI_Request_get_status_all/any/some, MPI_Type_get_value_index and
+ * MPI_Remove_error_class/code/string. */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
@@ -151,8 +153,69 @@ static void status_fields(void)
     CHECK(class == MPI_ERR_ARG, "setting MPI_STATUS_IGNORE gives class %d", class);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
+
+/* MPI 4.1: completion queries that leave the requests alone, the MINLOC/MAXLOC pair types, and
+ * removing added error classes, codes and strings. */
+static void more_of_4_1(void)
+{
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int out = rank, in[2] = {-1, -1};
+    MPI_Request requests[3];
+    MPI_Irecv(&in[0], 1, MPI_INT, rank, 31, MPI_COMM_WORLD, &requests[0]);
+    MPI_Irecv(&in[1], 1, MPI_INT, rank, 32, MPI_COMM_WORLD, &requests[1]);
+    requests[2] = MPI_REQUEST_NULL;
+    int flag = 1, index = -1, outcount = -1, indices[3];
+    MPI_Status statuses[3];
+    MPI_Request_get_status_all(3, requests, &flag, statuses);
+    CHECK(!flag, "all complete before any send");
+    MPI_Request_get_status_any(3, requests, &index, &flag, &statuses[0]);
+    CHECK(!flag, "one complete before any send");
+    MPI_Send(&out, 1, MPI_INT, rank, 32, MPI_COMM_WORLD);
+    do
+        MPI_Request_get_status_some(3, requests, &outcount, indices, statuses);
+    while (outcount == 0);
+    CHECK(outcount == 1 && indices[0] == 1 && statuses[0].MPI_TAG == 32 && requests[1] != MPI_REQUEST_NULL, "some: %d, index %d", outcount, indices[0]);
+    do
+        MPI_Request_get_status_any(3, requests, &index, &flag, &statuses[0]);
+    while (!flag);
+    CHECK(index == 1 && requests[1] != MPI_REQUEST_NULL, "any: index %d", index);
+    MPI_Send(&out, 1, MPI_INT, rank, 31, MPI_COMM_WORLD);
+    do
+        MPI_Request_get_status_all(3, requests, &flag, statuses);
+    while (!flag);
+    CHECK(statuses[0].MPI_TAG == 31 && statuses[1].MPI_TAG == 32 && requests[0] != MPI_REQUEST_NULL, "all: tags %d %d", statuses[0].MPI_TAG, statuses[1].MPI_TAG);
+    MPI_Waitall(3, requests, MPI_STATUSES_IGNORE);
+    CHECK(requests[0] == MPI_REQUEST_NULL && in[0] == rank && in[1] == rank, "the wait still completes them");
+    int none_active = 0;
+    MPI_Request_get_status_any(3, requests, &index, &none_active, MPI_STATUS_IGNORE);
+    CHECK(none_active && index == MPI_UNDEFINED, "no active request: flag %d index %d", none_active, index);
+
+    MPI_Datatype pair;
+    MPI_Type_get_value_index(MPI_DOUBLE, MPI_INT, &pair);
+    CHECK(pair == MPI_DOUBLE_INT, "double/int pair");
+    MPI_Type_get_value_index(MPI_CHAR, MPI_INT, &pair);
+    CHECK(pair == MPI_DATATYPE_NULL, "no char/int pair");
+
+    int class, code;
+    MPI_Add_error_class(&class);
+    MPI_Add_error_code(class, &code);
+    MPI_Add_error_string(code, "the reactor is warm");
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    CHECK(MPI_Remove_error_class(class) != MPI_SUCCESS, "a class with a code was removed");
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    MPI_Remove_error_string(code);
+    MPI_Remove_error_code(code);
+    MPI_Remove_error_class(class);
+    int found = -1;
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    CHECK(MPI_Error_class(code, &found) != MPI_SUCCESS, "a removed code still has class %d", found);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+}
 #else
 static void status_fields(void) {}
+static void more_of_4_1(void) {}
 #endif
 
 /* MPI 4.0's conversions through the mpi_f08 status: round trips keep the public fields. Debian's
@@ -187,6 +250,7 @@ int main(int argc, char **argv)
     status_fields();
     isendrecv();
     f08_statuses();
+    more_of_4_1();
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (rank == 0)

@@ -125,6 +125,32 @@ pub unsafe extern "C" fn MPI_Type_size_x(datatype: MPI_Datatype, size: *mut MPI_
     )
 }
 
+/// MPI 4.1: the predefined pair type of MPI_MINLOC and MPI_MAXLOC for `value_type` and
+/// `index_type`; MPI_DATATYPE_NULL when there is none.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_value_index(value_type: MPI_Datatype, index_type: MPI_Datatype, pair_type: *mut MPI_Datatype) -> c_int {
+    let result = (|| {
+        old_type(value_type)?;
+        old_type(index_type)?;
+        let pair = match (value_type, index_type) {
+            (MPI_FLOAT, MPI_INT) => MPI_FLOAT_INT,
+            (MPI_DOUBLE, MPI_INT) => MPI_DOUBLE_INT,
+            (MPI_LONG, MPI_INT) => MPI_LONG_INT,
+            (MPI_SHORT, MPI_INT) => MPI_SHORT_INT,
+            (MPI_INT, MPI_INT) => MPI_2INT,
+            (MPI_LONG_DOUBLE, MPI_INT) => MPI_LONG_DOUBLE_INT,
+            (MPI_REAL, MPI_REAL) => MPI_2REAL,
+            (MPI_DOUBLE_PRECISION, MPI_DOUBLE_PRECISION) => MPI_2DOUBLE_PRECISION,
+            (MPI_INTEGER, MPI_INTEGER) => MPI_2INTEGER,
+            _ => MPI_DATATYPE_NULL,
+        };
+        // SAFETY: `pair_type` is null or the caller's output variable.
+        *unsafe { out(pair_type, "pair_type") }? = pair;
+        Ok(())
+    })();
+    finish("MPI_Type_get_value_index", result)
+}
+
 /// Defines `$name`, which writes the datatype's `$first` and `$second`, passed through
 /// `$convert`, to the caller's output variables of the same names.
 macro_rules! extent_query {

@@ -111,6 +111,8 @@ struct AddedCode {
     class: c_int,
     /// Empty until MPI_Add_error_string.
     text: String,
+    /// Removed by MPI_Remove_error_class or MPI_Remove_error_code (its number is not reused).
+    removed: bool,
 }
 
 /// The classes and codes added by MPI_Add_error_class and MPI_Add_error_code: entry i is number
@@ -126,14 +128,54 @@ impl ErrorCodes {
         ErrorCodes::default()
     }
 
+    /// The live added class or code numbered `code`.
     fn added(&self, code: c_int) -> Option<&AddedCode> {
         let index = usize::try_from(code.checked_sub(MPI_ERR_LASTCODE + 1)?).ok()?;
-        self.added.get(index)
+        self.added.get(index).filter(|added| !added.removed)
+    }
+
+    fn added_mut(&mut self, code: c_int) -> Option<&mut AddedCode> {
+        let index = usize::try_from(code.checked_sub(MPI_ERR_LASTCODE + 1)?).ok()?;
+        self.added.get_mut(index).filter(|added| !added.removed)
+    }
+
+    /// MPI_Remove_error_class: an added class without codes of its own left.
+    pub fn remove_class(&mut self, class: c_int) -> Result<(), String> {
+        if is_predefined(class) || !self.is_class(class) {
+            return Err(format!("{class} is not an error class that MPI_Add_error_class made"));
+        }
+        let codes = self.added.iter().enumerate().filter(|(index, added)| !added.removed && added.class == class && MPI_ERR_LASTCODE + 1 + *index as c_int != class).count();
+        if codes > 0 {
+            return Err(format!("error class {class} still has {codes} error codes: remove them first"));
+        }
+        self.added_mut(class).expect("checked above").removed = true;
+        Ok(())
+    }
+
+    /// MPI_Remove_error_code: an added code (not a class).
+    pub fn remove_code(&mut self, code: c_int) -> Result<(), String> {
+        match self.added_mut(code) {
+            Some(added) if added.class != code => {
+                added.removed = true;
+                Ok(())
+            }
+            _ => Err(format!("{code} is not an error code that MPI_Add_error_code made")),
+        }
+    }
+
+    /// MPI_Remove_error_string: forgets the text of an added class or code.
+    pub fn remove_text(&mut self, code: c_int) -> Result<(), String> {
+        let added = self.added_mut(code).ok_or_else(|| format!("{code} is not an added error class or code"))?;
+        if added.text.is_empty() {
+            return Err(format!("error code {code} has no string to remove"));
+        }
+        added.text.clear();
+        Ok(())
     }
 
     fn push(&mut self, class: Option<c_int>) -> c_int {
         let code = MPI_ERR_LASTCODE + 1 + self.added.len() as c_int;
-        self.added.push(AddedCode { class: class.unwrap_or(code), text: String::new() });
+        self.added.push(AddedCode { class: class.unwrap_or(code), text: String::new(), removed: false });
         LAST_USED_CODE.store(code, Ordering::Relaxed);
         code
     }
@@ -156,8 +198,7 @@ impl ErrorCodes {
         if is_predefined(code) {
             return Err(format!("{code} is a predefined error code; only added codes take a string"));
         }
-        let index = usize::try_from(code - (MPI_ERR_LASTCODE + 1)).ok().filter(|&i| i < self.added.len()).ok_or_else(|| format!("{code} is not an error code"))?;
-        self.added[index].text = text.to_string();
+        self.added_mut(code).ok_or_else(|| format!("{code} is not an error code"))?.text = text.to_string();
         Ok(())
     }
 
@@ -186,6 +227,25 @@ impl ErrorCodes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn removed_classes_and_codes_are_gone_and_a_class_goes_after_its_codes() {
+        let mut codes = ErrorCodes::new();
+        let class = codes.add_class();
+        let code = codes.add_code(class).unwrap();
+        codes.set_text(code, "disk on fire").unwrap();
+        assert!(codes.remove_class(class).is_err(), "a class with a code left");
+        assert!(codes.remove_code(class).is_err(), "a class is not a code");
+        codes.remove_text(code).unwrap();
+        assert_eq!(codes.text(code), Some(""));
+        assert!(codes.remove_text(code).is_err(), "no string left to remove");
+        codes.remove_code(code).unwrap();
+        assert_eq!(codes.class_of(code), None);
+        codes.remove_class(class).unwrap();
+        assert!(!codes.is_class(class));
+        assert!(codes.remove_class(MPI_ERR_TAG).is_err() && codes.remove_code(MPI_ERR_TAG).is_err());
+        assert_ne!(codes.add_class(), class, "numbers are not reused");
+    }
 
     #[test]
     fn every_class_has_its_own_text() {

@@ -4,6 +4,8 @@
 // The safety contract of the MPI_* entry points is the MPI standard's rules for their arguments.
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
+mod status_queries;
+
 use std::ffi::c_int;
 
 use super::{is_real_status, status_cancelled, write_status, write_status_of_many, Completion, Staging, COMPLETED_SEND};

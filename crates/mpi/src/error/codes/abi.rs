@@ -110,6 +110,27 @@ pub unsafe extern "C" fn MPI_Add_error_string(errorcode: c_int, string: *const c
     finish("MPI_Add_error_string", result)
 }
 
+/// MPI 4.1's MPI_Remove_error_class, _code and _string.
+fn remove(function: &str, what: impl FnOnce(&mut super::ErrorCodes) -> Result<(), String>) -> c_int {
+    let result = runtime::with(|rt| what(&mut rt.error_codes).map_err(|detail| error(MPI_COMM_WORLD, MPI_ERR_ARG, detail)));
+    finish(function, result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Remove_error_class(errorclass: c_int) -> c_int {
+    remove("MPI_Remove_error_class", |codes| codes.remove_class(errorclass))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Remove_error_code(errorcode: c_int) -> c_int {
+    remove("MPI_Remove_error_code", |codes| codes.remove_code(errorcode))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Remove_error_string(errorcode: c_int) -> c_int {
+    remove("MPI_Remove_error_string", |codes| codes.remove_text(errorcode))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
