@@ -459,6 +459,7 @@ pub type MPI_T_event_dropped_cb_function = unsafe extern "C" fn(MPI_Count, MPI_T
 pub type MPI_F08_status = MPI_Status;
 /// MPI_F08_STATUS_IGNORE and MPI_F08_STATUSES_IGNORE in C.
 pub const MPI_F08_STATUS_IGNORE: *mut MPI_F08_status = 1 as *mut MPI_F08_status;
+pub const MPI_F08_STATUSES_IGNORE: *mut MPI_F08_status = 1 as *mut MPI_F08_status;
 pub type MPI_T_enum = *mut braid_t_enum;
 pub type MPI_T_cvar_handle = *mut braid_t_cvar_handle;
 pub type MPI_T_pvar_handle = *mut braid_t_pvar_handle;

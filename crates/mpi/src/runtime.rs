@@ -12,10 +12,11 @@ pub(crate) mod sleepers;
 use std::cell::UnsafeCell;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::thread::ThreadId;
 
 use braid_config::Config;
+use braid_engine::events::Event;
 use braid_engine::Engine;
 use braid_pmi::client::{PmiClient, Singleton};
 use braid_pmi::Bootstrap;
@@ -228,14 +229,23 @@ fn with_locking<R>(f: impl FnOnce(&mut Runtime) -> MpiResult<R>) -> MpiResult<R>
     result
 }
 
-/// Hands the engine's events to the tools that registered for them, with the state released so
-/// that their callbacks may call MPI. Without a listener the events are just taken.
+/// Where the engine's events for tools go: set by the tool interface when a tool first
+/// registers for an event (the runtime does not name the tools, which name it).
+static EVENT_SINK: OnceLock<fn(Vec<Event>, u64)> = OnceLock::new();
+
+/// Makes `sink` the receiver of the engine's events (the first call wins).
+pub fn set_event_sink(sink: fn(Vec<Event>, u64)) {
+    let _ = EVENT_SINK.set(sink);
+}
+
+/// Hands the engine's events to the sink, with the state released so that the tools' callbacks
+/// may call MPI. Without a sink the events are just taken.
 #[cold]
 #[inline(never)]
 fn deliver_events() {
     if let Some((events, dropped)) = try_with(|rt| rt.engine.take_events()) {
-        if crate::tools::anyone_listening() {
-            crate::tools::deliver_events(events, dropped);
+        if let Some(sink) = EVENT_SINK.get() {
+            sink(events, dropped);
         }
     }
 }

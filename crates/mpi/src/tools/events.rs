@@ -98,7 +98,7 @@ fn event_type(event_index: c_int) -> ToolResult<&'static EventType> {
 /// callback of every registration for its kind (the one registered for the lowest safety level:
 /// this context requires none), then the dropped handlers hear how many were lost.
 #[cold]
-pub(crate) fn deliver(events: Vec<Event>, dropped: u64) {
+fn deliver(events: Vec<Event>, dropped: u64) {
     let due: Vec<(MPI_T_event_cb_function, MPI_T_event_registration, usize, Instance)> = {
         let tools = lock(&TOOLS);
         events
@@ -132,11 +132,6 @@ pub(crate) fn deliver(events: Vec<Event>, dropped: u64) {
             unsafe { handler(dropped as MPI_Count, registration, 0, MPI_T_CB_REQUIRE_NONE, user_data as *mut c_void) };
         }
     }
-}
-
-/// Whether any tool listens for events (else the engine's log is just emptied).
-pub(crate) fn anyone_listening() -> bool {
-    !lock(&TOOLS).event_registrations.is_empty()
 }
 
 /// The entries of `info` (none for MPI_INFO_NULL).
@@ -226,6 +221,8 @@ pub unsafe extern "C" fn MPI_T_event_handle_alloc(event_index: c_int, obj_handle
         let out = unsafe { required(event_registration) }?;
         let info = info_entries(info)?;
         let id = tools.new_id()?;
+        // From now on the engine's events come here.
+        crate::runtime::set_event_sink(deliver);
         tools.event_registrations.insert(id, Registration { event, callbacks: [None, None, None, None], dropped: None, info });
         *out = registration_handle(id);
         Ok(())

@@ -36,7 +36,6 @@ use crate::coll::CollTuning;
 use crate::consts::*;
 use crate::runtime::{self, Runtime};
 
-pub(crate) use events::{anyone_listening, deliver as deliver_events};
 use sessions::Session;
 
 /// An MPI_T failure: one of the MPI_T_ERR_* codes.
