@@ -62,26 +62,29 @@ pub unsafe fn waitsome(count: c_int, requests: *mut MPI_Request, outcount: *mut 
     })
 }
 
-pub unsafe fn send(start: StartSend, buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+/// A blocking call as its non-blocking form: `start` stores the request it starts, which is then
+/// waited for, its status written to `status`.
+///
+/// # Safety
+/// `start` is the non-blocking call with the blocking call's arguments; `status` is the caller's.
+pub unsafe fn start_and_wait(start: impl FnOnce(*mut MPI_Request) -> c_int, status: *mut MPI_Status) -> c_int {
     let mut request = MPI_REQUEST_NULL;
-    // SAFETY: the blocking send's arguments, passed on.
-    let code = unsafe { start(buf, count, datatype, dest, tag, comm, &mut request) };
+    let code = start(&mut request);
     if code != MPI_SUCCESS {
         return code;
     }
-    // SAFETY: a request just started.
-    unsafe { wait(&mut request, MPI_STATUS_IGNORE) }
+    // SAFETY: a request just started; the caller's status.
+    unsafe { wait(&mut request, status) }
+}
+
+pub unsafe fn send(start: StartSend, buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+    // SAFETY: the blocking send's arguments, passed on.
+    unsafe { start_and_wait(|request| start(buf, count, datatype, dest, tag, comm, request), MPI_STATUS_IGNORE) }
 }
 
 pub unsafe fn recv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
-    let mut request = MPI_REQUEST_NULL;
     // SAFETY: MPI_Recv's arguments, passed on.
-    let code = unsafe { MPI_Irecv(buf, count, datatype, source, tag, comm, &mut request) };
-    if code != MPI_SUCCESS {
-        return code;
-    }
-    // SAFETY: a request just started.
-    unsafe { wait(&mut request, status) }
+    unsafe { start_and_wait(|request| MPI_Irecv(buf, count, datatype, source, tag, comm, request), status) }
 }
 
 pub unsafe fn probe(source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
@@ -95,14 +98,8 @@ pub unsafe fn mprobe(source: c_int, tag: c_int, comm: MPI_Comm, message: *mut MP
 }
 
 pub unsafe fn mrecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
-    let mut request = MPI_REQUEST_NULL;
     // SAFETY: MPI_Mrecv's arguments, passed on.
-    let code = unsafe { MPI_Imrecv(buf, count, datatype, message, &mut request) };
-    if code != MPI_SUCCESS {
-        return code;
-    }
-    // SAFETY: a request just started.
-    unsafe { wait(&mut request, status) }
+    unsafe { start_and_wait(|request| MPI_Imrecv(buf, count, datatype, message, request), status) }
 }
 
 /// Runs `step` (which makes progress and says whether what it waits for is done) until it gives a

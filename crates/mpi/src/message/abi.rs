@@ -133,14 +133,8 @@ pub unsafe extern "C" fn MPI_Mrecv(buf: *mut c_void, count: c_int, datatype: MPI
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Mrecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
     if crate::threaded::active() {
-        let mut request = MPI_REQUEST_NULL;
         // SAFETY: MPI_Mrecv_c's arguments, passed on.
-        let code = unsafe { MPI_Imrecv_c(buf, count, datatype, message, &mut request) };
-        if code != MPI_SUCCESS {
-            return code;
-        }
-        // SAFETY: a request just started.
-        return unsafe { crate::threaded::wait(&mut request, status) };
+        return unsafe { crate::threaded::start_and_wait(|request| MPI_Imrecv_c(buf, count, datatype, message, request), status) };
     }
     // SAFETY: MPI_Mrecv_c's arguments, passed on.
     unsafe { matched_receive("MPI_Mrecv_c", buf, count, datatype, message, status) }

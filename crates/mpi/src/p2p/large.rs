@@ -22,14 +22,8 @@ use crate::request::{write_status, Operation};
 /// `op` describes the caller's buffer as MPI requires; `status` is the caller's (or ignored).
 unsafe fn blocking(function: &str, op: Operation, status: *mut MPI_Status) -> c_int {
     if crate::threaded::active() {
-        let mut request = MPI_REQUEST_NULL;
         // SAFETY: per the caller.
-        let code = unsafe { nonblocking(function, op, &mut request) };
-        if code != MPI_SUCCESS {
-            return code;
-        }
-        // SAFETY: a request just started; the caller's status.
-        return unsafe { crate::threaded::wait(&mut request, status) };
+        return unsafe { crate::threaded::start_and_wait(|request| nonblocking(function, op, request), status) };
     }
     match run_blocking(&op) {
         Ok(completion) => {

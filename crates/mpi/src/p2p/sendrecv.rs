@@ -58,14 +58,8 @@ fn finish_exchange(function: &str, comm: MPI_Comm, outcome: MpiResult<(Completio
 /// The operations describe the caller's buffers as MPI requires; `status` is the caller's.
 unsafe fn sendrecv(function: &str, send: Operation, receive: Operation, outgoing: Option<Vec<u8>>, status: *mut MPI_Status) -> c_int {
     if crate::threaded::active() {
-        let mut request = MPI_REQUEST_NULL;
         // SAFETY: per the caller.
-        let code = unsafe { nonblocking_exchange(function, send, receive, outgoing, &mut request) };
-        if code != MPI_SUCCESS {
-            return code;
-        }
-        // SAFETY: a request just started; the caller's status.
-        return unsafe { crate::threaded::wait(&mut request, status) };
+        return unsafe { crate::threaded::start_and_wait(|request| nonblocking_exchange(function, send, receive, outgoing, request), status) };
     }
     // The packed copy (MPI_Sendrecv_replace) lives until the exchange has ended.
     let _outgoing = outgoing;

@@ -35,6 +35,7 @@ use crate::request::{Completion, Pending};
 use crate::runtime::{self, engine_error, Runtime};
 
 mod large;
+mod operations;
 pub mod shared_create;
 pub mod synchronisation;
 
@@ -854,20 +855,6 @@ fn put_args(origin: *const c_void, origin_count: impl Count, origin_datatype: MP
     }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Put(
-    origin_addr: *const c_void,
-    origin_count: c_int,
-    origin_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: c_int,
-    target_datatype: MPI_Datatype,
-    win: MPI_Win,
-) -> c_int {
-    operation("MPI_Put", win, put_args(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype))
-}
-
 fn get_args(origin: *mut c_void, origin_count: impl Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: impl Count, target_datatype: MPI_Datatype) -> Rma {
     Rma {
         action: Action::Get,
@@ -876,20 +863,6 @@ fn get_args(origin: *mut c_void, origin_count: impl Count, origin_datatype: MPI_
         result_datatype: origin_datatype,
         ..put_args(std::ptr::null(), 0, MPI_BYTE, target_rank, target_disp, target_count, target_datatype)
     }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Get(
-    origin_addr: *mut c_void,
-    origin_count: c_int,
-    origin_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: c_int,
-    target_datatype: MPI_Datatype,
-    win: MPI_Win,
-) -> c_int {
-    operation("MPI_Get", win, get_args(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -904,21 +877,6 @@ fn accumulate_args(
     op: MPI_Op,
 ) -> Rma {
     Rma { action: Action::Accumulate, op, ..put_args(origin, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Accumulate(
-    origin_addr: *const c_void,
-    origin_count: c_int,
-    origin_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: c_int,
-    target_datatype: MPI_Datatype,
-    op: MPI_Op,
-    win: MPI_Win,
-) -> c_int {
-    operation("MPI_Accumulate", win, accumulate_args(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -945,25 +903,6 @@ fn get_accumulate_args(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn MPI_Get_accumulate(
-    origin_addr: *const c_void,
-    origin_count: c_int,
-    origin_datatype: MPI_Datatype,
-    result_addr: *mut c_void,
-    result_count: c_int,
-    result_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: c_int,
-    target_datatype: MPI_Datatype,
-    op: MPI_Op,
-    win: MPI_Win,
-) -> c_int {
-    let args = get_accumulate_args(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op);
-    operation("MPI_Get_accumulate", win, args)
-}
-
-#[no_mangle]
 pub unsafe extern "C" fn MPI_Fetch_and_op(origin_addr: *const c_void, result_addr: *mut c_void, datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, op: MPI_Op, win: MPI_Win) -> c_int {
     let args = get_accumulate_args(origin_addr, 1, datatype, result_addr, 1, datatype, target_rank, target_disp, 1, datatype, op);
     operation("MPI_Fetch_and_op", win, args)
@@ -982,75 +921,4 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
     let args =
         Rma { action: Action::CompareAndSwap, compare: compare_addr, ..get_accumulate_args(origin_addr, 1, datatype, result_addr, 1, datatype, target_rank, target_disp, 1, datatype, MPI_REPLACE) };
     operation("MPI_Compare_and_swap", win, args)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Rput(
-    origin_addr: *const c_void,
-    origin_count: c_int,
-    origin_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: c_int,
-    target_datatype: MPI_Datatype,
-    win: MPI_Win,
-    request: *mut MPI_Request,
-) -> c_int {
-    // SAFETY: the caller's request pointer.
-    unsafe { request_operation("MPI_Rput", win, put_args(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype), request) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Rget(
-    origin_addr: *mut c_void,
-    origin_count: c_int,
-    origin_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: c_int,
-    target_datatype: MPI_Datatype,
-    win: MPI_Win,
-    request: *mut MPI_Request,
-) -> c_int {
-    // SAFETY: the caller's request pointer.
-    unsafe { request_operation("MPI_Rget", win, get_args(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype), request) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Raccumulate(
-    origin_addr: *const c_void,
-    origin_count: c_int,
-    origin_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: c_int,
-    target_datatype: MPI_Datatype,
-    op: MPI_Op,
-    win: MPI_Win,
-    request: *mut MPI_Request,
-) -> c_int {
-    let args = accumulate_args(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op);
-    // SAFETY: the caller's request pointer.
-    unsafe { request_operation("MPI_Raccumulate", win, args, request) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Rget_accumulate(
-    origin_addr: *const c_void,
-    origin_count: c_int,
-    origin_datatype: MPI_Datatype,
-    result_addr: *mut c_void,
-    result_count: c_int,
-    result_datatype: MPI_Datatype,
-    target_rank: c_int,
-    target_disp: MPI_Aint,
-    target_count: c_int,
-    target_datatype: MPI_Datatype,
-    op: MPI_Op,
-    win: MPI_Win,
-    request: *mut MPI_Request,
-) -> c_int {
-    let args = get_accumulate_args(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op);
-    // SAFETY: the caller's request pointer.
-    unsafe { request_operation("MPI_Rget_accumulate", win, args, request) }
 }
