@@ -3,7 +3,24 @@
 //! a bounded log that the layer above drains; what does not fit is counted as dropped.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
+
+/// Whether this process's engine holds events not taken yet: a process-wide flag, so that the
+/// layer above can ask after every call with one relaxed load, without the engine at hand.
+static PENDING: AtomicBool = AtomicBool::new(false);
+
+/// Whether events wait to be taken ([`crate::Engine::take_events`]).
+#[inline(always)]
+pub fn pending() -> bool {
+    PENDING.load(Ordering::Relaxed)
+}
+
+/// Marks events as waiting (or taken).
+#[inline]
+pub(crate) fn set_pending(pending: bool) {
+    PENDING.store(pending, Ordering::Relaxed);
+}
 
 /// The most events the log keeps before it counts the newest as dropped.
 pub const EVENT_LOG_CAPACITY: usize = 1024;

@@ -212,6 +212,7 @@ impl Core {
         let level = self.counters.unexpected_stored();
         if let Some(mark) = self.unexpected_marks.reached(level) {
             self.events.record(events::EventKind::UnexpectedQueueGrew { level: mark });
+            events::set_pending(true);
         }
     }
 }
@@ -467,15 +468,10 @@ impl Engine {
     }
 
     /// A copy of every traffic counter (what is counted: [`CounterValues`]).
-    /// Whether events wait to be taken (cheap: the layer above asks after every call).
-    #[inline]
-    pub fn has_events(&self) -> bool {
-        !self.core.events.is_empty() || self.core.net.has_failovers()
-    }
-
     /// The events since the last take, in order, and how many could not be kept.
     #[cold]
     pub fn take_events(&mut self) -> (Vec<events::Event>, u64) {
+        events::set_pending(false);
         for (peer, rail) in self.core.net.take_failovers() {
             self.core.events.record(events::EventKind::RailFailedOver { peer, rail: rail as u32 });
         }

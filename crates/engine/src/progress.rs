@@ -342,6 +342,10 @@ impl Engine {
         }
         if self.polls_rails {
             delivered += core.poll_rails();
+            // A rail that failed over (in the last step's protocol work or a wait) is an event.
+            if core.net.has_failovers() {
+                crate::events::set_pending(true);
+            }
         }
         if self.core.failure.is_some() {
             return Err(self.take_failure());

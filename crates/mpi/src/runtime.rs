@@ -178,52 +178,47 @@ unsafe fn state<'a>(_entered: &'a mut Entered<'static>) -> &'a mut Option<Runtim
 struct InUse;
 
 impl Drop for InUse {
+    /// Leaves the state; events the engine recorded meanwhile then go to the tools, with the
+    /// state free for their callbacks' MPI calls.
     #[inline]
     fn drop(&mut self) {
         ENTRY.store(0, Ordering::Relaxed);
+        if braid_engine::events::pending() {
+            deliver_events();
+        }
     }
 }
 
 /// Runs `f` on the state; an error if MPI is not running. Events the engine recorded meanwhile
-/// for tools are delivered once the state is released (see `tools::events`).
+/// for tools are delivered once the state is released (see [`InUse`] and `tools::events`).
 #[inline]
 pub fn with<R>(f: impl FnOnce(&mut Runtime) -> MpiResult<R>) -> MpiResult<R> {
     if ENTRY.load(Ordering::Relaxed) != 0 {
         return with_locking(f);
     }
     ENTRY.store(IN_USE, Ordering::Relaxed);
-    let in_use = InUse;
+    let _in_use = InUse;
     // SAFETY: with LOCKING clear only one thread calls MPI at a time (MPI_THREAD_SERIALIZED at
     // most), and IN_USE keeps re-entry out, so this is the only reference to the state until
-    // `in_use` is dropped below.
-    let (result, events_due) = match unsafe { &mut *RUNTIME.state.get() }.as_mut() {
-        Some(rt) => {
-            let result = f(rt);
-            (result, rt.engine.has_events())
-        }
-        None => (Err(not_running()), false),
-    };
-    drop(in_use);
-    if events_due {
-        deliver_events();
+    // `_in_use` is dropped at the end of this call.
+    match unsafe { &mut *RUNTIME.state.get() }.as_mut() {
+        Some(rt) => f(rt),
+        None => Err(not_running()),
     }
-    result
 }
 
 /// [`with`] when the state is in use or calls must take the lock.
 #[inline(never)]
 fn with_locking<R>(f: impl FnOnce(&mut Runtime) -> MpiResult<R>) -> MpiResult<R> {
-    let Some(mut entered) = enter_locking(true) else { reentered() };
-    // SAFETY: `entered` is the only one, and the reference dies before it is dropped.
-    let (result, events_due) = match unsafe { state(&mut entered) }.as_mut() {
-        Some(rt) => {
-            let result = f(rt);
-            (result, rt.engine.has_events())
+    let result = {
+        let Some(mut entered) = enter_locking(true) else { reentered() };
+        // SAFETY: `entered` is the only one, and the reference dies with this block.
+        match unsafe { state(&mut entered) }.as_mut() {
+            Some(rt) => f(rt),
+            None => Err(not_running()),
         }
-        None => (Err(not_running()), false),
     };
-    drop(entered);
-    if events_due {
+    if braid_engine::events::pending() {
         deliver_events();
     }
     result
