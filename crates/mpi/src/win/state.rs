@@ -540,6 +540,11 @@ impl WinState {
     /// updates atomically ([`atomics`]). Runs of a `SingleCopy` target were checked by the caller.
     #[allow(clippy::too_many_arguments)]
     pub fn execute_mapped(&self, target: u32, action: Action, runs: &[(isize, usize)], data: &[u8], compare: &[u8], op: MPI_Op, basic: MPI_Datatype) -> Result<Vec<u8>, (c_int, String)> {
+        // No element: nothing to touch, and no operation to apply (MPI_SUM on MPI_BYTE is fine
+        // for zero of them, as MPICH and Open MPI take it).
+        if runs.iter().all(|&(_, len)| len == 0) {
+            return Ok(Vec::new());
+        }
         let mapped = &self.targets[target as usize];
         let single_copy = target != self.rank && mapped.path == Path::SingleCopy;
         let lock_free = (self.lock_free_accumulates && action.is_atomic() && !single_copy).then(|| crate::datatype::dense_predefined_size(basic).zip(atomics::Update::of(action, op, basic))).flatten();
