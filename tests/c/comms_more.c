@@ -291,6 +291,21 @@ static void group_ranges(void)
 #endif
 }
 
+/* MPI_Comm_disconnect of an ordinary communicator: collective, the handle then MPI_COMM_NULL;
+ * MPI_COMM_NULL itself is MPI_ERR_COMM. */
+static void disconnect(void)
+{
+    MPI_Comm dup;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    int value = rank, sum = 0;
+    MPI_Allreduce(&value, &sum, 1, MPI_INT, MPI_SUM, dup);
+    CHECK(MPI_Comm_disconnect(&dup) == MPI_SUCCESS && dup == MPI_COMM_NULL, "disconnect left %d", (int)dup);
+    MPI_Comm none = MPI_COMM_NULL;
+    int class = MPI_SUCCESS;
+    MPI_Error_class(MPI_Comm_disconnect(&none), &class);
+    CHECK(class == MPI_ERR_COMM, "disconnecting MPI_COMM_NULL gives class %d", class);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -303,6 +318,7 @@ int main(int argc, char **argv)
     info_hints();
     split_type();
     group_ranges();
+    disconnect();
     MPI_Group_free(&world_group);
     report_ok("comms_more");
     MPI_Finalize();

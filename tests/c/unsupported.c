@@ -41,7 +41,6 @@ static void dynamic_processes(void)
     expect_unsupported(MPI_Unpublish_name("service", MPI_INFO_NULL, "port"), "MPI_Unpublish_name");
     expect_unsupported(MPI_Lookup_name("service", MPI_INFO_NULL, port), "MPI_Lookup_name");
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-    expect_unsupported(MPI_Comm_disconnect(&comm), "MPI_Comm_disconnect");
     MPI_Comm_free(&comm);
 }
 

@@ -1,5 +1,6 @@
 //! Dynamic process management where it applies to processes started by the launcher: they have
-//! no parent. Spawning, ports and connecting are not supported (unsupported/dynamic.rs).
+//! no parent, and MPI_Comm_disconnect ends any communicator as MPI defines it. Spawning, ports and
+//! connecting are not supported (unsupported/dynamic.rs).
 
 // The safety contract of the MPI_* entry points is the MPI standard's rules for their arguments.
 #![allow(non_snake_case, clippy::missing_safety_doc)]
@@ -7,7 +8,7 @@
 use std::ffi::c_int;
 
 use crate::consts::*;
-use crate::error::raise;
+use crate::error::{error, finish, raise};
 
 /// MPI_COMM_NULL: no process of a Braid job was spawned by MPI_Comm_spawn.
 #[no_mangle]
@@ -18,4 +19,33 @@ pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
     // SAFETY: checked non-null; the caller's output variable.
     unsafe { *parent = MPI_COMM_NULL };
     MPI_SUCCESS
+}
+
+/// MPI_Comm_disconnect: collective over the communicator's group(s); every member has entered it
+/// once the barrier ends, and the communicator is then freed as MPI_Comm_free frees it. Braid
+/// completes a communicator's communication as its requests complete, so nothing else waits.
+/// The predefined communicators and MPI_COMM_NULL are refused with MPI_ERR_COMM.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
+    let result = (|| {
+        if comm.is_null() {
+            return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "comm must not be NULL"));
+        }
+        // SAFETY: checked non-null; the caller's handle.
+        let handle = unsafe { *comm };
+        if matches!(handle, MPI_COMM_NULL | MPI_COMM_WORLD | MPI_COMM_SELF) {
+            return Err(error(MPI_COMM_WORLD, MPI_ERR_COMM, format!("communicator {handle} cannot be disconnected (MPI_COMM_NULL or predefined)")));
+        }
+        crate::runtime::with(|rt| rt.comms.check_freeable(handle))?;
+        // SAFETY: a valid communicator, checked above.
+        let code = unsafe { crate::coll::abi::MPI_Barrier(handle) };
+        if code != MPI_SUCCESS {
+            return Err(error(handle, code, "the members could not meet to disconnect"));
+        }
+        crate::comm::abi::free(handle)?;
+        // SAFETY: as above.
+        unsafe { *comm = MPI_COMM_NULL };
+        Ok(())
+    })();
+    finish("MPI_Comm_disconnect", result)
 }

@@ -63,8 +63,6 @@ unsupported!(
     DYNAMIC
 );
 
-unsupported!(MPI_Comm_disconnect(comm: *mut MPI_Comm) on MPI_COMM_WORLD, DYNAMIC);
-
 unsupported!(MPI_Comm_join(fd: c_int, intercomm: *mut MPI_Comm) on MPI_COMM_WORLD, DYNAMIC);
 
 unsupported!(
