@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use crate::consts::*;
 use crate::error::{error, MpiResult};
 
-type Entries = Vec<(String, String)>;
+pub type Entries = Vec<(String, String)>;
 
 /// The process's info objects, made at the first use.
 static INFOS: Mutex<Option<InfoTable>> = Mutex::new(None);
@@ -19,6 +19,19 @@ static INFOS: Mutex<Option<InfoTable>> = Mutex::new(None);
 pub fn with_infos<R>(f: impl FnOnce(&mut InfoTable) -> MpiResult<R>) -> MpiResult<R> {
     let mut infos = INFOS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     f(infos.get_or_insert_with(|| InfoTable::with_environment(environment(None))))
+}
+
+/// The entries of `info` (none for MPI_INFO_NULL).
+pub fn entries(info: MPI_Info) -> MpiResult<Entries> {
+    if info == MPI_INFO_NULL {
+        return Ok(Entries::new());
+    }
+    with_infos(|infos| infos.get(info).cloned())
+}
+
+/// A new info object holding `entries` (what the MPI_*_get_info calls return).
+pub fn create(entries: Entries) -> MpiResult<MPI_Info> {
+    with_infos(|infos| Ok(infos.insert(entries)))
 }
 
 /// What MPI_INFO_ENV and MPI_Info_create_env hold (MPI 4.0 §11.2.4): the command and its

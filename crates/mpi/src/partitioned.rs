@@ -92,9 +92,7 @@ fn initialize(args: Arguments, open: impl FnOnce(&mut Runtime, Buffer, u32, u32)
             return Err(error(comm, MPI_ERR_TAG, format!("tag {} is not in 0..={TAG_UB} (partitioned operations take no wildcard)", args.tag)));
         }
         let peer = check_peer(comm, args.peer, shared.peer_count(), false)?;
-        if args.info != MPI_INFO_NULL {
-            crate::info::with_infos(|infos| infos.get(args.info).map(drop)).map_err(|e| error(comm, e.class, e.detail))?;
-        }
+        crate::comm::abi::hints_of(comm, args.info)?;
         let datatype = describe_datatype(comm, args.datatype)?;
         let elements = partitions.checked_mul(count).ok_or_else(|| error(comm, MPI_ERR_COUNT, "partitions × count overflows"))?;
         check_buffer(comm, args.buf.cast(), elements, args.datatype)?;

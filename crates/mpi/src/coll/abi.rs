@@ -331,9 +331,7 @@ where
         return Err(error(comm, MPI_ERR_ARG, "request must not be NULL"));
     }
     let handle = runtime::with(|rt| {
-        if info != MPI_INFO_NULL {
-            crate::info::with_infos(|infos| infos.get(info).map(drop)).map_err(|e| error(comm, e.class, e.detail))?;
-        }
+        crate::comm::abi::hints_of(comm, info)?;
         let start = begin(rt, comm)?;
         if start.is_inter() {
             drop(build_inter(&start, args)?);

@@ -124,10 +124,7 @@ pub unsafe extern "C" fn MPI_Comm_get_name(comm: MPI_Comm, comm_name: *mut c_cha
 
 /// The hints of info object `info` (none for MPI_INFO_NULL), errors reported on `comm`.
 pub(crate) fn hints_of(comm: MPI_Comm, info: MPI_Info) -> MpiResult<Hints> {
-    if info == MPI_INFO_NULL {
-        return Ok(Hints::new());
-    }
-    crate::info::with_infos(|infos| infos.get(info).cloned()).map_err(|e| error(comm, e.class, e.detail))
+    crate::info::entries(info).map_err(|e| error(comm, e.class, e.detail))
 }
 
 #[no_mangle]
@@ -149,7 +146,7 @@ pub unsafe extern "C" fn MPI_Comm_get_info(comm: MPI_Comm, info_used: *mut MPI_I
         if info_used.is_null() {
             return Err(error(comm, MPI_ERR_ARG, "info_used must not be NULL"));
         }
-        let handle = crate::info::with_infos(|infos| Ok(infos.insert(hints)))?;
+        let handle = crate::info::create(hints)?;
         // SAFETY: checked non-null; the caller's handle.
         unsafe { *info_used = handle };
         Ok(())

@@ -112,17 +112,32 @@ pub unsafe extern "C" fn MPI_Type_size(datatype: MPI_Datatype, size: *mut c_int)
     )
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_size_x(datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
+/// MPI_Type_size_x and MPI 4.0's MPI_Type_size_c: the size as an MPI_Count.
+///
+/// # Safety
+/// `size` is null or the caller's output variable.
+unsafe fn large_size(function: &str, datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
     finish(
-        "MPI_Type_size_x",
+        function,
         (|| {
             let info = old_type(datatype)?;
-            // SAFETY: `size` is null or the caller's output variable.
+            // SAFETY: per the caller.
             *unsafe { out(size, "size") }? = MPI_Count::try_from(info.size).unwrap_or(MPI_UNDEFINED.into());
             Ok(())
         })(),
     )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_size_x(datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
+    // SAFETY: the caller's output variable.
+    unsafe { large_size("MPI_Type_size_x", datatype, size) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_size_c(datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
+    // SAFETY: the caller's output variable.
+    unsafe { large_size("MPI_Type_size_c", datatype, size) }
 }
 
 /// MPI 4.1: the predefined pair type of MPI_MINLOC and MPI_MAXLOC for `value_type` and
@@ -183,6 +198,8 @@ extent_query!(MPI_Type_get_extent(lb, extent): MPI_Aint = identity);
 extent_query!(MPI_Type_get_extent_x(lb, extent): MPI_Count = to_count);
 extent_query!(MPI_Type_get_true_extent(true_lb, true_extent): MPI_Aint = identity);
 extent_query!(MPI_Type_get_true_extent_x(true_lb, true_extent): MPI_Count = to_count);
+extent_query!(MPI_Type_get_extent_c(lb, extent): MPI_Count = to_count);
+extent_query!(MPI_Type_get_true_extent_c(true_lb, true_extent): MPI_Count = to_count);
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_get_name(datatype: MPI_Datatype, type_name: *mut c_char, resultlen: *mut c_int) -> c_int {

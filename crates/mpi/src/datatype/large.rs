@@ -1,7 +1,7 @@
 //! The datatype calls' large-count forms (MPI 4.0): the `_c` constructors, whose counts,
 //! displacements and strides are MPI_Count (recorded as large counts, which
-//! MPI_Type_get_contents_c lists), the `_c` size and extent queries, and packing with
-//! MPI_Count sizes and positions.
+//! MPI_Type_get_contents_c lists) and packing with MPI_Count sizes and positions. (The `_c` size
+//! and extent queries are the `_x` ones again, beside them.)
 
 // The safety contract of every entry point is the MPI standard's: pointers valid for the sizes
 // it documents.
@@ -9,7 +9,7 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-use super::abi::{constructor, contiguous, indexed, old_type, on_comm, out, pack_into, packed_size_of, resized, structure, unpack_from, vector, Stride};
+use super::abi::{constructor, contiguous, indexed, on_comm, out, pack_into, packed_size_of, resized, structure, unpack_from, vector, Stride};
 use super::arrays::{darray, subarray};
 use super::external32::{external_size_of, pack_external, unpack_external};
 use crate::consts::*;
@@ -103,45 +103,6 @@ constructor!(
         newtype: *mut MPI_Datatype,
     ) => darray(size, rank, ndims, array_of_gsizes, array_of_distribs, array_of_dargs, array_of_psizes, order, oldtype, newtype)
 );
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_size_c(datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
-    let result = (|| {
-        let info = old_type(datatype)?;
-        // SAFETY: `size` is null or the caller's output variable.
-        *unsafe { out(size, "size") }? = info.size as MPI_Count;
-        Ok(())
-    })();
-    finish("MPI_Type_size_c", result)
-}
-
-/// MPI_Type_get_extent_c and MPI_Type_get_true_extent_c: a pair of the datatype's bounds.
-///
-/// # Safety
-/// Both outputs are null or the caller's variables.
-unsafe fn extent_pair(function: &str, datatype: MPI_Datatype, first: *mut MPI_Count, second: *mut MPI_Count, pick: impl Fn(&super::TypeInfo) -> (isize, isize)) -> c_int {
-    let result = (|| {
-        let info = old_type(datatype)?;
-        let (a, b) = pick(&info);
-        // SAFETY: per the caller.
-        let (first, second) = unsafe { (out(first, "lb")?, out(second, "extent")?) };
-        (*first, *second) = (a as MPI_Count, b as MPI_Count);
-        Ok(())
-    })();
-    finish(function, result)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_extent_c(datatype: MPI_Datatype, lb: *mut MPI_Count, extent: *mut MPI_Count) -> c_int {
-    // SAFETY: the caller's outputs.
-    unsafe { extent_pair("MPI_Type_get_extent_c", datatype, lb, extent, |info| (info.lb, info.extent)) }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_true_extent_c(datatype: MPI_Datatype, true_lb: *mut MPI_Count, true_extent: *mut MPI_Count) -> c_int {
-    // SAFETY: the caller's outputs.
-    unsafe { extent_pair("MPI_Type_get_true_extent_c", datatype, true_lb, true_extent, |info| (info.true_lb, info.true_extent)) }
-}
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Pack_c(inbuf: *const c_void, incount: MPI_Count, datatype: MPI_Datatype, outbuf: *mut c_void, outsize: MPI_Count, position: *mut MPI_Count, comm: MPI_Comm) -> c_int {

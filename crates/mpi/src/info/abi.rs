@@ -13,7 +13,7 @@ use crate::group::store;
 ///
 /// # Safety
 /// `text` must be NULL or a NUL-terminated string.
-unsafe fn c_text<'a>(text: *const c_char, what: &str) -> MpiResult<std::borrow::Cow<'a, str>> {
+pub(crate) unsafe fn c_text<'a>(text: *const c_char, what: &str) -> MpiResult<std::borrow::Cow<'a, str>> {
     if text.is_null() {
         return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, format!("{what} must not be NULL")));
     }

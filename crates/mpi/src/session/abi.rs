@@ -4,7 +4,7 @@
 // The safety contract of the MPI_* entry points is the MPI standard's rules for their arguments.
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
-use std::ffi::{c_char, c_int, CStr};
+use std::ffi::{c_char, c_int};
 
 use super::{ProcessSet, Session, PSET_NAMES};
 use crate::comm::construct::create_group_of;
@@ -15,6 +15,7 @@ use crate::error::handlers::Kind;
 use crate::error::report::{apply, describe, Target};
 use crate::error::{error, write_c_string, MpiResult};
 use crate::group::store;
+use crate::info::abi::c_text;
 use crate::runtime::{self, Runtime};
 
 /// Reports a failed session call on the session's handler (MPI_COMM_WORLD's for an invalid one).
@@ -33,18 +34,6 @@ fn finish_on_handler(function: &str, errhandler: MPI_Errhandler, result: MpiResu
     }
 }
 
-/// A C string argument.
-///
-/// # Safety
-/// `text` must be NULL or NUL-terminated.
-unsafe fn c_text(text: *const c_char, what: &str) -> MpiResult<String> {
-    if text.is_null() {
-        return Err(error(MPI_COMM_SELF, MPI_ERR_ARG, format!("{what} must not be NULL")));
-    }
-    // SAFETY: non-null and NUL-terminated per the caller.
-    Ok(unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned())
-}
-
 const THREAD_LEVELS: [(&str, c_int); 4] =
     [("MPI_THREAD_SINGLE", MPI_THREAD_SINGLE), ("MPI_THREAD_FUNNELED", MPI_THREAD_FUNNELED), ("MPI_THREAD_SERIALIZED", MPI_THREAD_SERIALIZED), ("MPI_THREAD_MULTIPLE", MPI_THREAD_MULTIPLE)];
 
@@ -61,14 +50,6 @@ fn thread_level_name(level: c_int) -> &'static str {
     THREAD_LEVELS.iter().find(|(_, l)| *l == level).map_or("MPI_THREAD_SINGLE", |(name, _)| name)
 }
 
-/// The entries of `info` (none for MPI_INFO_NULL).
-fn entries_of(info: MPI_Info) -> MpiResult<Vec<(String, String)>> {
-    if info == MPI_INFO_NULL {
-        return Ok(Vec::new());
-    }
-    crate::info::with_infos(|infos| infos.get(info).cloned())
-}
-
 /// Checks that `errhandler` can be attached to an object of `kind`.
 fn check_errhandler(rt: &Runtime, errhandler: MPI_Errhandler, kind: Kind) -> MpiResult<()> {
     rt.errhandlers.check_attachable(errhandler, kind, crate::error::handlers::abi::is_attached(rt, errhandler)).map_err(|detail| error(MPI_COMM_SELF, MPI_ERR_ARG, detail))
@@ -80,7 +61,7 @@ pub unsafe extern "C" fn MPI_Session_init(info: MPI_Info, errhandler: MPI_Errhan
         if session.is_null() {
             return Err(error(MPI_COMM_SELF, MPI_ERR_ARG, "session must not be NULL"));
         }
-        let hints = entries_of(info)?;
+        let hints = crate::info::entries(info)?;
         let required = thread_level_of(&hints)?;
         let provided = runtime::open_session(required)?;
         let opened = runtime::with(|rt| {
@@ -134,7 +115,7 @@ pub unsafe extern "C" fn MPI_Session_finalize(session: *mut MPI_Session) -> c_in
 pub unsafe extern "C" fn MPI_Session_get_num_psets(session: MPI_Session, info: MPI_Info, npset_names: *mut c_int) -> c_int {
     let result = runtime::with(|rt| {
         rt.sessions.get(session)?;
-        entries_of(info)?;
+        crate::info::entries(info)?;
         // SAFETY: the caller's out-pointer (NULL is rejected by store).
         unsafe { store(npset_names, PSET_NAMES.len() as c_int, "npset_names") }
     });
@@ -145,7 +126,7 @@ pub unsafe extern "C" fn MPI_Session_get_num_psets(session: MPI_Session, info: M
 pub unsafe extern "C" fn MPI_Session_get_nth_pset(session: MPI_Session, info: MPI_Info, n: c_int, pset_len: *mut c_int, pset_name: *mut c_char) -> c_int {
     let result = runtime::with(|rt| {
         rt.sessions.get(session)?;
-        entries_of(info)?;
+        crate::info::entries(info)?;
         let name = usize::try_from(n).ok().and_then(|n| PSET_NAMES.get(n)).ok_or_else(|| error(MPI_COMM_SELF, MPI_ERR_ARG, format!("n {n} is not in 0..{}", PSET_NAMES.len())))?;
         if pset_len.is_null() {
             return Err(error(MPI_COMM_SELF, MPI_ERR_ARG, "pset_len must not be NULL"));
@@ -186,7 +167,7 @@ pub unsafe extern "C" fn MPI_Session_get_pset_info(session: MPI_Session, pset_na
         // SAFETY: MPI requires a NUL-terminated name.
         let set = unsafe { process_set(pset_name)? };
         let size = members_of(rt, set).len();
-        let handle = crate::info::with_infos(|infos| Ok(infos.insert(vec![("mpi_size".to_string(), size.to_string())])))?;
+        let handle = crate::info::create(vec![("mpi_size".to_string(), size.to_string())])?;
         // SAFETY: the caller's out-pointer (NULL is rejected by store).
         unsafe { store(info, handle, "info") }
     });
@@ -199,7 +180,7 @@ pub unsafe extern "C" fn MPI_Session_get_info(session: MPI_Session, info_used: *
         let open = rt.sessions.get(session)?;
         let mut entries: Vec<(String, String)> = open.hints.iter().filter(|(key, _)| key != "thread_level").cloned().collect();
         entries.insert(0, ("thread_level".to_string(), thread_level_name(open.thread_level).to_string()));
-        let handle = crate::info::with_infos(|infos| Ok(infos.insert(entries)))?;
+        let handle = crate::info::create(entries)?;
         // SAFETY: the caller's out-pointer (NULL is rejected by store).
         unsafe { store(info_used, handle, "info_used") }
     });
@@ -233,7 +214,7 @@ fn agreement_tag_of(stringtag: &str) -> c_int {
 /// `stringtag` must be NULL or NUL-terminated.
 unsafe fn string_tag(stringtag: *const c_char) -> MpiResult<String> {
     // SAFETY: per the caller.
-    let tag = unsafe { c_text(stringtag, "stringtag")? };
+    let tag = unsafe { c_text(stringtag, "stringtag")? }.into_owned();
     if tag.len() > MPI_MAX_STRINGTAG_LEN as usize {
         return Err(error(MPI_COMM_SELF, MPI_ERR_ARG, format!("stringtag is longer than MPI_MAX_STRINGTAG_LEN ({MPI_MAX_STRINGTAG_LEN})")));
     }
@@ -251,7 +232,7 @@ fn attach(made: MPI_Comm, errhandler: MPI_Errhandler) -> MpiResult<()> {
 /// Checks the handler and info of a communicator made from groups.
 fn check_creation(errhandler: MPI_Errhandler, info: MPI_Info) -> MpiResult<()> {
     runtime::with(|rt| check_errhandler(rt, errhandler, Kind::Comm))?;
-    entries_of(info).map(drop)
+    crate::info::entries(info).map(drop)
 }
 
 #[no_mangle]

@@ -134,17 +134,14 @@ fn deliver(events: Vec<Event>, dropped: u64) {
     }
 }
 
-/// The entries of `info` (none for MPI_INFO_NULL).
+/// The entries of `info` (none for MPI_INFO_NULL), as MPI_T reports a bad one.
 fn info_entries(info: MPI_Info) -> ToolResult<Vec<(String, String)>> {
-    if info == MPI_INFO_NULL {
-        return Ok(Vec::new());
-    }
-    crate::info::with_infos(|infos| infos.get(info).cloned()).map_err(|_| MPI_T_ERR_INVALID)
+    crate::info::entries(info).map_err(|_| MPI_T_ERR_INVALID)
 }
 
-/// A new info object holding `entries`.
+/// A new info object holding `entries`, as MPI_T reports a failure.
 fn new_info(entries: Vec<(String, String)>) -> ToolResult<MPI_Info> {
-    crate::info::with_infos(|infos| Ok(infos.insert(entries))).map_err(|_| MPI_T_ERR_INVALID)
+    crate::info::create(entries).map_err(|_| MPI_T_ERR_INVALID)
 }
 
 fn safety_index(cb_safety: MPI_T_cb_safety) -> ToolResult<usize> {

@@ -431,7 +431,7 @@ pub unsafe extern "C" fn MPI_Win_get_info(win: MPI_Win, info_used: *mut MPI_Info
         if info_used.is_null() {
             return Err(win_error(MPI_ERR_ARG, "info_used must not be NULL"));
         }
-        let handle = crate::info::with_infos(|infos| Ok(infos.insert(hints)))?;
+        let handle = crate::info::create(hints)?;
         // SAFETY: checked non-null.
         unsafe { *info_used = handle };
         Ok(())
