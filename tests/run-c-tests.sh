@@ -202,12 +202,43 @@ PROGRAMS=(p2p_matching p2p_modes p2p_more collectives coll_forms nbc idup neighb
 is_braid && PROGRAMS+=(partitioned)
 # MPI_T events: Braid's own (an implementation defines its events; MPICH 4.0.2 has none of these).
 is_braid && PROGRAMS+=(mpit_events)
+# Ports and connections: Debian's MPICH 4.0.2 (ch4:ucx) refuses MPI_Open_port ("not supported
+# with ucx netmod"); Open MPI runs the one-job cases.
+[ "$MPI_IMPL" != mpich ] && PROGRAMS+=(connect)
 for program in "${PROGRAMS[@]}"; do
     if ! compile_c "$program"; then
         fail "build $program" "$(explain "$LOG_DIR/build-$program.log")"; keep_logs
     fi
 done
 built() { [ -x "$BUILD/$1" ]; }
+
+# two_jobs NAME SERVER_RANKS CLIENT_RANKS [VAR=VALUE...] -- PROGRAM: a server job and a client
+# job started apart, which find each other through a file (`PROGRAM server FILE`, `PROGRAM
+# client FILE`); both must succeed.
+two_jobs() {
+    local name="$1" server_ranks="$2" client_ranks="$3"
+    shift 3
+    local settings=()
+    while [ "$1" != "--" ]; do settings+=("$1"); shift; done
+    shift
+    selected "$name" || return 0
+    local port_file="$WORK/port-$RANDOM$RANDOM"
+    run_job "$name" -- bash -c 'server_ranks=$1 client_ranks=$2 file=$3 program=$4; shift 4
+        "$@" "$server_ranks" "$program" server "$file" & server=$!
+        "$@" "$client_ranks" "$program" client "$file"; client=$?
+        wait "$server"; server=$?
+        echo "server exit $server, client exit $client" >&2
+        [ "$server" -eq 0 ] && [ "$client" -eq 0 ]' _ "$server_ranks" "$client_ranks" "$port_file" "$1" env "${settings[@]}" "${LAUNCH[@]}"
+    if [ "$RC" -eq 124 ] || [ "$RC" -eq 137 ]; then
+        fail "$name" "timed out after ${TIMEOUT}s"; keep_logs
+    elif [ "$RC" -ne 0 ]; then
+        fail "$name" "exit $RC: $(explain "$ERR")"; keep_logs
+    elif [ -n "$LEFTOVER" ]; then
+        fail "$name" "$LEFTOVER"; keep_logs
+    else
+        pass "$name"
+    fi
+}
 
 for ranks in 2 3 4; do built p2p_matching && expect_success "p2p_matching n=$ranks" "$ranks" -- "$BUILD/p2p_matching"; done
 for ranks in 2 4; do built p2p_modes && expect_success "p2p_modes n=$ranks" "$ranks" -- "$BUILD/p2p_modes"; done
@@ -241,6 +272,13 @@ for ranks in 2 4; do built split_hardware && expect_success "split_hardware n=$r
 for ranks in 1 3; do built sessions && expect_success "sessions n=$ranks MPI_Init beside a session" "$ranks" -- "$BUILD/sessions" mixed; done
 built mpit_events && expect_success "mpit_events n=2" 2 -- "$BUILD/mpit_events"
 built mpit_events && expect_success "mpit_events n=2 BRAID_UNEXPECTED_MARK=0" 2 BRAID_UNEXPECTED_MARK=0 -- "$BUILD/mpit_events" none
+for ranks in 1 2 3 4; do built connect && expect_success "connect n=$ranks" "$ranks" -- "$BUILD/connect"; done
+# Two jobs started apart: new processes to each other, reached over shared memory of their own.
+if is_braid && built connect; then
+    two_jobs "connect jobs 2+3" 2 3 -- "$BUILD/connect"
+    two_jobs "connect jobs 1+1 BRAID_WAIT=block" 1 1 BRAID_WAIT=block -- "$BUILD/connect"
+    two_jobs "connect jobs 2+2 BRAID_CMA=off" 2 2 BRAID_CMA=off -- "$BUILD/connect"
+fi
 for ranks in 1 2 3; do built partitioned && expect_success "partitioned n=$ranks" "$ranks" -- "$BUILD/partitioned"; done
 for ranks in 2 3 4; do built idup && expect_success "idup n=$ranks" "$ranks" -- "$BUILD/idup"; done
 is_braid && built idup && expect_success "idup n=3 BRAID_PROGRESS_THREAD=on" 3 BRAID_PROGRESS_THREAD=on -- "$BUILD/idup"

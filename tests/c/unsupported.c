@@ -2,8 +2,8 @@
  * parent (MPI_Comm_get_parent gives MPI_COMM_NULL); an I/O error comes back to the caller under
  * the default file error handler even when MPI_COMM_WORLD's is MPI_ERRORS_ARE_FATAL, or goes to
  * the handler set on MPI_FILE_NULL; a call on MPI_WIN_NULL fails under MPI_ERRORS_RETURN. Under
- * TEST_BRAID_ONLY: every call of dynamic process management and MPI-IO returns
- * MPI_ERR_UNSUPPORTED_OPERATION. With the argument "fatal" it calls MPI_Win_fence on
+ * TEST_BRAID_ONLY: spawning, name publishing and every call of MPI-IO return
+ * MPI_ERR_UNSUPPORTED_OPERATION (ports and connections: connect.c). With the argument "fatal" it calls MPI_Win_fence on
  * MPI_WIN_NULL under MPI_ERRORS_ARE_FATAL, which must end the job with a message naming
  * MPI_Win_fence. Runs on any number of ranks. */
 #include <string.h>
@@ -32,11 +32,6 @@ static void dynamic_processes(void)
     expect_unsupported(MPI_Comm_spawn_multiple(1, commands, MPI_ARGVS_NULL, maxprocs, infos, 0, MPI_COMM_WORLD, &intercomm,
                                                MPI_ERRCODES_IGNORE),
                        "MPI_Comm_spawn_multiple");
-    expect_unsupported(MPI_Open_port(MPI_INFO_NULL, port), "MPI_Open_port");
-    expect_unsupported(MPI_Close_port("port"), "MPI_Close_port");
-    expect_unsupported(MPI_Comm_accept("port", MPI_INFO_NULL, 0, MPI_COMM_WORLD, &comm), "MPI_Comm_accept");
-    expect_unsupported(MPI_Comm_connect("port", MPI_INFO_NULL, 0, MPI_COMM_WORLD, &comm), "MPI_Comm_connect");
-    expect_unsupported(MPI_Comm_join(0, &intercomm), "MPI_Comm_join");
     expect_unsupported(MPI_Publish_name("service", MPI_INFO_NULL, "port"), "MPI_Publish_name");
     expect_unsupported(MPI_Unpublish_name("service", MPI_INFO_NULL, "port"), "MPI_Unpublish_name");
     expect_unsupported(MPI_Lookup_name("service", MPI_INFO_NULL, port), "MPI_Lookup_name");

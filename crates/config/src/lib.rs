@@ -142,6 +142,8 @@ pub struct Config {
     pub offload: OffloadMode,
     pub offload_cost_ns: Option<u64>,
     pub unfinalized_wait_s: u32,
+    /// BRAID_CONNECT_TIMEOUT_S: how long MPI_Comm_connect (and a spawn) waits for the other side.
+    pub connect_timeout_s: u32,
     pub debug: bool,
 }
 
@@ -198,6 +200,7 @@ impl Default for Config {
             offload: OffloadMode::Auto,
             offload_cost_ns: None,
             unfinalized_wait_s: 10,
+            connect_timeout_s: 60,
             debug: false,
         }
     }
@@ -261,6 +264,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_OFFLOAD", default: "auto", meaning: "auto | off: submit chunks from threads on idle cores when the measured offload cost pays (never when oversubscribed)" },
     Setting { variable: "BRAID_OFFLOAD_COST_US", default: "measured", meaning: "offload cost T_O in microseconds (Brunet, Trahay and Denis 2008, equation 1); unset: measured at start-up" },
     Setting { variable: "BRAID_UNFINALIZED_WAIT_S", default: "10", meaning: "braid run: seconds the other ranks get to end on their own after a rank exits with code 0 without calling MPI_Finalize (some programs skip it at their very end), with a warning; ranks still running then are stopped and the job fails. 0: fail at once" },
+    Setting { variable: "BRAID_CONNECT_TIMEOUT_S", default: "60", meaning: "seconds MPI_Comm_connect waits for the port's owner to accept, and the processes of two jobs being connected (connect/accept, spawn, join) wait for each other, before the call fails with MPI_ERR_PORT" },
     Setting { variable: "BRAID_UNEXPECTED_MARK", default: "1024", meaning: "length of a rank's unexpected-message queue at which the MPI_T event braid_unexpected_queue_growth first fires, then again at each doubling (2048, 4096, ...; again from the start once the queue has drained below it); 0: never" },
     Setting { variable: "BRAID_DEBUG", default: "0", meaning: "1: print wire-up and protocol decisions on stderr, each line stamped with the rank's wall clock (`braid: rank R [SECONDS]: ...`)" },
 ];
@@ -369,6 +373,7 @@ impl Config {
         config.offload = reader.choice("BRAID_OFFLOAD", config.offload, &[("auto", OffloadMode::Auto), ("on", OffloadMode::Auto), ("off", OffloadMode::Off)])?;
         config.offload_cost_ns = reader.optional_micros("BRAID_OFFLOAD_COST_US", config.offload_cost_ns)?;
         config.unfinalized_wait_s = reader.number_u32("BRAID_UNFINALIZED_WAIT_S", config.unfinalized_wait_s, 0)?;
+        config.connect_timeout_s = reader.number_u32("BRAID_CONNECT_TIMEOUT_S", config.connect_timeout_s, 1)?;
         config.unexpected_mark = reader.number("BRAID_UNEXPECTED_MARK", config.unexpected_mark, 0)?;
         config.debug = reader.choice("BRAID_DEBUG", config.debug, &[("0", false), ("1", true), ("off", false), ("on", true)])?;
         Ok(config)

@@ -241,7 +241,7 @@ impl Engine {
             return Ok(false);
         }
         let mut moved = false;
-        for peer in 0..self.core.size {
+        for peer in 0..self.core.endpoints.len() as PeerId {
             let lane = self.core.endpoints[peer as usize].lane;
             if let (ControlLane::Direct(transport), true) = (lane.control, lane.queued) {
                 moved |= self.flush_backlog(peer, transport)?;

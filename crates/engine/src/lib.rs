@@ -55,6 +55,7 @@ mod counters;
 mod endpoint;
 pub mod events;
 mod frame;
+mod joining;
 mod links;
 mod matching;
 mod node;
@@ -252,6 +253,10 @@ pub struct Engine {
     agents: Vec<Box<dyn ProgressAgent>>,
     /// Progress steps that moved something (see [`Engine::moved_steps`]).
     moved_steps: u64,
+    /// The processes of other jobs joined so far.
+    joined: joining::Joined,
+    /// The direct transports reaching joined processes whose doorbells a waiter sleeps on too.
+    joined_doorbells: Vec<usize>,
 }
 
 impl Engine {
@@ -297,7 +302,7 @@ impl Engine {
     /// Starts a receive into `buffer`.
     pub fn irecv(&mut self, buffer: &'static mut [u8], source: Source, tag: TagSelector, context: u32) -> Result<RequestId, EngineError> {
         if let Source::Rank(rank) = source {
-            if rank >= self.core.size {
+            if rank as usize >= self.core.endpoints.len() {
                 return Err(self.out_of_range(rank));
             }
         }
@@ -311,7 +316,7 @@ impl Engine {
 
     #[cold]
     fn out_of_range(&self, rank: u32) -> EngineError {
-        EngineError::Unreachable { rank, reason: format!("the job has {} ranks", self.core.size) }
+        EngineError::Unreachable { rank, reason: format!("the job has {} ranks and {} processes of other jobs joined", self.core.size, self.core.endpoints.len() as u32 - self.core.size) }
     }
 
     /// Makes progress once; if `request` is complete, frees it and returns its status.
@@ -425,6 +430,13 @@ impl Engine {
     /// The node of every job rank: equal numbers share a node (and its shared memory).
     pub fn node_of(&self) -> &[u32] {
         &self.node.node_of
+    }
+
+    /// The node of `peer`, as [`Engine::node_of`] numbers them; a process of another job (see
+    /// [`Engine::join`]) counts as a node of its own, so that nothing puts node-level shared
+    /// memory between it and the job's ranks.
+    pub fn node_id(&self, peer: u32) -> u32 {
+        self.node.node_of.get(peer as usize).copied().unwrap_or(u32::MAX - peer)
     }
 
     /// Rings the doorbell of `peer`, a rank of this node, after changing memory the two share

@@ -22,8 +22,8 @@ pub struct Parking {
 }
 
 enum Spot {
-    /// The direct transport's doorbell, with its token.
-    Direct { transport: usize, doorbell: Arc<dyn SharedDoorbell>, token: u32 },
+    /// The direct transports' doorbells (see [`Engine::arm_direct_doorbells`]), with their tokens.
+    Direct(Vec<(usize, Arc<dyn SharedDoorbell>, u32)>),
     /// Every rail's doorbell, planned to be back by `until`.
     Rails { doorbells: Arc<RailDoorbells>, until: Instant },
 }
@@ -33,7 +33,13 @@ impl Parking {
     /// passes.
     pub fn sleep(&self) {
         match &self.spot {
-            Spot::Direct { doorbell, token, .. } => doorbell.sleep(*token, self.timeout),
+            Spot::Direct(armed) => match armed.as_slice() {
+                [(_, doorbell, token)] => doorbell.sleep(*token, self.timeout),
+                several => {
+                    let futexes: Vec<(&braid_sys::futex::Doorbell, u32)> = several.iter().filter_map(|(_, doorbell, token)| doorbell.futex().map(|futex| (futex, *token))).collect();
+                    braid_sys::futex::Doorbell::sleep_any(&futexes, self.timeout);
+                }
+            },
             Spot::Rails { doorbells, .. } => doorbells.sleep(self.timeout),
         }
     }
@@ -63,13 +69,15 @@ impl Engine {
             return Ok(None);
         }
         Ok(Some(match self.wait.doorbell {
-            Doorbell::Direct(transport) => {
+            Doorbell::Direct(_) => {
                 if self.core.has_local_work() {
                     return Ok(None);
                 }
-                let Some(doorbell) = self.transports[transport].shared_doorbell() else { return Ok(None) };
-                let Some(token) = self.transports[transport].prepare_sleep() else { return Ok(None) };
-                Parking { spot: Spot::Direct { transport, doorbell, token }, timeout: self.wait.timeout }
+                let armed = self.arm_direct_doorbells();
+                if armed.is_empty() {
+                    return Ok(None);
+                }
+                Parking { spot: Spot::Direct(armed), timeout: self.wait.timeout }
             }
             Doorbell::Rails { bounded } => {
                 let RailSleep::For(timeout) = self.rails_sleep(bounded)? else { return Ok(None) };
@@ -83,7 +91,11 @@ impl Engine {
     /// Takes back a doorbell armed by [`Engine::park`], once its sleep (`slept` long) is over.
     pub fn unpark(&mut self, parking: Parking, slept: Duration) {
         match parking.spot {
-            Spot::Direct { transport, .. } => self.transports[transport].finish_sleep(),
+            Spot::Direct(armed) => {
+                for (transport, ..) in armed {
+                    self.transports[transport].finish_sleep();
+                }
+            }
             Spot::Rails { until, .. } => self.core.net.slept_until(until),
         }
         if !slept.is_zero() {

@@ -236,6 +236,10 @@ impl Engine {
                 Idle::Block => {}
             }
             let sleeper = match self.wait.doorbell {
+                Doorbell::Direct(_) if !self.joined_doorbells.is_empty() => {
+                    self.sleep_on_several(&mut done)?;
+                    continue;
+                }
                 Doorbell::Direct(transport) => Some(transport).filter(|_| !self.core.has_local_work()),
                 Doorbell::Rails { bounded } => {
                     self.sleep_on_rails(bounded)?;
@@ -256,6 +260,41 @@ impl Engine {
             self.transports[sleeper].finish_sleep();
             polled?;
         }
+    }
+
+    /// Sleeps on the doorbells of the first direct transport and of those that reach processes
+    /// of other jobs (see `joining.rs`) at once, unless a direct lane needs polling.
+    fn sleep_on_several(&mut self, done: &mut impl FnMut(&mut Engine) -> bool) -> Result<(), EngineError> {
+        if self.core.has_local_work() {
+            self.core.counters.time_blocked(std::thread::yield_now);
+            return Ok(());
+        }
+        let armed = self.arm_direct_doorbells();
+        // Armed: one more look closes the window between the last poll and the sleep.
+        let polled = self.progress();
+        if matches!(polled, Ok(false)) && !done(self) {
+            let futexes: Vec<(&braid_sys::futex::Doorbell, u32)> = armed.iter().filter_map(|(_, doorbell, token)| doorbell.futex().map(|futex| (futex, *token))).collect();
+            let timeout = self.wait.timeout;
+            self.core.counters.time_asleep(|| braid_sys::futex::Doorbell::sleep_any(&futexes, timeout));
+        }
+        for (transport, ..) in &armed {
+            self.transports[*transport].finish_sleep();
+        }
+        polled.map(|_| ())
+    }
+
+    /// Arms the doorbell of every direct transport a waiter sleeps on: `(transport, doorbell,
+    /// token)`.
+    pub(crate) fn arm_direct_doorbells(&mut self) -> Vec<(usize, std::sync::Arc<dyn braid_transport::SharedDoorbell>, u32)> {
+        let Doorbell::Direct(first) = self.wait.doorbell else { return Vec::new() };
+        let mut armed = Vec::with_capacity(1 + self.joined_doorbells.len());
+        for transport in std::iter::once(first).chain(self.joined_doorbells.iter().copied()) {
+            let Some(doorbell) = self.transports[transport].shared_doorbell() else { continue };
+            if let Some(token) = self.transports[transport].prepare_sleep() {
+                armed.push((transport, doorbell, token));
+            }
+        }
+        armed
     }
 
     /// Sleeps on every rail's doorbell for as long as the rails allow (a frame arriving, or room

@@ -185,6 +185,19 @@ impl Engine {
             unexpected_marks: crate::events::GrowthMarks::new(config.unexpected_mark as u64),
         };
         let polled = std::iter::once(0).chain(carriers.iter().copied().filter(|&t| t != 0)).collect();
-        Ok(Engine { transports: all, polled, polls_rails, core, bootstrap, wait, node, links: link_profiles, agents: Vec::new(), moved_steps: 0 })
+        Ok(Engine {
+            transports: all,
+            polled,
+            polls_rails,
+            core,
+            bootstrap,
+            wait,
+            node,
+            links: link_profiles,
+            agents: Vec::new(),
+            moved_steps: 0,
+            joined: Default::default(),
+            joined_doorbells: Vec::new(),
+        })
     }
 }

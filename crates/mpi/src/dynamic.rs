@@ -1,9 +1,14 @@
-//! Dynamic process management where it applies to processes started by the launcher: they have
-//! no parent, and MPI_Comm_disconnect ends any communicator as MPI defines it. Spawning, ports and
-//! connecting are not supported (unsupported/dynamic.rs).
+//! Dynamic process management: ports and connections between jobs (`abi.rs`, `ports.rs`, how
+//! two roots meet in `rendezvous.rs`, the collective part in `connection.rs`), the parent of a
+//! spawned job, and MPI_Comm_disconnect.
 
 // The safety contract of the MPI_* entry points is the MPI standard's rules for their arguments.
 #![allow(non_snake_case, clippy::missing_safety_doc)]
+
+pub mod abi;
+mod connection;
+mod ports;
+mod rendezvous;
 
 use std::ffi::c_int;
 

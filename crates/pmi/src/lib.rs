@@ -5,6 +5,7 @@
 //! a singleton one (a program started without a launcher) and an in-process one for tests.
 
 pub mod client;
+pub mod group;
 pub mod server;
 pub mod threads;
 pub mod wire;

@@ -40,6 +40,56 @@ pub fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) -> io::R
     }
 }
 
+/// Sleeps while every `word == expected` of `words`, for at most `timeout` (forever if `None`):
+/// the first one woken (or found changed) ends the sleep (`futex_waitv`, Linux 5.16). A rank
+/// reached through several shared-memory doorbells sleeps on all of them at once.
+pub fn wait_any(words: &[(&AtomicU32, u32)], timeout: Option<Duration>) -> io::Result<WaitOutcome> {
+    /// The kernel's `struct futex_waitv`.
+    #[repr(C)]
+    struct Waiter {
+        value: u64,
+        address: u64,
+        flags: u32,
+        reserved: u32,
+    }
+    /// FUTEX2_SIZE_U32, shared (no FUTEX2_PRIVATE).
+    const SIZE_U32: u32 = 0x02;
+    const MAX_WAITERS: usize = 128;
+    match words {
+        [] => return Ok(WaitOutcome::Changed),
+        [(word, expected)] => return wait(word, *expected, timeout),
+        _ if words.len() > MAX_WAITERS => return Err(io::Error::new(io::ErrorKind::InvalidInput, "futex_waitv takes at most 128 words")),
+        _ => {}
+    }
+    let waiters: Vec<Waiter> = words.iter().map(|(word, expected)| Waiter { value: u64::from(*expected), address: word.as_ptr() as u64, flags: SIZE_U32, reserved: 0 }).collect();
+    // futex_waitv's timeout is absolute, on the clock named by its last argument.
+    let deadline = match timeout {
+        Some(timeout) => {
+            let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+            // SAFETY: clock_gettime writes the timespec it is given, valid for the call.
+            unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+            let nanos = now.tv_nsec as u64 + u64::from(timeout.subsec_nanos());
+            let seconds = (now.tv_sec as u64).saturating_add(timeout.as_secs()).saturating_add(nanos / 1_000_000_000);
+            Some(libc::timespec { tv_sec: seconds.min(libc::time_t::MAX as u64) as libc::time_t, tv_nsec: (nanos % 1_000_000_000) as libc::c_long })
+        }
+        None => None,
+    };
+    let deadline_ptr = deadline.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: futex_waitv reads `waiters` (valid, `len` entries, each naming an aligned u32 that
+    // lives for the call) and the optional absolute deadline; it writes nothing.
+    let result = unsafe { libc::syscall(libc::SYS_futex_waitv, waiters.as_ptr(), waiters.len() as libc::c_uint, 0u32, deadline_ptr, libc::CLOCK_MONOTONIC) };
+    if result >= 0 {
+        return Ok(WaitOutcome::Woken);
+    }
+    let error = io::Error::last_os_error();
+    match error.raw_os_error() {
+        Some(libc::EAGAIN) => Ok(WaitOutcome::Changed),
+        Some(libc::ETIMEDOUT) => Ok(WaitOutcome::TimedOut),
+        Some(libc::EINTR) => Ok(WaitOutcome::Interrupted),
+        _ => Err(error),
+    }
+}
+
 /// Wakes up to `count` waiters on `word`; returns how many were woken.
 pub fn wake(word: &AtomicU32, count: u32) -> usize {
     let count = count.min(i32::MAX as u32) as libc::c_int;
@@ -89,6 +139,14 @@ impl Doorbell {
         // Errors (only EFAULT/EINVAL, impossible for a valid &AtomicU32) end the sleep early,
         // which the caller's polling loop tolerates.
         let _ = wait(&self.counter.0, token, Some(timeout));
+    }
+
+    /// Sleeps until any of `doorbells` is rung (each with the token of its `prepare_sleep`) or
+    /// `timeout` passes: a receiver rung through several doorbells.
+    pub fn sleep_any(doorbells: &[(&Doorbell, u32)], timeout: Duration) {
+        let words: Vec<(&AtomicU32, u32)> = doorbells.iter().map(|(doorbell, token)| (&doorbell.counter.0, *token)).collect();
+        // As in `sleep`: an error only ends the sleep early.
+        let _ = wait_any(&words, Some(timeout));
     }
 
     /// Ends the sleep phase: senders stop ringing.
@@ -157,6 +215,38 @@ mod tests {
         std::thread::sleep(Duration::from_millis(30));
         bell.ring();
         assert!(sleeper.join().unwrap() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn wait_any_times_out_and_sees_a_changed_word() {
+        let (a, b) = (AtomicU32::new(0), AtomicU32::new(7));
+        let start = Instant::now();
+        assert_eq!(wait_any(&[(&a, 0), (&b, 7)], Some(Duration::from_millis(20))).unwrap(), WaitOutcome::TimedOut);
+        assert!(start.elapsed() >= Duration::from_millis(15));
+        assert_eq!(wait_any(&[(&a, 0), (&b, 6)], Some(Duration::from_secs(5))).unwrap(), WaitOutcome::Changed);
+    }
+
+    #[test]
+    fn any_of_several_doorbells_wakes_their_sleeper() {
+        for rung in 0..2 {
+            let bells = Arc::new([Doorbell::new(), Doorbell::new()]);
+            let sleeper = {
+                let bells = Arc::clone(&bells);
+                std::thread::spawn(move || {
+                    let tokens = [bells[0].prepare_sleep(), bells[1].prepare_sleep()];
+                    let start = Instant::now();
+                    Doorbell::sleep_any(&[(&bells[0], tokens[0]), (&bells[1], tokens[1])], Duration::from_secs(10));
+                    bells.iter().for_each(Doorbell::finish_sleep);
+                    start.elapsed()
+                })
+            };
+            while bells[1].sleeping.0.load(Ordering::Relaxed) == 0 {
+                std::thread::yield_now();
+            }
+            std::thread::sleep(Duration::from_millis(30));
+            bells[rung].ring();
+            assert!(sleeper.join().unwrap() < Duration::from_secs(5), "doorbell {rung} did not wake the sleeper");
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 pub mod conformance;
 pub mod profile_cache;
+pub mod renumbered;
 pub mod selfloop;
 pub mod shm;
 pub mod tcp;
@@ -27,6 +28,12 @@ pub trait SharedDoorbell: Send + Sync {
     /// Sleeps until the doorbell rings or `timeout` passes; returns at once if it rang since
     /// the `prepare_sleep` that gave `token`.
     fn sleep(&self, token: u32, timeout: Duration);
+
+    /// The futex doorbell behind this one, for a thread that sleeps on several at once
+    /// ([`braid_sys::futex::Doorbell::sleep_any`]); `None` where it is something else.
+    fn futex(&self) -> Option<&braid_sys::futex::Doorbell> {
+        None
+    }
 }
 
 /// Largest engine header a transport must carry.

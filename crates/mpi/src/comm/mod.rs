@@ -133,7 +133,7 @@ impl CommShared {
             if self.is_inter() {
                 return None;
             }
-            let node_ids: Vec<u32> = self.members.iter().map(|&job| engine.node_of().get(job as usize).copied().unwrap_or(job)).collect();
+            let node_ids: Vec<u32> = self.members.iter().map(|&job| engine.node_id(job)).collect();
             let layout = NodeLayout::new(&node_ids);
             let links = engine.links();
             let costs = LinkCosts { intra: links.intra_node.clone()?, inter: links.inter_node.clone()?, wake_up: links.wake_up_ns.unwrap_or(0.0), awake: links.awake_ns };

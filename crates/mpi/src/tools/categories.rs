@@ -135,7 +135,13 @@ pub(crate) static CATEGORIES: [Category; 10] = [
         pvars: &[],
         categories: &[],
     },
-    Category { name: "braid_launch", description: "how braid run treats the job's ranks", cvars: &["BRAID_UNFINALIZED_WAIT_S"], pvars: &[], categories: &[] },
+    Category {
+        name: "braid_launch",
+        description: "how braid run treats the job's ranks, and how long jobs being connected wait for each other",
+        cvars: &["BRAID_UNFINALIZED_WAIT_S", "BRAID_CONNECT_TIMEOUT_S"],
+        pvars: &[],
+        categories: &[],
+    },
     Category { name: "braid_diagnostics", description: "diagnostic output, and the events tools can register for", cvars: &["BRAID_UNEXPECTED_MARK", "BRAID_DEBUG"], pvars: &[], categories: &[] },
     Category {
         name: "braid_open_mpi_monitoring",

@@ -110,7 +110,7 @@ const fn collective(name: &'static str, read: fn(&Config, &CollTuning) -> Value,
 }
 
 /// The control variables, in the order of `SETTINGS` (the index of a variable is its setting's).
-pub(crate) static CVARS: [ControlVariable; 51] = [
+pub(crate) static CVARS: [ControlVariable; 52] = [
     fixed("BRAID_WAIT", Kind::Choice(enums::WAIT), MPI_T_VERBOSITY_USER_BASIC, |c, _| Value::Choice(enums::wait_value(c.wait))),
     fixed("BRAID_SPIN_COUNT", Kind::Unsigned, MPI_T_VERBOSITY_TUNER_BASIC, |c, _| Value::Unsigned(c.spin_count)),
     fixed("BRAID_YIELD_US", Kind::Unsigned, MPI_T_VERBOSITY_TUNER_DETAIL, |c, _| Value::Unsigned(c.yield_us)),
@@ -160,6 +160,7 @@ pub(crate) static CVARS: [ControlVariable; 51] = [
     fixed("BRAID_OFFLOAD", Kind::Choice(enums::OFFLOAD), MPI_T_VERBOSITY_TUNER_DETAIL, |c, _| Value::Choice(enums::offload_value(c.offload))),
     fixed("BRAID_OFFLOAD_COST_US", Kind::Text, MPI_T_VERBOSITY_TUNER_ALL, |c, _| Value::Text(offload_cost_text(c.offload_cost_ns))),
     fixed("BRAID_UNFINALIZED_WAIT_S", Kind::Unsigned, MPI_T_VERBOSITY_USER_DETAIL, |c, _| Value::Unsigned(c.unfinalized_wait_s)),
+    fixed("BRAID_CONNECT_TIMEOUT_S", Kind::Unsigned, MPI_T_VERBOSITY_USER_DETAIL, |c, _| Value::Unsigned(c.connect_timeout_s)),
     fixed("BRAID_UNEXPECTED_MARK", Kind::Size, MPI_T_VERBOSITY_TUNER_DETAIL, |c, _| size(c.unexpected_mark)),
     fixed("BRAID_DEBUG", Kind::Choice(enums::SWITCH), MPI_T_VERBOSITY_MPIDEV_BASIC, |c, _| Value::Choice(enums::switch_value(c.debug))),
 ];

@@ -17,7 +17,7 @@ use crate::runtime;
 /// The process (rank of `comm_old`, whose job ranks are `members`) that plays each vertex of a
 /// graph of `members.len()` vertices with `edges` `(a, b, weight)`.
 pub(crate) fn process_of_vertex(members: &[u32], edges: impl IntoIterator<Item = (usize, usize, u64)>) -> Vec<usize> {
-    let node_ids: Vec<u32> = runtime::with(|rt| Ok(members.iter().map(|&job| rt.engine.node_of().get(job as usize).copied().unwrap_or(job)).collect())).unwrap_or_else(|_| members.to_vec());
+    let node_ids: Vec<u32> = runtime::with(|rt| Ok(members.iter().map(|&job| rt.engine.node_id(job)).collect())).unwrap_or_else(|_| members.to_vec());
     mapping(&node_ids, &Traffic::from_edges(members.len(), edges))
 }
 

@@ -1,12 +1,11 @@
-//! Dynamic process management (MPI 3.1 chapter 10): spawning, ports, connecting and name
-//! publishing. Every process of a job is started by the launcher; MPI_Comm_get_parent, which
-//! works, is in src/dynamic.rs.
+//! Dynamic process management (MPI 3.1 chapter 10) not supported yet: spawning and name
+//! publishing. Ports, connecting and joining are in src/dynamic/.
 
 use std::ffi::{c_char, c_int};
 
 use crate::consts::*;
 
-const DYNAMIC: &str = "dynamic process management (spawn, ports, connect/accept, join, name publishing) is not supported: every process is started by the launcher";
+const DYNAMIC: &str = "spawning processes and publishing names are not supported: every process is started by the launcher (ports, MPI_Comm_connect/accept and MPI_Comm_join are)";
 
 unsupported!(
     MPI_Comm_spawn(
@@ -36,34 +35,6 @@ unsupported!(
     ) on comm,
     DYNAMIC
 );
-
-unsupported!(MPI_Open_port(info: MPI_Info, port_name: *mut c_char) on MPI_COMM_WORLD, DYNAMIC);
-
-unsupported!(MPI_Close_port(port_name: *const c_char) on MPI_COMM_WORLD, DYNAMIC);
-
-unsupported!(
-    MPI_Comm_accept(
-        port_name: *const c_char,
-        info: MPI_Info,
-        root: c_int,
-        comm: MPI_Comm,
-        newcomm: *mut MPI_Comm,
-    ) on comm,
-    DYNAMIC
-);
-
-unsupported!(
-    MPI_Comm_connect(
-        port_name: *const c_char,
-        info: MPI_Info,
-        root: c_int,
-        comm: MPI_Comm,
-        newcomm: *mut MPI_Comm,
-    ) on comm,
-    DYNAMIC
-);
-
-unsupported!(MPI_Comm_join(fd: c_int, intercomm: *mut MPI_Comm) on MPI_COMM_WORLD, DYNAMIC);
 
 unsupported!(
     MPI_Publish_name(service_name: *const c_char, info: MPI_Info, port_name: *const c_char) on MPI_COMM_WORLD,

@@ -186,8 +186,7 @@ fn build(flavor: Flavor, user_base: *mut c_void, size: usize, disp_unit: usize, 
     check_call(dup, unsafe { crate::error::handlers::abi::MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN) }, "setting the window communicator's handler")?;
     let (members, rank, context, same_node, cma, share_created, debug) = runtime::with(|rt| {
         let shared = rt.comms.get(dup)?.shared.clone();
-        let node_of = rt.engine.node_of();
-        let node = |job: u32| node_of.get(job as usize).copied().unwrap_or(job);
+        let node = |job: u32| rt.engine.node_id(job);
         let same_node = shared.members.iter().all(|&job| node(job) == node(shared.members[0]));
         Ok((shared.members.clone(), shared.rank as usize, shared.p2p_context, same_node, rt.config.cma != braid_config::CmaMode::Off, rt.config.win_create_share, rt.config.debug))
     })?;

@@ -79,6 +79,10 @@ impl crate::SharedDoorbell for Segment {
     fn sleep(&self, token: u32, timeout: std::time::Duration) {
         self.doorbell().sleep(token, timeout);
     }
+
+    fn futex(&self) -> Option<&braid_sys::futex::Doorbell> {
+        Some(self.doorbell())
+    }
 }
 
 impl Segment {

@@ -1,0 +1,162 @@
+//! The entry points of ports and connections: MPI_Open_port, MPI_Close_port, MPI_Comm_accept,
+//! MPI_Comm_connect and MPI_Comm_join.
+
+// The safety contract of the MPI_* entry points is the MPI standard's rules for their arguments.
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+use std::ffi::{c_char, c_int};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::connection::{connect_sides, Side};
+use super::ports;
+use super::rendezvous::{self, Meeting};
+use crate::consts::*;
+use crate::error::{error, finish, write_c_string, MpiError, MpiResult};
+use crate::group::store;
+use crate::info::abi::c_text;
+use crate::runtime;
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Open_port(_info: MPI_Info, port_name: *mut c_char) -> c_int {
+    let result = (|| {
+        if port_name.is_null() {
+            return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "port_name must not be NULL"));
+        }
+        let name = ports::open()?;
+        // SAFETY: the caller's buffer of MPI_MAX_PORT_NAME characters.
+        unsafe { write_c_string(&name, port_name, MPI_MAX_PORT_NAME as usize) };
+        Ok(())
+    })();
+    finish("MPI_Open_port", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Close_port(port_name: *const c_char) -> c_int {
+    // SAFETY: NULL or NUL-terminated, per MPI.
+    let result = unsafe { c_text(port_name, "port_name") }.and_then(|name| ports::close(&name));
+    finish("MPI_Close_port", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_accept(port_name: *const c_char, _info: MPI_Info, root: c_int, comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
+    // SAFETY: per MPI (the port name is read on the root only).
+    let result = unsafe { connect_or_accept(port_name, root, comm, newcomm, Side::Accepting) };
+    finish("MPI_Comm_accept", result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_connect(port_name: *const c_char, _info: MPI_Info, root: c_int, comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
+    // SAFETY: per MPI (the port name is read on the root only).
+    let result = unsafe { connect_or_accept(port_name, root, comm, newcomm, Side::Connecting) };
+    finish("MPI_Comm_connect", result)
+}
+
+/// Both sides of accept and connect: the root meets the other side's root, then all connect.
+///
+/// # Safety
+/// `port_name` is NUL-terminated on the root; `newcomm` is writable.
+unsafe fn connect_or_accept(port_name: *const c_char, root: c_int, comm: MPI_Comm, newcomm: *mut MPI_Comm, side: Side) -> MpiResult<()> {
+    if newcomm.is_null() {
+        return Err(error(comm, MPI_ERR_ARG, "newcomm must not be NULL"));
+    }
+    let (rank, size, timeout) = runtime::with(|rt| {
+        let found = rt.comms.get(comm)?;
+        if found.shared.is_inter() {
+            return Err(error(comm, MPI_ERR_COMM, "connections are made from an intracommunicator"));
+        }
+        Ok((found.shared.rank, found.shared.size() as u32, Duration::from_secs(rt.config.connect_timeout_s.into())))
+    })?;
+    if !(0..size as c_int).contains(&root) {
+        return Err(error(comm, MPI_ERR_ROOT, format!("root {root} is not a rank of a communicator of size {size}")));
+    }
+    let at_root = (rank == root as u32).then(|| {
+        // SAFETY: significant (and so valid) on the root, per MPI.
+        let name = unsafe { c_text(port_name, "port_name") }.map_err(|failure| MpiError { comm, ..failure })?;
+        match side {
+            Side::Accepting => accept_at_root(comm, &name, size, timeout),
+            Side::Connecting => connect_at_root(comm, &name, size, timeout),
+        }
+    });
+    let made = connect_sides(comm, root, side, at_root)?;
+    // SAFETY: checked non-null above.
+    unsafe { store(newcomm, made, "newcomm") }
+}
+
+fn port_error(comm: MPI_Comm, port: &str) -> impl Fn(String) -> MpiError + '_ {
+    move |detail| error(comm, MPI_ERR_PORT, format!("port {port}: {detail}"))
+}
+
+/// The accepting root: waits for a connecting root on the port, then serves the group.
+fn accept_at_root(comm: MPI_Comm, port: &str, accepting: u32, timeout: Duration) -> MpiResult<Meeting> {
+    let listener = ports::listener(comm, port)?;
+    loop {
+        // Blocks in the kernel (no CPU) until a process connects, as MPI_Comm_accept may.
+        let (mut stream, _) = listener.accept().map_err(|failure| error(comm, MPI_ERR_PORT, format!("port {port}: {failure}")))?;
+        // Something that is not a connecting root (a port scanner, a process that gave up) is
+        // dropped, and the port waits for the next.
+        let Ok(connecting) = rendezvous::receive(&stream, "braid-connect", Some(timeout)).and_then(|hello| rendezvous::size_of(&hello, "size")) else { continue };
+        let meeting = serve(comm, accepting, connecting, timeout)?;
+        if rendezvous::send(&mut stream, &rendezvous::welcome(&meeting)).is_ok() {
+            return Ok(meeting);
+        }
+    }
+}
+
+/// Serves the key-value space of a group of the two sides; returns the meeting to announce.
+fn serve(comm: MPI_Comm, accepting: u32, connecting: u32, timeout: Duration) -> MpiResult<Meeting> {
+    static GROUPS: AtomicU32 = AtomicU32::new(0);
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.subsec_nanos());
+    let kvsname = format!("braid-join-{}-{}-{nanos}", std::process::id(), GROUPS.fetch_add(1, Ordering::Relaxed));
+    let total = accepting.checked_add(connecting).ok_or_else(|| error(comm, MPI_ERR_PORT, "the two sides have too many processes together"))?;
+    let address = braid_pmi::group::serve_group(&kvsname, total, timeout).map_err(|failure| error(comm, MPI_ERR_OTHER, format!("cannot serve the connection's key-value space: {failure}")))?;
+    Ok(Meeting { address: address.to_string(), accepting, connecting })
+}
+
+/// The connecting root: reaches the port's owner and learns where the group meets.
+fn connect_at_root(comm: MPI_Comm, port: &str, connecting: u32, timeout: Duration) -> MpiResult<Meeting> {
+    let address = ports::address(comm, port)?;
+    let failed = port_error(comm, port);
+    let mut stream = TcpStream::connect_timeout(&address, timeout).map_err(|failure| failed(format!("nobody listens there ({failure})")))?;
+    rendezvous::send(&mut stream, &rendezvous::hello(connecting)).map_err(&failed)?;
+    let welcome = rendezvous::receive(&stream, "braid-accept", Some(timeout)).map_err(|detail| failed(format!("no MPI_Comm_accept answered: {detail}")))?;
+    let meeting = rendezvous::meeting_of(&welcome).map_err(&failed)?;
+    if meeting.connecting != connecting {
+        return Err(failed(format!("the accepting side expects {} connecting processes, not {connecting}", meeting.connecting)));
+    }
+    Ok(meeting)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_join(fd: c_int, intercomm: *mut MPI_Comm) -> c_int {
+    let result = (|| {
+        if intercomm.is_null() {
+            return Err(error(MPI_COMM_SELF, MPI_ERR_ARG, "intercomm must not be NULL"));
+        }
+        let (name, timeout) = runtime::with(|rt| Ok((rt.engine.process_name(), Duration::from_secs(rt.config.connect_timeout_s.into()))))?;
+        let owned = braid_sys::fd::duplicate_inherited(fd).map_err(|failure| error(MPI_COMM_SELF, MPI_ERR_ARG, format!("fd {fd} is not an open socket: {failure}")))?;
+        let mut stream = TcpStream::from(owned);
+        let failed = |detail: String| error(MPI_COMM_SELF, MPI_ERR_PORT, format!("MPI_Comm_join over fd {fd}: {detail}"));
+        let nonce = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_nanos() as u64) ^ u64::from(std::process::id());
+        rendezvous::send(&mut stream, &braid_pmi::wire::Message::new("braid-join").with("name", &name).with("nonce", nonce)).map_err(&failed)?;
+        let theirs = rendezvous::receive(&stream, "braid-join", Some(timeout)).map_err(&failed)?;
+        let their_key = (theirs.get("name").unwrap_or("").to_string(), theirs.get("nonce").and_then(|text| text.parse::<u64>().ok()).unwrap_or(0));
+        if their_key == (name.clone(), nonce) {
+            return Err(failed("both ends of the socket are this process".into()));
+        }
+        // The process with the larger name (and nonce) accepts.
+        let (side, meeting) = if (name, nonce) > their_key {
+            let meeting = serve(MPI_COMM_SELF, 1, 1, timeout)?;
+            rendezvous::send(&mut stream, &rendezvous::welcome(&meeting)).map_err(&failed)?;
+            (Side::Accepting, meeting)
+        } else {
+            let welcome = rendezvous::receive(&stream, "braid-accept", Some(timeout)).map_err(&failed)?;
+            (Side::Connecting, rendezvous::meeting_of(&welcome).map_err(&failed)?)
+        };
+        let made = connect_sides(MPI_COMM_SELF, 0, side, Some(Ok(meeting)))?;
+        // SAFETY: checked non-null above.
+        unsafe { store(intercomm, made, "intercomm") }
+    })();
+    finish("MPI_Comm_join", result)
+}
