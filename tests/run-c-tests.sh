@@ -202,9 +202,9 @@ PROGRAMS=(p2p_matching p2p_modes p2p_more collectives coll_forms nbc idup neighb
 is_braid && PROGRAMS+=(partitioned)
 # MPI_T events: Braid's own (an implementation defines its events; MPICH 4.0.2 has none of these).
 is_braid && PROGRAMS+=(mpit_events)
-# Ports and connections: Debian's MPICH 4.0.2 (ch4:ucx) refuses MPI_Open_port ("not supported
-# with ucx netmod"); Open MPI runs the one-job cases.
-[ "$MPI_IMPL" != mpich ] && PROGRAMS+=(connect)
+# Ports, connections and spawning: Debian's MPICH 4.0.2 (ch4:ucx) refuses MPI_Open_port ("not
+# supported with ucx netmod"); Open MPI runs them (the one-job cases of connect).
+[ "$MPI_IMPL" != mpich ] && PROGRAMS+=(connect spawn)
 for program in "${PROGRAMS[@]}"; do
     if ! compile_c "$program"; then
         fail "build $program" "$(explain "$LOG_DIR/build-$program.log")"; keep_logs
@@ -279,6 +279,9 @@ if is_braid && built connect; then
     two_jobs "connect jobs 1+1 BRAID_WAIT=block" 1 1 BRAID_WAIT=block -- "$BUILD/connect"
     two_jobs "connect jobs 2+2 BRAID_CMA=off" 2 2 BRAID_CMA=off -- "$BUILD/connect"
 fi
+for ranks in 1 2 3; do built spawn && expect_success "spawn n=$ranks" "$ranks" -- "$BUILD/spawn"; done
+is_braid && built spawn && expect_success "spawn n=2 BRAID_WAIT=block" 2 BRAID_WAIT=block -- "$BUILD/spawn"
+is_braid && built spawn && expect_success "spawn n=1 BRAID_CMA=off BRAID_PROGRESS_THREAD=on" 1 BRAID_CMA=off BRAID_PROGRESS_THREAD=on -- "$BUILD/spawn"
 for ranks in 1 2 3; do built partitioned && expect_success "partitioned n=$ranks" "$ranks" -- "$BUILD/partitioned"; done
 for ranks in 2 3 4; do built idup && expect_success "idup n=$ranks" "$ranks" -- "$BUILD/idup"; done
 is_braid && built idup && expect_success "idup n=3 BRAID_PROGRESS_THREAD=on" 3 BRAID_PROGRESS_THREAD=on -- "$BUILD/idup"

@@ -3,8 +3,9 @@
  * FILE`: the server's root writes its port name to FILE, the client's root reads it), then
  * MPI_Comm_join over a TCP socket. Over each intercommunicator: point-to-point both ways (small
  * and 4 MiB messages), an intercommunicator allreduce, MPI_Intercomm_merge and a collective on
- * the merged communicator, then MPI_Comm_disconnect. Braid only: connecting to a closed port
- * fails with MPI_ERR_PORT. */
+ * the merged communicator, then MPI_Comm_disconnect. Braid only: a name published by rank 0 is
+ * found by every rank until withdrawn (MPI_ERR_SERVICE for a second publish or unpublish,
+ * MPI_ERR_NAME for a withdrawn name), and connecting to a closed port fails with MPI_ERR_PORT. */
 #define _DEFAULT_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -196,6 +197,27 @@ int main(int argc, char **argv)
             join_pair(rank);
     }
 #ifdef TEST_BRAID_ONLY
+    /* Names: published by rank 0, found by all, then withdrawn. */
+    {
+        char port[MPI_MAX_PORT_NAME] = "", found[MPI_MAX_PORT_NAME] = "";
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        if (rank == 0) {
+            MPI_Open_port(MPI_INFO_NULL, port);
+            CHECK(MPI_Publish_name("braid-test-ocean", MPI_INFO_NULL, port) == MPI_SUCCESS, "publish failed");
+            CHECK(class_of(MPI_Publish_name("braid-test-ocean", MPI_INFO_NULL, port)) == MPI_ERR_SERVICE, "published twice");
+        }
+        MPI_Bcast(port, MPI_MAX_PORT_NAME, MPI_CHAR, 0, MPI_COMM_WORLD);
+        CHECK(MPI_Lookup_name("braid-test-ocean", MPI_INFO_NULL, found) == MPI_SUCCESS, "lookup failed");
+        CHECK(strcmp(found, port) == 0, "looked up %s, published %s", found, port);
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0) {
+            CHECK(MPI_Unpublish_name("braid-test-ocean", MPI_INFO_NULL, port) == MPI_SUCCESS, "unpublish failed");
+            CHECK(class_of(MPI_Unpublish_name("braid-test-ocean", MPI_INFO_NULL, port)) == MPI_ERR_SERVICE, "unpublished twice");
+            MPI_Close_port(port);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        CHECK(class_of(MPI_Lookup_name("braid-test-ocean", MPI_INFO_NULL, found)) == MPI_ERR_NAME, "found a withdrawn name");
+    }
     if (rank == 0) {
         char port[MPI_MAX_PORT_NAME];
         MPI_Comm inter = MPI_COMM_NULL;

@@ -2,8 +2,8 @@
  * parent (MPI_Comm_get_parent gives MPI_COMM_NULL); an I/O error comes back to the caller under
  * the default file error handler even when MPI_COMM_WORLD's is MPI_ERRORS_ARE_FATAL, or goes to
  * the handler set on MPI_FILE_NULL; a call on MPI_WIN_NULL fails under MPI_ERRORS_RETURN. Under
- * TEST_BRAID_ONLY: spawning, name publishing and every call of MPI-IO return
- * MPI_ERR_UNSUPPORTED_OPERATION (ports and connections: connect.c). With the argument "fatal" it calls MPI_Win_fence on
+ * TEST_BRAID_ONLY: every call of MPI-IO returns MPI_ERR_UNSUPPORTED_OPERATION (dynamic
+ * processes: connect.c and spawn.c). With the argument "fatal" it calls MPI_Win_fence on
  * MPI_WIN_NULL under MPI_ERRORS_ARE_FATAL, which must end the job with a message naming
  * MPI_Win_fence. Runs on any number of ranks. */
 #include <string.h>
@@ -18,25 +18,6 @@ static void expect_unsupported(int code, const char *call)
     MPI_Error_string(code, text, &length);
     CHECK(class_of_code == MPI_ERR_UNSUPPORTED_OPERATION, "%s returned class %d (%s), expected MPI_ERR_UNSUPPORTED_OPERATION", call, class_of_code,
           text);
-}
-
-static void dynamic_processes(void)
-{
-    MPI_Comm intercomm = MPI_COMM_NULL, comm = MPI_COMM_NULL;
-    char port[MPI_MAX_PORT_NAME] = "";
-    char *commands[1] = {"true"};
-    int maxprocs[1] = {1};
-    MPI_Info infos[1] = {MPI_INFO_NULL};
-    expect_unsupported(MPI_Comm_spawn("true", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &intercomm, MPI_ERRCODES_IGNORE),
-                       "MPI_Comm_spawn");
-    expect_unsupported(MPI_Comm_spawn_multiple(1, commands, MPI_ARGVS_NULL, maxprocs, infos, 0, MPI_COMM_WORLD, &intercomm,
-                                               MPI_ERRCODES_IGNORE),
-                       "MPI_Comm_spawn_multiple");
-    expect_unsupported(MPI_Publish_name("service", MPI_INFO_NULL, "port"), "MPI_Publish_name");
-    expect_unsupported(MPI_Unpublish_name("service", MPI_INFO_NULL, "port"), "MPI_Unpublish_name");
-    expect_unsupported(MPI_Lookup_name("service", MPI_INFO_NULL, port), "MPI_Lookup_name");
-    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-    MPI_Comm_free(&comm);
 }
 
 static void io(void)
@@ -99,7 +80,6 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     CHECK(MPI_Win_fence(0, MPI_WIN_NULL) != MPI_SUCCESS, "MPI_Win_fence on MPI_WIN_NULL succeeded");
 #ifdef TEST_BRAID_ONLY
-    dynamic_processes();
     io();
 #endif
     report_ok("unsupported");

@@ -21,6 +21,8 @@ use crate::output::{LineForwarder, Target};
 use crate::placement::{self, BindTo, MapBy};
 use crate::preflight::{TIMED_OUT_STATUS, TIMEOUT_VARIABLE};
 
+mod spawning;
+
 /// How long ranks get between SIGTERM and SIGKILL once the job is being ended.
 const GRACE_BEFORE_KILL: Duration = Duration::from_secs(1);
 /// After the last rank exited, how long output still held open by its children is waited for.
@@ -96,13 +98,26 @@ struct Remote {
     pmi_port: SocketAddr,
 }
 
+/// What starts one process: the launched program for a rank, or a command of a spawn.
+struct Launch<'l> {
+    program: &'l OsStr,
+    args: &'l [OsString],
+    /// Its rank in its job, and the job's size.
+    pmi_rank: u32,
+    pmi_size: u32,
+    /// Started by another job's MPI_Comm_spawn (PMI_SPAWNED=1).
+    spawned: bool,
+    /// Its working directory, where not the launcher's.
+    wdir: Option<&'l std::path::Path>,
+}
+
 /// Why the job ended early; the first one is reported and sets the exit status.
 enum Failure {
-    Killed { rank: u32, pid: u32, signal: i32 },
-    Exited { rank: u32, pid: u32, code: i32 },
-    Aborted { rank: u32, pid: u32, code: i32, message: String },
-    LeftEarly { rank: u32, pid: u32 },
-    Protocol { rank: u32, pid: u32, detail: String },
+    Killed { who: String, pid: u32, signal: i32 },
+    Exited { who: String, pid: u32, code: i32 },
+    Aborted { who: String, pid: u32, code: i32, message: String },
+    LeftEarly { who: String, pid: u32 },
+    Protocol { who: String, pid: u32, detail: String },
     Launch { code: i32, detail: String },
     TimedOut { limit: Duration },
 }
@@ -121,15 +136,15 @@ impl Failure {
 
     fn describe(&self) -> String {
         match self {
-            Failure::Killed { rank, pid, signal } => {
+            Failure::Killed { who, pid, signal } => {
                 let name = signal::name(*signal).unwrap_or("unknown signal");
-                format!("rank {rank} (pid {pid}) was killed by signal {signal} ({name})")
+                format!("{who} (pid {pid}) was killed by signal {signal} ({name})")
             }
-            Failure::Exited { rank, pid, code } => format!("rank {rank} (pid {pid}) exited with code {code}"),
-            Failure::Aborted { rank, pid, code, message } if message.is_empty() => format!("rank {rank} (pid {pid}) called MPI_Abort with code {code}"),
-            Failure::Aborted { rank, pid, code, message } => format!("rank {rank} (pid {pid}) called MPI_Abort with code {code}: {message}"),
-            Failure::LeftEarly { rank, pid } => format!("rank {rank} (pid {pid}) exited with code 0 without calling MPI_Finalize (no PMI finalize) while other ranks were still running"),
-            Failure::Protocol { rank, pid, detail } => format!("rank {rank} (pid {pid}): {detail}"),
+            Failure::Exited { who, pid, code } => format!("{who} (pid {pid}) exited with code {code}"),
+            Failure::Aborted { who, pid, code, message } if message.is_empty() => format!("{who} (pid {pid}) called MPI_Abort with code {code}"),
+            Failure::Aborted { who, pid, code, message } => format!("{who} (pid {pid}) called MPI_Abort with code {code}: {message}"),
+            Failure::LeftEarly { who, pid } => format!("{who} (pid {pid}) exited with code 0 without calling MPI_Finalize (no PMI finalize) while other ranks were still running"),
+            Failure::Protocol { who, pid, detail } => format!("{who} (pid {pid}): {detail}"),
             Failure::Launch { detail, .. } => detail.clone(),
             Failure::TimedOut { limit } => format!("the job timed out after {0} s ({TIMEOUT_VARIABLE}={0}): every rank is being stopped", limit.as_secs()),
         }
@@ -231,15 +246,31 @@ pub fn run(request: JobRequest) -> i32 {
         deadline: request.timeout.map(|limit| Instant::now() + limit),
         finalize_wait: None,
         left_early: None,
+        spawned_jobs: Vec::new(),
     };
+    job.server.set_universe_size(universe_size(&request));
     job.launch(&placements);
     job.supervise(&signals);
     job.end_strays();
     remove_leftover_segments(&kvsname);
+    for spawned in &job.spawned_jobs {
+        remove_leftover_segments(spawned);
+    }
     match &job.failure {
         Some(failure) => failure.exit_status(),
         None => 0,
     }
+}
+
+/// What MPI_UNIVERSE_SIZE says: how many processes the job may grow to by spawning. Spawned
+/// processes run on the node of the process that spawns them, so on one node it is the CPUs the
+/// launcher may use (at least the job's ranks); elsewhere, the job's ranks.
+fn universe_size(request: &JobRequest) -> u32 {
+    if request.hosts.is_some() || request.nodes.is_some() {
+        return request.ranks;
+    }
+    let cpus = affinity::calling_thread().map_or(0, |cpus| cpus.len()) as u32;
+    cpus.max(request.ranks)
 }
 
 fn plan(request: &JobRequest) -> Result<Vec<Option<Vec<usize>>>, String> {
@@ -398,6 +429,8 @@ struct Job<'a> {
     /// The first rank that exited cleanly without MPI_Finalize while others ran, and when the job
     /// fails if some are still running (see [`JobRequest::unfinalized_wait`]).
     left_early: Option<(Failure, Instant)>,
+    /// The key-value space names of the jobs spawned so far.
+    spawned_jobs: Vec<String>,
 }
 
 impl Job<'_> {
@@ -452,27 +485,50 @@ impl Job<'_> {
     }
 
     fn start_rank(&mut self, rank: u32) -> Result<(), Failure> {
+        let request = self.request;
+        self.start_process(rank, &Launch { program: &request.program, args: &request.args, pmi_rank: rank, pmi_size: request.ranks, spawned: false, wdir: None })
+    }
+
+    /// Who process `process` is, for messages: a rank of the job, or of a job it spawned.
+    fn label(&self, process: u32) -> String {
+        match self.server.job_of(process) {
+            Some((job, rank)) if process >= self.request.ranks => format!("rank {rank} of spawned job {job}"),
+            _ => format!("rank {process}"),
+        }
+    }
+
+    /// Starts process `process` (its site is `self.sites[process]`) as `launch` says.
+    fn start_process(&mut self, process: u32, launch: &Launch<'_>) -> Result<(), Failure> {
         let launch_error = |detail: String| Failure::Launch { code: 1, detail };
-        let size = self.request.ranks;
+        let rank = process;
+        let who = self.label(process);
         let site = &self.sites[rank as usize];
         let mut local_socket = None;
         let mut command = match &site.remote {
             Some(remote) => self.remote_rank_command(rank, remote)?,
             None => {
-                let (ours, theirs) = UnixStream::pair().map_err(|error| launch_error(format!("cannot create the PMI socket of rank {rank}: {error}")))?;
-                fd::set_inheritable(theirs.as_fd(), true).map_err(|error| launch_error(format!("cannot pass the PMI socket to rank {rank}: {error}")))?;
-                let mut command = Command::new(&self.request.program);
+                let (ours, theirs) = UnixStream::pair().map_err(|error| launch_error(format!("cannot create the PMI socket of {who}: {error}")))?;
+                fd::set_inheritable(theirs.as_fd(), true).map_err(|error| launch_error(format!("cannot pass the PMI socket to {who}: {error}")))?;
+                let mut command = Command::new(launch.program);
                 command
-                    .args(&self.request.args)
+                    .args(launch.args)
                     .env("PMI_FD", theirs.as_raw_fd().to_string())
-                    .env("PMI_RANK", rank.to_string())
-                    .env("PMI_SIZE", size.to_string())
+                    .env("PMI_RANK", launch.pmi_rank.to_string())
+                    .env("PMI_SIZE", launch.pmi_size.to_string())
                     .env("BRAID_LOCAL_RANK", site.local_rank.to_string())
                     .env("BRAID_LOCAL_SIZE", site.local_size.to_string());
+                if let Some(wdir) = launch.wdir {
+                    command.current_dir(wdir);
+                }
                 local_socket = Some((ours, theirs));
                 command
             }
         };
+        if launch.spawned {
+            command.env("PMI_SPAWNED", "1");
+        } else {
+            command.env_remove("PMI_SPAWNED");
+        }
         command
             .env_remove("PMI_PORT")
             .env_remove("PMI_ID")
@@ -494,7 +550,7 @@ impl Job<'_> {
         }
         let started = match (&site.remote, &self.request.hosts) {
             (Some(_), Some(hosts)) => format!("the launch agent {:?}", hosts.agent.join(" ")),
-            _ => self.request.program.to_string_lossy().into_owned(),
+            _ => launch.program.to_string_lossy().into_owned(),
         };
         let mut child = command.spawn().map_err(|error| {
             let code = match error.kind() {
@@ -502,7 +558,7 @@ impl Job<'_> {
                 std::io::ErrorKind::PermissionDenied => 126,
                 _ => 1,
             };
-            Failure::Launch { code, detail: format!("cannot start rank {rank}: {started}: {error}") }
+            Failure::Launch { code, detail: format!("cannot start {who}: {started}: {error}") }
         })?;
         let ours = local_socket.map(|(ours, theirs)| {
             drop(theirs);
@@ -515,7 +571,7 @@ impl Job<'_> {
         let stderr = OutputStream { pipe: child.stderr.take(), forwarder: LineForwarder::new(rank, tag, Target::Stderr) };
         self.ranks.push(Rank { pid, child, stdout, stderr, status: None });
         match ours {
-            Some(ours) => self.server.attach(rank, ours).map_err(|error| launch_error(format!("cannot serve PMI for rank {rank}: {error}"))),
+            Some(ours) => self.server.attach(rank, ours).map_err(|error| launch_error(format!("cannot serve PMI for {who}: {error}"))),
             // A remote rank connects to the listener later; see `accept_ranks`.
             None => Ok(()),
         }
@@ -692,11 +748,15 @@ impl Job<'_> {
             match event {
                 ServerEvent::Aborted { rank, code, message } => {
                     let pid = self.ranks[rank as usize].pid;
-                    self.fail(Failure::Aborted { rank, pid, code, message });
+                    self.fail(Failure::Aborted { who: self.label(rank), pid, code, message });
                 }
                 ServerEvent::ProtocolError { rank, detail } => {
                     let pid = self.ranks[rank as usize].pid;
-                    self.fail(Failure::Protocol { rank, pid, detail });
+                    self.fail(Failure::Protocol { who: self.label(rank), pid, detail });
+                }
+                ServerEvent::Spawn { rank, request } => {
+                    let outcome = self.spawn(rank, &request);
+                    self.server.answer_spawn(rank, outcome);
                 }
                 ServerEvent::Initialized { .. } | ServerEvent::Finalized { .. } | ServerEvent::Closed { .. } => {}
             }
@@ -723,14 +783,14 @@ impl Job<'_> {
             self.handle_pmi(last_events);
             let pid = self.ranks[rank as usize].pid;
             let failure = match (status.signal(), status.code()) {
-                (Some(signal), _) => Some(Failure::Killed { rank, pid, signal }),
-                (None, Some(0)) if self.server.initialized(rank) && !self.server.finalized(rank) && self.running() > 0 => Some(Failure::LeftEarly { rank, pid }),
+                (Some(signal), _) => Some(Failure::Killed { who: self.label(rank), pid, signal }),
+                (None, Some(0)) if self.server.initialized(rank) && !self.server.finalized(rank) && self.running() > 0 => Some(Failure::LeftEarly { who: self.label(rank), pid }),
                 (None, Some(0)) => None,
-                (None, code) => Some(Failure::Exited { rank, pid, code: code.unwrap_or(1) }),
+                (None, code) => Some(Failure::Exited { who: self.label(rank), pid, code: code.unwrap_or(1) }),
             };
             match failure {
                 Some(failure) if self.server.finalized(rank) => self.fail_after_finalize(failure),
-                Some(Failure::LeftEarly { rank, pid }) => self.left_early(rank, pid),
+                Some(Failure::LeftEarly { who, pid }) => self.left_early(who, pid),
                 Some(failure) => self.fail(failure),
                 None => {}
             }
@@ -740,13 +800,13 @@ impl Job<'_> {
     /// A rank exited cleanly without MPI_Finalize while others run: a warning now, a failure
     /// if they are still running after [`JobRequest::unfinalized_wait`] (or at once, as the
     /// cause, if another rank fails first).
-    fn left_early(&mut self, rank: u32, pid: u32) {
+    fn left_early(&mut self, who: String, pid: u32) {
         if self.left_early.is_some() || self.failure.is_some() || self.ending.is_some() {
             return;
         }
         let wait = self.request.unfinalized_wait.as_secs();
-        eprintln!("braid run: warning: rank {rank} (pid {pid}) exited without calling MPI_Finalize; the other ranks have {wait} s to end (BRAID_UNFINALIZED_WAIT_S)");
-        self.left_early = Some((Failure::LeftEarly { rank, pid }, Instant::now() + self.request.unfinalized_wait));
+        eprintln!("braid run: warning: {who} (pid {pid}) exited without calling MPI_Finalize; the other ranks have {wait} s to end (BRAID_UNFINALIZED_WAIT_S)");
+        self.left_early = Some((Failure::LeftEarly { who, pid }, Instant::now() + self.request.unfinalized_wait));
     }
 
     fn reap_blocking(&mut self) {
@@ -813,7 +873,7 @@ impl Job<'_> {
 
     /// Reads and answers whatever the ranks sent over PMI.
     fn service_every_rank(&mut self) {
-        for rank in 0..self.request.ranks {
+        for rank in 0..self.ranks.len() as u32 {
             let events = self.server.service(rank);
             self.handle_pmi(events);
         }

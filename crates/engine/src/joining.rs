@@ -38,6 +38,11 @@ impl Engine {
         format!("{}#{}", self.bootstrap.job_id(), self.core.rank)
     }
 
+    /// The launcher's side of this process (its job's key-value space; spawning).
+    pub fn bootstrap(&mut self) -> &mut dyn Bootstrap {
+        self.bootstrap.as_mut()
+    }
+
     /// Every peer: the job's ranks, then the processes of other jobs joined since.
     pub fn peer_count(&self) -> u32 {
         self.core.endpoints.len() as u32

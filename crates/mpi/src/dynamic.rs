@@ -7,24 +7,18 @@
 
 pub mod abi;
 mod connection;
+mod names;
 mod ports;
 mod rendezvous;
+mod roots;
+mod spawn;
 
 use std::ffi::c_int;
 
 use crate::consts::*;
-use crate::error::{error, finish, raise};
+use crate::error::{error, finish};
 
-/// MPI_COMM_NULL: no process of a Braid job was spawned by MPI_Comm_spawn.
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
-    if parent.is_null() {
-        return raise(MPI_COMM_WORLD, "MPI_Comm_get_parent", MPI_ERR_ARG, "parent must not be NULL");
-    }
-    // SAFETY: checked non-null; the caller's output variable.
-    unsafe { *parent = MPI_COMM_NULL };
-    MPI_SUCCESS
-}
+pub(crate) use spawn::{connect_to_parents, forget_parent};
 
 /// MPI_Comm_disconnect: collective over the communicator's group(s); every member has entered it
 /// once the barrier ends, and the communicator is then freed as MPI_Comm_free frees it. Braid

@@ -345,8 +345,11 @@ fn start(required: c_int) -> MpiResult<c_int> {
     let config = Config::from_env().map_err(|e| error(MPI_COMM_WORLD, MPI_ERR_OTHER, format!("invalid setting: {e}")))?;
     let progress_thread = config.progress_thread;
     let bootstrap = bootstrap().map_err(|e| error(MPI_COMM_WORLD, MPI_ERR_OTHER, format!("cannot reach the launcher: {e}")))?;
-    let engine = Engine::new(&config, bootstrap).map_err(|e| error(MPI_COMM_WORLD, MPI_ERR_OTHER, e.to_string()))?;
-    crate::attr::predefined::set_universe_size(engine.size());
+    let mut engine = Engine::new(&config, bootstrap).map_err(|e| error(MPI_COMM_WORLD, MPI_ERR_OTHER, e.to_string()))?;
+    // The launcher says how far the job may grow by spawning; without one, it is the job.
+    let universe = engine.bootstrap().universe_size().ok().flatten().unwrap_or(0).max(engine.size());
+    crate::attr::predefined::set_universe_size(universe);
+    crate::attr::predefined::set_appnum(engine.bootstrap().appnum());
     let comms = CommTable::new(engine.rank(), engine.size());
     let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE);
     let runtime = Runtime {

@@ -1,5 +1,4 @@
-//! Declared in mpi.h but not implemented yet: dynamic process management (dynamic.rs) and MPI-IO
-//! (io.rs). Each call raises
+//! Declared in mpi.h but not implemented yet: MPI-IO (io.rs). Each call raises
 //! MPI_ERR_UNSUPPORTED_OPERATION, naming itself, through the applicable error handler.
 
 // The safety contract of the MPI_* entry points is the MPI standard's rules for their arguments.
@@ -31,7 +30,6 @@ macro_rules! unsupported {
     };
 }
 
-mod dynamic;
 mod io;
 
 /// Raises an unsupported I/O call on the error handler of MPI_FILE_NULL, which covers files: no

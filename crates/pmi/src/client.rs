@@ -11,6 +11,7 @@ use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::spawn::SpawnRequest;
 use crate::wire::{check_word, LineBuffer, Message, KEY_MAX, VALUE_MAX};
 use crate::{Bootstrap, BootstrapError};
 
@@ -45,6 +46,8 @@ pub struct PmiClient {
     appnum: i32,
     value_max: usize,
     finalized: bool,
+    /// Started by another job's MPI_Comm_spawn (`PMI_SPAWNED=1`).
+    spawned: bool,
 }
 
 impl PmiClient {
@@ -61,15 +64,21 @@ impl PmiClient {
             let rank: u32 = parse_env("PMI_RANK", &lookup("PMI_RANK").ok_or_else(|| missing("PMI_RANK"))?)?;
             let size: u32 = parse_env("PMI_SIZE", &lookup("PMI_SIZE").ok_or_else(|| missing("PMI_SIZE"))?)?;
             let owned = braid_sys::fd::duplicate_inherited(fd).map_err(|error| failure("connect", format!("PMI_FD={fd} is not an open descriptor: {error}")))?;
-            return PmiClient::over_stream(UnixStream::from(owned), rank, size).map(Some);
+            return PmiClient::over_stream(UnixStream::from(owned), rank, size).map(|client| Some(client.spawned_if(&lookup)));
         }
         if let Some(port) = lookup("PMI_PORT") {
             let id: u32 = parse_env("PMI_ID", &lookup("PMI_ID").ok_or_else(|| missing("PMI_ID"))?)?;
             let stream = TcpStream::connect(port.as_str()).map_err(|error| failure("connect", format!("cannot reach the launcher at PMI_PORT={port}: {error}")))?;
             let _ = stream.set_nodelay(true);
-            return PmiClient::over_network(stream, id).map(Some);
+            return PmiClient::over_network(stream, id).map(|client| Some(client.spawned_if(&lookup)));
         }
         Ok(None)
+    }
+
+    /// Marks the client as spawned where the launcher says so (`PMI_SPAWNED=1`, as Hydra does).
+    fn spawned_if(mut self, lookup: &impl Fn(&str) -> Option<String>) -> PmiClient {
+        self.spawned = lookup("PMI_SPAWNED").is_some_and(|value| value.trim() == "1");
+        self
     }
 
     /// Speaks PMI-1 over an already connected socket (what `PMI_FD` names) as rank `rank` of `size`.
@@ -98,7 +107,7 @@ impl PmiClient {
     }
 
     fn unconnected(connection: Connection) -> PmiClient {
-        PmiClient { connection, lines: LineBuffer::new(), rank: 0, size: 0, kvsname: String::new(), appnum: 0, value_max: VALUE_MAX, finalized: false }
+        PmiClient { connection, lines: LineBuffer::new(), rank: 0, size: 0, kvsname: String::new(), appnum: 0, value_max: VALUE_MAX, finalized: false, spawned: false }
     }
 
     fn handshake(connection: Connection, rank: u32, size: u32) -> Result<PmiClient, BootstrapError> {
@@ -121,20 +130,9 @@ impl PmiClient {
         Ok(client)
     }
 
-    /// This rank's application number (0 unless the launcher started several programs).
-    pub fn appnum(&self) -> i32 {
-        self.appnum
-    }
-
     /// Largest value a put may carry, as the launcher announced (at most 1024).
     pub fn value_max(&self) -> usize {
         self.value_max
-    }
-
-    /// How many ranks the job may grow to; `None` when the launcher does not say (Hydra: -1).
-    pub fn universe_size(&mut self) -> Result<Option<u32>, BootstrapError> {
-        let reply = self.call("universe_size", Message::new("get_universe_size"), "universe_size")?;
-        Ok(required(&reply, "universe_size", "size")?.parse::<u32>().ok())
     }
 
     fn send(&mut self, operation: &'static str, message: &Message) -> Result<(), BootstrapError> {
@@ -223,6 +221,49 @@ impl Bootstrap for PmiClient {
 
     fn fence(&mut self) -> Result<(), BootstrapError> {
         self.call("fence", Message::new("barrier_in"), "barrier_out").map(drop)
+    }
+
+    fn spawned(&self) -> bool {
+        self.spawned
+    }
+
+    fn appnum(&self) -> i32 {
+        self.appnum
+    }
+
+    /// How many ranks the job may grow to; `None` when the launcher does not say (Hydra: -1).
+    fn universe_size(&mut self) -> Result<Option<u32>, BootstrapError> {
+        let reply = self.call("universe_size", Message::new("get_universe_size"), "universe_size")?;
+        Ok(required(&reply, "universe_size", "size")?.parse::<u32>().ok())
+    }
+
+    fn publish_name(&mut self, service: &str, port: &str) -> Result<(), BootstrapError> {
+        check_word("service", service).map_err(|error| failure("publish_name", error.to_string()))?;
+        check_word("port", port).map_err(|error| failure("publish_name", error.to_string()))?;
+        self.call("publish_name", Message::new("publish_name").with("service", service).with("port", port), "publish_result").map(drop)
+    }
+
+    fn unpublish_name(&mut self, service: &str) -> Result<(), BootstrapError> {
+        check_word("service", service).map_err(|error| failure("unpublish_name", error.to_string()))?;
+        self.call("unpublish_name", Message::new("unpublish_name").with("service", service), "unpublish_result").map(drop)
+    }
+
+    fn lookup_name(&mut self, service: &str) -> Result<String, BootstrapError> {
+        check_word("service", service).map_err(|error| failure("lookup_name", error.to_string()))?;
+        let reply = self.call("lookup_name", Message::new("lookup_name").with("service", service), "lookup_result")?;
+        Ok(required(&reply, "lookup_name", "port")?.to_string())
+    }
+
+    fn spawn(&mut self, request: &SpawnRequest) -> Result<(), BootstrapError> {
+        let blocks = request.to_blocks().map_err(|error| failure("spawn", error.to_string()))?;
+        for block in blocks {
+            self.connection.write_all(block.as_bytes()).map_err(|error| failure("spawn", format!("cannot write to the launcher: {error}")))?;
+        }
+        let reply = self.expect("spawn", "spawn_result")?;
+        match reply.get("rc") {
+            None | Some("0") => Ok(()),
+            Some(rc) => Err(failure("spawn", format!("the launcher could not start the processes (rc={rc}): {}", reply.get("msg").unwrap_or("no reason given")))),
+        }
     }
 
     fn finalize(&mut self) -> Result<(), BootstrapError> {

@@ -7,6 +7,7 @@
 pub mod client;
 pub mod group;
 pub mod server;
+pub mod spawn;
 pub mod threads;
 pub mod wire;
 
@@ -32,6 +33,52 @@ pub trait Bootstrap: Send {
     fn finalize(&mut self) -> Result<(), BootstrapError>;
     /// Asks the launcher to end the whole job with `code`, printing `message`.
     fn abort(&mut self, code: i32, message: &str) -> Result<(), BootstrapError>;
+
+    /// Whether another job started this one (MPI_Comm_spawn): its parents' port is then the
+    /// value of [`spawn::PARENT_PORT_KEY`].
+    fn spawned(&self) -> bool {
+        false
+    }
+
+    /// Which command of its job started this process (PMI's appnum: 0 but in a job started
+    /// with several commands).
+    fn appnum(&self) -> i32 {
+        0
+    }
+
+    /// How many processes the job may grow to, where the launcher says.
+    fn universe_size(&mut self) -> Result<Option<u32>, BootstrapError> {
+        Ok(None)
+    }
+
+    /// Publishes `port` under `service` in the launcher's name service (MPI_Publish_name).
+    fn publish_name(&mut self, service: &str, port: &str) -> Result<(), BootstrapError> {
+        let _ = (service, port);
+        Err(no_name_service("publish_name"))
+    }
+
+    /// Withdraws `service` from the launcher's name service.
+    fn unpublish_name(&mut self, service: &str) -> Result<(), BootstrapError> {
+        let _ = service;
+        Err(no_name_service("unpublish_name"))
+    }
+
+    /// The port published under `service`.
+    fn lookup_name(&mut self, service: &str) -> Result<String, BootstrapError> {
+        let _ = service;
+        Err(no_name_service("lookup_name"))
+    }
+
+    /// Asks the launcher to start the processes of `request` as a new job; returns once they
+    /// are started.
+    fn spawn(&mut self, request: &spawn::SpawnRequest) -> Result<(), BootstrapError> {
+        let _ = request;
+        Err(BootstrapError { operation: "spawn", reason: "the program was started without a launcher, so nothing can start processes for it (run it with braid run)".into() })
+    }
+}
+
+fn no_name_service(operation: &'static str) -> BootstrapError {
+    BootstrapError { operation, reason: "the program was started without a launcher, so there is no name service (run it with braid run)".into() }
 }
 
 /// A bootstrap failure, with the operation that failed.

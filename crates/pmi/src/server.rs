@@ -1,5 +1,9 @@
-//! The launcher side of PMI-1: one connection per rank, the job's key-value space, the barrier,
-//! and the events (finalize, abort, disconnect) the launcher acts on.
+//! The launcher side of PMI-1: one connection per process, the key-value space and barrier of
+//! each job (the one launched, and those its processes spawn), and the events (finalize, abort,
+//! disconnect, spawn) the launcher acts on.
+//!
+//! Processes are numbered across jobs: the launched job's ranks first, then each spawned job's
+//! in turn ([`PmiServer::add_job`]); events name processes by that number.
 //!
 //! The server never blocks: the launcher polls [`PmiServer::descriptors`] together with its other
 //! descriptors and calls [`PmiServer::service`] for each readable one (or uses
@@ -12,6 +16,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
+use crate::spawn::{block_line, parse_block, SpawnBlock, SpawnRequest};
 use crate::wire::{LineBuffer, Message, KEY_MAX, KVSNAME_MAX, VALUE_MAX};
 
 /// Something a rank did that the launcher must know about.
@@ -27,6 +32,9 @@ pub enum ServerEvent {
     Closed { rank: u32, finalized: bool },
     /// The rank sent something this server cannot honour; its connection is closed.
     ProtocolError { rank: u32, detail: String },
+    /// The rank asks for a new job (MPI_Comm_spawn): the launcher starts it
+    /// ([`PmiServer::add_job`]) and answers ([`PmiServer::answer_spawn`]).
+    Spawn { rank: u32, request: SpawnRequest },
 }
 
 /// How long [`PmiServer::accept_network`] waits for a new connection's `initack` line.
@@ -77,39 +85,93 @@ struct RankConnection {
     initialized: bool,
     finalized: bool,
     in_barrier: bool,
+    /// The job (index into `PmiServer::jobs`).
+    job: usize,
+    /// Which command of its job started it.
+    appnum: u32,
+    /// The lines of a spawn block being received (after `mcmd=spawn`).
+    spawn_lines: Option<Vec<(String, String)>>,
+    /// The spawn blocks received so far, until the last one.
+    spawn_blocks: Vec<SpawnBlock>,
 }
 
-/// The PMI-1 server of one job.
-pub struct PmiServer {
+impl RankConnection {
+    fn new(job: usize, appnum: u32) -> RankConnection {
+        RankConnection { stream: None, attached: false, lines: LineBuffer::new(), initialized: false, finalized: false, in_barrier: false, job, appnum, spawn_lines: None, spawn_blocks: Vec::new() }
+    }
+}
+
+/// One job's key-value space and barrier.
+struct Job {
     kvsname: String,
+    /// Its first process.
+    first: u32,
     size: u32,
-    universe_size: u32,
-    appnum: u32,
     visible: HashMap<String, String>,
     staged: Vec<(String, String)>,
-    ranks: Vec<RankConnection>,
     waiting_in_barrier: u32,
+}
+
+/// The PMI-1 server of a launched job and of the jobs it spawns.
+pub struct PmiServer {
+    jobs: Vec<Job>,
+    universe_size: u32,
+    ranks: Vec<RankConnection>,
+    /// The name service (MPI_Publish_name) of every job served: service -> port.
+    names: HashMap<String, String>,
+}
+
+fn check_kvsname(kvsname: &str) {
+    assert!(!kvsname.is_empty() && kvsname.len() <= KVSNAME_MAX && !kvsname.contains([' ', '=', '\n']), "bad kvsname {kvsname:?}");
 }
 
 impl PmiServer {
     /// A server for `size` ranks of job `kvsname` (at most 256 bytes, no spaces).
     pub fn new(kvsname: &str, size: u32) -> PmiServer {
-        assert!(!kvsname.is_empty() && kvsname.len() <= KVSNAME_MAX && !kvsname.contains([' ', '=', '\n']), "bad kvsname {kvsname:?}");
-        PmiServer {
-            kvsname: kvsname.to_string(),
-            size,
-            universe_size: size,
-            appnum: 0,
-            visible: HashMap::new(),
-            staged: Vec::new(),
-            ranks: (0..size).map(|_| RankConnection { stream: None, attached: false, lines: LineBuffer::new(), initialized: false, finalized: false, in_barrier: false }).collect(),
-            waiting_in_barrier: 0,
-        }
+        check_kvsname(kvsname);
+        let job = Job { kvsname: kvsname.to_string(), first: 0, size, visible: HashMap::new(), staged: Vec::new(), waiting_in_barrier: 0 };
+        PmiServer { jobs: vec![job], universe_size: size, ranks: (0..size).map(|_| RankConnection::new(0, 0)).collect(), names: HashMap::new() }
     }
 
-    /// The job's key-value space name (the ranks' `job_id`).
+    /// The launched job's key-value space name (its ranks' `job_id`).
     pub fn kvsname(&self) -> &str {
-        &self.kvsname
+        &self.jobs[0].kvsname
+    }
+
+    /// What `get_universe_size` answers: how many processes the jobs may grow to.
+    pub fn set_universe_size(&mut self, size: u32) {
+        self.universe_size = size;
+    }
+
+    /// Adds the job that `request` asks for, named `kvsname`, with the request's values already
+    /// in its key-value space; returns its first process (the others follow, command by command,
+    /// each with its command's index as its `appnum`).
+    pub fn add_job(&mut self, kvsname: &str, request: &SpawnRequest) -> u32 {
+        check_kvsname(kvsname);
+        let first = self.ranks.len() as u32;
+        let job = self.jobs.len();
+        self.jobs.push(Job { kvsname: kvsname.to_string(), first, size: request.processes(), visible: request.preput.iter().cloned().collect(), staged: Vec::new(), waiting_in_barrier: 0 });
+        for (appnum, command) in request.commands.iter().enumerate() {
+            self.ranks.extend((0..command.nprocs).map(|_| RankConnection::new(job, appnum as u32)));
+        }
+        first
+    }
+
+    /// Process `process`'s job name and rank in that job.
+    pub fn job_of(&self, process: u32) -> Option<(&str, u32)> {
+        let slot = self.ranks.get(process as usize)?;
+        let job = &self.jobs[slot.job];
+        Some((&job.kvsname, process - job.first))
+    }
+
+    /// Answers the spawn that process `process` asked for: done, or why not.
+    pub fn answer_spawn(&mut self, process: u32, outcome: Result<(), String>) {
+        let reply = match outcome {
+            Ok(()) => Message::new("spawn_result").with("rc", 0),
+            Err(reason) => Message::new("spawn_result").with("rc", -1).with("msg", reason.replace(['\n', '\r'], " ")),
+        };
+        // A process that cannot be answered fails on its own.
+        let _ = self.reply(process, &reply);
     }
 
     /// Hands the server rank `rank`'s end of its PMI socket.
@@ -159,14 +221,14 @@ impl PmiServer {
         }
         let id = message.get("pmiid").ok_or_else(|| refuse("cmd=initack without pmiid".to_string()))?;
         let rank: u32 = id.parse().map_err(|_| refuse(format!("pmiid={id} is not a rank number")))?;
-        let Some(slot) = self.ranks.get(rank as usize) else {
-            return Err(refuse(format!("pmiid={rank} is not a rank of this job of {} ranks", self.size)));
+        let Some(slot) = self.ranks.get(rank as usize).filter(|slot| slot.job == 0) else {
+            return Err(refuse(format!("pmiid={rank} is not a rank of this job of {} ranks", self.jobs[0].size)));
         };
         if slot.attached {
             return Err(refuse(format!("rank {rank} is already connected")));
         }
         let mut answer = String::new();
-        for reply in [Message::new("initack"), Message::new("set").with("size", self.size), Message::new("set").with("rank", rank), Message::new("set").with("debug", 0)] {
+        for reply in [Message::new("initack"), Message::new("set").with("size", self.jobs[0].size), Message::new("set").with("rank", rank), Message::new("set").with("debug", 0)] {
             answer.push_str(&reply.to_line().map_err(|error| refuse(error.to_string()))?);
         }
         stream.set_write_timeout(Some(HANDSHAKE_TIMEOUT))?;
@@ -229,7 +291,11 @@ impl PmiServer {
                     return events;
                 }
             };
-            if let Err(detail) = self.handle_line(rank, &line, &mut events) {
+            let handled = match self.ranks[rank as usize].spawn_lines.is_some() || line.starts_with("mcmd=") {
+                true => self.handle_spawn_line(rank, &line, &mut events),
+                false => self.handle_line(rank, &line, &mut events),
+            };
+            if let Err(detail) = handled {
                 self.drop_connection(rank, detail, &mut events);
                 return events;
             }
@@ -294,11 +360,11 @@ impl PmiServer {
                 self.reply(rank, &reply)
             }
             "get_appnum" => {
-                let reply = Message::new("appnum").with("appnum", self.appnum).with("rc", 0);
+                let reply = Message::new("appnum").with("appnum", self.ranks[rank as usize].appnum).with("rc", 0);
                 self.reply(rank, &reply)
             }
             "get_my_kvsname" => {
-                let reply = Message::new("my_kvsname").with("kvsname", &self.kvsname).with("rc", 0);
+                let reply = Message::new("my_kvsname").with("kvsname", &self.jobs[self.ranks[rank as usize].job].kvsname).with("rc", 0);
                 self.reply(rank, &reply)
             }
             "get_universe_size" => {
@@ -306,9 +372,10 @@ impl PmiServer {
                 self.reply(rank, &reply)
             }
             "put" => {
-                let reply = match self.check_put(&message) {
+                let job = self.ranks[rank as usize].job;
+                let reply = match self.check_put(job, &message) {
                     Ok((key, value)) => {
-                        self.staged.push((key, value));
+                        self.jobs[job].staged.push((key, value));
                         Message::new("put_result").with("rc", 0).with("msg", "success")
                     }
                     Err(reason) => Message::new("put_result").with("rc", -1).with("msg", reason),
@@ -316,7 +383,7 @@ impl PmiServer {
                 self.reply(rank, &reply)
             }
             "get" => {
-                let reply = match self.check_get(&message) {
+                let reply = match self.check_get(self.ranks[rank as usize].job, &message) {
                     Ok(value) => Message::new("get_result").with("rc", 0).with("msg", "success").with("value", value),
                     Err(reason) => Message::new("get_result").with("rc", -1).with("msg", reason).with("value", "unknown"),
                 };
@@ -328,9 +395,10 @@ impl PmiServer {
                     return Err(format!("rank {rank} entered the barrier twice"));
                 }
                 slot.in_barrier = true;
-                self.waiting_in_barrier += 1;
-                if self.waiting_in_barrier == self.size {
-                    self.complete_barrier();
+                let job = slot.job;
+                self.jobs[job].waiting_in_barrier += 1;
+                if self.jobs[job].waiting_in_barrier == self.jobs[job].size {
+                    self.complete_barrier(job);
                 }
                 Ok(())
             }
@@ -338,6 +406,31 @@ impl PmiServer {
                 self.ranks[rank as usize].finalized = true;
                 events.push(ServerEvent::Finalized { rank });
                 self.reply(rank, &Message::new("finalize_ack").with("rc", 0))
+            }
+            "publish_name" => {
+                let reply = match (message.get("service"), message.get("port")) {
+                    (Some(service), Some(port)) if !self.names.contains_key(service) => {
+                        self.names.insert(service.to_string(), port.to_string());
+                        Message::new("publish_result").with("rc", 0).with("msg", "success")
+                    }
+                    (Some(service), Some(_)) => Message::new("publish_result").with("rc", -1).with("msg", format!("service_{service}_is_already_published")),
+                    _ => Message::new("publish_result").with("rc", -1).with("msg", "missing_service_or_port"),
+                };
+                self.reply(rank, &reply)
+            }
+            "unpublish_name" => {
+                let reply = match message.get("service").and_then(|service| self.names.remove(service)) {
+                    Some(_) => Message::new("unpublish_result").with("rc", 0).with("msg", "success"),
+                    None => Message::new("unpublish_result").with("rc", -1).with("msg", "service_not_published"),
+                };
+                self.reply(rank, &reply)
+            }
+            "lookup_name" => {
+                let reply = match message.get("service").and_then(|service| self.names.get(service)) {
+                    Some(port) => Message::new("lookup_result").with("rc", 0).with("port", port),
+                    None => Message::new("lookup_result").with("rc", -1).with("msg", "service_not_published"),
+                };
+                self.reply(rank, &reply)
             }
             "abort" => {
                 let code = message.get("exitcode").and_then(|text| text.parse().ok()).unwrap_or(1);
@@ -349,8 +442,8 @@ impl PmiServer {
         }
     }
 
-    fn check_put(&self, message: &Message) -> Result<(String, String), String> {
-        self.check_kvsname(message)?;
+    fn check_put(&self, job: usize, message: &Message) -> Result<(String, String), String> {
+        self.check_kvsname(job, message)?;
         let key = message.get("key").filter(|key| !key.is_empty()).ok_or("missing_key")?;
         let value = message.get("value").ok_or("missing_value")?;
         if key.len() > KEY_MAX || value.len() > VALUE_MAX {
@@ -359,28 +452,60 @@ impl PmiServer {
         Ok((key.to_string(), value.to_string()))
     }
 
-    fn check_get(&self, message: &Message) -> Result<String, String> {
-        self.check_kvsname(message)?;
+    fn check_get(&self, job: usize, message: &Message) -> Result<String, String> {
+        self.check_kvsname(job, message)?;
         let key = message.get("key").ok_or("missing_key")?;
-        self.visible.get(key).cloned().ok_or_else(|| format!("key_{key}_not_found"))
+        self.jobs[job].visible.get(key).cloned().ok_or_else(|| format!("key_{key}_not_found"))
     }
 
-    fn check_kvsname(&self, message: &Message) -> Result<(), String> {
+    fn check_kvsname(&self, job: usize, message: &Message) -> Result<(), String> {
         match message.get("kvsname") {
-            Some(name) if name != self.kvsname => Err(format!("unknown_kvsname_{name}")),
+            Some(name) if name != self.jobs[job].kvsname => Err(format!("unknown_kvsname_{name}")),
             _ => Ok(()),
         }
     }
 
-    /// Publishes the puts made since the last barrier (a later put of a key wins) and releases all.
-    fn complete_barrier(&mut self) {
-        self.visible.extend(self.staged.drain(..));
-        self.waiting_in_barrier = 0;
+    /// Publishes the puts made in `job` since its last barrier (a later put of a key wins) and
+    /// releases its processes.
+    fn complete_barrier(&mut self, job: usize) {
+        let Job { visible, staged, first, size, .. } = &mut self.jobs[job];
+        visible.extend(staged.drain(..));
+        let processes = *first..*first + *size;
+        self.jobs[job].waiting_in_barrier = 0;
         let reply = Message::new("barrier_out").with("rc", 0);
-        for rank in 0..self.size {
+        for rank in processes {
             self.ranks[rank as usize].in_barrier = false;
             // A rank that cannot be answered will fail on its own; the others still proceed.
             let _ = self.reply(rank, &reply);
         }
+    }
+
+    /// A line of a spawn block (`mcmd=spawn` ... `endcmd`); the last block of a spawn becomes a
+    /// [`ServerEvent::Spawn`], answered by the launcher.
+    fn handle_spawn_line(&mut self, rank: u32, line: &str, events: &mut Vec<ServerEvent>) -> Result<(), String> {
+        let slot = &mut self.ranks[rank as usize];
+        let Some(lines) = slot.spawn_lines.as_mut() else {
+            return match line.trim_end() {
+                "mcmd=spawn" => {
+                    slot.spawn_lines = Some(Vec::new());
+                    Ok(())
+                }
+                other => Err(format!("rank {rank} sent the PMI command {other:?}, which braid run does not support")),
+            };
+        };
+        if line.trim_end() != "endcmd" {
+            lines.push(block_line(line).map_err(|error| format!("rank {rank} sent a malformed spawn line: {error}"))?);
+            return Ok(());
+        }
+        let lines = slot.spawn_lines.take().unwrap_or_default();
+        let block = parse_block(&lines).map_err(|error| format!("rank {rank} sent a malformed spawn: {error}"))?;
+        let last = block.number >= block.total;
+        slot.spawn_blocks.push(block);
+        if last {
+            let blocks = std::mem::take(&mut slot.spawn_blocks);
+            let preput = blocks.last().map(|block| block.preput.clone()).unwrap_or_default();
+            events.push(ServerEvent::Spawn { rank, request: SpawnRequest { commands: blocks.into_iter().map(|block| block.command).collect(), preput } });
+        }
+        Ok(())
     }
 }

@@ -41,7 +41,7 @@ fn ranks_exchange_values_through_a_fence() {
         assert_eq!(client.size(), 3);
         assert_eq!(client.job_id(), "kvs_test_exchange");
         assert_eq!(client.appnum(), 0);
-        assert_eq!(client.universe_size().unwrap(), Some(3));
+        assert_eq!(Bootstrap::universe_size(&mut client).unwrap(), Some(3));
         client.put(&format!("card-{rank}"), &format!("shm:rank={rank}")).unwrap();
         let early = client.get(&format!("card-{rank}"));
         client.fence().unwrap();
@@ -160,4 +160,91 @@ fn singletons_are_jobs_of_one_with_unique_names() {
     first.fence().unwrap();
     assert_eq!(first.get("k").unwrap(), "v");
     assert!(first.get("other").is_err());
+}
+
+#[test]
+fn a_spawn_becomes_a_job_of_its_own_with_the_preput_values_and_its_own_barrier() {
+    use braid_pmi::spawn::{SpawnCommand, SpawnRequest, PARENT_PORT_KEY};
+    let request = SpawnRequest {
+        commands: vec![
+            SpawnCommand { execname: "./worker".into(), nprocs: 2, args: vec!["a b".into()], info: vec![] },
+            SpawnCommand { execname: "./other".into(), nprocs: 1, args: vec![], info: vec![("wdir".into(), "/tmp".into())] },
+        ],
+        preput: vec![(PARENT_PORT_KEY.into(), "braid-port:127.0.0.1:1".into())],
+    };
+    let asked = request.clone();
+    let (mut server, mut threads) = job("kvs_test_spawn", 1, move |mut client| {
+        let refused = client.spawn(&asked).unwrap_err();
+        client.spawn(&asked).unwrap();
+        client.put("parent-only", "1").unwrap();
+        client.fence().unwrap();
+        client.finalize().unwrap();
+        refused.reason
+    });
+    // The first spawn is refused, the second started as job "kvs_test_spawn-1".
+    let mut spawned = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut answered = 0;
+    while answered < 2 {
+        assert!(Instant::now() < deadline, "no spawn request arrived");
+        for event in server.poll_once(Some(Duration::from_millis(100))).unwrap() {
+            let ServerEvent::Spawn { rank: 0, request: got } = event else { continue };
+            assert_eq!(got, request);
+            if answered == 0 {
+                server.answer_spawn(0, Err("no\nroom".into()));
+            } else {
+                let first = server.add_job("kvs_test_spawn-1", &got);
+                assert_eq!(first, 1);
+                for (index, process) in (first..first + 3).enumerate() {
+                    let (ours, theirs) = UnixStream::pair().unwrap();
+                    server.attach(process, ours).unwrap();
+                    spawned.push(std::thread::spawn(move || {
+                        let mut client = PmiClient::over_stream(theirs, index as u32, 3).unwrap();
+                        let port = client.get(PARENT_PORT_KEY).unwrap();
+                        let parents = client.get("parent-only").is_err();
+                        client.fence().unwrap();
+                        client.finalize().unwrap();
+                        (client.job_id().to_string(), client.appnum(), port, parents)
+                    }));
+                }
+                assert_eq!(server.job_of(2), Some(("kvs_test_spawn-1", 1)));
+                server.answer_spawn(0, Ok(()));
+            }
+            answered += 1;
+        }
+    }
+    serve(&mut server);
+    assert!(threads.remove(0).join().unwrap().contains("no room"));
+    let results: Vec<_> = spawned.into_iter().map(|thread| thread.join().unwrap()).collect();
+    let appnums: Vec<i32> = results.iter().map(|(_, appnum, _, _)| *appnum).collect();
+    assert_eq!(appnums, vec![0, 0, 1]);
+    for (job, _, port, separate) in results {
+        assert_eq!((job.as_str(), port.as_str(), separate), ("kvs_test_spawn-1", "braid-port:127.0.0.1:1", true));
+    }
+}
+
+#[test]
+fn names_are_published_looked_up_and_withdrawn() {
+    let (mut server, threads) = job("kvs_test_names", 2, |mut client| {
+        let rank = client.rank();
+        if rank == 0 {
+            client.publish_name("ocean", "braid-port:127.0.0.1:9").unwrap();
+            assert!(client.publish_name("ocean", "elsewhere").is_err(), "a service is published once");
+        }
+        client.fence().unwrap();
+        let found = client.lookup_name("ocean").unwrap();
+        client.fence().unwrap();
+        if rank == 1 {
+            client.unpublish_name("ocean").unwrap();
+            assert!(client.unpublish_name("ocean").is_err());
+        }
+        client.fence().unwrap();
+        let gone = client.lookup_name("ocean").is_err();
+        client.finalize().unwrap();
+        (found, gone)
+    });
+    serve(&mut server);
+    for thread in threads {
+        assert_eq!(thread.join().unwrap(), ("braid-port:127.0.0.1:9".to_string(), true));
+    }
 }

@@ -18,13 +18,18 @@ static HOST_VALUE: c_int = MPI_PROC_NULL;
 static IO_VALUE: c_int = MPI_ANY_SOURCE;
 /// MPI_Wtime is each process's own monotonic clock, not synchronised across nodes.
 static WTIME_IS_GLOBAL_VALUE: c_int = 0;
-/// Every job is one application.
-static APPNUM_VALUE: c_int = 0;
+/// Which command of its job started this process (0 but in a job of several commands).
+static APPNUM_VALUE: AtomicI32 = AtomicI32::new(0);
 static UNIVERSE_SIZE_VALUE: AtomicI32 = AtomicI32::new(1);
 
-/// Records the job size, the value of MPI_UNIVERSE_SIZE.
+/// Records how many processes the job may grow to, the value of MPI_UNIVERSE_SIZE.
 pub fn set_universe_size(size: u32) {
     UNIVERSE_SIZE_VALUE.store(size as c_int, Ordering::Relaxed);
+}
+
+/// Records the value of MPI_APPNUM.
+pub fn set_appnum(appnum: c_int) {
+    APPNUM_VALUE.store(appnum, Ordering::Relaxed);
 }
 
 /// The kind of object a predefined keyval belongs to; None for any other keyval.
@@ -49,7 +54,7 @@ pub fn value(object: Object, keyval: c_int) -> Option<*mut c_void> {
         MPI_WTIME_IS_GLOBAL => &WTIME_IS_GLOBAL_VALUE,
         MPI_UNIVERSE_SIZE => UNIVERSE_SIZE_VALUE.as_ptr(),
         MPI_LASTUSEDCODE => crate::error::codes::LAST_USED_CODE.as_ptr(),
-        MPI_APPNUM => &APPNUM_VALUE,
+        MPI_APPNUM => APPNUM_VALUE.as_ptr(),
         _ => return None,
     };
     Some(value.cast_mut().cast())

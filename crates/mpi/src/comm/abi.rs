@@ -18,7 +18,9 @@ use crate::runtime;
 pub(crate) fn free(comm: MPI_Comm) -> MpiResult<()> {
     runtime::with(|rt| rt.comms.check_freeable(comm))?;
     attr::access::delete_all(Object::Comm(comm))?;
-    runtime::with(|rt| rt.comms.remove(comm).map(drop))
+    runtime::with(|rt| rt.comms.remove(comm).map(drop))?;
+    crate::dynamic::forget_parent(comm);
+    Ok(())
 }
 
 #[no_mangle]

@@ -6,12 +6,11 @@
 
 use std::ffi::{c_char, c_int};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::connection::{connect_sides, Side};
-use super::ports;
-use super::rendezvous::{self, Meeting};
+use super::roots::{accept_at_root, connect_at_root, serve};
+use super::{ports, rendezvous};
 use crate::consts::*;
 use crate::error::{error, finish, write_c_string, MpiError, MpiResult};
 use crate::group::store;
@@ -75,57 +74,13 @@ unsafe fn connect_or_accept(port_name: *const c_char, root: c_int, comm: MPI_Com
         // SAFETY: significant (and so valid) on the root, per MPI.
         let name = unsafe { c_text(port_name, "port_name") }.map_err(|failure| MpiError { comm, ..failure })?;
         match side {
-            Side::Accepting => accept_at_root(comm, &name, size, timeout),
+            Side::Accepting => accept_at_root(comm, &name, size, timeout, None),
             Side::Connecting => connect_at_root(comm, &name, size, timeout),
         }
     });
     let made = connect_sides(comm, root, side, at_root)?;
     // SAFETY: checked non-null above.
     unsafe { store(newcomm, made, "newcomm") }
-}
-
-fn port_error(comm: MPI_Comm, port: &str) -> impl Fn(String) -> MpiError + '_ {
-    move |detail| error(comm, MPI_ERR_PORT, format!("port {port}: {detail}"))
-}
-
-/// The accepting root: waits for a connecting root on the port, then serves the group.
-fn accept_at_root(comm: MPI_Comm, port: &str, accepting: u32, timeout: Duration) -> MpiResult<Meeting> {
-    let listener = ports::listener(comm, port)?;
-    loop {
-        // Blocks in the kernel (no CPU) until a process connects, as MPI_Comm_accept may.
-        let (mut stream, _) = listener.accept().map_err(|failure| error(comm, MPI_ERR_PORT, format!("port {port}: {failure}")))?;
-        // Something that is not a connecting root (a port scanner, a process that gave up) is
-        // dropped, and the port waits for the next.
-        let Ok(connecting) = rendezvous::receive(&stream, "braid-connect", Some(timeout)).and_then(|hello| rendezvous::size_of(&hello, "size")) else { continue };
-        let meeting = serve(comm, accepting, connecting, timeout)?;
-        if rendezvous::send(&mut stream, &rendezvous::welcome(&meeting)).is_ok() {
-            return Ok(meeting);
-        }
-    }
-}
-
-/// Serves the key-value space of a group of the two sides; returns the meeting to announce.
-fn serve(comm: MPI_Comm, accepting: u32, connecting: u32, timeout: Duration) -> MpiResult<Meeting> {
-    static GROUPS: AtomicU32 = AtomicU32::new(0);
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.subsec_nanos());
-    let kvsname = format!("braid-join-{}-{}-{nanos}", std::process::id(), GROUPS.fetch_add(1, Ordering::Relaxed));
-    let total = accepting.checked_add(connecting).ok_or_else(|| error(comm, MPI_ERR_PORT, "the two sides have too many processes together"))?;
-    let address = braid_pmi::group::serve_group(&kvsname, total, timeout).map_err(|failure| error(comm, MPI_ERR_OTHER, format!("cannot serve the connection's key-value space: {failure}")))?;
-    Ok(Meeting { address: address.to_string(), accepting, connecting })
-}
-
-/// The connecting root: reaches the port's owner and learns where the group meets.
-fn connect_at_root(comm: MPI_Comm, port: &str, connecting: u32, timeout: Duration) -> MpiResult<Meeting> {
-    let address = ports::address(comm, port)?;
-    let failed = port_error(comm, port);
-    let mut stream = TcpStream::connect_timeout(&address, timeout).map_err(|failure| failed(format!("nobody listens there ({failure})")))?;
-    rendezvous::send(&mut stream, &rendezvous::hello(connecting)).map_err(&failed)?;
-    let welcome = rendezvous::receive(&stream, "braid-accept", Some(timeout)).map_err(|detail| failed(format!("no MPI_Comm_accept answered: {detail}")))?;
-    let meeting = rendezvous::meeting_of(&welcome).map_err(&failed)?;
-    if meeting.connecting != connecting {
-        return Err(failed(format!("the accepting side expects {} connecting processes, not {connecting}", meeting.connecting)));
-    }
-    Ok(meeting)
 }
 
 #[no_mangle]

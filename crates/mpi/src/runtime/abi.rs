@@ -26,8 +26,8 @@ fn init_failed(function: &str, first_init: bool, e: MpiError) -> c_int {
 pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
     let _ = (argc, argv);
     let first_init = !runtime::was_initialized();
-    match runtime::initialize(MPI_THREAD_SINGLE) {
-        Ok(_) => {
+    match runtime::initialize(MPI_THREAD_SINGLE).and_then(|_| crate::dynamic::connect_to_parents()) {
+        Ok(()) => {
             warn_if_profiler_absent();
             MPI_SUCCESS
         }
@@ -45,7 +45,7 @@ pub unsafe extern "C" fn MPI_Init_thread(argc: *mut c_int, argv: *mut *mut *mut 
     if !(MPI_THREAD_SINGLE..=MPI_THREAD_MULTIPLE).contains(&required) {
         return init_failed("MPI_Init_thread", first_init, error(MPI_COMM_WORLD, MPI_ERR_ARG, format!("{required} is not a thread level")));
     }
-    match runtime::initialize(required) {
+    match runtime::initialize(required).and_then(|level| crate::dynamic::connect_to_parents().map(|()| level)) {
         Ok(level) => {
             // SAFETY: checked non-null; points to the caller's int.
             unsafe { *provided = level };

@@ -1,0 +1,96 @@
+//! Jobs that the launched job's processes spawn (MPI_Comm_spawn, through PMI's spawn command):
+//! each is a job of its own, with its own key-value space, started on the node of the process
+//! that asked, in the launched job's process group (so signals and the job's end reach it).
+
+use std::ffi::OsString;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use braid_pmi::spawn::{SpawnCommand, SpawnRequest};
+
+use super::{Job, Launch, Site};
+
+/// A command ready to start: its program and its working directory, where given.
+struct Resolved {
+    program: PathBuf,
+    wdir: Option<PathBuf>,
+    args: Vec<OsString>,
+}
+
+impl Job<'_> {
+    /// Starts the job that process `requester` asks for; `Err` says why not, and then nothing
+    /// was started (every command is checked first).
+    pub(super) fn spawn(&mut self, requester: u32, request: &SpawnRequest) -> Result<(), String> {
+        if self.request.hosts.is_some() {
+            return Err("braid run starts spawned processes on its own host only, and this job runs on other hosts (--hosts)".into());
+        }
+        if self.ending.is_some() {
+            return Err("the job is ending".into());
+        }
+        if request.processes() == 0 {
+            return Err("the spawn asks for no processes".into());
+        }
+        let resolved = request.commands.iter().map(resolve).collect::<Result<Vec<Resolved>, String>>()?;
+        let (namespace, node_name) = {
+            let site = &self.sites[requester as usize];
+            (site.namespace.clone(), site.node_name.clone())
+        };
+        let kvsname = format!("{}-spawn{}", self.server.kvsname(), self.spawned_jobs.len() + 1);
+        let first = self.server.add_job(&kvsname, request);
+        self.spawned_jobs.push(kvsname);
+        let total = request.processes();
+        let mut process = first;
+        for (command, resolved) in request.commands.iter().zip(&resolved) {
+            for _ in 0..command.nprocs {
+                let rank = process - first;
+                self.sites.push(Site { namespace: namespace.clone(), remote: None, local_rank: rank, local_size: total, node_name: node_name.clone() });
+                let launch = Launch { program: resolved.program.as_os_str(), args: &resolved.args, pmi_rank: rank, pmi_size: total, spawned: true, wdir: resolved.wdir.as_deref() };
+                if let Err(failure) = self.start_process(process, &launch) {
+                    // Its program was checked: this is the system failing (no processes left),
+                    // and the processes already started wait for this one: the job ends.
+                    let reason = failure.describe();
+                    self.fail(failure);
+                    return Err(reason);
+                }
+                process += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Finds a command's program and working directory, as MPI's reserved info keys `wdir` and
+/// `path` direct; `host` may only name this host. Other keys are ignored, as MPI allows.
+fn resolve(command: &SpawnCommand) -> Result<Resolved, String> {
+    let info = |key: &str| command.info.iter().find(|(name, _)| name == key).map(|(_, value)| value.as_str());
+    if let Some(host) = info("host") {
+        let here = braid_sys::process::hostname().unwrap_or_default();
+        if !matches!(host, "localhost" | "127.0.0.1") && host != here {
+            return Err(format!("the info key host={host} names another host; braid run starts spawned processes beside the process that spawns them ({here})"));
+        }
+    }
+    let wdir = info("wdir").map(PathBuf::from);
+    if let Some(dir) = &wdir {
+        if !dir.is_dir() {
+            return Err(format!("the working directory wdir={} does not exist", dir.display()));
+        }
+    }
+    let execname = &command.execname;
+    let program = if execname.contains('/') {
+        let path = Path::new(execname);
+        let full = match (&wdir, path.is_relative()) {
+            (Some(dir), true) => dir.join(path),
+            _ => path.to_path_buf(),
+        };
+        executable(&full).then_some(full)
+    } else {
+        let searched = info("path").map(str::to_string).or_else(|| std::env::var("PATH").ok()).unwrap_or_default();
+        std::env::split_paths(&searched).map(|dir| dir.join(execname)).find(|candidate| executable(candidate))
+    };
+    let program = program.ok_or_else(|| format!("cannot start {execname:?}: no such executable{}", info("path").map(|path| format!(" in path={path}")).unwrap_or_default()))?;
+    Ok(Resolved { program, wdir, args: command.args.iter().map(OsString::from).collect() })
+}
+
+fn executable(path: &Path) -> bool {
+    path.metadata().is_ok_and(|metadata| metadata.is_file() && metadata.permissions().mode() & 0o111 != 0)
+}
