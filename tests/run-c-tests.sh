@@ -205,6 +205,8 @@ is_braid && PROGRAMS+=(mpit_events)
 # Ports, connections and spawning: Debian's MPICH 4.0.2 (ch4:ucx) refuses MPI_Open_port ("not
 # supported with ucx netmod"); Open MPI runs them (the one-job cases of connect).
 [ "$MPI_IMPL" != mpich ] && PROGRAMS+=(connect spawn)
+# MPI 4.1's communicator and session buffers for buffered sends: newer than both peers here.
+is_braid && PROGRAMS+=(bsend_buffers)
 for program in "${PROGRAMS[@]}"; do
     if ! compile_c "$program"; then
         fail "build $program" "$(explain "$LOG_DIR/build-$program.log")"; keep_logs
@@ -279,9 +281,30 @@ if is_braid && built connect; then
     two_jobs "connect jobs 1+1 BRAID_WAIT=block" 1 1 BRAID_WAIT=block -- "$BUILD/connect"
     two_jobs "connect jobs 2+2 BRAID_CMA=off" 2 2 BRAID_CMA=off -- "$BUILD/connect"
 fi
+for ranks in 2 3; do built bsend_buffers && expect_success "bsend_buffers n=$ranks" "$ranks" -- "$BUILD/bsend_buffers"; done
+built bsend_buffers && expect_success "bsend_buffers n=2 BRAID_CMA=off BRAID_WAIT=block" 2 BRAID_CMA=off BRAID_WAIT=block -- "$BUILD/bsend_buffers"
 for ranks in 1 2 3; do built spawn && expect_success "spawn n=$ranks" "$ranks" -- "$BUILD/spawn"; done
 is_braid && built spawn && expect_success "spawn n=2 BRAID_WAIT=block" 2 BRAID_WAIT=block -- "$BUILD/spawn"
 is_braid && built spawn && expect_success "spawn n=1 BRAID_CMA=off BRAID_PROGRESS_THREAD=on" 1 BRAID_CMA=off BRAID_PROGRESS_THREAD=on -- "$BUILD/spawn"
+# Under MPICH's launcher: Braid's processes ask Hydra to spawn, and connect as they do under braid run.
+if is_braid && built spawn && built connect && selected "mpiexec.hydra"; then
+    for case in "spawn:1:hydra" "connect:2:"; do
+        IFS=: read -r program ranks argument <<<"$case"
+        name="$program mpiexec.hydra n=$ranks"
+        if ! command -v mpiexec.hydra >/dev/null; then
+            fail "$name" "mpiexec.hydra is not installed"
+            continue
+        fi
+        run_job "$name" -- mpiexec.hydra -n "$ranks" "$BUILD/$program" $argument
+        if [ "$RC" -ne 0 ]; then
+            fail "$name" "exit $RC: $(explain "$ERR")"; keep_logs
+        elif [ -n "$LEFTOVER" ]; then
+            fail "$name" "$LEFTOVER"; keep_logs
+        else
+            pass "$name"
+        fi
+    done
+fi
 for ranks in 1 2 3; do built partitioned && expect_success "partitioned n=$ranks" "$ranks" -- "$BUILD/partitioned"; done
 for ranks in 2 3 4; do built idup && expect_success "idup n=$ranks" "$ranks" -- "$BUILD/idup"; done
 is_braid && built idup && expect_success "idup n=3 BRAID_PROGRESS_THREAD=on" 3 BRAID_PROGRESS_THREAD=on -- "$BUILD/idup"

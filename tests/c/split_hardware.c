@@ -75,6 +75,33 @@ int main(int argc, char **argv)
         CHECK(sum == size_of(unguided), "unguided: sum %d", sum);
         MPI_Comm_free(&unguided);
     }
+#ifdef TEST_BRAID_ONLY
+    /* MPI 4.1's MPI_Get_hw_resource_info (newer than Debian's MPICH 4.0.2): every level it lists
+     * is one MPI_COMM_TYPE_HW_GUIDED accepts, the node first. */
+    {
+        MPI_Info hw;
+        char levels[MPI_MAX_INFO_VAL + 1] = "";
+        int found = 0, length = MPI_MAX_INFO_VAL;
+        CHECK(MPI_Get_hw_resource_info(&hw) == MPI_SUCCESS && hw != MPI_INFO_NULL, "MPI_Get_hw_resource_info");
+        MPI_Info_get_string(hw, "mpi_hw_resource_type", &length, levels, &found);
+        CHECK(found && strncmp(levels, "mpi_shared_memory", 17) == 0, "levels: %s", levels);
+        for (char *level = strtok(levels, ","); level != NULL; level = strtok(NULL, ",")) {
+            MPI_Info guide;
+            MPI_Comm part;
+            MPI_Info_create(&guide);
+            MPI_Info_set(guide, "mpi_hw_resource_type", level);
+            MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_HW_GUIDED, rank, guide, &part);
+            CHECK(strcmp(level, "mpi_shared_memory") != 0 || (part != MPI_COMM_NULL && size_of(part) == size), "level %s", level);
+            if (part != MPI_COMM_NULL)
+                MPI_Comm_free(&part);
+            MPI_Info_free(&guide);
+        }
+        length = MPI_MAX_INFO_VAL;
+        MPI_Info_get_string(hw, "braid_cpus", &length, levels, &found);
+        CHECK(found && length > 1, "no braid_cpus");
+        MPI_Info_free(&hw);
+    }
+#endif
     if (rank == 0)
         printf("split_hardware: passed\n");
     MPI_Finalize();

@@ -224,6 +224,8 @@ pub const MPI_STATUS_IGNORE: *mut MPI_Status = 1usize as *mut MPI_Status;
 pub const MPI_STATUSES_IGNORE: *mut MPI_Status = 1usize as *mut MPI_Status;
 pub const MPI_ERRCODES_IGNORE: *mut c_int = std::ptr::null_mut();
 pub const MPI_IN_PLACE: *const c_void = usize::MAX as *const c_void;
+/// MPI 4.1: a buffer for buffered sends that the library allocates as each message needs.
+pub const MPI_BUFFER_AUTOMATIC: *const c_void = 2 as *const c_void;
 pub const MPI_BOTTOM: *const c_void = std::ptr::null();
 pub const MPI_UNWEIGHTED: *mut c_int = 2usize as *mut c_int;
 pub const MPI_WEIGHTS_EMPTY: *mut c_int = 3usize as *mut c_int;

@@ -116,6 +116,8 @@ pub fn difference(a: &[u32], b: &[u32]) -> Vec<u32> {
 /// MPI_Group handles: slot 0 is MPI_GROUP_NULL, slot 1 MPI_GROUP_EMPTY.
 pub struct GroupTable {
     slots: Vec<Option<Members>>,
+    /// The session of each group made from a session's process set.
+    sessions: std::collections::HashMap<MPI_Group, MPI_Session>,
 }
 
 impl Default for GroupTable {
@@ -126,7 +128,7 @@ impl Default for GroupTable {
 
 impl GroupTable {
     pub fn new() -> GroupTable {
-        GroupTable { slots: vec![None, Some(Arc::from(Vec::new()))] }
+        GroupTable { slots: vec![None, Some(Arc::from(Vec::new()))], sessions: Default::default() }
     }
 
     pub fn get(&self, group: MPI_Group) -> MpiResult<&Members> {
@@ -155,8 +157,23 @@ impl GroupTable {
         self.get(group)?;
         if group != MPI_GROUP_EMPTY {
             self.slots[group as usize] = None;
+            self.sessions.remove(&group);
         }
         Ok(())
+    }
+
+    /// A handle for `members`, a process set of `session` (MPI_Group_from_session_pset).
+    pub fn insert_from_session(&mut self, members: Members, session: MPI_Session) -> MPI_Group {
+        let group = self.insert(members);
+        if group != MPI_GROUP_EMPTY {
+            self.sessions.insert(group, session);
+        }
+        group
+    }
+
+    /// The session `group` was made from, if it was made from one's process set.
+    pub fn session_of(&self, group: MPI_Group) -> Option<MPI_Session> {
+        self.sessions.get(&group).copied()
     }
 }
 

@@ -98,6 +98,22 @@ pub unsafe extern "C" fn MPI_Free_mem(base: *mut c_void) -> c_int {
     MPI_SUCCESS
 }
 
+/// MPI 4.1: an info object describing the machine's levels and where the calling process runs
+/// (see `comm::hardware::resource_entries` for its keys); the caller frees it.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_hw_resource_info(hw_info: *mut MPI_Info) -> c_int {
+    let result = (|| {
+        if hw_info.is_null() {
+            return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "hw_info must not be NULL"));
+        }
+        let info = crate::info::create(crate::comm::hardware::own_resource_entries())?;
+        // SAFETY: checked non-null; the caller's handle.
+        unsafe { *hw_info = info };
+        Ok(())
+    })();
+    finish("MPI_Get_hw_resource_info", result)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

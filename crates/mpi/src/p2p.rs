@@ -127,7 +127,8 @@ pub(crate) fn start_described(rt: &mut Runtime, op: &Operation, datatype: &Datat
                 TagSelector::Any => 0,
             };
             if mode == SendMode::Buffered {
-                rt.bsend.send(&mut rt.engine, op, datatype, count, (job, tag, context))?;
+                let session = comm.session;
+                rt.bsend.send(&mut rt.engine, op, session, datatype, count, (job, tag, context))?;
                 return Ok(Pending::completed(op.comm, Completion::SENT));
             }
             let (data, staging): (&'static [u8], Staging) = match datatype.contiguous_run(count) {

@@ -22,7 +22,7 @@ use braid_pmi::client::{PmiClient, Singleton};
 use braid_pmi::Bootstrap;
 
 use crate::attr::AttributeStore;
-use crate::bsend::BsendBuffer;
+use crate::bsend::BsendBuffers;
 use crate::coll::CollTuning;
 use crate::comm::CommTable;
 use crate::consts::*;
@@ -43,7 +43,7 @@ pub struct Runtime {
     /// Messages matched by MPI_Mprobe/MPI_Improbe, not received yet.
     pub messages: MessageTable,
     /// The buffer attached for buffered sends.
-    pub bsend: BsendBuffer,
+    pub bsend: BsendBuffers,
     pub attributes: AttributeStore,
     pub errhandlers: ErrhandlerTable,
     /// One-sided communication windows.
@@ -358,7 +358,7 @@ fn start(required: c_int) -> MpiResult<c_int> {
         groups: GroupTable::new(),
         requests: RequestTable::new(),
         messages: MessageTable::new(),
-        bsend: BsendBuffer::new(),
+        bsend: BsendBuffers::new(),
         attributes: AttributeStore::new(),
         errhandlers: ErrhandlerTable::new(),
         windows: crate::win::WinTable::new(),

@@ -18,6 +18,8 @@ use crate::runtime;
 pub(crate) fn free(comm: MPI_Comm) -> MpiResult<()> {
     runtime::with(|rt| rt.comms.check_freeable(comm))?;
     attr::access::delete_all(Object::Comm(comm))?;
+    // Its buffer's messages leave, and the buffer is detached, before the handle can be reused.
+    runtime::with(|rt| rt.bsend.release(crate::bsend::Scope::Comm(comm), &mut rt.engine).map_err(|e| crate::error::engine_error(comm, e)))?;
     runtime::with(|rt| rt.comms.remove(comm).map(drop))?;
     crate::dynamic::forget_parent(comm);
     Ok(())

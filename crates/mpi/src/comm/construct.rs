@@ -30,6 +30,13 @@ pub(crate) struct Parent {
     pub next: u32,
     /// This process's job rank.
     pub me: u32,
+    /// The session the parent comes from, which what is made from it comes from too.
+    pub session: Option<MPI_Session>,
+}
+
+/// A communicator made from `parent`: its handler and session.
+pub(crate) fn derived(shared: Arc<CommShared>, parent: &Parent) -> Comm {
+    Comm { session: parent.session, ..Comm::new(shared, parent.errhandler) }
 }
 
 pub(crate) fn parent_of(comm: MPI_Comm) -> MpiResult<Parent> {
@@ -37,7 +44,7 @@ pub(crate) fn parent_of(comm: MPI_Comm) -> MpiResult<Parent> {
         let parent = rt.comms.get(comm)?;
         let ids = rt.comms.ids().clone();
         let next = ids.first_free(1);
-        Ok(Parent { shared: parent.shared.clone(), errhandler: parent.errhandler, tuning: rt.tuning, ids, next, me: rt.comms.job_rank() })
+        Ok(Parent { shared: parent.shared.clone(), errhandler: parent.errhandler, tuning: rt.tuning, ids, next, me: rt.comms.job_rank(), session: parent.session })
     })
 }
 
@@ -97,7 +104,7 @@ pub(crate) fn create_from(comm: MPI_Comm, members: Option<Vec<u32>>, topology: O
     }
     let context_id = agree_on_ids(comm, &Agreement::new(parent.shared.clone(), parent.tuning), &parent, parent.next, 1)?;
     let made = members.map(|members| {
-        let mut entry = Comm::new(Arc::new(CommShared::new(Arc::from(members), parent.me, context_id)), parent.errhandler);
+        let mut entry = derived(Arc::new(CommShared::new(Arc::from(members), parent.me, context_id)), &parent);
         entry.topology = topology;
         entry
     });
@@ -120,7 +127,7 @@ pub(crate) fn split(comm: MPI_Comm, color: c_int, key: c_int) -> MpiResult<MPI_C
     let records = split_records(&all, 3);
     let made = (color != MPI_UNDEFINED).then(|| {
         let members = split_members(&parent.shared.members, &records, color);
-        Comm::new(Arc::new(CommShared::new(Arc::from(members), parent.me, context_id)), parent.errhandler)
+        derived(Arc::new(CommShared::new(Arc::from(members), parent.me, context_id)), &parent)
     });
     install(made)
 }
@@ -295,7 +302,7 @@ fn create_among(comm: MPI_Comm, members: Vec<u32>, tag: c_int) -> MpiResult<MPI_
     let members: group::Members = Arc::from(members);
     let view = Arc::new(CommShared::group_view(members.clone(), parent.me, parent.shared.coll_context));
     let context_id = agree_on_ids(comm, &Agreement::with_tag(view, parent.tuning, agreement_tag(tag)), &parent, parent.next, 1)?;
-    let made = Comm::new(Arc::new(CommShared::new(members, parent.me, context_id)), parent.errhandler);
+    let made = derived(Arc::new(CommShared::new(members, parent.me, context_id)), &parent);
     install(Some(made))
 }
 

@@ -155,6 +155,47 @@ fn unguided(comm: MPI_Comm, node: MPI_Comm, key: c_int) -> MpiResult<(MPI_Comm, 
     Ok(chosen.map_or((MPI_COMM_NULL, None), |(made, level)| (made, Some(level))))
 }
 
+/// What MPI_Get_hw_resource_info says of the machine and of where the calling process runs (MPI
+/// 4.1 leaves the keys to the implementation): `mpi_hw_resource_type`, the levels this machine
+/// has, which MPI_COMM_TYPE_HW_GUIDED accepts (comma-separated, largest first); for each level,
+/// `braid_hw_<level>_count`, its instances on the node, and `braid_hw_<level>`, the one holding
+/// every CPU the process may run on (`none` when they span several); `braid_cpus`, those CPUs.
+pub fn resource_entries(topology: &Topology, cpus: &[usize]) -> crate::info::Entries {
+    let count = |level: Resource| -> usize {
+        match level {
+            Resource::Node => 1,
+            Resource::Package => {
+                let mut packages: Vec<usize> = topology.cpus.iter().map(|cpu| cpu.package).collect();
+                packages.sort_unstable();
+                packages.dedup();
+                packages.len()
+            }
+            Resource::NumaNode => topology.numa_nodes.len(),
+            Resource::Cache(level) => topology.caches.iter().filter(|cache| cache.level == level && cache.kind != CacheKind::Instruction).count(),
+            Resource::Core => topology.cores.len(),
+            Resource::Pu => topology.cpus.len(),
+        }
+    };
+    let present: Vec<Resource> = Resource::LEVELS.into_iter().filter(|&level| count(level) > 0).collect();
+    let mut entries = vec![(RESOURCE_KEY.to_string(), present.iter().map(|level| level.name()).collect::<Vec<_>>().join(","))];
+    for level in present {
+        let key = format!("braid_hw_{}", level.name().to_ascii_lowercase());
+        entries.push((format!("{key}_count"), count(level).to_string()));
+        entries.push((key, level.instance(topology, cpus).map_or_else(|| "none".to_string(), |instance| instance.to_string())));
+    }
+    entries.push(("braid_cpus".to_string(), braid_sys::topology::format_cpu_list(cpus)));
+    entries
+}
+
+/// [`resource_entries`] of this machine and the calling process.
+pub fn own_resource_entries() -> crate::info::Entries {
+    let cpus = braid_sys::affinity::calling_thread().unwrap_or_default();
+    match topology() {
+        Some(topology) => resource_entries(topology, &cpus),
+        None => vec![(RESOURCE_KEY.to_string(), Resource::Node.name().to_string()), ("braid_cpus".to_string(), braid_sys::topology::format_cpu_list(&cpus))],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,6 +210,18 @@ mod tests {
         caches.extend((0..4).map(|core| Cache { level: 1, kind: CacheKind::Instruction, size_bytes: 1 << 15, line_bytes: 64, cpus: vec![2 * core, 2 * core + 1] }));
         let numa_nodes = (0..2).map(|id| NumaNode { id, cpus: (4 * id..4 * id + 4).collect() }).collect();
         Topology { cpus, cores, caches, numa_nodes }
+    }
+
+    #[test]
+    fn the_resource_info_lists_the_levels_and_where_the_process_runs() {
+        let entries = resource_entries(&machine(), &[4, 5]);
+        let get = |key: &str| entries.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
+        assert_eq!(get("mpi_hw_resource_type"), Some("mpi_shared_memory,Package,NUMANode,L3Cache,L2Cache,Core,PU"));
+        assert_eq!((get("braid_hw_package_count"), get("braid_hw_package")), (Some("2"), Some("1")));
+        assert_eq!((get("braid_hw_core_count"), get("braid_hw_core")), (Some("4"), Some("2")));
+        assert_eq!((get("braid_hw_pu_count"), get("braid_hw_pu")), (Some("8"), Some("none")), "two threads are no single PU");
+        assert_eq!(get("braid_hw_l1cache_count"), None, "instruction caches are no level");
+        assert_eq!(get("braid_cpus"), Some("4-5"));
     }
 
     #[test]

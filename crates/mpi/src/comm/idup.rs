@@ -34,7 +34,7 @@ fn start(comm: MPI_Comm, info: Option<MPI_Info>) -> MpiResult<(MPI_Comm, MPI_Req
             None => rt.comms.get(comm)?.hints.clone(),
         };
         let original = rt.comms.get(comm)?;
-        let prototype = Comm { shared: original.shared.clone(), errhandler: original.errhandler, name: String::new(), hints, topology: original.topology.clone() };
+        let prototype = Comm { shared: original.shared.clone(), errhandler: original.errhandler, name: String::new(), hints, topology: original.topology.clone(), session: original.session };
         Ok((rt.comms.reserve_handle(prototype.errhandler), prototype))
     })?;
     let copied = attr::access::copy_all(Object::Comm(comm), Object::Comm(handle));

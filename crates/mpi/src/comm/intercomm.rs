@@ -12,7 +12,7 @@ use std::ffi::c_int;
 use std::sync::Arc;
 
 use super::channel::LEADER_TAG;
-use super::construct::{agreement_tag, allgather_words, check_agreement_tag, install, parent_of, split_members, split_records, Parent};
+use super::construct::{agreement_tag, allgather_words, check_agreement_tag, derived, install, parent_of, split_members, split_records, Parent};
 use super::ids::{self, Report};
 use super::ids::{from_bytes, to_bytes};
 use super::{Agreement, Comm, CommShared};
@@ -75,7 +75,7 @@ fn ids_exhausted(comm: MPI_Comm, class: c_int) -> MpiError {
 }
 
 fn new_inter(parent: &Parent, local: Members, remote: Members, context_id: u32) -> Comm {
-    Comm::new(Arc::new(CommShared::new_inter(local, remote, parent.me, context_id)), parent.errhandler)
+    derived(Arc::new(CommShared::new_inter(local, remote, parent.me, context_id)), parent)
 }
 
 /// MPI_Comm_dup of an intercommunicator.
@@ -289,7 +289,7 @@ fn merge(intercomm: MPI_Comm, high: c_int) -> MpiResult<MPI_Comm> {
     let context_id = agree_between_groups(intercomm, &parent, local_max.max(theirs[0]), 1)?;
     let (first, second) = if local_group_first(local_high, theirs[1] != 0, &inter.members, &inter.peers) { (&inter.members, &inter.peers) } else { (&inter.peers, &inter.members) };
     let members: Vec<u32> = first.iter().chain(second.iter()).copied().collect();
-    let made = Comm::new(Arc::new(CommShared::new(Arc::from(members), parent.me, context_id)), parent.errhandler);
+    let made = derived(Arc::new(CommShared::new(Arc::from(members), parent.me, context_id)), &parent);
     install(Some(made))
 }
 

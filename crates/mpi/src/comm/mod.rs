@@ -15,7 +15,7 @@ pub mod abi;
 pub mod channel;
 pub mod coming;
 pub mod construct;
-mod hardware;
+pub(crate) mod hardware;
 pub mod ids;
 pub mod idup;
 pub mod intercomm;
@@ -239,11 +239,13 @@ pub struct Comm {
     pub name: String,
     pub hints: Hints,
     pub topology: Option<Topology>,
+    /// The session it comes from (MPI_Comm_create_from_group, and what is made from that).
+    pub session: Option<MPI_Session>,
 }
 
 impl Comm {
     pub fn new(shared: Arc<CommShared>, errhandler: MPI_Errhandler) -> Comm {
-        Comm { shared, errhandler, name: String::new(), hints: Hints::new(), topology: None }
+        Comm { shared, errhandler, name: String::new(), hints: Hints::new(), topology: None, session: None }
     }
 }
 

@@ -4,7 +4,7 @@
 //! serves for both sides ([`braid_pmi::group::serve_group`]). One line each, in PMI-1's
 //! `key=value` wire format.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
@@ -27,18 +27,29 @@ pub(crate) fn send(stream: &mut TcpStream, message: &Message) -> Result<(), Stri
     stream.write_all(line.as_bytes()).map_err(|error| format!("cannot write to the other side: {error}"))
 }
 
-/// Receives one line of command `command`, waiting at most `timeout` (forever if `None`).
-pub(crate) fn receive(stream: &TcpStream, command: &str, timeout: Option<Duration>) -> Result<Message, String> {
+/// Longest line the other side may send.
+const LINE_MAX: usize = 4096;
+
+/// Receives one line of command `command`, waiting at most `timeout` (forever if `None`). Reads
+/// byte by byte: a line that follows at once (MPI_Comm_join's acceptor sends two) stays in the
+/// socket for the next call.
+pub(crate) fn receive(mut stream: &TcpStream, command: &str, timeout: Option<Duration>) -> Result<Message, String> {
     stream.set_read_timeout(timeout).map_err(|error| error.to_string())?;
-    let mut line = String::new();
-    match BufReader::new(stream).read_line(&mut line) {
-        Ok(0) => return Err("the other side closed the connection".into()),
-        Ok(_) => {}
-        Err(error) if matches!(error.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
-            return Err(format!("the other side did not answer within {} s (BRAID_CONNECT_TIMEOUT_S)", timeout.unwrap_or_default().as_secs()));
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while line.last() != Some(&b'\n') {
+        match stream.read(&mut byte) {
+            Ok(0) => return Err("the other side closed the connection".into()),
+            Ok(_) if line.len() < LINE_MAX => line.push(byte[0]),
+            Ok(_) => return Err(format!("the other side sent a line longer than {LINE_MAX} bytes")),
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) if matches!(error.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                return Err(format!("the other side did not answer within {} s (BRAID_CONNECT_TIMEOUT_S)", timeout.unwrap_or_default().as_secs()));
+            }
+            Err(error) => return Err(format!("cannot read from the other side: {error}")),
         }
-        Err(error) => return Err(format!("cannot read from the other side: {error}")),
     }
+    let line = String::from_utf8_lossy(&line);
     let message = Message::parse(line.trim_end_matches('\n')).map_err(|error| format!("the other side is not a Braid process ({error})"))?;
     if message.command() != command {
         return Err(format!("the other side sent cmd={} where cmd={command} was due", message.command()));
@@ -70,6 +81,22 @@ pub(crate) fn meeting_of(message: &Message) -> Result<Meeting, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_sent_back_to_back_are_received_one_at_a_time() {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let mut sender = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (receiver, _) = listener.accept().unwrap();
+        let meeting = Meeting { address: "127.0.0.1:1".into(), accepting: 1, connecting: 1 };
+        // Both lines in the socket before the first is read, as MPI_Comm_join's acceptor sends.
+        send(&mut sender, &hello(1)).unwrap();
+        send(&mut sender, &welcome(&meeting)).unwrap();
+        let timeout = Some(Duration::from_secs(5));
+        assert_eq!(receive(&receiver, "braid-connect", timeout).unwrap(), hello(1));
+        assert_eq!(meeting_of(&receive(&receiver, "braid-accept", timeout).unwrap()).unwrap(), meeting);
+        drop(sender);
+        assert!(receive(&receiver, "braid-accept", timeout).unwrap_err().contains("closed"));
+    }
 
     #[test]
     fn a_welcome_round_trips_and_a_bad_one_is_refused() {

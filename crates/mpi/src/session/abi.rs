@@ -19,7 +19,7 @@ use crate::info::abi::c_text;
 use crate::runtime::{self, Runtime};
 
 /// Reports a failed session call on the session's handler (MPI_COMM_WORLD's for an invalid one).
-fn finish_on_session(function: &str, session: MPI_Session, result: MpiResult<()>) -> c_int {
+pub(crate) fn finish_on_session(function: &str, session: MPI_Session, result: MpiResult<()>) -> c_int {
     match result {
         Ok(()) => MPI_SUCCESS,
         Err(e) => apply(Target::Session(session), e.class, || format!("Braid: {function}: {}: {}", class_text(e.class), e.detail)),
@@ -98,7 +98,11 @@ pub unsafe extern "C" fn MPI_Session_finalize(session: *mut MPI_Session) -> c_in
     if let Err(e) = result {
         return finish_on_session("MPI_Session_finalize", handle, Err(e));
     }
-    let closed = runtime::with(|rt| rt.sessions.remove(handle).map(drop));
+    let closed = runtime::with(|rt| {
+        // Its buffer's messages leave, and the buffer is detached, before the handle can be reused.
+        rt.bsend.release(crate::bsend::Scope::Session(handle), &mut rt.engine).map_err(|e| crate::error::engine_error(MPI_COMM_SELF, e))?;
+        rt.sessions.remove(handle).map(drop)
+    });
     // SAFETY: checked non-null above; the caller's handle.
     unsafe { *session = MPI_SESSION_NULL };
     if let Err(e) = closed {
@@ -194,7 +198,7 @@ pub unsafe extern "C" fn MPI_Group_from_session_pset(session: MPI_Session, pset_
         // SAFETY: MPI requires a NUL-terminated name.
         let set = unsafe { process_set(pset_name)? };
         let members = members_of(rt, set);
-        let handle = rt.groups.insert(members.into());
+        let handle = rt.groups.insert_from_session(members.into(), session);
         // SAFETY: the caller's out-pointer (NULL is rejected by store).
         unsafe { store(newgroup, handle, "newgroup") }
     });
@@ -221,10 +225,14 @@ unsafe fn string_tag(stringtag: *const c_char) -> MpiResult<String> {
     Ok(tag)
 }
 
-/// Gives the communicator `made` the handler `errhandler`.
-fn attach(made: MPI_Comm, errhandler: MPI_Errhandler) -> MpiResult<()> {
+/// Gives the communicator `made` the handler `errhandler`, and the session `group` comes from
+/// (whose buffer its buffered sends may use).
+fn attach(made: MPI_Comm, errhandler: MPI_Errhandler, group: MPI_Group) -> MpiResult<()> {
     runtime::with(|rt| {
-        rt.comms.get_mut(made)?.errhandler = errhandler;
+        let session = rt.groups.session_of(group);
+        let comm = rt.comms.get_mut(made)?;
+        comm.errhandler = errhandler;
+        comm.session = session;
         Ok(())
     })
 }
@@ -250,7 +258,7 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(group: MPI_Group, stringtag:
             return Err(error(MPI_COMM_SELF, MPI_ERR_GROUP, "the calling process is not in the group"));
         }
         let made = create_group_of(members, agreement_tag_of(&tag))?;
-        attach(made, errhandler)?;
+        attach(made, errhandler, group)?;
         // SAFETY: checked non-null; the caller's handle.
         unsafe { *newcomm = made };
         Ok(())
@@ -289,7 +297,7 @@ pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
         let made = intercomm_create(local_comm, local_leader, MPI_COMM_WORLD, remote_job_rank as c_int, tag);
         crate::comm::abi::free(local_comm)?;
         let made = made?;
-        attach(made, errhandler)?;
+        attach(made, errhandler, local_group)?;
         // SAFETY: checked non-null; the caller's handle.
         unsafe { *newintercomm = made };
         Ok(())
