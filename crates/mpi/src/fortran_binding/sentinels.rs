@@ -38,6 +38,8 @@ pub static braid_fortran_bottom_: CommonBlock<INTEGER> = CommonBlock::new();
 #[no_mangle]
 pub static braid_fortran_in_place_: CommonBlock<INTEGER> = CommonBlock::new();
 #[no_mangle]
+pub static braid_fortran_buffer_automatic_: CommonBlock<INTEGER> = CommonBlock::new();
+#[no_mangle]
 pub static braid_fortran_status_ignore_: CommonBlock<STATUS> = CommonBlock::new();
 #[no_mangle]
 pub static braid_fortran_statuses_ignore_: CommonBlock<STATUS> = CommonBlock::new();
@@ -56,6 +58,7 @@ pub static braid_fortran_argvs_null_: CommonBlock<1> = CommonBlock::new();
 pub struct Sentinels {
     bottom: usize,
     in_place: usize,
+    buffer_automatic: usize,
     status_ignore: usize,
     statuses_ignore: usize,
     errcodes_ignore: usize,
@@ -84,6 +87,7 @@ impl Sentinels {
         SENTINELS.get_or_init(|| Sentinels {
             bottom: resolved(c"braid_fortran_bottom_", braid_fortran_bottom_.address()),
             in_place: resolved(c"braid_fortran_in_place_", braid_fortran_in_place_.address()),
+            buffer_automatic: resolved(c"braid_fortran_buffer_automatic_", braid_fortran_buffer_automatic_.address()),
             status_ignore: resolved(c"braid_fortran_status_ignore_", braid_fortran_status_ignore_.address()),
             statuses_ignore: resolved(c"braid_fortran_statuses_ignore_", braid_fortran_statuses_ignore_.address()),
             errcodes_ignore: resolved(c"braid_fortran_errcodes_ignore_", braid_fortran_errcodes_ignore_.address()),
@@ -94,13 +98,15 @@ impl Sentinels {
         })
     }
 
-    /// A choice buffer: MPI_BOTTOM and MPI_IN_PLACE become C's.
+    /// A choice buffer: MPI_BOTTOM, MPI_IN_PLACE and MPI_BUFFER_AUTOMATIC become C's.
     pub fn buffer(&self, buffer: *mut c_void) -> *mut c_void {
         let address = buffer as usize;
         if address == self.bottom {
             MPI_BOTTOM.cast_mut()
         } else if address == self.in_place {
             MPI_IN_PLACE.cast_mut()
+        } else if address == self.buffer_automatic {
+            MPI_BUFFER_AUTOMATIC.cast_mut()
         } else {
             buffer
         }
