@@ -7,18 +7,9 @@
 
 static char buffer[4 << 20];
 
-static double half_round_trip(MPI_Comm comm, int parent, int n, int len)
+/* `n` round trips of `len` bytes, the parent sending first. */
+static void round_trips(MPI_Comm comm, int parent, int n, int len)
 {
-    for (int i = 0; i < n / 10 + 1; i++) {
-        if (parent) {
-            MPI_Send(buffer, len, MPI_CHAR, 0, 0, comm);
-            MPI_Recv(buffer, len, MPI_CHAR, 0, 0, comm, MPI_STATUS_IGNORE);
-        } else {
-            MPI_Recv(buffer, len, MPI_CHAR, 0, 0, comm, MPI_STATUS_IGNORE);
-            MPI_Send(buffer, len, MPI_CHAR, 0, 0, comm);
-        }
-    }
-    double start = MPI_Wtime();
     for (int i = 0; i < n; i++) {
         if (parent) {
             MPI_Send(buffer, len, MPI_CHAR, 0, 0, comm);
@@ -28,6 +19,13 @@ static double half_round_trip(MPI_Comm comm, int parent, int n, int len)
             MPI_Send(buffer, len, MPI_CHAR, 0, 0, comm);
         }
     }
+}
+
+static double half_round_trip(MPI_Comm comm, int parent, int n, int len)
+{
+    round_trips(comm, parent, n / 10 + 1, len);
+    double start = MPI_Wtime();
+    round_trips(comm, parent, n, len);
     return (MPI_Wtime() - start) / n / 2 * 1e6;
 }
 

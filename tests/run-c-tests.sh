@@ -149,6 +149,19 @@ run_job() {
 
 keep_logs() { failed_logs=$((failed_logs + 1)); }
 
+# judge NAME: passes or fails the job run_job just ran, which had to succeed and leave nothing.
+judge() {
+    if [ "$RC" -eq 124 ] || [ "$RC" -eq 137 ]; then
+        fail "$1" "timed out after ${TIMEOUT}s"; keep_logs
+    elif [ "$RC" -ne 0 ]; then
+        fail "$1" "exit $RC: $(explain "$ERR")"; keep_logs
+    elif [ -n "$LEFTOVER" ]; then
+        fail "$1" "$LEFTOVER"; keep_logs
+    else
+        pass "$1"
+    fi
+}
+
 # expect_success NAME RANKS [VAR=VALUE...] -- PROGRAM ARGS...
 expect_success() {
     local name="$1" ranks="$2"
@@ -158,15 +171,7 @@ expect_success() {
     shift
     selected "$name" || return 0
     run_job "$name" -- env "${settings[@]}" "${LAUNCH[@]}" "$ranks" "$@"
-    if [ "$RC" -eq 124 ] || [ "$RC" -eq 137 ]; then
-        fail "$name" "timed out after ${TIMEOUT}s"; keep_logs
-    elif [ "$RC" -ne 0 ]; then
-        fail "$name" "exit $RC: $(explain "$ERR")"; keep_logs
-    elif [ -n "$LEFTOVER" ]; then
-        fail "$name" "$LEFTOVER"; keep_logs
-    else
-        pass "$name"
-    fi
+    judge "$name"
 }
 
 compile_c() {
@@ -231,15 +236,7 @@ two_jobs() {
         wait "$server"; server=$?
         echo "server exit $server, client exit $client" >&2
         [ "$server" -eq 0 ] && [ "$client" -eq 0 ]' _ "$server_ranks" "$client_ranks" "$port_file" "$1" env "${settings[@]}" "${LAUNCH[@]}"
-    if [ "$RC" -eq 124 ] || [ "$RC" -eq 137 ]; then
-        fail "$name" "timed out after ${TIMEOUT}s"; keep_logs
-    elif [ "$RC" -ne 0 ]; then
-        fail "$name" "exit $RC: $(explain "$ERR")"; keep_logs
-    elif [ -n "$LEFTOVER" ]; then
-        fail "$name" "$LEFTOVER"; keep_logs
-    else
-        pass "$name"
-    fi
+    judge "$name"
 }
 
 for ranks in 2 3 4; do built p2p_matching && expect_success "p2p_matching n=$ranks" "$ranks" -- "$BUILD/p2p_matching"; done
@@ -296,13 +293,7 @@ if is_braid && built spawn && built connect && selected "mpiexec.hydra"; then
             continue
         fi
         run_job "$name" -- mpiexec.hydra -n "$ranks" "$BUILD/$program" $argument
-        if [ "$RC" -ne 0 ]; then
-            fail "$name" "exit $RC: $(explain "$ERR")"; keep_logs
-        elif [ -n "$LEFTOVER" ]; then
-            fail "$name" "$LEFTOVER"; keep_logs
-        else
-            pass "$name"
-        fi
+        judge "$name"
     done
 fi
 for ranks in 1 2 3; do built partitioned && expect_success "partitioned n=$ranks" "$ranks" -- "$BUILD/partitioned"; done

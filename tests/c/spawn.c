@@ -5,13 +5,39 @@
  * and a collective on the merged communicator. MPI_UNIVERSE_SIZE is set (under Braid, to at least
  * the job's size);
  * MPI_Comm_get_parent is MPI_COMM_NULL in the parents and, once disconnected, in the children.
- * Braid only: spawning a program that does not exist fails with MPI_ERR_SPAWN. */
+ * Braid only: 12 generations of workers, each disconnected before the next, leave the parents'
+ * shared-memory mappings as they were, and spawning a program that does not exist fails with
+ * MPI_ERR_SPAWN. */
 #include <string.h>
 
 #include "check.h"
 
 #define WORKERS 3
 #define TASKS 20
+
+/* Mappings of Braid's shared-memory segments in this process (0 elsewhere). */
+static int shared_mappings(void)
+{
+    FILE *maps = fopen("/proc/self/maps", "r");
+    char line[4096];
+    int count = 0;
+    if (maps == NULL)
+        return 0;
+    while (fgets(line, sizeof line, maps) != NULL)
+        count += strstr(line, "/dev/shm/braid-") != NULL;
+    fclose(maps);
+    return count;
+}
+
+/* A worker of a generation: one token from the parents' root, then gone. */
+static void generation(MPI_Comm parent)
+{
+    int token = -1, rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0)
+        MPI_Recv(&token, 1, MPI_INT, 0, 9, parent, MPI_STATUS_IGNORE);
+    MPI_Comm_disconnect(&parent);
+}
 
 static void worker(MPI_Comm parent)
 {
@@ -68,6 +94,8 @@ int main(int argc, char **argv)
     if (parent != MPI_COMM_NULL) {
         if (argc >= 2 && strcmp(argv[1], "multiple") == 0)
             multiple_child(parent, argc, argv);
+        else if (argc >= 2 && strcmp(argv[1], "generation") == 0)
+            generation(parent);
         else
             worker(parent);
         MPI_Finalize();
@@ -136,6 +164,22 @@ int main(int argc, char **argv)
     MPI_Comm_disconnect(&children);
 
 #ifdef TEST_BRAID_ONLY
+    /* Generations of workers, each disconnected before the next: the shared memory that reached
+     * a generation is given back, so the parents' mappings do not grow with every spawn. */
+    {
+        int before = shared_mappings(), after = before;
+        for (int generation = 0; generation < 12; generation++) {
+            MPI_Comm worker_group;
+            char *generation_args[] = {"generation", NULL};
+            MPI_Comm_spawn(argv[0], generation_args, 1, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &worker_group, MPI_ERRCODES_IGNORE);
+            int token = generation;
+            if (rank == 0)
+                MPI_Send(&token, 1, MPI_INT, 0, 9, worker_group);
+            MPI_Comm_disconnect(&worker_group);
+            after = shared_mappings();
+        }
+        CHECK(after <= before, "%d shared-memory mappings before the generations, %d after 12", before, after);
+    }
     /* Under mpiexec.hydra (argument "hydra") a missing program is Hydra's to report: it accepts
      * the spawn and fails to start the process. */
     if (argc < 2 || strcmp(argv[1], "hydra") != 0) {

@@ -119,6 +119,14 @@ impl Endpoint {
         }
     }
 
+    /// Forgets the frames still queued for this peer (it is gone); returns how many there were.
+    pub(crate) fn drop_backlog(&mut self) -> usize {
+        self.lane.queued = false;
+        let dropped = self.backlog.len();
+        self.backlog.clear();
+        dropped
+    }
+
     /// A rendezvous send to this peer has completed (or was withdrawn).
     pub(crate) fn rendezvous_ended(&mut self) {
         self.rendezvous_out = self.rendezvous_out.saturating_sub(1);

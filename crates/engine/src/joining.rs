@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use braid_config::Config;
 use braid_lane::PeerId;
 use braid_pmi::Bootstrap;
+use braid_transport::disconnected::Disconnected;
 use braid_transport::renumbered::Renumbered;
 use braid_transport::shm::ShmTransport;
 use braid_transport::Transport;
@@ -24,8 +25,14 @@ use crate::{Engine, EngineError};
 pub(crate) struct Joined {
     /// Peer number of each joined process, by name (see [`Engine::process_name`]).
     peers: HashMap<String, PeerId>,
-    /// Groups joined so far: numbers the shared-memory files of the next one.
-    groups: u32,
+    /// The groups whose transports are connected, with the peers each brought.
+    groups: Vec<JoinedGroup>,
+}
+
+/// A group's transport and the peers it introduced.
+struct JoinedGroup {
+    transport: usize,
+    peers: Vec<PeerId>,
 }
 
 fn group_error(error: braid_pmi::BootstrapError) -> EngineError {
@@ -100,18 +107,20 @@ impl Engine {
         }
         let mut shm = ShmTransport::new(config).map_err(|error| EngineError::Init(format!("shared-memory transport for another job: {error}")))?;
         shm.connect(group).map_err(|error| EngineError::Init(format!("shared-memory transport for another job: {error}")))?;
-        self.joined.groups += 1;
         let transport = Renumbered::new(Box::new(shm), peer_of.clone());
         let caps = transport.capabilities();
         let index = self.transports.len();
         let eager_limit = self.core.policy.eager_limit(&caps, EAGER_HEADER_MAX);
+        let mut introduced = Vec::with_capacity(new_peers.len());
         for (name, peer) in new_peers.into_iter().zip(self.peer_count()..) {
             if !transport.reaches(peer) {
                 return Err(EngineError::Unreachable { rank: peer, reason: format!("process {name} of another job has no shared memory with this one") });
             }
             self.core.endpoints.push(Endpoint::new(ControlLane::Direct(index), eager_limit));
             self.joined.peers.insert(name, peer);
+            introduced.push(peer);
         }
+        self.joined.groups.push(JoinedGroup { transport: index, peers: introduced });
         self.transports.push(Box::new(transport));
         self.core.caps.push(caps);
         self.polled.push(index);
@@ -122,5 +131,36 @@ impl Engine {
             Doorbell::None => {}
         }
         Ok(peer_of)
+    }
+
+    /// Disconnects the groups joined earlier none of whose new peers `in_use` still (MPI_Comm_disconnect
+    /// of the last communicator reaching them): their transports are closed, giving back their
+    /// shared memory, and a frame to one of their peers fails as to an unreachable rank. A process
+    /// joined again later gets a new peer number. Returns how many groups were released.
+    pub fn release_joined(&mut self, in_use: impl Fn(PeerId) -> bool) -> usize {
+        let (kept, released): (Vec<JoinedGroup>, Vec<JoinedGroup>) = std::mem::take(&mut self.joined.groups).into_iter().partition(|group| group.peers.iter().any(|&peer| in_use(peer)));
+        self.joined.groups = kept;
+        for group in &released {
+            let index = group.transport;
+            let standing_in = Disconnected::replacing(self.transports[index].as_ref());
+            self.transports[index] = Box::new(standing_in);
+            self.polled.retain(|&polled| polled != index);
+            self.joined_doorbells.retain(|&doorbell| doorbell != index);
+            if self.wait.doorbell == Doorbell::Direct(index) {
+                self.wait.doorbell = match self.joined_doorbells.first().copied() {
+                    Some(next) => {
+                        self.joined_doorbells.remove(0);
+                        Doorbell::Direct(next)
+                    }
+                    None => Doorbell::None,
+                };
+            }
+            for &peer in &group.peers {
+                let dropped = self.core.endpoints[peer as usize].drop_backlog();
+                self.core.backlog_len -= dropped;
+            }
+            self.joined.peers.retain(|_, peer| !group.peers.contains(peer));
+        }
+        released.len()
     }
 }

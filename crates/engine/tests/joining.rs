@@ -105,3 +105,48 @@ fn a_process_blocked_on_a_joined_peer_sleeps_until_it_sends() {
         }
     });
 }
+
+#[test]
+fn a_released_group_reaches_nobody_and_joining_again_gives_new_peers() {
+    let pid = std::process::id();
+    let jobs = [("A", ThreadBootstrap::job(&format!("release-a-{pid}"), 1)), ("B", ThreadBootstrap::job(&format!("release-b-{pid}"), 1))];
+    let groups: Vec<Vec<ThreadBootstrap>> = (0..2).map(|round| ThreadBootstrap::job(&format!("release-g{round}-{pid}"), 2)).collect();
+    let mut members: Vec<Vec<ThreadBootstrap>> = vec![Vec::new(), Vec::new()];
+    for group in groups {
+        for (process, member) in group.into_iter().enumerate() {
+            members[process].push(member);
+        }
+    }
+    let threads: Vec<_> = jobs
+        .into_iter()
+        .zip(members)
+        .map(|((job, mut bootstraps), rounds)| {
+            std::thread::spawn(move || {
+                let config = Config { spin_count: 100, ..Config::default() };
+                let mut engine = Engine::new(&config, Box::new(bootstraps.remove(0))).unwrap();
+                let other = usize::from(job == "A");
+                let mut seen = Vec::new();
+                for mut member in rounds {
+                    let peers = engine.join(&config, &mut member).unwrap();
+                    let peer = peers[other];
+                    seen.push(peer);
+                    // One message each way over the group, then the group is released.
+                    let data: &'static [u8] = Box::leak(vec![7u8; 100].into_boxed_slice());
+                    let send = engine.isend(data, peer, 1, 3, braid_engine::SendMode::Standard).unwrap();
+                    let receive = engine.irecv(leak(100), Source::Rank(peer), TagSelector::Tag(1), 3).unwrap();
+                    engine.wait(send).unwrap();
+                    engine.wait_receive(receive).unwrap();
+                    member.fence().unwrap();
+                    assert_eq!(engine.release_joined(|_| false), 1);
+                    let after = engine.isend(data, peer, 1, 3, braid_engine::SendMode::Standard);
+                    assert!(after.is_err(), "a released peer must be unreachable: {after:?} (peer {peer})");
+                }
+                assert_ne!(seen[0], seen[1], "joining again numbers the process anew");
+                engine.finalize().unwrap();
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+}

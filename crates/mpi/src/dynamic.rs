@@ -17,12 +17,14 @@ use std::ffi::c_int;
 
 use crate::consts::*;
 use crate::error::{error, finish};
+use crate::runtime;
 
 pub(crate) use spawn::{connect_to_parents, forget_parent};
 
 /// MPI_Comm_disconnect: collective over the communicator's group(s); every member has entered it
 /// once the barrier ends, and the communicator is then freed as MPI_Comm_free frees it. Braid
 /// completes a communicator's communication as its requests complete, so nothing else waits.
+/// Processes of other jobs that no communicator reaches any more are then disconnected.
 /// The predefined communicators and MPI_COMM_NULL are refused with MPI_ERR_COMM.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
@@ -35,7 +37,7 @@ pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
         if matches!(handle, MPI_COMM_NULL | MPI_COMM_WORLD | MPI_COMM_SELF) {
             return Err(error(MPI_COMM_WORLD, MPI_ERR_COMM, format!("communicator {handle} cannot be disconnected (MPI_COMM_NULL or predefined)")));
         }
-        crate::runtime::with(|rt| rt.comms.check_freeable(handle))?;
+        runtime::with(|rt| rt.comms.check_freeable(handle))?;
         // SAFETY: a valid communicator, checked above.
         let code = unsafe { crate::coll::abi::MPI_Barrier(handle) };
         if code != MPI_SUCCESS {
@@ -44,7 +46,14 @@ pub unsafe extern "C" fn MPI_Comm_disconnect(comm: *mut MPI_Comm) -> c_int {
         crate::comm::abi::free(handle)?;
         // SAFETY: as above.
         unsafe { *comm = MPI_COMM_NULL };
-        Ok(())
+        // Processes of other jobs that no communicator reaches any more are disconnected: their
+        // transports close and give back their shared memory (a task pool spawning again and
+        // again would otherwise keep every generation's).
+        runtime::with(|rt| {
+            let reached = rt.comms.reached();
+            rt.engine.release_joined(|peer| reached.contains(&peer));
+            Ok(())
+        })
     })();
     finish("MPI_Comm_disconnect", result)
 }

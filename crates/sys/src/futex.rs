@@ -28,7 +28,12 @@ pub fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) -> io::R
     // SAFETY: FUTEX_WAIT reads the aligned u32 behind `word` (valid for the call) and the optional
     // relative timeout; it writes nothing.
     let result = unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAIT, expected, timespec_ptr, std::ptr::null::<u32>(), 0u32) };
-    if result == 0 {
+    outcome(result)
+}
+
+/// What a futex wait's result (0 or more: woken; -1: errno says why) means.
+fn outcome(result: libc::c_long) -> io::Result<WaitOutcome> {
+    if result >= 0 {
         return Ok(WaitOutcome::Woken);
     }
     let error = io::Error::last_os_error();
@@ -39,6 +44,12 @@ pub fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) -> io::R
         _ => Err(error),
     }
 }
+
+/// Most words [`wait_any`] takes (the kernel's FUTEX_WAITV_MAX).
+pub const WAIT_ANY_MAX: usize = 128;
+
+/// Longest sleep of [`Doorbell::sleep_any`] when it cannot watch every doorbell.
+pub const CROWDED_SLEEP_MAX: Duration = Duration::from_millis(1);
 
 /// Sleeps while every `word == expected` of `words`, for at most `timeout` (forever if `None`):
 /// the first one woken (or found changed) ends the sleep (`futex_waitv`, Linux 5.16). A rank
@@ -54,11 +65,10 @@ pub fn wait_any(words: &[(&AtomicU32, u32)], timeout: Option<Duration>) -> io::R
     }
     /// FUTEX2_SIZE_U32, shared (no FUTEX2_PRIVATE).
     const SIZE_U32: u32 = 0x02;
-    const MAX_WAITERS: usize = 128;
     match words {
         [] => return Ok(WaitOutcome::Changed),
         [(word, expected)] => return wait(word, *expected, timeout),
-        _ if words.len() > MAX_WAITERS => return Err(io::Error::new(io::ErrorKind::InvalidInput, "futex_waitv takes at most 128 words")),
+        _ if words.len() > WAIT_ANY_MAX => return Err(io::Error::new(io::ErrorKind::InvalidInput, "futex_waitv takes at most 128 words")),
         _ => {}
     }
     let waiters: Vec<Waiter> = words.iter().map(|(word, expected)| Waiter { value: u64::from(*expected), address: word.as_ptr() as u64, flags: SIZE_U32, reserved: 0 }).collect();
@@ -78,16 +88,7 @@ pub fn wait_any(words: &[(&AtomicU32, u32)], timeout: Option<Duration>) -> io::R
     // SAFETY: futex_waitv reads `waiters` (valid, `len` entries, each naming an aligned u32 that
     // lives for the call) and the optional absolute deadline; it writes nothing.
     let result = unsafe { libc::syscall(libc::SYS_futex_waitv, waiters.as_ptr(), waiters.len() as libc::c_uint, 0u32, deadline_ptr, libc::CLOCK_MONOTONIC) };
-    if result >= 0 {
-        return Ok(WaitOutcome::Woken);
-    }
-    let error = io::Error::last_os_error();
-    match error.raw_os_error() {
-        Some(libc::EAGAIN) => Ok(WaitOutcome::Changed),
-        Some(libc::ETIMEDOUT) => Ok(WaitOutcome::TimedOut),
-        Some(libc::EINTR) => Ok(WaitOutcome::Interrupted),
-        _ => Err(error),
-    }
+    outcome(result)
 }
 
 /// Wakes up to `count` waiters on `word`; returns how many were woken.
@@ -142,9 +143,15 @@ impl Doorbell {
     }
 
     /// Sleeps until any of `doorbells` is rung (each with the token of its `prepare_sleep`) or
-    /// `timeout` passes: a receiver rung through several doorbells.
+    /// `timeout` passes: a receiver rung through several doorbells. The kernel watches at most
+    /// [`WAIT_ANY_MAX`] words at once: beyond that, the sleep watches the first ones and lasts
+    /// at most [`CROWDED_SLEEP_MAX`], so the others are looked at soon.
     pub fn sleep_any(doorbells: &[(&Doorbell, u32)], timeout: Duration) {
-        let words: Vec<(&AtomicU32, u32)> = doorbells.iter().map(|(doorbell, token)| (&doorbell.counter.0, *token)).collect();
+        let (watched, timeout) = match doorbells.len() > WAIT_ANY_MAX {
+            true => (&doorbells[..WAIT_ANY_MAX], timeout.min(CROWDED_SLEEP_MAX)),
+            false => (doorbells, timeout),
+        };
+        let words: Vec<(&AtomicU32, u32)> = watched.iter().map(|(doorbell, token)| (&doorbell.counter.0, *token)).collect();
         // As in `sleep`: an error only ends the sleep early.
         let _ = wait_any(&words, Some(timeout));
     }
@@ -247,6 +254,16 @@ mod tests {
             bells[rung].ring();
             assert!(sleeper.join().unwrap() < Duration::from_secs(5), "doorbell {rung} did not wake the sleeper");
         }
+    }
+
+    #[test]
+    fn more_doorbells_than_the_kernel_watches_give_a_short_sleep_not_a_spin() {
+        let bells: Vec<Doorbell> = (0..WAIT_ANY_MAX + 2).map(|_| Doorbell::new()).collect();
+        let armed: Vec<(&Doorbell, u32)> = bells.iter().map(|bell| (bell, bell.prepare_sleep())).collect();
+        let start = Instant::now();
+        Doorbell::sleep_any(&armed, Duration::from_secs(10));
+        let slept = start.elapsed();
+        assert!(slept >= CROWDED_SLEEP_MAX / 2 && slept < Duration::from_secs(5), "slept {slept:?}");
     }
 
     #[test]

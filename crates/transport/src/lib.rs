@@ -6,6 +6,7 @@
 //! were sent. A transport knows nothing of MPI: matching and protocols live in the engine.
 
 pub mod conformance;
+pub mod disconnected;
 pub mod profile_cache;
 pub mod renumbered;
 pub mod selfloop;

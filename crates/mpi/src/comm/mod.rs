@@ -270,6 +270,16 @@ impl CommTable {
         CommTable { slots: vec![None, Some(world), Some(own)], coming: Vec::new(), ids: Arc::new(ContextIds::new(2)), job_rank: rank }
     }
 
+    /// The processes at least one communicator still reaches (either group of an
+    /// intercommunicator): what MPI_Comm_disconnect must keep connected.
+    pub fn reached(&self) -> std::collections::HashSet<u32> {
+        let mut reached = std::collections::HashSet::new();
+        for comm in self.slots.iter().flatten() {
+            reached.extend(comm.shared.members.iter().chain(comm.shared.peers.iter()).copied());
+        }
+        reached
+    }
+
     #[inline]
     pub fn get(&self, comm: MPI_Comm) -> MpiResult<&Comm> {
         match usize::try_from(comm).ok().and_then(|i| self.slots.get(i)) {
