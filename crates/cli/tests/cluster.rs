@@ -181,3 +181,21 @@ fn unsupported_or_impossible_requests_fail_clearly() {
         assert!(text(&outcome.stderr).contains(message), "braid {args:?}: {}", text(&outcome.stderr));
     }
 }
+
+/// Processes of two jobs connect on one node only: a job spread over two nodes that spawns
+/// fails at once, every rank saying why, instead of waiting for members that cannot come.
+#[test]
+fn spawning_from_a_job_across_nodes_fails_at_once_and_says_why() {
+    require_clusters("bt");
+    let guard = ClusterGuard::new('s');
+    let up = run(&["cluster", "up", &guard.name, "--nodes", "2", "--rails", "1gbit"]);
+    assert!(up.status.success(), "cluster up: {}", text(&up.stderr));
+    let scratch = Scratch::new("spawn-across-nodes");
+    let program = compile_c(&repository().join("tests/c/spawn.c"), &scratch.0);
+    let started = std::time::Instant::now();
+    let job = run(&["run", "--cluster", &guard.name, "-n", "2", "--map-by", "node", program.to_str().unwrap()]);
+    assert!(!job.status.success(), "a spawn across nodes succeeded");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "took {:?}", started.elapsed());
+    let stderr = text(&job.stderr);
+    assert!(stderr.contains("MPI_Comm_spawn") && stderr.contains("connect on one node only"), "{stderr}");
+}

@@ -83,7 +83,12 @@ fn join_sides(comm: MPI_Comm, shared: &Arc<CommShared>, errhandler: MPI_Errhandl
         Side::Connecting => meeting.accepting + rank,
     };
     let failed = |detail: String| error(comm, MPI_ERR_PORT, detail);
-    let mut group = braid_pmi::group::join_group(&meeting.address, id).map_err(|failure| failed(format!("cannot reach the other side: {failure}")))?;
+    let mut group = braid_pmi::group::join_group(&meeting.address, id).map_err(|failure| {
+        failed(format!(
+            "cannot reach the connection's meeting point at {} ({}): the processes of two jobs connect on one node only, and the accepting root is on another node than this process",
+            meeting.address, failure.reason
+        ))
+    })?;
     let members = group.size() as usize;
     if members != accepting + meeting.connecting as usize {
         return Err(failed(format!("the other side's group has {members} processes, not {}", accepting + meeting.connecting as usize)));
