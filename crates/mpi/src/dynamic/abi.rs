@@ -8,7 +8,7 @@ use std::ffi::{c_char, c_int};
 use std::net::TcpStream;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::connection::{connect_sides, Side};
+use super::connection::{connect_sides, this_side, Side};
 use super::roots::{accept_at_root, connect_at_root, serve};
 use super::{ports, rendezvous};
 use crate::consts::*;
@@ -60,16 +60,7 @@ unsafe fn connect_or_accept(port_name: *const c_char, root: c_int, comm: MPI_Com
     if newcomm.is_null() {
         return Err(error(comm, MPI_ERR_ARG, "newcomm must not be NULL"));
     }
-    let (rank, size, timeout) = runtime::with(|rt| {
-        let found = rt.comms.get(comm)?;
-        if found.shared.is_inter() {
-            return Err(error(comm, MPI_ERR_COMM, "connections are made from an intracommunicator"));
-        }
-        Ok((found.shared.rank, found.shared.size() as u32, Duration::from_secs(rt.config.connect_timeout_s.into())))
-    })?;
-    if !(0..size as c_int).contains(&root) {
-        return Err(error(comm, MPI_ERR_ROOT, format!("root {root} is not a rank of a communicator of size {size}")));
-    }
+    let (rank, size, timeout) = this_side(comm, root, "connections are made")?;
     let at_root = (rank == root as u32).then(|| {
         // SAFETY: significant (and so valid) on the root, per MPI.
         let name = unsafe { c_text(port_name, "port_name") }.map_err(|failure| MpiError { comm, ..failure })?;

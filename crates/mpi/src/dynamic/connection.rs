@@ -27,6 +27,23 @@ pub(crate) enum Side {
     Connecting,
 }
 
+/// Where the calling process stands in `comm`, an intracommunicator whose rank `root` meets the
+/// other side: its rank, the communicator's size, and how long the sides wait for each other.
+/// `what` says what is made from an intercommunicator, which is refused.
+pub(crate) fn this_side(comm: MPI_Comm, root: c_int, what: &str) -> MpiResult<(u32, u32, std::time::Duration)> {
+    let (rank, size, timeout) = runtime::with(|rt| {
+        let found = rt.comms.get(comm)?;
+        if found.shared.is_inter() {
+            return Err(error(comm, MPI_ERR_COMM, format!("{what} from an intracommunicator")));
+        }
+        Ok((found.shared.rank, found.shared.size() as u32, std::time::Duration::from_secs(rt.config.connect_timeout_s.into())))
+    })?;
+    if !(0..size as c_int).contains(&root) {
+        return Err(error(comm, MPI_ERR_ROOT, format!("root {root} is not a rank of a communicator of size {size}")));
+    }
+    Ok((rank, size, timeout))
+}
+
 /// Longest group address a root shares.
 const ADDRESS_MAX: usize = 200;
 

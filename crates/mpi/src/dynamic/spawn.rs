@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use braid_pmi::spawn::{SpawnCommand, SpawnRequest, PARENT_PORT_KEY};
 
-use super::connection::{connect_sides, Side};
+use super::connection::{connect_sides, this_side, Side};
 use super::ports;
 use super::roots::{accept_at_root, connect_at_root};
 use crate::consts::*;
@@ -153,16 +153,7 @@ unsafe fn spawn(comm: MPI_Comm, root: c_int, intercomm: *mut MPI_Comm, errcodes:
     if intercomm.is_null() {
         return Err(error(comm, MPI_ERR_ARG, "intercomm must not be NULL"));
     }
-    let (rank, size, timeout) = runtime::with(|rt| {
-        let found = rt.comms.get(comm)?;
-        if found.shared.is_inter() {
-            return Err(error(comm, MPI_ERR_COMM, "processes are spawned from an intracommunicator"));
-        }
-        Ok((found.shared.rank, found.shared.size() as u32, Duration::from_secs(rt.config.connect_timeout_s.into())))
-    })?;
-    if !(0..size as c_int).contains(&root) {
-        return Err(error(comm, MPI_ERR_ROOT, format!("root {root} is not a rank of a communicator of size {size}")));
-    }
+    let (rank, size, timeout) = this_side(comm, root, "processes are spawned")?;
     let at_root = (rank == root as u32).then(|| start_children(comm, size, timeout, commands()?));
     let made = connect_sides(comm, root, Side::Accepting, at_root)?;
     if !errcodes.is_null() {
