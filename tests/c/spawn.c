@@ -2,13 +2,16 @@
  * the parents' root hands out tasks over the intercommunicator and collects the results, the
  * workers also reduce among themselves), then 2 + 1 more with MPI_Comm_spawn_multiple (two
  * commands: MPI_APPNUM tells them apart, and their arguments arrive), with MPI_Intercomm_merge
- * and a collective on the merged communicator. MPI_UNIVERSE_SIZE is set (under Braid, to at least
- * the job's size);
- * MPI_Comm_get_parent is MPI_COMM_NULL in the parents and, once disconnected, in the children.
- * Braid only: 12 generations of workers, each disconnected before the next, leave the parents'
- * shared-memory mappings as they were, and spawning a program that does not exist fails with
- * MPI_ERR_SPAWN. */
+ * and a collective on the merged communicator. MPI_UNIVERSE_SIZE is set (under Braid, to at
+ * least the job's size); MPI_Comm_get_parent is MPI_COMM_NULL in the parents and, once
+ * disconnected, in the children. Braid only: parents waiting a second for a spawned child use
+ * almost no CPU; 12 generations of workers, each disconnected before the next, leave the
+ * parents' shared-memory mappings as they were; spawning a program that does not exist fails
+ * with MPI_ERR_SPAWN. */
+#define _DEFAULT_SOURCE
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -27,6 +30,25 @@ static int shared_mappings(void)
         count += strstr(line, "/dev/shm/braid-") != NULL;
     fclose(maps);
     return count;
+}
+
+/* A child that sleeps a second before it answers the parents' root. */
+static void sleeper(MPI_Comm parent)
+{
+    int rank, token = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    sleep(1);
+    if (rank == 0)
+        MPI_Send(&token, 1, MPI_INT, 0, 8, parent);
+    MPI_Comm_disconnect(&parent);
+}
+
+/* CPU seconds this process has used. */
+static double cpu_seconds(void)
+{
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec + 1e-6 * (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
 }
 
 /* A worker of a generation: one token from the parents' root, then gone. */
@@ -96,6 +118,8 @@ int main(int argc, char **argv)
             multiple_child(parent, argc, argv);
         else if (argc >= 2 && strcmp(argv[1], "generation") == 0)
             generation(parent);
+        else if (argc >= 2 && strcmp(argv[1], "sleeper") == 0)
+            sleeper(parent);
         else
             worker(parent);
         MPI_Finalize();
@@ -179,6 +203,20 @@ int main(int argc, char **argv)
             after = shared_mappings();
         }
         CHECK(after <= before, "%d shared-memory mappings before the generations, %d after 12", before, after);
+    }
+    /* Waiting a second for a spawned child, every parent sleeps (its root in a receive, the
+     * others in the disconnect). */
+    {
+        MPI_Comm slow;
+        char *sleeper_args[] = {"sleeper", NULL};
+        int token = 0;
+        MPI_Comm_spawn(argv[0], sleeper_args, 1, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &slow, MPI_ERRCODES_IGNORE);
+        double start = cpu_seconds();
+        if (rank == 0)
+            MPI_Recv(&token, 1, MPI_INT, 0, 8, slow, MPI_STATUS_IGNORE);
+        MPI_Comm_disconnect(&slow);
+        double used = cpu_seconds() - start;
+        CHECK(used < 0.3, "waiting a second for a spawned child took %.3f s of CPU", used);
     }
     /* Under mpiexec.hydra (argument "hydra") a missing program is Hydra's to report: it accepts
      * the spawn and fails to start the process. */
