@@ -285,7 +285,7 @@ is_braid && built spawn && expect_success "spawn n=2 BRAID_WAIT=block" 2 BRAID_W
 is_braid && built spawn && expect_success "spawn n=1 BRAID_CMA=off BRAID_PROGRESS_THREAD=on" 1 BRAID_CMA=off BRAID_PROGRESS_THREAD=on -- "$BUILD/spawn"
 # Under MPICH's launcher: Braid's processes ask Hydra to spawn, and connect as they do under braid run.
 if is_braid && built spawn && built connect && selected "mpiexec.hydra"; then
-    for case in "spawn:1:hydra" "connect:2:"; do
+    for case in "spawn:1:" "connect:2:"; do
         IFS=: read -r program ranks argument <<<"$case"
         name="$program mpiexec.hydra n=$ranks"
         if ! command -v mpiexec.hydra >/dev/null; then

@@ -218,9 +218,9 @@ int main(int argc, char **argv)
         double used = cpu_seconds() - start;
         CHECK(used < 0.3, "waiting a second for a spawned child took %.3f s of CPU", used);
     }
-    /* Under mpiexec.hydra (argument "hydra") a missing program is Hydra's to report: it accepts
-     * the spawn and fails to start the process. */
-    if (argc < 2 || strcmp(argv[1], "hydra") != 0) {
+    /* A program that is nowhere to be found is refused before any launcher is asked (Hydra
+     * would accept the spawn and then fail to start it). */
+    {
         MPI_Comm none = MPI_COMM_NULL;
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
         int code = MPI_Comm_spawn("/nonexistent/braid-program", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &none, MPI_ERRCODES_IGNORE);

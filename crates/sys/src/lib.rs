@@ -3,6 +3,7 @@
 pub mod affinity;
 pub mod cma;
 pub mod event;
+pub mod executable;
 pub mod fd;
 pub mod futex;
 pub mod memory_map;

@@ -3,10 +3,10 @@
 //! that asked, in the launched job's process group (so signals and the job's end reach it).
 
 use std::ffi::OsString;
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use braid_pmi::spawn::{SpawnCommand, SpawnRequest};
+use braid_sys::executable::find_executable;
 
 use super::{Job, Launch, Site};
 
@@ -76,21 +76,8 @@ fn resolve(command: &SpawnCommand) -> Result<Resolved, String> {
         }
     }
     let execname = &command.execname;
-    let program = if execname.contains('/') {
-        let path = Path::new(execname);
-        let full = match (&wdir, path.is_relative()) {
-            (Some(dir), true) => dir.join(path),
-            _ => path.to_path_buf(),
-        };
-        executable(&full).then_some(full)
-    } else {
-        let searched = info("path").map(str::to_string).or_else(|| std::env::var("PATH").ok()).unwrap_or_default();
-        std::env::split_paths(&searched).map(|dir| dir.join(execname)).find(|candidate| executable(candidate))
-    };
+    let search = info("path").map(OsString::from).or_else(|| std::env::var_os("PATH")).unwrap_or_default();
+    let program = find_executable(execname, wdir.as_deref(), &search);
     let program = program.ok_or_else(|| format!("cannot start {execname:?}: no such executable{}", info("path").map(|path| format!(" in path={path}")).unwrap_or_default()))?;
     Ok(Resolved { program, wdir, args: command.args.iter().map(OsString::from).collect() })
-}
-
-fn executable(path: &Path) -> bool {
-    path.metadata().is_ok_and(|metadata| metadata.is_file() && metadata.permissions().mode() & 0o111 != 0)
 }

@@ -168,8 +168,16 @@ unsafe fn spawn(comm: MPI_Comm, root: c_int, intercomm: *mut MPI_Comm, errcodes:
 }
 
 /// The root: asks the launcher for the processes, with the name of a port they connect to, and
-/// accepts them there.
+/// accepts them there. A program that is nowhere to be found fails here, whatever the launcher
+/// (Hydra would accept the spawn and fail to start the process).
 fn start_children(comm: MPI_Comm, parents: u32, timeout: Duration, commands: Vec<SpawnCommand>) -> MpiResult<super::rendezvous::Meeting> {
+    for command in &commands {
+        let info = |key: &str| command.info.iter().find(|(name, _)| name == key).map(|(_, value)| value.as_str());
+        let search = info("path").map(std::ffi::OsString::from).or_else(|| std::env::var_os("PATH")).unwrap_or_default();
+        if braid_sys::executable::find_executable(&command.execname, info("wdir").map(std::path::Path::new), &search).is_none() {
+            return Err(error(comm, MPI_ERR_SPAWN, format!("cannot spawn {:?}: no such executable", command.execname)));
+        }
+    }
     let port = ports::open()?;
     let request = SpawnRequest { commands, preput: vec![(PARENT_PORT_KEY.to_string(), port.clone())] };
     let started = runtime::with(|rt| rt.engine.bootstrap().spawn(&request).map_err(|failure| error(comm, MPI_ERR_SPAWN, failure.reason)));
