@@ -223,8 +223,10 @@ int main(int argc, char **argv)
     {
         MPI_Comm none = MPI_COMM_NULL;
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-        int code = MPI_Comm_spawn("/nonexistent/braid-program", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &none, MPI_ERRCODES_IGNORE);
+        int codes[2] = {-1, -1};
+        int code = MPI_Comm_spawn("/nonexistent/braid-program", MPI_ARGV_NULL, 2, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &none, codes);
         CHECK(class_of(code) == MPI_ERR_SPAWN, "spawning a missing program gave class %d", class_of(code));
+        CHECK(rank != 0 || (codes[0] == MPI_ERR_SPAWN && codes[1] == MPI_ERR_SPAWN), "the root's errcodes: %d %d", codes[0], codes[1]);
     }
 #endif
     MPI_Finalize();

@@ -145,7 +145,7 @@ unsafe fn read_command(comm: MPI_Comm, command: *const c_char, argv: *mut *mut c
 
 /// Both spawn calls: the root starts the processes (`commands` is read there only) and accepts
 /// them; every member gets the intercommunicator and, unless MPI_ERRCODES_IGNORE, one
-/// MPI_SUCCESS per spawned process.
+/// MPI_SUCCESS per spawned process (on failure, the root the error's class per process asked for).
 ///
 /// # Safety
 /// `intercomm` is writable; `errcodes` is MPI_ERRCODES_IGNORE or has room for every process.
@@ -154,17 +154,40 @@ unsafe fn spawn(comm: MPI_Comm, root: c_int, intercomm: *mut MPI_Comm, errcodes:
         return Err(error(comm, MPI_ERR_ARG, "intercomm must not be NULL"));
     }
     let (rank, size, timeout) = this_side(comm, root, "processes are spawned")?;
-    let at_root = (rank == root as u32).then(|| start_children(comm, size, timeout, commands()?));
-    let made = connect_sides(comm, root, Side::Accepting, at_root)?;
-    if !errcodes.is_null() {
-        let children = runtime::with(|rt| Ok(rt.comms.get(made)?.shared.peers.len()))?;
-        for index in 0..children {
-            // SAFETY: room for every spawned process, per MPI.
-            unsafe { *errcodes.add(index) = MPI_SUCCESS };
+    // The root knows how many processes were asked for: on failure, each gets the error's class.
+    let mut asked = 0;
+    let at_root = (rank == root as u32).then(|| {
+        let commands = commands()?;
+        asked = commands.iter().map(|command| command.nprocs as usize).sum();
+        start_children(comm, size, timeout, commands)
+    });
+    let made = match connect_sides(comm, root, Side::Accepting, at_root) {
+        Ok(made) => made,
+        Err(failure) => {
+            // SAFETY: room for every process asked for, per MPI.
+            unsafe { fill(errcodes, asked, failure.class) };
+            return Err(failure);
         }
-    }
+    };
+    let children = runtime::with(|rt| Ok(rt.comms.get(made)?.shared.peers.len()))?;
+    // SAFETY: as above.
+    unsafe { fill(errcodes, children, MPI_SUCCESS) };
     // SAFETY: checked non-null above.
     unsafe { store(intercomm, made, "intercomm") }
+}
+
+/// Writes `code` into the first `count` entries of `errcodes` (none for MPI_ERRCODES_IGNORE).
+///
+/// # Safety
+/// `errcodes` is MPI_ERRCODES_IGNORE or has room for `count` ints.
+unsafe fn fill(errcodes: *mut c_int, count: usize, code: c_int) {
+    if errcodes.is_null() {
+        return;
+    }
+    for index in 0..count {
+        // SAFETY: per the caller.
+        unsafe { *errcodes.add(index) = code };
+    }
 }
 
 /// The root: asks the launcher for the processes, with the name of a port they connect to, and
