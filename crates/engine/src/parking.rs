@@ -9,9 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use braid_config::WaitMode;
-use braid_transport::SharedDoorbell;
 
-use crate::progress::{Doorbell, RailSleep};
+use crate::progress::{ArmedDoorbells, Doorbell, RailSleep};
 use crate::rails::RailDoorbells;
 use crate::{Engine, EngineError};
 
@@ -22,8 +21,8 @@ pub struct Parking {
 }
 
 enum Spot {
-    /// The direct transports' doorbells (see [`Engine::arm_direct_doorbells`]), with their tokens.
-    Direct(Vec<(usize, Arc<dyn SharedDoorbell>, u32)>),
+    /// The direct transports' doorbells (see [`Engine::arm_direct_doorbells`]).
+    Direct(ArmedDoorbells),
     /// Every rail's doorbell, planned to be back by `until`.
     Rails { doorbells: Arc<RailDoorbells>, until: Instant },
 }
@@ -33,13 +32,7 @@ impl Parking {
     /// passes.
     pub fn sleep(&self) {
         match &self.spot {
-            Spot::Direct(armed) => match armed.as_slice() {
-                [(_, doorbell, token)] => doorbell.sleep(*token, self.timeout),
-                several => {
-                    let futexes: Vec<(&braid_sys::futex::Doorbell, u32)> = several.iter().filter_map(|(_, doorbell, token)| doorbell.futex().map(|futex| (futex, *token))).collect();
-                    braid_sys::futex::Doorbell::sleep_any(&futexes, self.timeout);
-                }
-            },
+            Spot::Direct(armed) => armed.sleep(self.timeout),
             Spot::Rails { doorbells, .. } => doorbells.sleep(self.timeout),
         }
     }
@@ -91,11 +84,7 @@ impl Engine {
     /// Takes back a doorbell armed by [`Engine::park`], once its sleep (`slept` long) is over.
     pub fn unpark(&mut self, parking: Parking, slept: Duration) {
         match parking.spot {
-            Spot::Direct(armed) => {
-                for (transport, ..) in armed {
-                    self.transports[transport].finish_sleep();
-                }
-            }
+            Spot::Direct(armed) => self.disarm(&armed),
             Spot::Rails { until, .. } => self.core.net.slept_until(until),
         }
         if !slept.is_zero() {

@@ -3,12 +3,13 @@
 //! [`WaitPolicy`]: spin, yield the core, or sleep on a doorbell: the one every peer rings (a
 //! single direct transport's), or every rail's at once.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use braid_config::WaitMode;
 
 use braid_lane::PeerId;
-use braid_transport::{Incoming, Sink};
+use braid_transport::{Incoming, SharedDoorbell, Sink};
 
 use crate::frame::NetFrame;
 use crate::{Core, Engine, EngineError};
@@ -71,6 +72,26 @@ pub(crate) enum Doorbell {
     /// transports carry traffic too, and their doorbell cannot join the rails' (a futex is no
     /// descriptor), so each sleep lasts at most [`MIXED_SLEEP_MAX`] and they are polled between.
     Rails { bounded: bool },
+}
+
+/// The direct transports' doorbells armed for a sleep: `(transport, doorbell, token)`.
+pub(crate) struct ArmedDoorbells(Vec<(usize, Arc<dyn SharedDoorbell>, u32)>);
+
+impl ArmedDoorbells {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Sleeps until any of them rings or `timeout` passes.
+    pub(crate) fn sleep(&self, timeout: Duration) {
+        match self.0.as_slice() {
+            [(_, doorbell, token)] => doorbell.sleep(*token, timeout),
+            several => {
+                let futexes: Vec<(&braid_sys::futex::Doorbell, u32)> = several.iter().filter_map(|(_, doorbell, token)| doorbell.futex().map(|futex| (futex, *token))).collect();
+                braid_sys::futex::Doorbell::sleep_any(&futexes, timeout);
+            }
+        }
+    }
 }
 
 /// Longest sleep on the rails of a rank that also has direct (shared-memory) peers: how late
@@ -273,20 +294,16 @@ impl Engine {
         // Armed: one more look closes the window between the last poll and the sleep.
         let polled = self.progress();
         if matches!(polled, Ok(false)) && !done(self) {
-            let futexes: Vec<(&braid_sys::futex::Doorbell, u32)> = armed.iter().filter_map(|(_, doorbell, token)| doorbell.futex().map(|futex| (futex, *token))).collect();
             let timeout = self.wait.timeout;
-            self.core.counters.time_asleep(|| braid_sys::futex::Doorbell::sleep_any(&futexes, timeout));
+            self.core.counters.time_asleep(|| armed.sleep(timeout));
         }
-        for (transport, ..) in &armed {
-            self.transports[*transport].finish_sleep();
-        }
+        self.disarm(&armed);
         polled.map(|_| ())
     }
 
-    /// Arms the doorbell of every direct transport a waiter sleeps on: `(transport, doorbell,
-    /// token)`.
-    pub(crate) fn arm_direct_doorbells(&mut self) -> Vec<(usize, std::sync::Arc<dyn braid_transport::SharedDoorbell>, u32)> {
-        let Doorbell::Direct(first) = self.wait.doorbell else { return Vec::new() };
+    /// Arms the doorbell of every direct transport a waiter sleeps on.
+    pub(crate) fn arm_direct_doorbells(&mut self) -> ArmedDoorbells {
+        let Doorbell::Direct(first) = self.wait.doorbell else { return ArmedDoorbells(Vec::new()) };
         let mut armed = Vec::with_capacity(1 + self.joined_doorbells.len());
         for transport in std::iter::once(first).chain(self.joined_doorbells.iter().copied()) {
             let Some(doorbell) = self.transports[transport].shared_doorbell() else { continue };
@@ -294,7 +311,14 @@ impl Engine {
                 armed.push((transport, doorbell, token));
             }
         }
-        armed
+        ArmedDoorbells(armed)
+    }
+
+    /// Ends the sleep phase of doorbells armed by [`Engine::arm_direct_doorbells`].
+    pub(crate) fn disarm(&mut self, armed: &ArmedDoorbells) {
+        for (transport, ..) in &armed.0 {
+            self.transports[*transport].finish_sleep();
+        }
     }
 
     /// Sleeps on every rail's doorbell for as long as the rails allow (a frame arriving, or room

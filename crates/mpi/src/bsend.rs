@@ -124,9 +124,8 @@ impl Attached {
         }
     }
 
-    /// Room for a message of `packed` bytes, if there is.
-    fn place(&mut self, engine: &mut Engine, packed: usize) -> Result<Option<Placement>, EngineError> {
-        let need = packed.saturating_add(MPI_BSEND_OVERHEAD as usize);
+    /// Room for a message of `packed` bytes, whose stretch takes `need`, if there is.
+    fn place(&mut self, engine: &mut Engine, packed: usize, need: usize) -> Result<Option<Placement>, EngineError> {
         let Memory::Given { base, size } = self.memory else {
             let mut owned = vec![0u8; packed].into_boxed_slice();
             // SAFETY: the box moves into the stretch, which keeps its heap memory in place until
@@ -280,8 +279,8 @@ impl BsendBuffers {
         };
         let mut attached = attached.borrow_mut();
         let packed = packed_bytes(comm, datatype, count)?;
-        let Some(Placement { index, offset, region, owned }) = attached.place(engine, packed).map_err(|e| engine_error(comm, e))? else {
-            let need = packed.saturating_add(MPI_BSEND_OVERHEAD as usize);
+        let need = packed.saturating_add(MPI_BSEND_OVERHEAD as usize);
+        let Some(Placement { index, offset, region, owned }) = attached.place(engine, packed, need).map_err(|e| engine_error(comm, e))? else {
             let size = match attached.memory {
                 Memory::Given { size, .. } => size,
                 Memory::Automatic => 0,
@@ -298,8 +297,7 @@ impl BsendBuffers {
         let send = engine.isend(region, dest, tag, context, SendMode::Buffered).map_err(|e| engine_error(comm, e))?;
         let sequence = attached.next_sequence;
         attached.next_sequence += 1;
-        let len = packed.saturating_add(MPI_BSEND_OVERHEAD as usize);
-        attached.in_flight.insert(index, Stretch { offset, len, send, sequence, _memory: owned });
+        attached.in_flight.insert(index, Stretch { offset, len: need, send, sequence, _memory: owned });
         Ok(())
     }
 }

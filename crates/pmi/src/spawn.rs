@@ -23,7 +23,9 @@
 //! The launcher answers the last block (`spawnssofar == totspawns`) with
 //! `cmd=spawn_result rc=0`, or a non-zero `rc` and a `msg`.
 
+use std::ffi::OsString;
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
 use crate::wire::WireError;
 
@@ -47,6 +49,21 @@ pub struct SpawnCommand {
 pub struct SpawnRequest {
     pub commands: Vec<SpawnCommand>,
     pub preput: Vec<(String, String)>,
+}
+
+impl SpawnCommand {
+    /// The value of the command's MPI_Info key `key`.
+    pub fn info(&self, key: &str) -> Option<&str> {
+        self.info.iter().find(|(name, _)| name == key).map(|(_, value)| value.as_str())
+    }
+
+    /// The program the command starts, found as MPI's reserved info keys `wdir` (where a
+    /// relative path starts) and `path` (where a bare name is looked up; else this process's
+    /// PATH) direct; None when there is no such executable.
+    pub fn program(&self) -> Option<PathBuf> {
+        let search = self.info("path").map(OsString::from).or_else(|| std::env::var_os("PATH")).unwrap_or_default();
+        braid_sys::executable::find_executable(&self.execname, self.info("wdir").map(Path::new), &search)
+    }
 }
 
 impl SpawnRequest {

@@ -6,7 +6,6 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use braid_pmi::spawn::{SpawnCommand, SpawnRequest};
-use braid_sys::executable::find_executable;
 
 use super::{Job, Launch, Site};
 
@@ -62,22 +61,19 @@ impl Job<'_> {
 /// Finds a command's program and working directory, as MPI's reserved info keys `wdir` and
 /// `path` direct; `host` may only name this host. Other keys are ignored, as MPI allows.
 fn resolve(command: &SpawnCommand) -> Result<Resolved, String> {
-    let info = |key: &str| command.info.iter().find(|(name, _)| name == key).map(|(_, value)| value.as_str());
-    if let Some(host) = info("host") {
+    if let Some(host) = command.info("host") {
         let here = braid_sys::process::hostname().unwrap_or_default();
         if !matches!(host, "localhost" | "127.0.0.1") && host != here {
             return Err(format!("the info key host={host} names another host; braid run starts spawned processes beside the process that spawns them ({here})"));
         }
     }
-    let wdir = info("wdir").map(PathBuf::from);
+    let wdir = command.info("wdir").map(PathBuf::from);
     if let Some(dir) = &wdir {
         if !dir.is_dir() {
             return Err(format!("the working directory wdir={} does not exist", dir.display()));
         }
     }
     let execname = &command.execname;
-    let search = info("path").map(OsString::from).or_else(|| std::env::var_os("PATH")).unwrap_or_default();
-    let program = find_executable(execname, wdir.as_deref(), &search);
-    let program = program.ok_or_else(|| format!("cannot start {execname:?}: no such executable{}", info("path").map(|path| format!(" in path={path}")).unwrap_or_default()))?;
+    let program = command.program().ok_or_else(|| format!("cannot start {execname:?}: no such executable{}", command.info("path").map(|path| format!(" in path={path}")).unwrap_or_default()))?;
     Ok(Resolved { program, wdir, args: command.args.iter().map(OsString::from).collect() })
 }

@@ -45,20 +45,16 @@ pub(crate) fn forget_parent(comm: MPI_Comm) {
 
 /// In MPI_Init of a spawned job's process: connects to the parents (collective over the job).
 pub(crate) fn connect_to_parents() -> MpiResult<()> {
-    let (spawned, port, timeout) = runtime::with(|rt| {
+    let found = runtime::with(|rt| {
         let bootstrap = rt.engine.bootstrap();
         if !bootstrap.spawned() {
-            return Ok((false, None, Duration::ZERO));
+            return Ok(None);
         }
         let port = bootstrap.get(PARENT_PORT_KEY).map_err(|failure| error(MPI_COMM_WORLD, MPI_ERR_SPAWN, format!("this job was spawned, but the launcher has no parent port for it: {failure}")))?;
-        Ok((true, Some(port), Duration::from_secs(rt.config.connect_timeout_s.into())))
+        Ok(Some((port, rt.comms.job_rank(), rt.engine.size(), Duration::from_secs(rt.config.connect_timeout_s.into()))))
     })?;
-    if !spawned {
-        return Ok(());
-    }
-    let rank = runtime::with(|rt| Ok(rt.comms.job_rank()))?;
-    let size = runtime::with(|rt| Ok(rt.engine.size()))?;
-    let at_root = (rank == 0).then(|| connect_at_root(MPI_COMM_WORLD, port.as_deref().unwrap_or_default(), size, timeout));
+    let Some((port, rank, size, timeout)) = found else { return Ok(()) };
+    let at_root = (rank == 0).then(|| connect_at_root(MPI_COMM_WORLD, &port, size, timeout));
     let parent = connect_sides(MPI_COMM_WORLD, 0, Side::Connecting, at_root)?;
     PARENT.store(parent, Ordering::Release);
     Ok(())
@@ -194,12 +190,8 @@ unsafe fn fill(errcodes: *mut c_int, count: usize, code: c_int) {
 /// accepts them there. A program that is nowhere to be found fails here, whatever the launcher
 /// (Hydra would accept the spawn and fail to start the process).
 fn start_children(comm: MPI_Comm, parents: u32, timeout: Duration, commands: Vec<SpawnCommand>) -> MpiResult<super::rendezvous::Meeting> {
-    for command in &commands {
-        let info = |key: &str| command.info.iter().find(|(name, _)| name == key).map(|(_, value)| value.as_str());
-        let search = info("path").map(std::ffi::OsString::from).or_else(|| std::env::var_os("PATH")).unwrap_or_default();
-        if braid_sys::executable::find_executable(&command.execname, info("wdir").map(std::path::Path::new), &search).is_none() {
-            return Err(error(comm, MPI_ERR_SPAWN, format!("cannot spawn {:?}: no such executable", command.execname)));
-        }
+    if let Some(missing) = commands.iter().find(|command| command.program().is_none()) {
+        return Err(error(comm, MPI_ERR_SPAWN, format!("cannot spawn {:?}: no such executable", missing.execname)));
     }
     let port = ports::open()?;
     let request = SpawnRequest { commands, preput: vec![(PARENT_PORT_KEY.to_string(), port.clone())] };
