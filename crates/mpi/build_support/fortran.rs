@@ -33,19 +33,24 @@ pub const HANDWRITTEN: &[&str] = &[
     "MPI_Type_ub",
     "MPI_Address",
     "MPI_Register_datarep",
+    "MPI_Status_f2f08",
+    "MPI_Status_f082f",
 ];
 
-/// Whether `name` has no Fortran binding at all: the tool interface (MPI_T has none), the C-only
-/// handle and status conversions (those with `mpi_f08`'s status too: in Fortran they would be
-/// generic over its type, which these modules do not declare), and (for now) the large-count forms.
+/// Whether `name` has no Fortran binding at all: the tool interface (MPI_T has none) and the
+/// C-only handle and status conversions (the two between a Fortran INTEGER status and mpi_f08's
+/// TYPE(MPI_Status) are written by hand: mpi_f08 alone declares them).
 pub fn c_only(name: &str) -> bool {
-    name.starts_with("MPI_T_") || name.ends_with("_c2f") || name.ends_with("_f2c") || name.starts_with("MPI_Status_") && name.contains("f08") || is_large_count_form(name)
+    name.starts_with("MPI_T_") || name.ends_with("_c2f") || name.ends_with("_f2c") || name.starts_with("MPI_Status_") && name.contains("f08") && !F08_STATUS_CONVERSIONS.contains(&name)
 }
 
-/// MPI 4.0's large-count `_c` functions: Fortran reaches them only through mpi_f08's generic
-/// interfaces (an INTEGER(KIND=MPI_COUNT_KIND) count picks them), which these modules do not
-/// declare yet, so they have no Fortran symbols.
-fn is_large_count_form(name: &str) -> bool {
+/// The conversions between the two Fortran statuses, bound by hand for mpi_f08 alone.
+pub const F08_STATUS_CONVERSIONS: &[&str] = &["MPI_Status_f2f08", "MPI_Status_f082f"];
+
+/// MPI 4.0's large-count `_c` functions. Fortran reaches them through mpi_f08 alone (MPI 4.1
+/// §19.2: the `mpi` module and mpif.h have no large counts), where the generic `MPI_Send` picks
+/// `MPI_Send_c` for an INTEGER(KIND=MPI_COUNT_KIND) count.
+pub fn is_large_count_form(name: &str) -> bool {
     name.ends_with("_c") && !name.ends_with("_f2c")
 }
 
@@ -184,7 +189,7 @@ pub fn classify(function: &str, param: &Param) -> Result<Kind, String> {
         ("void", 1) if name == "buffer_addr" => Ok(Kind::DetachedBuffer),
         ("void", 1) if name == "extra_state" || name == "obj_handle" => Err(format!("{function}: {name} needs a handwritten binding")),
         ("void", 1) => Ok(Kind::Choice),
-        (b, 1) if b.ends_with("_function") || b.ends_with("_fn") => Ok(Kind::Callback),
+        (b, 1) if b.ends_with("_function") || b.ends_with("_function_c") || b.ends_with("_fn") => Ok(Kind::Callback),
         _ => Err(format!("{function}: parameter {name} of type {base} with {} levels of indirection has no Fortran mapping", param.indirection)),
     }
 }
@@ -443,17 +448,17 @@ pub fn returns_address(kinds: &[Kind]) -> bool {
     kinds.contains(&Kind::AddressOut)
 }
 
-/// The generic interface of a routine that returns an address: `interface`, its interface body
-/// with an INTEGER(KIND=MPI_ADDRESS_KIND) `baseptr`, and the same body renamed `<name>_cptr` with
-/// a TYPE(C_PTR) `baseptr`.
-pub fn address_generic(name: &str, interface: &str) -> String {
+/// The specific routines of a generic for a routine that returns an address: `interface`, its
+/// interface body with an INTEGER(KIND=MPI_ADDRESS_KIND) `baseptr`, and the same body renamed
+/// `<name>_cptr` with a TYPE(C_PTR) `baseptr`.
+pub fn address_forms(name: &str, interface: &str) -> String {
     let cptr = interface
         .replacen(&format!("SUBROUTINE {name}("), &format!("SUBROUTINE {name}_cptr("), 1)
         .replacen(&format!("END SUBROUTINE {name}\n"), &format!("END SUBROUTINE {name}_cptr\n"), 1)
         .replacen("      IMPORT\n", "      USE, INTRINSIC :: ISO_C_BINDING, ONLY : C_PTR\n      IMPORT\n", 1)
         .replacen("INTEGER(KIND=MPI_ADDRESS_KIND) :: baseptr\n", "TYPE(C_PTR) :: baseptr\n", 1);
     assert!(cptr.contains("TYPE(C_PTR) :: baseptr") && cptr.contains(&format!("END SUBROUTINE {name}_cptr")), "{name}: no baseptr to give a TYPE(C_PTR) form");
-    format!("  INTERFACE {name}\n{interface}{cptr}  END INTERFACE\n")
+    format!("{interface}{cptr}")
 }
 
 /// An integer constant of mpi.h: its name and value.
@@ -705,14 +710,43 @@ pub fn interfaces_and_sizeof(header: &str, module: Module, ierror: &str, interfa
     let mut out = String::from("  INTERFACE\n");
     out.push_str(&init_interfaces(ierror));
     out.push_str(&handwritten_interfaces(module));
+    let generated: Vec<(Function, Vec<Kind>)> = functions(header)
+        .into_iter()
+        .filter_map(|function| match binding(&function) {
+            Binding::Generated(kinds) => Some((function, kinds)),
+            _ => None,
+        })
+        .collect();
+    let large_count_pair = |name: &str| {
+        let large = generated.iter().find(|(f, _)| f.name == format!("{name}_c"))?;
+        let base = generated.iter().find(|(f, _)| f.name == name)?;
+        distinguishable(&base.0, &base.1, &large.0, &large.1).then_some(large)
+    };
+    // A routine's specific forms: itself, and the TYPE(C_PTR) form of one returning an address.
+    let forms = |function: &Function, kinds: &[Kind]| {
+        let body = interface(function, kinds);
+        if returns_address(kinds) {
+            address_forms(&function.name, &body)
+        } else {
+            body
+        }
+    };
     let mut generics = String::new();
-    for function in functions(header) {
-        if let Binding::Generated(kinds) = binding(&function) {
-            if returns_address(&kinds) {
-                generics.push_str(&address_generic(&function.name, &interface(&function, &kinds)));
-            } else {
-                out.push_str(&interface(&function, &kinds));
+    for (function, kinds) in &generated {
+        let large = large_count_pair(&function.name).filter(|_| module == Module::F08);
+        if is_large_count_form(&function.name) {
+            // The large-count forms exist in mpi_f08 alone: in the generic of their base name
+            // where a compiler can tell them apart, by their own name where it cannot
+            // (MPI_Op_create_c: the two differ only in the callback's interface).
+            if module == Module::Mpi || large_count_pair(&function.name[..function.name.len() - 2]).is_some() {
+                continue;
             }
+            out.push_str(&interface(function, kinds));
+        } else if returns_address(kinds) || large.is_some() {
+            let large_forms = large.map(|(f, k)| forms(f, k)).unwrap_or_default();
+            let _ = write!(generics, "  INTERFACE {}\n{}{large_forms}  END INTERFACE\n", function.name, forms(function, kinds));
+        } else {
+            out.push_str(&interface(function, kinds));
         }
     }
     out.push_str("  END INTERFACE\n");
@@ -721,6 +755,32 @@ pub fn interfaces_and_sizeof(header: &str, module: Module, ierror: &str, interfa
     out.push_str("CONTAINS\n");
     out.push_str(&sizeof_procedures(module));
     out
+}
+
+/// How a Fortran compiler resolving a generic sees one argument: its type, kind and rank, the
+/// integer kinds of 8 bytes (MPI_ADDRESS_KIND, MPI_OFFSET_KIND, MPI_COUNT_KIND) being one.
+/// `None` for a choice buffer, which matches anything.
+fn resolution_key(param: &Param, kind: Kind) -> Option<String> {
+    if matches!(kind, Kind::Choice | Kind::DetachedBuffer) {
+        return None;
+    }
+    let declaration = fortran_declaration(param, kind).pop().unwrap_or_default();
+    let (declared_type, name) = declaration.split_once(" :: ").unwrap_or((&declaration, ""));
+    let eight_bytes = ["KIND=MPI_ADDRESS_KIND", "KIND=MPI_OFFSET_KIND", "KIND=MPI_COUNT_KIND"];
+    let declared_type = eight_bytes.iter().fold(declared_type.to_string(), |t, k| t.replace(k, "KIND=8"));
+    let rank = name.matches(',').count() + usize::from(name.contains('('));
+    Some(format!("{declared_type}/{rank}"))
+}
+
+/// Whether two routines can share a generic name: they differ in their number of arguments or in
+/// the type, kind or rank of one at the same position (the arguments keep their names between a
+/// function and its large-count form, so position and name agree).
+pub fn distinguishable(a: &Function, a_kinds: &[Kind], b: &Function, b_kinds: &[Kind]) -> bool {
+    if a.params.len() != b.params.len() {
+        return true;
+    }
+    let keys = |f: &Function, kinds: &[Kind]| -> Vec<Option<String>> { f.params.iter().zip(kinds).map(|(p, k)| resolution_key(p, *k)).collect() };
+    keys(a, a_kinds).iter().zip(keys(b, b_kinds)).any(|(x, y)| matches!((x, y), (Some(x), Some(y)) if *x != y))
 }
 
 /// The source of the `mpi` module: the constants of mpif.h and an explicit interface for every

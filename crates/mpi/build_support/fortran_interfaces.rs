@@ -34,34 +34,36 @@ impl Module {
 }
 
 /// One handwritten routine: its name, its Fortran arguments (without `ierror`), whether it has an
-/// `ierror`, whether MPI-3 removed it, and its declarations, where `{Comm}`, `{Info}`, `{Datatype}`
+/// `ierror`, which module alone declares it, and its declarations, where `{Comm}`, `{Info}`, `{Datatype}`
 /// and `{Request}` stand for the handle types.
 struct Handwritten {
     name: &'static str,
     arguments: &'static str,
     ierror: bool,
-    removed: bool,
+    /// The one module declaring it: `mpi` for those MPI-3 removed, `mpi_f08` for those taking its
+    /// TYPE(MPI_Status).
+    only: Option<Module>,
     declarations: &'static [&'static str],
 }
 
 /// The handwritten routines but MPI_Init and MPI_Init_thread (fortran.rs's `init_interfaces`),
 /// and the Fortran-only MPI_F_sync_reg.
 const HANDWRITTEN_INTERFACES: &[Handwritten] = &[
-    Handwritten { name: "MPI_F_sync_reg", arguments: "buf", ierror: false, removed: false, declarations: &["!GCC$ ATTRIBUTES NO_ARG_CHECK :: buf", "TYPE(*), DIMENSION(*) :: buf"] },
-    Handwritten { name: "MPI_Pcontrol", arguments: "level", ierror: false, removed: false, declarations: &["INTEGER :: level"] },
-    Handwritten { name: "MPI_Info_create_env", arguments: "info", ierror: true, removed: false, declarations: &["{Info} :: info"] },
+    Handwritten { name: "MPI_F_sync_reg", arguments: "buf", ierror: false, only: None, declarations: &["!GCC$ ATTRIBUTES NO_ARG_CHECK :: buf", "TYPE(*), DIMENSION(*) :: buf"] },
+    Handwritten { name: "MPI_Pcontrol", arguments: "level", ierror: false, only: None, declarations: &["INTEGER :: level"] },
+    Handwritten { name: "MPI_Info_create_env", arguments: "info", ierror: true, only: None, declarations: &["{Info} :: info"] },
     Handwritten {
         name: "MPI_Comm_spawn",
         arguments: "command, argv, maxprocs, info, root, comm, intercomm, array_of_errcodes",
         ierror: true,
-        removed: false,
+        only: None,
         declarations: &["CHARACTER(LEN=*) :: command, argv(*)", "INTEGER :: maxprocs, root, array_of_errcodes(*)", "{Info} :: info", "{Comm} :: comm, intercomm"],
     },
     Handwritten {
         name: "MPI_Comm_spawn_multiple",
         arguments: "count, array_of_commands, array_of_argv, array_of_maxprocs, array_of_info, root, comm, intercomm, array_of_errcodes",
         ierror: true,
-        removed: false,
+        only: None,
         declarations: &[
             "INTEGER :: count, array_of_maxprocs(*), root, array_of_errcodes(*)",
             "CHARACTER(LEN=*) :: array_of_commands(*), array_of_argv(count,*)",
@@ -73,82 +75,96 @@ const HANDWRITTEN_INTERFACES: &[Handwritten] = &[
         name: "MPI_Comm_create_keyval",
         arguments: "comm_copy_attr_fn, comm_delete_attr_fn, comm_keyval, extra_state",
         ierror: true,
-        removed: false,
+        only: None,
         declarations: &["EXTERNAL :: comm_copy_attr_fn, comm_delete_attr_fn", "INTEGER :: comm_keyval", "INTEGER(KIND=MPI_ADDRESS_KIND) :: extra_state"],
     },
     Handwritten {
         name: "MPI_Type_create_keyval",
         arguments: "type_copy_attr_fn, type_delete_attr_fn, type_keyval, extra_state",
         ierror: true,
-        removed: false,
+        only: None,
         declarations: &["EXTERNAL :: type_copy_attr_fn, type_delete_attr_fn", "INTEGER :: type_keyval", "INTEGER(KIND=MPI_ADDRESS_KIND) :: extra_state"],
     },
     Handwritten {
         name: "MPI_Win_create_keyval",
         arguments: "win_copy_attr_fn, win_delete_attr_fn, win_keyval, extra_state",
         ierror: true,
-        removed: false,
+        only: None,
         declarations: &["EXTERNAL :: win_copy_attr_fn, win_delete_attr_fn", "INTEGER :: win_keyval", "INTEGER(KIND=MPI_ADDRESS_KIND) :: extra_state"],
     },
     Handwritten {
         name: "MPI_Grequest_start",
         arguments: "query_fn, free_fn, cancel_fn, extra_state, request",
         ierror: true,
-        removed: false,
+        only: None,
         declarations: &["EXTERNAL :: query_fn, free_fn, cancel_fn", "INTEGER(KIND=MPI_ADDRESS_KIND) :: extra_state", "{Request} :: request"],
     },
     Handwritten {
         name: "MPI_Register_datarep",
         arguments: "datarep, read_conversion_fn, write_conversion_fn, dtype_file_extent_fn, extra_state",
         ierror: true,
-        removed: false,
+        only: None,
         declarations: &["CHARACTER(LEN=*) :: datarep", "EXTERNAL :: read_conversion_fn, write_conversion_fn, dtype_file_extent_fn", "INTEGER(KIND=MPI_ADDRESS_KIND) :: extra_state"],
     },
     Handwritten {
         name: "MPI_Keyval_create",
         arguments: "copy_fn, delete_fn, keyval, extra_state",
         ierror: true,
-        removed: true,
+        only: Some(Module::Mpi),
         declarations: &["EXTERNAL :: copy_fn, delete_fn", "INTEGER :: keyval, extra_state"],
     },
-    Handwritten { name: "MPI_Attr_put", arguments: "comm, keyval, attribute_val", ierror: true, removed: true, declarations: &["{Comm} :: comm", "INTEGER :: keyval, attribute_val"] },
+    Handwritten { name: "MPI_Attr_put", arguments: "comm, keyval, attribute_val", ierror: true, only: Some(Module::Mpi), declarations: &["{Comm} :: comm", "INTEGER :: keyval, attribute_val"] },
     Handwritten {
         name: "MPI_Attr_get",
         arguments: "comm, keyval, attribute_val, flag",
         ierror: true,
-        removed: true,
+        only: Some(Module::Mpi),
         declarations: &["{Comm} :: comm", "INTEGER :: keyval, attribute_val", "LOGICAL :: flag"],
     },
     Handwritten {
         name: "MPI_Type_hvector",
         arguments: "count, blocklength, stride, oldtype, newtype",
         ierror: true,
-        removed: true,
+        only: Some(Module::Mpi),
         declarations: &["INTEGER :: count, blocklength, stride", "{Datatype} :: oldtype, newtype"],
     },
     Handwritten {
         name: "MPI_Type_hindexed",
         arguments: "count, array_of_blocklengths, array_of_displacements, oldtype, newtype",
         ierror: true,
-        removed: true,
+        only: Some(Module::Mpi),
         declarations: &["INTEGER :: count, array_of_blocklengths(*), array_of_displacements(*)", "{Datatype} :: oldtype, newtype"],
     },
     Handwritten {
         name: "MPI_Type_struct",
         arguments: "count, array_of_blocklengths, array_of_displacements, array_of_types, newtype",
         ierror: true,
-        removed: true,
+        only: Some(Module::Mpi),
         declarations: &["INTEGER :: count, array_of_blocklengths(*), array_of_displacements(*)", "{Datatype} :: array_of_types(*), newtype"],
     },
-    Handwritten { name: "MPI_Type_extent", arguments: "datatype, extent", ierror: true, removed: true, declarations: &["{Datatype} :: datatype", "INTEGER :: extent"] },
-    Handwritten { name: "MPI_Type_lb", arguments: "datatype, displacement", ierror: true, removed: true, declarations: &["{Datatype} :: datatype", "INTEGER :: displacement"] },
-    Handwritten { name: "MPI_Type_ub", arguments: "datatype, displacement", ierror: true, removed: true, declarations: &["{Datatype} :: datatype", "INTEGER :: displacement"] },
+    Handwritten { name: "MPI_Type_extent", arguments: "datatype, extent", ierror: true, only: Some(Module::Mpi), declarations: &["{Datatype} :: datatype", "INTEGER :: extent"] },
+    Handwritten { name: "MPI_Type_lb", arguments: "datatype, displacement", ierror: true, only: Some(Module::Mpi), declarations: &["{Datatype} :: datatype", "INTEGER :: displacement"] },
+    Handwritten { name: "MPI_Type_ub", arguments: "datatype, displacement", ierror: true, only: Some(Module::Mpi), declarations: &["{Datatype} :: datatype", "INTEGER :: displacement"] },
     Handwritten {
         name: "MPI_Address",
         arguments: "location, address",
         ierror: true,
-        removed: true,
+        only: Some(Module::Mpi),
         declarations: &["!GCC$ ATTRIBUTES NO_ARG_CHECK :: location", "TYPE(*), DIMENSION(*) :: location", "INTEGER :: address"],
+    },
+    Handwritten {
+        name: "MPI_Status_f2f08",
+        arguments: "f_status, f08_status",
+        ierror: true,
+        only: Some(Module::F08),
+        declarations: &["INTEGER :: f_status(MPI_STATUS_SIZE)", "TYPE(MPI_Status) :: f08_status"],
+    },
+    Handwritten {
+        name: "MPI_Status_f082f",
+        arguments: "f08_status, f_status",
+        ierror: true,
+        only: Some(Module::F08),
+        declarations: &["TYPE(MPI_Status) :: f08_status", "INTEGER :: f_status(MPI_STATUS_SIZE)"],
     },
 ];
 
@@ -157,7 +173,7 @@ const HANDWRITTEN_INTERFACES: &[Handwritten] = &[
 #[allow(dead_code)] // used by tests/fortran_generator.rs
 pub fn handwritten_with_interface(module: Module) -> Vec<&'static str> {
     let mut names = vec!["MPI_Init", "MPI_Init_thread"];
-    names.extend(HANDWRITTEN_INTERFACES.iter().filter(|h| module == Module::Mpi || !h.removed).map(|h| h.name));
+    names.extend(HANDWRITTEN_INTERFACES.iter().filter(|h| h.only.is_none_or(|only| only == module)).map(|h| h.name));
     names
 }
 
@@ -165,7 +181,7 @@ pub fn handwritten_with_interface(module: Module) -> Vec<&'static str> {
 /// module's INTERFACE block.
 pub fn handwritten_interfaces(module: Module) -> String {
     let mut out = String::new();
-    for routine in HANDWRITTEN_INTERFACES.iter().filter(|h| module == Module::Mpi || !h.removed) {
+    for routine in HANDWRITTEN_INTERFACES.iter().filter(|h| h.only.is_none_or(|only| only == module)) {
         let arguments = if routine.ierror { format!("{}, ierror", routine.arguments) } else { routine.arguments.to_string() };
         out.push_str(&crate::fortran::wrap("    ", &format!("SUBROUTINE {}({arguments})", routine.name)));
         out.push_str("      IMPORT\n      IMPLICIT NONE\n");

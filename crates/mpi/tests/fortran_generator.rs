@@ -11,6 +11,9 @@ use braid::consts::*;
 #[path = "../build_support/fortran.rs"]
 mod fortran;
 #[allow(dead_code)]
+#[path = "../build_support/fortran_f08.rs"]
+mod fortran_f08;
+#[allow(dead_code)]
 #[path = "../build_support/fortran_interfaces.rs"]
 mod fortran_interfaces;
 
@@ -161,12 +164,17 @@ fn mpif_h_fits_fixed_form() {
 }
 
 #[test]
-fn every_handwritten_routine_has_an_interface_in_the_mpi_module() {
-    let module = fortran::mpi_module(&header());
+fn every_handwritten_routine_has_an_interface_in_a_module() {
+    let header = header();
+    let module = fortran::mpi_module(&header);
+    let f08_module = fortran_f08::mpi_f08_module(&header);
     let with_interface = fortran_interfaces::handwritten_with_interface(fortran_interfaces::Module::Mpi);
-    for name in fortran::HANDWRITTEN {
+    for name in fortran::HANDWRITTEN.iter().filter(|name| !fortran::F08_STATUS_CONVERSIONS.contains(name)) {
         assert!(with_interface.contains(name), "{name} has no interface");
         assert!(module.contains(&format!("SUBROUTINE {name}(")), "the mpi module lacks {name}");
+    }
+    for name in fortran::F08_STATUS_CONVERSIONS {
+        assert!(f08_module.contains(&format!("SUBROUTINE {name}(")) && !module.contains(&format!("SUBROUTINE {name}(")), "{name} belongs to mpi_f08 alone");
     }
     let f08 = fortran_interfaces::handwritten_with_interface(fortran_interfaces::Module::F08);
     for removed in ["MPI_Address", "MPI_Type_struct", "MPI_Attr_get", "MPI_Keyval_create"] {
@@ -191,4 +199,25 @@ fn routines_returning_an_address_have_a_c_ptr_form() {
         }
     }
     assert!(!module.contains("SUBROUTINE MPI_Free_mem_cptr"), "only routines with a baseptr get the C_PTR form");
+}
+
+#[test]
+fn large_count_forms_are_in_mpi_f08_generics_alone() {
+    let header = header();
+    let f08 = fortran_f08::mpi_f08_module(&header);
+    let mpi = fortran::mpi_module(&header);
+    let bindings = fortran::rust_bindings(&header);
+    for name in ["MPI_Send", "MPI_Get_count", "MPI_Alltoallv", "MPI_Type_size", "MPI_Win_allocate"] {
+        let generic = f08.split(&format!("  INTERFACE {name}\n")).nth(1).unwrap_or_else(|| panic!("no generic {name}"));
+        let generic = generic.split("  END INTERFACE\n").next().unwrap();
+        assert!(generic.contains(&format!("SUBROUTINE {name}(")) && generic.contains(&format!("SUBROUTINE {name}_c(")), "{name}: {generic}");
+        assert!(!mpi.contains(&format!("SUBROUTINE {name}_c(")), "the mpi module declares {name}_c");
+        assert!(bindings.contains(&format!("{}_c_", name.to_ascii_lowercase())), "no entry point for {name}_c");
+    }
+    assert!(f08.contains("SUBROUTINE MPI_Win_allocate_c_cptr("), "the large form of an address-returning routine has its C_PTR form");
+    // Forms that differ only in an 8-byte kind or a callback's interface cannot share a generic.
+    for name in ["MPI_Type_get_extent", "MPI_Op_create"] {
+        assert!(!f08.contains(&format!("  INTERFACE {name}\n")), "{name} cannot be generic over its large form");
+        assert!(f08.contains(&format!("SUBROUTINE {name}_c(")), "{name}_c is not declared by name");
+    }
 }

@@ -1,8 +1,8 @@
 //! The Fortran bindings that are not generated: MPI_INIT (no argc/argv in Fortran), MPI_PCONTROL
 //! (no ierror), process spawning (CHARACTER argv arrays), keyvals and generalized requests
 //! (callbacks with Fortran signatures), MPI-1's attribute and datatype calls (INTEGER rather than
-//! address-sized values), MPI_REGISTER_DATAREP (extra state by reference) and the Fortran-only
-//! MPI_F_SYNC_REG.
+//! address-sized values), MPI_REGISTER_DATAREP (extra state by reference), mpi_f08's status
+//! conversions and the Fortran-only MPI_F_SYNC_REG.
 
 // The symbols are Fortran's names; the argument lists are MPI's.
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
@@ -98,6 +98,10 @@ mod c {
         pub fn PMPI_Address(location: *const c_void, address: *mut MPI_Aint) -> c_int;
         pub fn MPI_Register_datarep(datarep: *const c_char, read: *mut c_void, write: *mut c_void, extent: *mut c_void, extra_state: *mut c_void) -> c_int;
         pub fn PMPI_Register_datarep(datarep: *const c_char, read: *mut c_void, write: *mut c_void, extent: *mut c_void, extra_state: *mut c_void) -> c_int;
+        pub fn MPI_Status_f2f08(f_status: *const MPI_Fint, f08_status: *mut MPI_Status) -> c_int;
+        pub fn PMPI_Status_f2f08(f_status: *const MPI_Fint, f08_status: *mut MPI_Status) -> c_int;
+        pub fn MPI_Status_f082f(f08_status: *const MPI_Status, f_status: *mut MPI_Fint) -> c_int;
+        pub fn PMPI_Status_f082f(f08_status: *const MPI_Status, f_status: *mut MPI_Fint) -> c_int;
     }
 }
 
@@ -434,3 +438,20 @@ unsafe fn register_datarep(
 }
 fortran_symbols!(register_datarep(datarep: *const c_char, read: *mut c_void, write: *mut c_void, extent: *mut c_void, extra_state: *const MPI_Aint, ierror: *mut MPI_Fint, datarep_len: usize);
     c::MPI_Register_datarep => mpi_register_datarep_, mpi_register_datarep__, mpi_register_datarep, MPI_REGISTER_DATAREP; c::PMPI_Register_datarep => pmpi_register_datarep_);
+
+/// MPI_STATUS_F2F08(F_STATUS, F08_STATUS, IERROR) of mpi_f08: both statuses arrive by reference,
+/// as the C function takes them.
+unsafe fn status_f2f08(c_function: unsafe extern "C" fn(*const MPI_Fint, *mut MPI_Status) -> c_int, f_status: *const MPI_Fint, f08_status: *mut MPI_Status, ierror: *mut MPI_Fint) {
+    // SAFETY: Fortran passes both statuses; the C function checks neither is a null pointer.
+    unsafe { set_ierror(ierror, c_function(f_status, f08_status)) }
+}
+fortran_symbols!(status_f2f08(f_status: *const MPI_Fint, f08_status: *mut MPI_Status, ierror: *mut MPI_Fint);
+    c::MPI_Status_f2f08 => mpi_status_f2f08_, mpi_status_f2f08__, mpi_status_f2f08, MPI_STATUS_F2F08; c::PMPI_Status_f2f08 => pmpi_status_f2f08_);
+
+/// MPI_STATUS_F082F(F08_STATUS, F_STATUS, IERROR) of mpi_f08.
+unsafe fn status_f082f(c_function: unsafe extern "C" fn(*const MPI_Status, *mut MPI_Fint) -> c_int, f08_status: *const MPI_Status, f_status: *mut MPI_Fint, ierror: *mut MPI_Fint) {
+    // SAFETY: as for status_f2f08.
+    unsafe { set_ierror(ierror, c_function(f08_status, f_status)) }
+}
+fortran_symbols!(status_f082f(f08_status: *const MPI_Status, f_status: *mut MPI_Fint, ierror: *mut MPI_Fint);
+    c::MPI_Status_f082f => mpi_status_f082f_, mpi_status_f082f__, mpi_status_f082f, MPI_STATUS_F082F; c::PMPI_Status_f082f => pmpi_status_f082f_);
