@@ -92,6 +92,7 @@ struct Site {
 }
 
 /// A rank started on another host through the launch agent.
+#[derive(Clone)]
 struct Remote {
     host: String,
     /// What the rank is told to connect to: this machine's address as seen from `host`.
@@ -453,15 +454,21 @@ impl Job<'_> {
 
     /// The command that starts a remote rank: the launch agent, given the host and the rank's
     /// command line. The agent stands for the rank here (its output, its exit status, its pid).
-    fn remote_rank_command(&self, rank: u32, remote: &Remote) -> Result<Command, Failure> {
+    fn remote_rank_command(&self, rank: u32, remote: &Remote, launch: &Launch<'_>) -> Result<Command, Failure> {
         let site = &self.sites[rank as usize];
-        let cwd = std::env::current_dir().map_err(|error| Failure::Launch { code: 1, detail: format!("cannot read the current directory: {error}") })?;
+        let cwd = match launch.wdir {
+            Some(wdir) => wdir.to_path_buf(),
+            None => std::env::current_dir().map_err(|error| Failure::Launch { code: 1, detail: format!("cannot read the current directory: {error}") })?,
+        };
         let mut environment: Vec<(OsString, OsString)> = vec![
             ("PMI_PORT".into(), remote.pmi_port.to_string().into()),
             ("PMI_ID".into(), rank.to_string().into()),
             ("BRAID_LOCAL_RANK".into(), site.local_rank.to_string().into()),
             ("BRAID_LOCAL_SIZE".into(), site.local_size.to_string().into()),
         ];
+        if launch.spawned {
+            environment.push(("PMI_SPAWNED".into(), "1".into()));
+        }
         environment.extend(self.added_environment(site));
         // The remote shell starts with its own environment: Braid's settings go along explicitly.
         let mut settings: Vec<(OsString, OsString)> = std::env::vars_os()
@@ -470,7 +477,7 @@ impl Job<'_> {
             .collect();
         settings.sort();
         environment.extend(settings);
-        let line = remote_command(cwd.as_os_str(), &environment, &self.request.program, &self.request.args);
+        let line = remote_command(cwd.as_os_str(), &environment, launch.program, launch.args);
         let request = self.request.hosts.as_ref().expect("remote sites come from --hosts");
         let mut command = Command::new(&request.agent[0]);
         command.args(&request.agent[1..]).arg(&remote.host).arg(line);
@@ -505,7 +512,7 @@ impl Job<'_> {
         let site = &self.sites[rank as usize];
         let mut local_socket = None;
         let mut command = match &site.remote {
-            Some(remote) => self.remote_rank_command(rank, remote)?,
+            Some(remote) => self.remote_rank_command(rank, remote, launch)?,
             None => {
                 let (ours, theirs) = UnixStream::pair().map_err(|error| launch_error(format!("cannot create the PMI socket of {who}: {error}")))?;
                 fd::set_inheritable(theirs.as_fd(), true).map_err(|error| launch_error(format!("cannot pass the PMI socket to {who}: {error}")))?;

@@ -1,8 +1,8 @@
 //! `braid run --hosts` on a 2-node virtual cluster: the launcher runs inside node 0 and starts
 //! ranks through a launch agent that maps each node's management address to `ip netns exec` (a
 //! stand-in for ssh). Needs root, iproute2 and libbraid.so next to the `braid` binary (the test
-//! fails and says what is missing otherwise). The cluster is named `bh<pid>a` and removed by a
-//! guard, even when the test fails.
+//! fails and says what is missing otherwise). Each cluster is named `bh<pid><letter>` and removed
+//! by a guard, even when the test fails.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -18,8 +18,9 @@ struct Cluster {
 }
 
 impl Cluster {
-    fn up() -> Cluster {
-        let name = format!("bh{}a", std::process::id());
+    /// Cluster `bh<pid><letter>`: each test its own letter, as they run in parallel.
+    fn up(letter: char) -> Cluster {
+        let name = format!("bh{}{letter}", std::process::id());
         let scratch = std::env::temp_dir().join(format!("braid-hosts-{name}"));
         std::fs::create_dir_all(&scratch).unwrap();
         let cluster = Cluster { name, scratch };
@@ -80,7 +81,7 @@ impl Drop for Cluster {
 #[test]
 fn hosts_runs_ranks_through_the_launch_agent_and_reports_a_failing_rank() {
     require_cluster_jobs("bh");
-    let cluster = Cluster::up();
+    let cluster = Cluster::up('a');
     let agent = cluster.agent();
     let program = cluster.compiled("p2p_matching");
 
@@ -96,4 +97,17 @@ fn hosts_runs_ranks_through_the_launch_agent_and_reports_a_failing_rank() {
     assert_eq!(output.status.code(), Some(3), "stderr:\n{stderr}");
     assert!(stderr.contains("rank 2 (pid ") && stderr.contains("exited with code 3"), "stderr:\n{stderr}");
     assert!(started.elapsed() < Duration::from_secs(15), "ending the job took {:?}", started.elapsed());
+}
+
+/// A job on two hosts spawns: the children start on the spawning root's host through the launch
+/// agent, and the parents on the other host reach them over the network (spawn.c checks the
+/// task pool, MPI_Comm_spawn_multiple and disconnection).
+#[test]
+fn hosts_spawns_children_beside_the_root_and_reaches_them_from_the_other_host() {
+    require_cluster_jobs("bh");
+    let cluster = Cluster::up('s');
+    let agent = cluster.agent();
+    let program = cluster.compiled("spawn");
+    let output = cluster.run_on_hosts(&agent, &[program.to_str().unwrap()]);
+    assert!(output.status.success(), "spawn over --hosts failed:\n{}{}", text(&output.stdout), text(&output.stderr));
 }

@@ -1,9 +1,10 @@
 //! Joining the processes of other jobs (MPI's dynamic processes: spawn, accept and connect,
 //! join): the processes of both sides meet through a bootstrap of their own (the group), every
 //! one of them gets a peer number, new ones after the job's ranks for the processes this engine
-//! did not know, and a shared-memory transport connected among the group carries the traffic to
-//! the new ones under those numbers ([`braid_transport::renumbered`]). From then on a joined
-//! peer is one more endpoint: the same protocols, matching and waiting as for a job rank.
+//! did not know, and transports connected among the group carry the traffic to the new ones
+//! under those numbers ([`braid_transport::renumbered`]): shared memory to those on this node,
+//! TCP over the first network rail to those on other nodes. From then on a joined peer is one
+//! more endpoint: the same protocols, matching and waiting as for a job rank.
 
 use std::collections::HashMap;
 
@@ -13,6 +14,7 @@ use braid_pmi::Bootstrap;
 use braid_transport::disconnected::Disconnected;
 use braid_transport::renumbered::Renumbered;
 use braid_transport::shm::ShmTransport;
+use braid_transport::tcp::{self, TcpTransport};
 use braid_transport::Transport;
 
 use crate::endpoint::{ControlLane, Endpoint};
@@ -29,9 +31,9 @@ pub(crate) struct Joined {
     groups: Vec<JoinedGroup>,
 }
 
-/// A group's transport and the peers it introduced.
+/// A group's transports and the peers it introduced.
 struct JoinedGroup {
-    transport: usize,
+    transports: Vec<usize>,
     peers: Vec<PeerId>,
 }
 
@@ -60,23 +62,33 @@ impl Engine {
     /// the processes joined before keep their numbers; the others get new ones) and connects
     /// the new ones. Returns the peer number of each group rank.
     ///
-    /// New peers are reached over shared memory, so every member must be on one node; a group
-    /// spanning nodes is refused on every member alike.
+    /// New peers on this node are reached over shared memory, those on other nodes (or every
+    /// one with `BRAID_SHM=off`) over TCP on the first network rail (`BRAID_RAILS`); a group
+    /// that needs the network where a member has no rail is refused on every member alike.
     pub fn join(&mut self, config: &Config, group: &mut dyn Bootstrap) -> Result<Vec<PeerId>, EngineError> {
         let (me, members) = (group.rank(), group.size());
         let name = self.process_name();
         let node = braid_sys::process::node_identity().map_err(|error| EngineError::Init(format!("cannot identify this node: {error}")))?;
+        let rail = tcp::rails(&config.rails).ok().and_then(|rails| rails.into_iter().next());
         group.put(&format!("braid-join-name-{me}"), &name).map_err(group_error)?;
         group.put(&format!("braid-join-node-{me}"), &node).map_err(group_error)?;
+        group.put(&format!("braid-join-rail-{me}"), if rail.is_some() { "1" } else { "0" }).map_err(group_error)?;
         group.fence().map_err(group_error)?;
         let mut names = Vec::with_capacity(members as usize);
         let mut spans_nodes = false;
+        let mut without_rail = None;
         for member in 0..members {
-            names.push(group.get(&format!("braid-join-name-{member}")).map_err(group_error)?);
+            let member_name = group.get(&format!("braid-join-name-{member}")).map_err(group_error)?;
             spans_nodes |= group.get(&format!("braid-join-node-{member}")).map_err(group_error)? != node;
+            if group.get(&format!("braid-join-rail-{member}")).map_err(group_error)? != "1" {
+                without_rail.get_or_insert_with(|| member_name.clone());
+            }
+            names.push(member_name);
         }
-        if spans_nodes {
-            return Err(EngineError::Unreachable { rank: 0, reason: "the processes to connect are on more than one node, and processes of other jobs are reached over shared memory only".into() });
+        let over_network = spans_nodes || !config.shm;
+        if let (true, Some(member)) = (over_network, &without_rail) {
+            let why = if config.shm { "the processes to connect are on more than one node" } else { "shared memory is off (BRAID_SHM)" };
+            return Err(EngineError::Unreachable { rank: 0, reason: format!("{why}, and process {member} has no network rail to reach the others over (BRAID_RAILS)") });
         }
         let job = self.bootstrap.job_id().to_string();
         let mut next = self.peer_count();
@@ -95,7 +107,7 @@ impl Engine {
                 next - 1
             })
             .collect();
-        // Every member connects the group's transport if any member meets a new process.
+        // Every member connects the group's transports if any member meets a new process.
         group.put(&format!("braid-join-new-{me}"), if new_peers.is_empty() { "0" } else { "1" }).map_err(group_error)?;
         group.fence().map_err(group_error)?;
         let mut any_new = false;
@@ -105,30 +117,54 @@ impl Engine {
         if !any_new {
             return Ok(peer_of);
         }
-        let mut shm = ShmTransport::new(config).map_err(|error| EngineError::Init(format!("shared-memory transport for another job: {error}")))?;
-        shm.connect(group).map_err(|error| EngineError::Init(format!("shared-memory transport for another job: {error}")))?;
-        let transport = Renumbered::new(Box::new(shm), peer_of.clone());
-        let caps = transport.capabilities();
-        let index = self.transports.len();
-        let eager_limit = self.core.policy.eager_limit(&caps, EAGER_HEADER_MAX);
+        // Connected in the same order on every member (each connect is collective).
+        let mut connected: Vec<Renumbered> = Vec::with_capacity(2);
+        if config.shm {
+            let mut shm = ShmTransport::new(config).map_err(|error| EngineError::Init(format!("shared-memory transport for another job: {error}")))?;
+            shm.connect(group).map_err(|error| EngineError::Init(format!("shared-memory transport for another job: {error}")))?;
+            connected.push(Renumbered::new(Box::new(shm), peer_of.clone()));
+        }
+        if let (true, Some(rail)) = (over_network, rail) {
+            let mut network = TcpTransport::new(config, rail).map_err(|error| EngineError::Init(format!("network transport for another job: {error}")))?;
+            network.connect(group).map_err(|error| EngineError::Init(format!("network transport for another job: {error}")))?;
+            connected.push(Renumbered::new(Box::new(network), peer_of.clone()));
+        }
+        let first = self.transports.len();
         let mut introduced = Vec::with_capacity(new_peers.len());
         for (name, peer) in new_peers.into_iter().zip(self.peer_count()..) {
-            if !transport.reaches(peer) {
-                return Err(EngineError::Unreachable { rank: peer, reason: format!("process {name} of another job has no shared memory with this one") });
+            let Some(carrier) = connected.iter().position(|transport| transport.reaches(peer)) else {
+                return Err(EngineError::Unreachable { rank: peer, reason: format!("process {name} of another job is reached by neither shared memory nor the network") });
+            };
+            if self.core.debug {
+                debug_line!(self.core.rank, "joined process {name} of another job as peer {peer}, over {}", connected[carrier].name());
             }
-            self.core.endpoints.push(Endpoint::new(ControlLane::Direct(index), eager_limit));
+            let eager_limit = self.core.policy.eager_limit(&connected[carrier].capabilities(), EAGER_HEADER_MAX);
+            self.core.endpoints.push(Endpoint::new(ControlLane::Direct(first + carrier), eager_limit));
             self.joined.peers.insert(name, peer);
             introduced.push(peer);
         }
-        self.joined.groups.push(JoinedGroup { transport: index, peers: introduced });
-        self.transports.push(Box::new(transport));
-        self.core.caps.push(caps);
-        self.polled.push(index);
-        match self.wait.doorbell {
-            Doorbell::Direct(_) => self.joined_doorbells.push(index),
-            Doorbell::None if caps.wakes_receiver => self.wait.doorbell = Doorbell::Direct(index),
-            Doorbell::Rails { .. } => self.wait.doorbell = Doorbell::Rails { bounded: true },
-            Doorbell::None => {}
+        let indices: Vec<usize> = (first..first + connected.len()).collect();
+        self.joined.groups.push(JoinedGroup { transports: indices.clone(), peers: introduced });
+        for (transport, index) in connected.into_iter().zip(indices) {
+            let caps = transport.capabilities();
+            let sleeps_on_futex = transport.shared_doorbell().is_some();
+            self.transports.push(Box::new(transport));
+            self.core.caps.push(caps);
+            self.polled.push(index);
+            if !sleeps_on_futex {
+                // A socket's doorbell is a descriptor: waiters poll it (see progress.rs).
+                self.joined_sockets.push(index);
+                if let Doorbell::Rails { .. } = self.wait.doorbell {
+                    self.wait.doorbell = Doorbell::Rails { bounded: true };
+                }
+                continue;
+            }
+            match self.wait.doorbell {
+                Doorbell::Direct(_) => self.joined_doorbells.push(index),
+                Doorbell::None if caps.wakes_receiver => self.wait.doorbell = Doorbell::Direct(index),
+                Doorbell::Rails { .. } => self.wait.doorbell = Doorbell::Rails { bounded: true },
+                Doorbell::None => {}
+            }
         }
         Ok(peer_of)
     }
@@ -141,19 +177,21 @@ impl Engine {
         let (kept, released): (Vec<JoinedGroup>, Vec<JoinedGroup>) = std::mem::take(&mut self.joined.groups).into_iter().partition(|group| group.peers.iter().any(|&peer| in_use(peer)));
         self.joined.groups = kept;
         for group in &released {
-            let index = group.transport;
-            let standing_in = Disconnected::replacing(self.transports[index].as_ref());
-            self.transports[index] = Box::new(standing_in);
-            self.polled.retain(|&polled| polled != index);
-            self.joined_doorbells.retain(|&doorbell| doorbell != index);
-            if self.wait.doorbell == Doorbell::Direct(index) {
-                self.wait.doorbell = match self.joined_doorbells.first().copied() {
-                    Some(next) => {
-                        self.joined_doorbells.remove(0);
-                        Doorbell::Direct(next)
-                    }
-                    None => Doorbell::None,
-                };
+            for &index in &group.transports {
+                let standing_in = Disconnected::replacing(self.transports[index].as_ref());
+                self.transports[index] = Box::new(standing_in);
+                self.polled.retain(|&polled| polled != index);
+                self.joined_doorbells.retain(|&doorbell| doorbell != index);
+                self.joined_sockets.retain(|&socket| socket != index);
+                if self.wait.doorbell == Doorbell::Direct(index) {
+                    self.wait.doorbell = match self.joined_doorbells.first().copied() {
+                        Some(next) => {
+                            self.joined_doorbells.remove(0);
+                            Doorbell::Direct(next)
+                        }
+                        None => Doorbell::None,
+                    };
+                }
             }
             for &peer in &group.peers {
                 let dropped = self.core.endpoints[peer as usize].drop_backlog();

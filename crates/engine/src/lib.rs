@@ -257,6 +257,9 @@ pub struct Engine {
     joined: joining::Joined,
     /// The direct transports reaching joined processes whose doorbells a waiter sleeps on too.
     joined_doorbells: Vec<usize>,
+    /// The network transports reaching joined processes on other nodes, whose descriptors a
+    /// waiter polls.
+    joined_sockets: Vec<usize>,
 }
 
 impl Engine {
@@ -430,6 +433,13 @@ impl Engine {
     /// The node of every job rank: equal numbers share a node (and its shared memory).
     pub fn node_of(&self) -> &[u32] {
         &self.node.node_of
+    }
+
+    /// Whether `peer` is a process of another job (see [`Engine::join`]): where it runs is not
+    /// part of this job's node layout, and the other job's processes see that layout differently,
+    /// so what they decide together (a collective's algorithm, a reordering) must not use it.
+    pub fn is_joined(&self, peer: u32) -> bool {
+        peer >= self.core.size
     }
 
     /// The node of `peer`, as [`Engine::node_of`] numbers them; a process of another job (see

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use braid_config::WaitMode;
 
-use crate::progress::{ArmedDoorbells, Doorbell, RailSleep};
+use crate::progress::{ArmedDoorbells, Doorbell, RailSleep, MIXED_SLEEP_MAX};
 use crate::rails::RailDoorbells;
 use crate::{Engine, EngineError};
 
@@ -23,6 +23,9 @@ pub struct Parking {
 enum Spot {
     /// The direct transports' doorbells (see [`Engine::arm_direct_doorbells`]).
     Direct(ArmedDoorbells),
+    /// Nothing that another thread can ring: a short nap (network transports to processes of
+    /// other jobs, and no direct doorbell).
+    Nap,
     /// Every rail's doorbell, planned to be back by `until`.
     Rails { doorbells: Arc<RailDoorbells>, until: Instant },
 }
@@ -33,6 +36,7 @@ impl Parking {
     pub fn sleep(&self) {
         match &self.spot {
             Spot::Direct(armed) => armed.sleep(self.timeout),
+            Spot::Nap => std::thread::sleep(self.timeout),
             Spot::Rails { doorbells, .. } => doorbells.sleep(self.timeout),
         }
     }
@@ -61,7 +65,17 @@ impl Engine {
         if self.park_after().is_none() {
             return Ok(None);
         }
+        // Sockets to processes of other jobs are polled between short sleeps.
+        let sockets = !self.joined_sockets.is_empty();
         Ok(Some(match self.wait.doorbell {
+            Doorbell::Direct(_) | Doorbell::None if sockets => {
+                if self.core.has_local_work() {
+                    return Ok(None);
+                }
+                let armed = self.arm_direct_doorbells();
+                let spot = if armed.is_empty() { Spot::Nap } else { Spot::Direct(armed) };
+                Parking { spot, timeout: MIXED_SLEEP_MAX }
+            }
             Doorbell::Direct(_) => {
                 if self.core.has_local_work() {
                     return Ok(None);
@@ -85,6 +99,7 @@ impl Engine {
     pub fn unpark(&mut self, parking: Parking, slept: Duration) {
         match parking.spot {
             Spot::Direct(armed) => self.disarm(&armed),
+            Spot::Nap => {}
             Spot::Rails { until, .. } => self.core.net.slept_until(until),
         }
         if !slept.is_zero() {

@@ -198,6 +198,7 @@ impl Engine {
             moved_steps: 0,
             joined: Default::default(),
             joined_doorbells: Vec::new(),
+            joined_sockets: Vec::new(),
         })
     }
 }

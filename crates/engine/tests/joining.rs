@@ -150,3 +150,40 @@ fn a_released_group_reaches_nobody_and_joining_again_gives_new_peers() {
         thread.join().unwrap();
     }
 }
+
+/// Shared memory off and the loopback as the one rail: the jobs' own ranks and the group's new
+/// peers are all reached over TCP, as processes on other nodes are.
+fn over_the_network(name: &str) -> (Config, std::path::PathBuf) {
+    let profile_dir = std::env::temp_dir().join(format!("braid-join-{name}-{}", std::process::id()));
+    let config = Config { shm: false, rails: braid_config::Rails::Named(vec!["lo".into()]), profile_dir: profile_dir.display().to_string(), spin_count: 100, ..Config::default() };
+    (config, profile_dir)
+}
+
+#[test]
+fn joined_processes_without_shared_memory_talk_over_the_network() {
+    for len in [0, 100, 40_000, 3 << 20] {
+        let (config, profile_dir) = over_the_network("tcp-sizes");
+        joined("join-tcp", 2, 1, config, move |engine, job, rank, peers| ping_pong(engine, job, rank, peers, 2, len));
+        let _ = std::fs::remove_dir_all(profile_dir);
+    }
+}
+
+#[test]
+fn a_process_blocked_on_a_peer_over_the_network_sleeps_until_it_sends() {
+    let (config, profile_dir) = over_the_network("tcp-sleep");
+    let config = Config { wait: WaitMode::Block, block_timeout_ms: 10_000, ..config };
+    joined("join-tcp-sleep", 1, 1, config, |engine, job, rank, peers| {
+        if (job, rank) == ('A', 0) {
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        let (started, sleeps) = (std::time::Instant::now(), engine.counter_values().sleeps);
+        ping_pong(engine, job, rank, peers, 1, 64);
+        if (job, rank) == ('B', 0) {
+            assert!(started.elapsed() < Duration::from_secs(3), "woken only by the sleep's time-out");
+            // Asleep on the socket, not yielding its core nor waking every few microseconds.
+            let slept = engine.counter_values().sleeps - sleeps;
+            assert!((1..50).contains(&slept), "{slept} sleeps in 300 ms");
+        }
+    });
+    let _ = std::fs::remove_dir_all(profile_dir);
+}

@@ -1,5 +1,5 @@
-//! Dynamic process management: ports and connections between jobs (`abi.rs`, `ports.rs`, how
-//! two roots meet in `rendezvous.rs`, the collective part in `connection.rs`), the parent of a
+//! Dynamic process management: ports and connections between jobs (`abi.rs`, `ports.rs`, where
+//! they are reached from in `reachable.rs`, how two roots meet in `rendezvous.rs`, the collective part in `connection.rs`), the parent of a
 //! spawned job, and MPI_Comm_disconnect.
 
 // The safety contract of the MPI_* entry points is the MPI standard's rules for their arguments.
@@ -9,6 +9,7 @@ pub mod abi;
 mod connection;
 mod names;
 mod ports;
+mod reachable;
 mod rendezvous;
 mod roots;
 mod spawn;

@@ -1,10 +1,10 @@
 //! A key-value space for a group of processes that belong to different jobs (MPI's dynamic
-//! processes join two jobs): one of them serves it from a thread, over TCP on this host's
-//! loopback, and every member (the server's own process too) is a PMI-1 client of it
+//! processes join two jobs): one of them serves it from a thread, over TCP on a listening
+//! socket it opens, and every member (the server's own process too) is a PMI-1 client of it
 //! ([`join_group`]) with its group rank as `pmiid`.
 
 use std::io;
-use std::net::{SocketAddr, TcpListener};
+use std::net::TcpListener;
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
@@ -12,17 +12,15 @@ use crate::client::PmiClient;
 use crate::server::{PmiServer, ServerEvent};
 use crate::BootstrapError;
 
-/// Serves the key-value space of a group of `size` members named `kvsname` from a new thread;
-/// returns the address members connect to. The thread ends once every member has come and
-/// gone, or when `timeout` passes before all have come (the members that did then fail in
-/// their next fence, as they would with a lost launcher).
-pub fn serve_group(kvsname: &str, size: u32, timeout: Duration) -> io::Result<SocketAddr> {
-    let listener = TcpListener::bind(("127.0.0.1", 0))?;
+/// Serves the key-value space of a group of `size` members named `kvsname` from a new thread,
+/// on `listener`, where members connect. The thread ends once every member has come and gone,
+/// or when `timeout` passes before all have come (the members that did then fail in their next
+/// fence, as they would with a lost launcher).
+pub fn serve_group(listener: TcpListener, kvsname: &str, size: u32, timeout: Duration) -> io::Result<()> {
     listener.set_nonblocking(true)?;
-    let address = listener.local_addr()?;
     let server = PmiServer::new(kvsname, size);
     std::thread::Builder::new().name("braid-group-kvs".into()).spawn(move || run(listener, server, size, Instant::now() + timeout))?;
-    Ok(address)
+    Ok(())
 }
 
 fn run(listener: TcpListener, mut server: PmiServer, size: u32, deadline: Instant) {
@@ -74,7 +72,9 @@ mod tests {
 
     #[test]
     fn members_share_values_across_a_fence_and_the_server_ends_when_they_leave() {
-        let address = serve_group("group-test", 3, Duration::from_secs(20)).unwrap().to_string();
+        let listener = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        serve_group(listener, "group-test", 3, Duration::from_secs(20)).unwrap();
         let members: Vec<_> = (0..3)
             .map(|rank| {
                 let address = address.clone();
@@ -94,7 +94,9 @@ mod tests {
 
     #[test]
     fn a_member_that_never_comes_leaves_the_others_failing_not_hanging() {
-        let address = serve_group("group-late", 2, Duration::from_millis(300)).unwrap().to_string();
+        let listener = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        serve_group(listener, "group-late", 2, Duration::from_millis(300)).unwrap();
         let mut member = join_group(&address, 0).unwrap();
         member.put("k", "v").unwrap();
         assert!(member.fence().is_err(), "the fence must fail once the server gives up");

@@ -183,9 +183,10 @@ impl PmiServer {
         Ok(())
     }
 
-    /// Takes a rank's new TCP connection (the rank was given `PMI_PORT` and `PMI_ID`): reads its
-    /// `cmd=initack pmiid=N`, waiting at most [`HANDSHAKE_TIMEOUT`], answers with the rank's size,
-    /// rank and debug flag, and serves it from then on as rank N. Returns N.
+    /// Takes a process's new TCP connection (it was given `PMI_PORT` and `PMI_ID`, its process
+    /// number: a rank of the launched job or a process of a job it spawned): reads its
+    /// `cmd=initack pmiid=N`, waiting at most [`HANDSHAKE_TIMEOUT`], answers with its job's size,
+    /// its rank there and the debug flag, and serves it from then on as process N. Returns N.
     ///
     /// Blocks for the handshake only; a peer that is not a rank of this job is refused with an error.
     pub fn accept_network(&mut self, mut stream: TcpStream) -> io::Result<u32> {
@@ -220,15 +221,17 @@ impl PmiServer {
             return Err(refuse(format!("expected cmd=initack first, got cmd={}", message.command())));
         }
         let id = message.get("pmiid").ok_or_else(|| refuse("cmd=initack without pmiid".to_string()))?;
+        // The process number: a rank of the launched job, or a process of a job it spawned.
         let rank: u32 = id.parse().map_err(|_| refuse(format!("pmiid={id} is not a rank number")))?;
-        let Some(slot) = self.ranks.get(rank as usize).filter(|slot| slot.job == 0) else {
-            return Err(refuse(format!("pmiid={rank} is not a rank of this job of {} ranks", self.jobs[0].size)));
+        let Some(slot) = self.ranks.get(rank as usize) else {
+            return Err(refuse(format!("pmiid={rank} is not a rank of this job of {} ranks nor of a job it spawned", self.jobs[0].size)));
         };
         if slot.attached {
             return Err(refuse(format!("rank {rank} is already connected")));
         }
+        let job = &self.jobs[slot.job];
         let mut answer = String::new();
-        for reply in [Message::new("initack"), Message::new("set").with("size", self.jobs[0].size), Message::new("set").with("rank", rank), Message::new("set").with("debug", 0)] {
+        for reply in [Message::new("initack"), Message::new("set").with("size", job.size), Message::new("set").with("rank", rank - job.first), Message::new("set").with("debug", 0)] {
             answer.push_str(&reply.to_line().map_err(|error| refuse(error.to_string()))?);
         }
         stream.set_write_timeout(Some(HANDSHAKE_TIMEOUT))?;

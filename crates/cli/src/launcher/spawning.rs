@@ -1,6 +1,7 @@
 //! Jobs that the launched job's processes spawn (MPI_Comm_spawn, through PMI's spawn command):
 //! each is a job of its own, with its own key-value space, started on the node of the process
-//! that asked, in the launched job's process group (so signals and the job's end reach it).
+//! that asked (in its namespace on the virtual cluster, through the launch agent on another
+//! host), in the launched job's process group (so signals and the job's end reach it).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -20,9 +21,6 @@ impl Job<'_> {
     /// Starts the job that process `requester` asks for; `Err` says why not, and then nothing
     /// was started (every command is checked first).
     pub(super) fn spawn(&mut self, requester: u32, request: &SpawnRequest) -> Result<(), String> {
-        if self.request.hosts.is_some() {
-            return Err("braid run starts spawned processes on its own host only, and this job runs on other hosts (--hosts)".into());
-        }
         if self.ending.is_some() {
             return Err("the job is ending".into());
         }
@@ -30,9 +28,9 @@ impl Job<'_> {
             return Err("the spawn asks for no processes".into());
         }
         let resolved = request.commands.iter().map(resolve).collect::<Result<Vec<Resolved>, String>>()?;
-        let (namespace, node_name) = {
+        let (namespace, remote, node_name) = {
             let site = &self.sites[requester as usize];
-            (site.namespace.clone(), site.node_name.clone())
+            (site.namespace.clone(), site.remote.clone(), site.node_name.clone())
         };
         let kvsname = format!("{}-spawn{}", self.server.kvsname(), self.spawned_jobs.len() + 1);
         let first = self.server.add_job(&kvsname, request);
@@ -42,7 +40,7 @@ impl Job<'_> {
         for (command, resolved) in request.commands.iter().zip(&resolved) {
             for _ in 0..command.nprocs {
                 let rank = process - first;
-                self.sites.push(Site { namespace: namespace.clone(), remote: None, local_rank: rank, local_size: total, node_name: node_name.clone() });
+                self.sites.push(Site { namespace: namespace.clone(), remote: remote.clone(), local_rank: rank, local_size: total, node_name: node_name.clone() });
                 let launch = Launch { program: resolved.program.as_os_str(), args: &resolved.args, pmi_rank: rank, pmi_size: total, spawned: true, wdir: resolved.wdir.as_deref() };
                 if let Err(failure) = self.start_process(process, &launch) {
                     // Its program was checked: this is the system failing (no processes left),

@@ -130,7 +130,8 @@ impl CommShared {
     /// With `debug`, the first call says what it found.
     pub fn hierarchy(&self, engine: &Engine, debug: bool) -> Option<Arc<Hierarchy>> {
         let found = self.hierarchy.get_or_init(|| {
-            if self.is_inter() {
+            // With processes of another job, the members would not see the same layout.
+            if self.is_inter() || self.members.iter().any(|&job| engine.is_joined(job)) {
                 return None;
             }
             let node_ids: Vec<u32> = self.members.iter().map(|&job| engine.node_id(job)).collect();

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use braid_pmi::Bootstrap;
 
+use super::reachable::Reachable;
 use super::rendezvous::Meeting;
 use crate::coll::algorithms;
 use crate::comm::construct::install;
@@ -100,12 +101,10 @@ fn join_sides(comm: MPI_Comm, shared: &Arc<CommShared>, errhandler: MPI_Errhandl
         Side::Connecting => meeting.accepting + rank,
     };
     let failed = |detail: String| error(comm, MPI_ERR_PORT, detail);
-    let mut group = braid_pmi::group::join_group(&meeting.address, id).map_err(|failure| {
-        failed(format!(
-            "cannot reach the connection's meeting point at {} ({}): the processes of two jobs connect on one node only, and the accepting root is on another node than this process",
-            meeting.address, failure.reason
-        ))
-    })?;
+    let reachable = Reachable::parse(&meeting.address).ok_or_else(|| failed(format!("the other side's meeting point {:?} is not an address", meeting.address)))?;
+    let mut group = reachable
+        .first_answering(|address| braid_pmi::group::join_group(&address.to_string(), id).map_err(|failure| failure.reason))
+        .map_err(|failure| failed(format!("cannot reach the connection's meeting point {}: {failure}", meeting.address)))?;
     let members = group.size() as usize;
     if members != accepting + meeting.connecting as usize {
         return Err(failed(format!("the other side's group has {members} processes, not {}", accepting + meeting.connecting as usize)));

@@ -1,14 +1,14 @@
-//! Ports (MPI_Open_port): a listening TCP socket on this host's loopback, named
-//! `braid-port:127.0.0.1:<port>`. The processes of two jobs connect on one node (see
-//! `braid_engine::Engine::join`), so the loopback is where both find it; on a node of the virtual
-//! cluster (a network namespace) it is that node's own loopback.
+//! Ports (MPI_Open_port): a listening TCP socket, named `braid-port:` and where it is reached
+//! from this node and others (see `reachable.rs`).
 
 use std::collections::HashMap;
-use std::net::{SocketAddr, TcpListener};
+use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 
+use super::reachable::Reachable;
 use crate::consts::*;
 use crate::error::{error, MpiResult};
+use crate::runtime;
 
 const PREFIX: &str = "braid-port:";
 
@@ -22,9 +22,9 @@ fn with_ports<R>(f: impl FnOnce(&mut HashMap<String, Arc<TcpListener>>) -> R) ->
 
 /// Opens a port; returns its name.
 pub(crate) fn open() -> MpiResult<String> {
-    let listener = TcpListener::bind(("127.0.0.1", 0)).map_err(|failure| error(MPI_COMM_WORLD, MPI_ERR_OTHER, format!("cannot open a port: {failure}")))?;
-    let address = listener.local_addr().map_err(|failure| error(MPI_COMM_WORLD, MPI_ERR_OTHER, format!("cannot open a port: {failure}")))?;
-    let name = format!("{PREFIX}{address}");
+    let rails = runtime::with(|rt| Ok(rt.config.rails.clone()))?;
+    let (listener, reachable) = Reachable::listen(&rails).map_err(|failure| error(MPI_COMM_WORLD, MPI_ERR_OTHER, format!("cannot open a port: {failure}")))?;
+    let name = format!("{PREFIX}{reachable}");
     with_ports(|ports| ports.insert(name.clone(), Arc::new(listener)));
     Ok(name)
 }
@@ -43,10 +43,10 @@ pub(crate) fn listener(comm: MPI_Comm, name: &str) -> MpiResult<Arc<TcpListener>
 }
 
 /// Where port `name` listens.
-pub(crate) fn address(comm: MPI_Comm, name: &str) -> MpiResult<SocketAddr> {
+pub(crate) fn address(comm: MPI_Comm, name: &str) -> MpiResult<Reachable> {
     name.strip_prefix(PREFIX)
-        .and_then(|address| address.parse().ok())
-        .ok_or_else(|| error(comm, MPI_ERR_PORT, format!("{name:?} is not a port name (MPI_Open_port gives names of the form {PREFIX}<address>:<port>)")))
+        .and_then(Reachable::parse)
+        .ok_or_else(|| error(comm, MPI_ERR_PORT, format!("{name:?} is not a port name (MPI_Open_port gives names of the form {PREFIX}<node>:<port>:<addresses>)")))
 }
 
 #[cfg(test)]
@@ -54,13 +54,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_open_port_is_named_by_its_address_until_closed() {
-        let name = open().unwrap();
-        let address = address(MPI_COMM_WORLD, &name).unwrap();
-        assert_eq!(listener(MPI_COMM_WORLD, &name).unwrap().local_addr().unwrap(), address);
-        close(&name).unwrap();
-        assert_eq!(listener(MPI_COMM_WORLD, &name).unwrap_err().class, MPI_ERR_PORT);
-        assert_eq!(close(&name).unwrap_err().class, MPI_ERR_PORT);
-        assert_eq!(super::address(MPI_COMM_WORLD, "tcp://nowhere").unwrap_err().class, MPI_ERR_PORT);
+    fn a_port_name_must_say_where_it_listens() {
+        assert!(address(MPI_COMM_WORLD, "braid-port:0123456789abcdef:4000:").is_ok());
+        for bad in ["tcp://nowhere", "braid-port:127.0.0.1:4000", "0123456789abcdef:4000:"] {
+            assert_eq!(address(MPI_COMM_WORLD, bad).unwrap_err().class, MPI_ERR_PORT, "{bad}");
+        }
+        assert_eq!(listener(MPI_COMM_WORLD, "braid-port:0123456789abcdef:4000:").unwrap_err().class, MPI_ERR_PORT);
+        assert_eq!(close("braid-port:0123456789abcdef:4000:").unwrap_err().class, MPI_ERR_PORT);
     }
 }

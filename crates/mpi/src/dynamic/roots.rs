@@ -2,15 +2,16 @@
 //! serves the group's key-value space, the connecting root reaches the port (see
 //! `rendezvous.rs` for what they say).
 
-use std::net::TcpStream;
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::ports;
+use super::reachable::Reachable;
 use super::rendezvous::{self, Meeting};
 use crate::consts::*;
 use crate::error::{error, MpiError, MpiResult};
+use crate::runtime;
 
 fn port_error(comm: MPI_Comm, port: &str) -> impl Fn(String) -> MpiError + '_ {
     move |detail| error(comm, MPI_ERR_PORT, format!("port {port}: {detail}"))
@@ -44,15 +45,18 @@ pub(crate) fn serve(comm: MPI_Comm, accepting: u32, connecting: u32, timeout: Du
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.subsec_nanos());
     let kvsname = format!("braid-join-{}-{}-{nanos}", std::process::id(), GROUPS.fetch_add(1, Ordering::Relaxed));
     let total = accepting.checked_add(connecting).ok_or_else(|| error(comm, MPI_ERR_PORT, "the two sides have too many processes together"))?;
-    let address = braid_pmi::group::serve_group(&kvsname, total, timeout).map_err(|failure| error(comm, MPI_ERR_OTHER, format!("cannot serve the connection's key-value space: {failure}")))?;
-    Ok(Meeting { address: address.to_string(), accepting, connecting })
+    let failed = |failure: std::io::Error| error(comm, MPI_ERR_OTHER, format!("cannot serve the connection's key-value space: {failure}"));
+    let rails = runtime::with(|rt| Ok(rt.config.rails.clone()))?;
+    let (listener, reachable) = Reachable::listen(&rails).map_err(failed)?;
+    braid_pmi::group::serve_group(listener, &kvsname, total, timeout).map_err(failed)?;
+    Ok(Meeting { address: reachable.to_string(), accepting, connecting })
 }
 
 /// The connecting root: reaches the port's owner and learns where the group meets.
 pub(crate) fn connect_at_root(comm: MPI_Comm, port: &str, connecting: u32, timeout: Duration) -> MpiResult<Meeting> {
     let address = ports::address(comm, port)?;
     let failed = port_error(comm, port);
-    let mut stream = TcpStream::connect_timeout(&address, timeout).map_err(|failure| failed(format!("nobody listens there ({failure})")))?;
+    let mut stream = address.connect(timeout).map_err(|failure| failed(format!("nobody listens there ({failure})")))?;
     rendezvous::send(&mut stream, &rendezvous::hello(connecting)).map_err(&failed)?;
     let welcome = rendezvous::receive(&stream, "braid-accept", Some(timeout)).map_err(|detail| failed(format!("no MPI_Comm_accept answered: {detail}")))?;
     let meeting = rendezvous::meeting_of(&welcome).map_err(&failed)?;

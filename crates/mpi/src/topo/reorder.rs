@@ -8,7 +8,8 @@
 //! (braid_mapping) keeps every process on its vertex unless moving some lowers the weight of
 //! the edges that cross nodes; then the vertices are dealt to the nodes it chose, each process
 //! keeping its own vertex where that vertex stays on its node. Every process computes the same
-//! answer from the same graph and the job's node layout, so no extra agreement is needed.
+//! answer from the same graph and the job's node layout, so no extra agreement is needed; with
+//! processes of another job among them, which see another layout, nobody moves.
 
 use braid_mapping::Traffic;
 
@@ -17,8 +18,13 @@ use crate::runtime;
 /// The process (rank of `comm_old`, whose job ranks are `members`) that plays each vertex of a
 /// graph of `members.len()` vertices with `edges` `(a, b, weight)`.
 pub(crate) fn process_of_vertex(members: &[u32], edges: impl IntoIterator<Item = (usize, usize, u64)>) -> Vec<usize> {
-    let node_ids: Vec<u32> = runtime::with(|rt| Ok(members.iter().map(|&job| rt.engine.node_id(job)).collect())).unwrap_or_else(|_| members.to_vec());
-    mapping(&node_ids, &Traffic::from_edges(members.len(), edges))
+    // Processes of another job see a layout of their own: all keep their vertices.
+    let node_ids: Option<Vec<u32>> =
+        runtime::with(|rt| Ok((!members.iter().any(|&job| rt.engine.is_joined(job))).then(|| members.iter().map(|&job| rt.engine.node_id(job)).collect()))).unwrap_or(None);
+    match node_ids {
+        Some(node_ids) => mapping(&node_ids, &Traffic::from_edges(members.len(), edges)),
+        None => (0..members.len()).collect(),
+    }
 }
 
 /// The vertex `process` plays in a mapping [`process_of_vertex`] returned.
