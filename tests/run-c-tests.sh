@@ -10,8 +10,7 @@
 #         ONLY=ring tests/run-c-tests.sh        # only the cases whose name contains "ring"
 # Output: one line per case, `PASS name` or `FAIL name (why)`, then `N passed, N failed`.
 # Exit status: 0 only if every case passed. Logs of failed cases stay in $LOG_DIR (printed).
-# Braid-only checks (launcher messages, BRAID_* settings, MPI-IO being unsupported,
-# running under mpiexec.hydra) are skipped for MPICH and Open MPI.
+# Braid-only checks (launcher messages, BRAID_* settings, running under mpiexec.hydra) are skipped for MPICH and Open MPI.
 set -u
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -199,7 +198,7 @@ header_case "mpi.h -std=c99 -pedantic -Wall -Wextra -Werror" c99 "$CC" -std=c99
 header_case "mpi.h -std=c11 -pedantic -Wall -Wextra -Werror" c11 "$CC" -std=c11
 header_case "mpi.h C++ -pedantic -Wall -Wextra -Werror" cxx "$CXX" -x c++ "${CXXFLAGS[@]}"
 
-PROGRAMS=(p2p_matching p2p_modes p2p_more collectives coll_forms nbc idup neighbors threads datatypes datatypes_more comms comms_more intercomm intercomm_coll attributes errors errhandlers topologies large ring fatal_error abort_code kill_rank unsupported conversions mpit pmpi_counts argerr_p2p argerr_coll argerr_objects rma_ops rma_win rma_single rma_threads rma_create_memory rma_atomics rma_large_copy self_cancel thread_wait status_error monitoring graph_reorder)
+PROGRAMS=(p2p_matching p2p_modes p2p_more collectives coll_forms nbc idup neighbors threads datatypes datatypes_more comms comms_more intercomm intercomm_coll attributes errors errhandlers topologies large ring fatal_error abort_code kill_rank unsupported conversions mpit pmpi_counts argerr_p2p argerr_coll argerr_objects rma_ops rma_win rma_single rma_threads rma_create_memory rma_atomics rma_large_copy self_cancel thread_wait status_error monitoring graph_reorder io_basic io_access io_views io_shared io_nonblocking io_atomic)
 # MPI 4 programs: Open MPI 4.1 does not have their functions.
 [ "$MPI_IMPL" != openmpi ] && PROGRAMS+=(persistent_coll mpi4_calls sessions split_hardware large_count)
 # Partitioned communication: Debian's MPICH 4.0.2 (ch4:ucx) crashes inside MPI_Psend_init itself
@@ -347,6 +346,10 @@ for ranks in 1 2 4; do
     done
 done
 built graph_reorder && expect_success "graph_reorder n=3 adjacent no reorder" 3 -- "$BUILD/graph_reorder" adjacent 0
+# MPI-IO: files in $TMPDIR (each run its own names, removed at the end).
+for program in io_basic io_access io_views io_shared io_nonblocking io_atomic; do
+    for ranks in 1 2 3 4; do built "$program" && expect_success "$program n=$ranks" "$ranks" -- "$BUILD/$program"; done
+done
 # Open MPI's monitoring variables under their names. Braid only: MPICH has none, and Debian's
 # Open MPI 4.1 never registers its pml_monitoring_* variables (its monitoring PML is not
 # interposed even with pml_monitoring_enable set), so there is no reference to run against.

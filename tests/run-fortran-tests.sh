@@ -79,7 +79,7 @@ explain() {
 }
 
 echo "# implementation: $MPI_IMPL; logs: $LOG_DIR"
-PROGRAMS=(f77_layer.f f90_module.f90 f08_module.f90 rma_module.F90)
+PROGRAMS=(f77_layer.f f90_module.f90 f08_module.f90 rma_module.F90 io_module.f90)
 # MPI 4 programs: Open MPI 4.1 does not have their functions.
 [ "$MPI_IMPL" != openmpi ] && PROGRAMS+=(persistent_coll.f90 large_count.F90)
 # Spawning and ports: Debian's MPICH 4.0.2 (ch4:ucx) has no MPI_Open_port.

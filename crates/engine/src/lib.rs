@@ -84,7 +84,7 @@ use endpoint::{ControlLane, Endpoint};
 use frame::Frame;
 pub use links::LinkProfiles;
 use matching::{Matching, Posted, Probed};
-pub use parking::Parking;
+pub use parking::{Parking, Waker};
 use progress::WaitPolicy;
 use protocol::{Read, Stream, Write};
 use rails::Network;

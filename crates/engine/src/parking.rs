@@ -42,6 +42,31 @@ impl Parking {
     }
 }
 
+/// Wakes a rank's waiter from any thread (see [`Engine::waker`]); a waiter that sleeps on
+/// nothing polls, and needs no waking.
+#[derive(Clone)]
+pub struct Waker(Option<Ringing>);
+
+#[derive(Clone)]
+enum Ringing {
+    Doorbell(Arc<dyn braid_transport::SharedDoorbell>),
+    Rails(Arc<RailDoorbells>),
+}
+
+impl Waker {
+    pub fn wake(&self) {
+        match &self.0 {
+            Some(Ringing::Doorbell(doorbell)) => {
+                if let Some(futex) = doorbell.futex() {
+                    futex.ring();
+                }
+            }
+            Some(Ringing::Rails(doorbells)) => doorbells.wake(),
+            None => {}
+        }
+    }
+}
+
 impl Engine {
     /// How long a waiting thread stays awake (polling, yielding its core) before it parks, as a
     /// single-threaded waiter would; `None` when waiters never sleep (`BRAID_WAIT=poll`).
@@ -105,6 +130,16 @@ impl Engine {
         if !slept.is_zero() {
             self.core.counters.add_asleep(slept);
         }
+    }
+
+    /// What a thread outside MPI (a helper finishing work a request waits for) rings to wake
+    /// this rank's waiter: the doorbell it sleeps on.
+    pub fn waker(&self) -> Waker {
+        Waker(match self.wait.doorbell {
+            Doorbell::Direct(transport) => self.transports[transport].shared_doorbell().map(Ringing::Doorbell),
+            Doorbell::Rails { .. } => self.core.net.shared_doorbells().map(Ringing::Rails),
+            Doorbell::None => None,
+        })
     }
 
     /// Wakes a thread of this process parked on this rank's doorbell (a no-op when none is).

@@ -252,8 +252,12 @@ impl Pending {
     /// Records a finished collective's completion.
     #[cold]
     fn finish_collective(&mut self, result: Result<(), c_int>) -> Completion {
+        let count = match &self.staging {
+            Staging::Collective(outcome) => outcome.count(),
+            _ => 0,
+        };
         self.staging = Staging::None;
-        let completion = Completion { error: result.err().unwrap_or(MPI_SUCCESS), ..Completion::EMPTY };
+        let completion = Completion { error: result.err().unwrap_or(MPI_SUCCESS), count, ..Completion::EMPTY };
         self.done = Some(completion);
         completion
     }

@@ -5,6 +5,7 @@ pub mod cma;
 pub mod event;
 pub mod executable;
 pub mod fd;
+pub mod file;
 pub mod futex;
 pub mod memory_map;
 pub mod net;

@@ -289,11 +289,22 @@ pub fn run_blocking<T>(engine: &mut Engine, spare: &mut Spare, port: Rc<Port>, r
 /// The end of a non-blocking collective, as its MPI request sees it: the algorithm's result (an MPI
 /// error class on failure) once it has finished.
 #[derive(Default)]
-pub struct Outcome(Cell<Option<Result<(), i32>>>);
+pub struct Outcome(Cell<Option<Result<(), i32>>>, Cell<usize>);
 
 impl Outcome {
     pub fn result(&self) -> Option<Result<(), i32>> {
         self.0.get()
+    }
+
+    /// Bytes the operation moved, for its status (file I/O's; 0 for collectives).
+    pub fn count(&self) -> usize {
+        self.1.get()
+    }
+
+    /// Records the end of an operation that moved `count` bytes (a non-blocking file access).
+    pub(crate) fn finish_counted(&self, result: Result<(), i32>, count: usize) {
+        self.1.set(count);
+        self.0.set(Some(result));
     }
 
     /// Records the end of an operation other than a schedule that a request watches (an RMA

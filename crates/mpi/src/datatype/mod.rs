@@ -14,7 +14,7 @@ mod contents;
 mod envelope;
 mod external32;
 mod f90;
-mod large;
+pub(crate) mod large;
 mod layout;
 mod legacy;
 mod predefined;

@@ -35,7 +35,7 @@ pub fn finish(function: &str, result: MpiResult<()>) -> c_int {
 pub(crate) enum Target {
     /// A communicator; an invalid one means MPI_COMM_WORLD.
     Comm(MPI_Comm),
-    /// A file; errors without a file use MPI_FILE_NULL's handler.
+    /// A file; errors without an open file use MPI_FILE_NULL's handler.
     File(MPI_File),
     /// A window; an invalid one means MPI_COMM_WORLD's handler.
     Win(MPI_Win),
@@ -58,7 +58,7 @@ pub(crate) fn apply(target: Target, code: c_int, message: impl FnOnce() -> Strin
             (comm, handler, rt.errhandlers.function(handler))
         }
         Target::File(file) => {
-            let handler = rt.errhandlers.file_default();
+            let handler = crate::io::errhandler(file).unwrap_or_else(|| rt.errhandlers.file_default());
             (file, handler, rt.errhandlers.function(handler))
         }
         Target::Session(session) => match rt.sessions.errhandler(session) {

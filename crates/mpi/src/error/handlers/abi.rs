@@ -207,12 +207,13 @@ fn finish_on_file(name: &str, result: MpiResult<()>) -> c_int {
     }
 }
 
-/// Checks a file handle: only MPI_FILE_NULL exists (its handler is the default for file errors).
+/// Checks a file handle: MPI_FILE_NULL (whose handler is the default for file errors) or an
+/// open file.
 fn check_file(file: MPI_File) -> MpiResult<()> {
-    if file == MPI_FILE_NULL {
+    if file == MPI_FILE_NULL || crate::io::is_open(file) {
         Ok(())
     } else {
-        Err(error(MPI_COMM_WORLD, MPI_ERR_FILE, format!("{file} is not a file (only MPI_FILE_NULL exists)")))
+        Err(error(MPI_COMM_WORLD, MPI_ERR_FILE, format!("{file} is not an open file nor MPI_FILE_NULL")))
     }
 }
 
@@ -227,7 +228,14 @@ pub unsafe extern "C" fn MPI_File_set_errhandler(file: MPI_File, errhandler: MPI
     let result = runtime::with(|rt| {
         check_file(file)?;
         rt.errhandlers.check_attachable(errhandler, Kind::File, on_comm(rt, errhandler)).map_err(|detail| error(MPI_COMM_WORLD, MPI_ERR_ARG, detail))?;
-        rt.errhandlers.set_file_default(errhandler);
+        if file == MPI_FILE_NULL {
+            rt.errhandlers.set_file_default(errhandler);
+        } else {
+            rt.errhandlers.add_reference(errhandler);
+            if let Some(replaced) = crate::io::set_errhandler(file, errhandler) {
+                let _ = rt.errhandlers.release(replaced, false);
+            }
+        }
         Ok(())
     });
     finish_on_file("MPI_File_set_errhandler", result)
@@ -240,7 +248,7 @@ pub unsafe extern "C" fn MPI_File_get_errhandler(file: MPI_File, errhandler: *mu
         if errhandler.is_null() {
             return Err(error(MPI_COMM_WORLD, MPI_ERR_ARG, "errhandler must not be NULL"));
         }
-        let handler = rt.errhandlers.file_default();
+        let handler = crate::io::errhandler(file).unwrap_or_else(|| rt.errhandlers.file_default());
         rt.errhandlers.add_reference(handler);
         // SAFETY: checked non-null; the caller's handle.
         unsafe { *errhandler = handler };

@@ -1,0 +1,483 @@
+//! Data access (MPI 3.1 §13.4): reads and writes by explicit offset, individual file pointer and
+//! shared file pointer; blocking, non-blocking (run on the helper thread, see `worker.rs`),
+//! collective (`_all`, `_ordered`) and split collective (`_begin`/`_end`).
+//!
+//! Every access turns the program's buffer into the stream of visible bytes (packing a
+//! non-contiguous datatype) and hands it to `data.rs` at the position its file pointer gives.
+//! The collective forms need no exchange for their meaning (each process accesses its own part
+//! of its own view), so they run as the independent forms do, with data sieving for strided reads;
+//! the ordered ones agree on where each process's part goes.
+
+// The safety contract of the MPI_* entry points is the MPI standard's rules for their arguments.
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+use std::ffi::{c_int, c_void};
+use std::rc::Rc;
+use std::sync::Arc;
+
+use super::abi::hint;
+use super::data::{self, Tuning};
+use super::worker::{self, TicketWatch};
+use super::{file_error, finish_file, modes, system_error, with_file, OpenFile};
+use crate::coll::drive::Outcome;
+use crate::consts::*;
+use crate::datatype::{self, DatatypeRef};
+use crate::error::MpiResult;
+use crate::request::{write_status, Completion, Pending};
+use crate::runtime;
+
+/// Where an access starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Position {
+    /// At this many etypes into the view (the `_at` calls).
+    Explicit(MPI_Offset),
+    /// At the individual file pointer, which moves past the data.
+    Individual,
+    /// At the shared file pointer, which moves past the data.
+    Shared,
+    /// At the shared file pointer, the processes' parts in rank order (collective).
+    Ordered,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Direction {
+    Read,
+    Write,
+}
+
+/// The kind of a split collective begun, to match its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SplitKind {
+    ReadAt,
+    WriteAt,
+    ReadAll,
+    WriteAll,
+    ReadOrdered,
+    WriteOrdered,
+}
+
+/// One access as the program asked for it.
+#[derive(Clone, Copy)]
+struct Request {
+    position: Position,
+    direction: Direction,
+    buffer: *mut u8,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+}
+
+/// What an access needs of its file, taken out of the table.
+struct Prepared {
+    file: Arc<std::fs::File>,
+    path: std::path::PathBuf,
+    view: Arc<super::view::View>,
+    tuning: Tuning,
+    /// Visible byte where the access starts.
+    start: u64,
+    /// Bytes it moves (as the program's buffer holds them packed).
+    bytes: u64,
+    datatype: DatatypeRef,
+    comm: MPI_Comm,
+    /// The view's data representation is external32: the stream is converted on the way.
+    external: bool,
+}
+
+/// Refuses, in an external32 view, a type whose external32 size differs from its native one
+/// (MPI_LONG, MPI_LONG_DOUBLE ...): the file layout would differ from memory's, which Braid does
+/// not map yet.
+pub(crate) fn check_external(info: &DatatypeRef, what: &str) -> MpiResult<()> {
+    if datatype::external_size(info) == info.size {
+        Ok(())
+    } else {
+        Err(file_error(
+            MPI_ERR_UNSUPPORTED_DATAREP,
+            format!("the {what}'s external32 size ({} bytes) differs from its native size ({} bytes); Braid's external32 views take types whose sizes agree", datatype::external_size(info), info.size),
+        ))
+    }
+}
+
+fn tuning_of(file: &OpenFile) -> Tuning {
+    let sieving = hint(&file.hints, "romio_ds_read").is_none_or(|value| value != "disable");
+    let sieve_bytes = if sieving { hint(&file.hints, "ind_rd_buffer_size").and_then(|v| v.parse().ok()).unwrap_or(4 << 20) } else { 0 };
+    Tuning { atomic: file.atomic, sieve_bytes }
+}
+
+/// Checks an access against the file's mode and view and takes its position: the individual
+/// pointer moves past the data now (a non-blocking access's too, as MPI says), the shared one
+/// under its lock.
+fn prepare(fh: MPI_File, request: &Request) -> MpiResult<Prepared> {
+    if request.count < 0 {
+        return Err(file_error(MPI_ERR_COUNT, format!("count {} is negative", request.count)));
+    }
+    let datatype = datatype::lookup_committed(request.datatype).map_err(|class| file_error(class, format!("datatype {} is not a committed datatype", request.datatype)))?;
+    let bytes = (request.count as u64).checked_mul(datatype.size as u64).ok_or_else(|| file_error(MPI_ERR_COUNT, "the data is larger than a file can hold"))?;
+    let (prepared, shared) = with_file(fh, |file| {
+        match request.direction {
+            Direction::Read if !modes::can_read(file.amode) => return Err(file_error(MPI_ERR_ACCESS, "the file is open write-only")),
+            Direction::Write if !modes::can_write(file.amode) => return Err(file_error(MPI_ERR_READ_ONLY, "the file is open read-only")),
+            _ => {}
+        }
+        let sequential = file.amode & MPI_MODE_SEQUENTIAL != 0;
+        if sequential && matches!(request.position, Position::Explicit(_) | Position::Individual) {
+            return Err(file_error(MPI_ERR_UNSUPPORTED_OPERATION, "a file opened with MPI_MODE_SEQUENTIAL is accessed through the shared file pointer only"));
+        }
+        let etype_size = file.view.etype_size;
+        if !bytes.is_multiple_of(etype_size) {
+            return Err(file_error(MPI_ERR_TYPE, format!("{bytes} bytes are not a whole number of etypes of {etype_size} bytes")));
+        }
+        let etypes = bytes / etype_size;
+        let start = match request.position {
+            Position::Explicit(offset) => u64::try_from(offset).map_err(|_| file_error(MPI_ERR_ARG, format!("offset {offset} is negative")))? * etype_size,
+            Position::Individual => {
+                let at = file.pointer;
+                file.pointer += etypes;
+                at * etype_size
+            }
+            // Taken below, outside the table.
+            Position::Shared | Position::Ordered => 0,
+        };
+        let external = file.datarep == "external32";
+        if external {
+            check_external(&datatype, "datatype")?;
+        }
+        let prepared =
+            Prepared { external, file: file.file.clone(), path: file.path.clone(), view: file.view.clone(), tuning: tuning_of(file), start, bytes, datatype: datatype.clone(), comm: file.comm };
+        Ok((prepared, (file.shared.clone(), etypes, etype_size)))
+    })?;
+    let (pointer, etypes, etype_size) = shared;
+    let start = match request.position {
+        Position::Shared => pointer.fetch_add(etypes).map_err(|failure| system_error("cannot move the shared file pointer of", &prepared.path, &failure))? * etype_size,
+        Position::Ordered => ordered_start(fh, &prepared, &pointer, etypes)? * etype_size,
+        _ => prepared.start,
+    };
+    Ok(Prepared { start, ..prepared })
+}
+
+/// The ordered collectives: where this process's part starts, the parts in rank order from the
+/// shared file pointer, which moves past all of them.
+fn ordered_start(fh: MPI_File, prepared: &Prepared, pointer: &super::shared_pointer::SharedPointer, etypes: u64) -> MpiResult<u64> {
+    let comm = prepared.comm;
+    let rank = with_file(fh, |file| Ok(file.rank))?;
+    let (mut before, mut total) = (0u64, 0u64);
+    // SAFETY: one unsigned 64-bit integer each way on the file's private communicator.
+    let codes = unsafe {
+        [
+            crate::coll::abi::MPI_Exscan((&etypes as *const u64).cast(), (&mut before as *mut u64).cast(), 1, MPI_UINT64_T, MPI_SUM, comm),
+            crate::coll::abi::MPI_Allreduce((&etypes as *const u64).cast(), (&mut total as *mut u64).cast(), 1, MPI_UINT64_T, MPI_SUM, comm),
+        ]
+    };
+    if codes.iter().any(|&code| code != MPI_SUCCESS) {
+        return Err(file_error(MPI_ERR_OTHER, "the file's processes could not order their parts"));
+    }
+    if rank == 0 {
+        before = 0;
+    }
+    let mut base = 0u64;
+    if rank == 0 {
+        base = pointer.fetch_add(total).map_err(|failure| system_error("cannot move the shared file pointer of", &prepared.path, &failure))?;
+    }
+    // SAFETY: as above.
+    let code = unsafe { crate::coll::abi::MPI_Bcast((&mut base as *mut u64).cast(), 1, MPI_UINT64_T, 0, comm) };
+    if code != MPI_SUCCESS {
+        return Err(file_error(MPI_ERR_OTHER, "the file's processes could not share where their parts go"));
+    }
+    Ok(base + before)
+}
+
+/// The program's data as the stream of visible bytes: its own memory when contiguous, else a
+/// packed copy.
+///
+/// # Safety
+/// `buffer` must hold `count` elements of the datatype.
+unsafe fn outgoing<'a>(buffer: *const u8, count: usize, datatype: &DatatypeRef, handle: MPI_Datatype, bytes: u64, external: bool) -> std::borrow::Cow<'a, [u8]> {
+    if external {
+        let mut packed = vec![0u8; bytes as usize];
+        let mut position: MPI_Count = 0;
+        // SAFETY: per the caller; `packed` holds the external32 form (checked the same size).
+        unsafe { crate::datatype::large::MPI_Pack_external_c(EXTERNAL32.as_ptr(), buffer.cast(), count as MPI_Count, handle, packed.as_mut_ptr().cast(), bytes as MPI_Count, &mut position) };
+        return std::borrow::Cow::Owned(packed);
+    }
+    match datatype.contiguous_run(count) {
+        // SAFETY: the caller's buffer holds the run.
+        Some((offset, len)) => std::borrow::Cow::Borrowed(unsafe { std::slice::from_raw_parts(buffer.wrapping_offset(offset), len) }),
+        None => {
+            let mut packed = vec![0u8; bytes as usize];
+            // SAFETY: per the caller.
+            unsafe { datatype.pack(count, buffer, &mut packed) };
+            std::borrow::Cow::Owned(packed)
+        }
+    }
+}
+
+/// The name of the external data representation, for the pack and unpack calls.
+const EXTERNAL32: &std::ffi::CStr = c"external32";
+
+/// Unpacks `got` bytes read into the program's buffer (from external32: the whole elements).
+///
+/// # Safety
+/// `buffer` must hold `count` elements of the datatype, writable.
+unsafe fn deliver(buffer: *mut u8, datatype: &DatatypeRef, handle: MPI_Datatype, packed: &[u8], got: usize, external: bool) {
+    if external {
+        let whole = got.checked_div(datatype.size).unwrap_or(0);
+        let mut position: MPI_Count = 0;
+        // SAFETY: per the caller; `packed` holds `whole` elements in external32.
+        unsafe { crate::datatype::large::MPI_Unpack_external_c(EXTERNAL32.as_ptr(), packed.as_ptr().cast(), got as MPI_Count, &mut position, buffer.cast(), whole as MPI_Count, handle) };
+        return;
+    }
+    // SAFETY: per the caller.
+    unsafe { datatype.unpack_received(got, packed, buffer) };
+}
+
+/// A blocking access: its completion.
+///
+/// # Safety
+/// `request.buffer` must hold `count` elements of the datatype (writable for reads).
+unsafe fn blocking(fh: MPI_File, request: Request) -> MpiResult<Completion> {
+    let prepared = prepare(fh, &request)?;
+    let count = request.count as usize;
+    let moved = match request.direction {
+        Direction::Write => {
+            // SAFETY: per the caller.
+            let stream = unsafe { outgoing(request.buffer, count, &prepared.datatype, request.datatype, prepared.bytes, prepared.external) };
+            data::write(&prepared.file, &prepared.view, prepared.start, &stream, prepared.tuning).map_err(|failure| system_error("cannot write", &prepared.path, &failure))?;
+            prepared.bytes
+        }
+        Direction::Read => match prepared.datatype.contiguous_run(count).filter(|_| !prepared.external) {
+            Some((offset, len)) => {
+                // SAFETY: per the caller; the run is inside the buffer.
+                let target = unsafe { std::slice::from_raw_parts_mut(request.buffer.wrapping_offset(offset), len) };
+                data::read(&prepared.file, &prepared.view, prepared.start, target, prepared.tuning).map_err(|failure| system_error("cannot read", &prepared.path, &failure))?
+            }
+            None => {
+                let mut packed = vec![0u8; prepared.bytes as usize];
+                let got = data::read(&prepared.file, &prepared.view, prepared.start, &mut packed, prepared.tuning).map_err(|failure| system_error("cannot read", &prepared.path, &failure))?;
+                // SAFETY: per the caller.
+                unsafe { deliver(request.buffer, &prepared.datatype, request.datatype, &packed, got as usize, prepared.external) };
+                got
+            }
+        },
+    };
+    if request.direction == Direction::Read && request.position == Position::Individual && moved < prepared.bytes {
+        // The individual pointer moves past what was read, not past what was asked for.
+        let unread = (prepared.bytes - moved) / prepared.view.etype_size;
+        with_file(fh, |file| {
+            file.pointer -= unread;
+            Ok(())
+        })?;
+    }
+    Ok(Completion { count: moved as usize, ..Completion::EMPTY })
+}
+
+/// Runs a blocking access and writes its status.
+///
+/// # Safety
+/// As [`blocking`]; `status` NULL, MPI_STATUS_IGNORE or writable.
+unsafe fn run(name: &str, fh: MPI_File, request: Request, status: *mut MPI_Status) -> c_int {
+    // SAFETY: per the caller.
+    let result = unsafe { blocking(fh, request) }.map(|completion| {
+        // SAFETY: per the caller.
+        unsafe { write_status(status, &completion) };
+    });
+    finish_file(fh, name, result)
+}
+
+/// A non-blocking access: the system calls go to the helper thread; returns the request.
+///
+/// # Safety
+/// As [`blocking`], the buffer untouched until the request completes.
+unsafe fn start(fh: MPI_File, request: Request, handle: *mut MPI_Request) -> MpiResult<()> {
+    if handle.is_null() {
+        return Err(file_error(MPI_ERR_ARG, "request must not be NULL"));
+    }
+    let prepared = prepare(fh, &request)?;
+    let count = request.count as usize;
+    let Prepared { file, path, view, tuning, start, bytes, datatype, external, .. } = prepared;
+    let handle_type = request.datatype;
+    let outcome = Rc::new(Outcome::default());
+    let waker = runtime::with(|rt| Ok(rt.engine.waker()))?;
+    let watch = match request.direction {
+        Direction::Write => {
+            // SAFETY: per the caller; the helper gets its own copy.
+            let stream = unsafe { outgoing(request.buffer, count, &datatype, handle_type, bytes, external) }.into_owned();
+            let ticket = worker::submit(
+                move || {
+                    data::write(&file, &view, start, &stream, tuning)
+                        .map(|()| (bytes, Vec::new()))
+                        .map_err(|failure| (modes::class_of(&failure), format!("cannot write {}: {failure}", path.display())))
+                },
+                waker,
+            );
+            TicketWatch { ticket, outcome: outcome.clone(), deliver: None }
+        }
+        Direction::Read => {
+            let ticket = worker::submit(
+                move || {
+                    let mut packed = vec![0u8; bytes as usize];
+                    data::read(&file, &view, start, &mut packed, tuning)
+                        .map(|got| {
+                            packed.truncate(got as usize);
+                            (got, packed)
+                        })
+                        .map_err(|failure| (modes::class_of(&failure), format!("cannot read {}: {failure}", path.display())))
+                },
+                waker,
+            );
+            let buffer = request.buffer;
+            // SAFETY: the program keeps the buffer until the request completes, which is when
+            // this runs (on the thread that completes it).
+            let deliver = Box::new(move |packed: &[u8]| unsafe { deliver(buffer, &datatype, handle_type, packed, packed.len(), external) });
+            TicketWatch { ticket, outcome: outcome.clone(), deliver: Some(deliver) }
+        }
+    };
+    let comm = with_file(fh, |file| Ok(file.comm))?;
+    let made = runtime::with(|rt| {
+        rt.engine.attach_agent(Box::new(watch));
+        Ok(rt.requests.insert(Pending::collective(comm, outcome)))
+    })?;
+    // SAFETY: checked non-null.
+    unsafe { *handle = made };
+    Ok(())
+}
+
+/// Begins a split collective: the access runs now; its end hands over the status.
+///
+/// # Safety
+/// As [`blocking`].
+unsafe fn begin(name: &str, fh: MPI_File, kind: SplitKind, request: Request) -> c_int {
+    let result = (|| {
+        if with_file(fh, |file| Ok(file.split.is_some()))? {
+            return Err(file_error(MPI_ERR_OTHER, "a split collective is already active on this file (end it first)"));
+        }
+        // SAFETY: per the caller.
+        let outcome = unsafe { blocking(fh, request) };
+        with_file(fh, |file| {
+            file.split = Some((kind, outcome));
+            Ok(())
+        })
+    })();
+    finish_file(fh, name, result)
+}
+
+/// Ends a split collective begun with `kind`.
+///
+/// # Safety
+/// `status` NULL, MPI_STATUS_IGNORE or writable.
+unsafe fn end(name: &str, fh: MPI_File, kind: SplitKind, status: *mut MPI_Status) -> c_int {
+    let result = with_file(fh, |file| match file.split.take() {
+        Some((begun, outcome)) if begun == kind => outcome,
+        Some((begun, outcome)) => {
+            file.split = Some((begun, outcome));
+            Err(file_error(MPI_ERR_OTHER, format!("the split collective active on this file is {begun:?}, not {kind:?}")))
+        }
+        None => Err(file_error(MPI_ERR_OTHER, "no split collective is active on this file")),
+    })
+    .map(|completion| {
+        // SAFETY: per the caller.
+        unsafe { write_status(status, &completion) };
+    });
+    finish_file(fh, name, result)
+}
+
+fn request(position: Position, direction: Direction, buffer: *const c_void, count: MPI_Count, datatype: MPI_Datatype) -> Request {
+    Request { position, direction, buffer: buffer.cast_mut().cast(), count, datatype }
+}
+
+/// Defines a blocking data access entry point: its name, `at offset` for an explicit offset, the
+/// buffer's type; its position and direction.
+macro_rules! blocking_access {
+    ($name:ident(at $offset:ident, $buf:ty) => $position:expr, $direction:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(fh: MPI_File, $offset: MPI_Offset, buf: $buf, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+            // SAFETY: the caller's buffer and status, per MPI.
+            unsafe { run(stringify!($name), fh, request($position, $direction, buf as *const c_void, count.into(), datatype), status) }
+        }
+    };
+    ($name:ident($buf:ty) => $position:expr, $direction:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(fh: MPI_File, buf: $buf, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+            // SAFETY: the caller's buffer and status, per MPI.
+            unsafe { run(stringify!($name), fh, request($position, $direction, buf as *const c_void, count.into(), datatype), status) }
+        }
+    };
+}
+
+/// Defines a non-blocking data access entry point (arguments as [`blocking_access`]).
+macro_rules! nonblocking_access {
+    ($name:ident(at $offset:ident, $buf:ty) => $position:expr, $direction:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(fh: MPI_File, $offset: MPI_Offset, buf: $buf, count: c_int, datatype: MPI_Datatype, handle: *mut MPI_Request) -> c_int {
+            // SAFETY: the caller's buffer and request, per MPI.
+            let result = unsafe { start(fh, request($position, $direction, buf as *const c_void, count.into(), datatype), handle) };
+            finish_file(fh, stringify!($name), result)
+        }
+    };
+    ($name:ident($buf:ty) => $position:expr, $direction:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(fh: MPI_File, buf: $buf, count: c_int, datatype: MPI_Datatype, handle: *mut MPI_Request) -> c_int {
+            // SAFETY: the caller's buffer and request, per MPI.
+            let result = unsafe { start(fh, request($position, $direction, buf as *const c_void, count.into(), datatype), handle) };
+            finish_file(fh, stringify!($name), result)
+        }
+    };
+}
+
+/// Defines a split collective's begin and end entry points (arguments as [`blocking_access`],
+/// then the kind).
+macro_rules! split_access {
+    ($begin:ident / $end:ident(at $offset:ident, $buf:ty) => $kind:expr, $position:expr, $direction:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $begin(fh: MPI_File, $offset: MPI_Offset, buf: $buf, count: c_int, datatype: MPI_Datatype) -> c_int {
+            // SAFETY: the caller's buffer, per MPI.
+            unsafe { begin(stringify!($begin), fh, $kind, request($position, $direction, buf as *const c_void, count.into(), datatype)) }
+        }
+
+        split_access!(@end $end($buf) => $kind);
+    };
+    ($begin:ident / $end:ident($buf:ty) => $kind:expr, $position:expr, $direction:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $begin(fh: MPI_File, buf: $buf, count: c_int, datatype: MPI_Datatype) -> c_int {
+            // SAFETY: the caller's buffer, per MPI.
+            unsafe { begin(stringify!($begin), fh, $kind, request($position, $direction, buf as *const c_void, count.into(), datatype)) }
+        }
+
+        split_access!(@end $end($buf) => $kind);
+    };
+    (@end $end:ident($buf:ty) => $kind:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $end(fh: MPI_File, _buf: $buf, status: *mut MPI_Status) -> c_int {
+            // SAFETY: the caller's status, per MPI.
+            unsafe { end(stringify!($end), fh, $kind, status) }
+        }
+    };
+}
+
+blocking_access!(MPI_File_read_at(at offset, *mut c_void) => Position::Explicit(offset), Direction::Read);
+blocking_access!(MPI_File_read_at_all(at offset, *mut c_void) => Position::Explicit(offset), Direction::Read);
+blocking_access!(MPI_File_write_at(at offset, *const c_void) => Position::Explicit(offset), Direction::Write);
+blocking_access!(MPI_File_write_at_all(at offset, *const c_void) => Position::Explicit(offset), Direction::Write);
+blocking_access!(MPI_File_read(*mut c_void) => Position::Individual, Direction::Read);
+blocking_access!(MPI_File_read_all(*mut c_void) => Position::Individual, Direction::Read);
+blocking_access!(MPI_File_write(*const c_void) => Position::Individual, Direction::Write);
+blocking_access!(MPI_File_write_all(*const c_void) => Position::Individual, Direction::Write);
+blocking_access!(MPI_File_read_shared(*mut c_void) => Position::Shared, Direction::Read);
+blocking_access!(MPI_File_write_shared(*const c_void) => Position::Shared, Direction::Write);
+blocking_access!(MPI_File_read_ordered(*mut c_void) => Position::Ordered, Direction::Read);
+blocking_access!(MPI_File_write_ordered(*const c_void) => Position::Ordered, Direction::Write);
+
+nonblocking_access!(MPI_File_iread_at(at offset, *mut c_void) => Position::Explicit(offset), Direction::Read);
+nonblocking_access!(MPI_File_iread_at_all(at offset, *mut c_void) => Position::Explicit(offset), Direction::Read);
+nonblocking_access!(MPI_File_iwrite_at(at offset, *const c_void) => Position::Explicit(offset), Direction::Write);
+nonblocking_access!(MPI_File_iwrite_at_all(at offset, *const c_void) => Position::Explicit(offset), Direction::Write);
+nonblocking_access!(MPI_File_iread(*mut c_void) => Position::Individual, Direction::Read);
+nonblocking_access!(MPI_File_iread_all(*mut c_void) => Position::Individual, Direction::Read);
+nonblocking_access!(MPI_File_iwrite(*const c_void) => Position::Individual, Direction::Write);
+nonblocking_access!(MPI_File_iwrite_all(*const c_void) => Position::Individual, Direction::Write);
+nonblocking_access!(MPI_File_iread_shared(*mut c_void) => Position::Shared, Direction::Read);
+nonblocking_access!(MPI_File_iwrite_shared(*const c_void) => Position::Shared, Direction::Write);
+
+split_access!(MPI_File_read_at_all_begin / MPI_File_read_at_all_end(at offset, *mut c_void) => SplitKind::ReadAt, Position::Explicit(offset), Direction::Read);
+split_access!(MPI_File_write_at_all_begin / MPI_File_write_at_all_end(at offset, *const c_void) => SplitKind::WriteAt, Position::Explicit(offset), Direction::Write);
+split_access!(MPI_File_read_all_begin / MPI_File_read_all_end(*mut c_void) => SplitKind::ReadAll, Position::Individual, Direction::Read);
+split_access!(MPI_File_write_all_begin / MPI_File_write_all_end(*const c_void) => SplitKind::WriteAll, Position::Individual, Direction::Write);
+split_access!(MPI_File_read_ordered_begin / MPI_File_read_ordered_end(*mut c_void) => SplitKind::ReadOrdered, Position::Ordered, Direction::Read);
+split_access!(MPI_File_write_ordered_begin / MPI_File_write_ordered_end(*const c_void) => SplitKind::WriteOrdered, Position::Ordered, Direction::Write);
