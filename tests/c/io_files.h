@@ -41,12 +41,17 @@ static inline long long io_disk_size(const char *path)
     return stat(path, &info) == 0 ? (long long)info.st_size : -1;
 }
 
-/* Removes the file if it is still there (the tests delete their files with MPI_File_delete; this
- * is for the leftovers of a failed step). */
-static inline void io_remove(const char *path)
+/* Rank 0 of `comm` removes the file with MPI_File_delete, which must succeed; afterwards no rank
+ * sees it. Collective over `comm`. */
+static inline void io_delete(const char *path, MPI_Comm comm)
 {
-    if (io_exists(path))
-        unlink(path);
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Barrier(comm);
+    if (rank == 0)
+        expect_class_at(__FILE__, __LINE__, MPI_File_delete(path, MPI_INFO_NULL), MPI_SUCCESS, MPI_SUCCESS, "MPI_File_delete");
+    MPI_Barrier(comm);
+    CHECK(!io_exists(path), "%s is still there after MPI_File_delete", path);
 }
 
 /* Opens `path` on `comm`, which must succeed. */

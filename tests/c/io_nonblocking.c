@@ -264,11 +264,7 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
     long long expected = (long long)block_offset(2 * size) + (long long)size * BIG * sizeof(int);
     CHECK(io_disk_size(path) == expected, "the file has %lld bytes, expected %lld", io_disk_size(path), expected);
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (rank == 0)
-        EXPECT_OK(MPI_File_delete(path, MPI_INFO_NULL));
-    MPI_Barrier(MPI_COMM_WORLD);
-    CHECK(!io_exists(path), "%s is still there after MPI_File_delete", path);
+    io_delete(path, MPI_COMM_WORLD);
     report_ok("io_nonblocking");
     MPI_Finalize();
     return 0;

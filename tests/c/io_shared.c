@@ -16,15 +16,6 @@ static int value_of(int owner, int record, int i)
     return owner * 100000 + record * 1000 + i;
 }
 
-static void delete_file(const char *path)
-{
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (rank == 0)
-        EXPECT_OK(MPI_File_delete(path, MPI_INFO_NULL));
-    MPI_Barrier(MPI_COMM_WORLD);
-    CHECK(!io_exists(path), "%s is still there after MPI_File_delete", path);
-}
-
 /* The shared pointer is at `expected`; checked between barriers, since any rank's next access
  * moves it for all. */
 static void expect_shared_position(MPI_File file, MPI_Offset expected, const char *what)
@@ -133,7 +124,7 @@ static void shared_records(const char *path)
     free(displacements);
     MPI_Barrier(MPI_COMM_WORLD);
     io_close(&file);
-    delete_file(path);
+    io_delete(path, MPI_COMM_WORLD);
 }
 
 /* Rank r writes r + 1 ints in the ordered calls: its data starts at r (r + 1) / 2. */
@@ -208,7 +199,7 @@ static void ordered(const char *path)
     io_close(&file);
     MPI_Barrier(MPI_COMM_WORLD);
     CHECK(io_disk_size(path) == (long long)((total + 2 * size) * sizeof(int)), "the ordered file has %lld bytes", io_disk_size(path));
-    delete_file(path);
+    io_delete(path, MPI_COMM_WORLD);
 }
 
 int main(int argc, char **argv)

@@ -21,14 +21,6 @@ static int value_of(int owner, int block, int j, int round)
     return round * 1000000 + owner * 10000 + block * K + j;
 }
 
-static void delete_file(const char *path)
-{
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (rank == 0)
-        EXPECT_OK(MPI_File_delete(path, MPI_INFO_NULL));
-    MPI_Barrier(MPI_COMM_WORLD);
-}
-
 /* Rank 0 reads the whole file through a byte view and checks the header and that block b of the
  * file holds block b / size of rank b % size. */
 static void check_interleaved(MPI_File file, int round)
@@ -178,7 +170,7 @@ static void interleaved(const char *path)
     MPI_Type_free(&block);
     MPI_Type_free(&stretched);
     io_close(&file);
-    delete_file(path);
+    io_delete(path, MPI_COMM_WORLD);
 }
 
 /* A GLOBAL_ROWS x GLOBAL_COLUMNS array of doubles split in blocks over a 2-D grid of ranks. */
@@ -264,7 +256,7 @@ static void checkpoint(const char *path)
     free(local);
     MPI_Type_free(&filetype);
     MPI_Type_free(&interior);
-    delete_file(path);
+    io_delete(path, MPI_COMM_WORLD);
 }
 
 static void representations(const char *path)
@@ -304,7 +296,7 @@ static void representations(const char *path)
         CHECK(value == (unsigned)(0x01020304 + other * 0x10 + i * 0x100000), "int %d of rank %d is %#x big-endian in the file", i, other, value);
     }
     io_close(&file);
-    delete_file(path);
+    io_delete(path, MPI_COMM_WORLD);
 }
 
 int main(int argc, char **argv)

@@ -11,6 +11,7 @@
 
 pub mod abi;
 pub mod access;
+mod collective;
 pub mod data;
 mod modes;
 mod shared_pointer;
@@ -35,6 +36,9 @@ pub(crate) struct OpenFile {
     /// A private duplicate of the communicator the file was opened on.
     pub comm: MPI_Comm,
     pub rank: c_int,
+    pub size: c_int,
+    /// The ranks that aggregate collective accesses: one per node, or `cb_nodes` of them.
+    pub aggregators: Vec<c_int>,
     pub path: PathBuf,
     pub file: Arc<File>,
     pub amode: c_int,

@@ -77,11 +77,41 @@ pub(crate) fn barrier(comm: MPI_Comm) -> MpiResult<()> {
     collective(unsafe { crate::coll::abi::MPI_Barrier(comm) }, "meet")
 }
 
-/// A private duplicate of `comm` whose errors return (the file reports them itself).
-fn duplicate(comm: MPI_Comm) -> MpiResult<(MPI_Comm, c_int)> {
-    let (rank, inter) = runtime::with(|rt| {
+/// The aggregators of collective accesses: the first rank of each node of the communicator, then
+/// (for a `cb_nodes` larger than the nodes) more ranks of each node in turn, at most `wanted`.
+fn aggregators(node_of_rank: &[u64], wanted: Option<usize>) -> Vec<c_int> {
+    let mut nodes: Vec<(u64, Vec<c_int>)> = Vec::new();
+    for (rank, &node) in node_of_rank.iter().enumerate() {
+        match nodes.iter_mut().find(|(known, _)| *known == node) {
+            Some((_, ranks)) => ranks.push(rank as c_int),
+            None => nodes.push((node, vec![rank as c_int])),
+        }
+    }
+    let wanted = wanted.unwrap_or(nodes.len()).clamp(1, node_of_rank.len().max(1));
+    let mut chosen = Vec::with_capacity(wanted);
+    let mut depth = 0;
+    while chosen.len() < wanted {
+        for (_, ranks) in &nodes {
+            if let Some(&rank) = ranks.get(depth) {
+                if chosen.len() < wanted {
+                    chosen.push(rank);
+                }
+            }
+        }
+        depth += 1;
+    }
+    chosen.sort_unstable();
+    chosen
+}
+
+/// A private duplicate of `comm` whose errors return (the file reports them itself), this
+/// process's rank, the size, and the node of each rank (a process of another job on a node of
+/// its own).
+fn duplicate(comm: MPI_Comm) -> MpiResult<(MPI_Comm, c_int, c_int, Vec<u64>)> {
+    let (rank, inter, nodes) = runtime::with(|rt| {
         let found = rt.comms.get(comm)?;
-        Ok((found.shared.rank as c_int, found.shared.is_inter()))
+        let nodes = found.shared.members.iter().map(|&job| if rt.engine.is_joined(job) { u64::from(job) << 32 } else { u64::from(rt.engine.node_id(job)) }).collect::<Vec<u64>>();
+        Ok((found.shared.rank as c_int, found.shared.is_inter(), nodes))
     })
     .map_err(|e| file_error(e.class, e.detail))?;
     if inter {
@@ -92,7 +122,7 @@ fn duplicate(comm: MPI_Comm) -> MpiResult<(MPI_Comm, c_int)> {
     collective(unsafe { crate::comm::construct::MPI_Comm_dup(comm, &mut private) }, "duplicate the communicator")?;
     // SAFETY: the new communicator and a predefined handler.
     unsafe { crate::error::handlers::abi::MPI_Comm_set_errhandler(private, MPI_ERRORS_RETURN) };
-    Ok((private, rank))
+    Ok((private, rank, nodes.len() as c_int, nodes))
 }
 
 fn free_comm(mut comm: MPI_Comm) {
@@ -161,7 +191,8 @@ pub unsafe extern "C" fn MPI_File_open(comm: MPI_Comm, filename: *const c_char, 
         modes::check_amode(amode).map_err(|why| file_error(MPI_ERR_AMODE, why))?;
         let hints = crate::info::entries(info).map_err(|e| file_error(e.class, e.detail))?;
         let path = path_of(&name);
-        let (private, rank) = duplicate(comm)?;
+        let (private, rank, size, nodes) = duplicate(comm)?;
+        let aggregators = aggregators(&nodes, hint(&hints, "cb_nodes").and_then(|value| value.parse().ok()));
         let opened = (|| {
             let mut created = if rank == 0 { create_on_root(&path, amode) } else { 0 };
             broadcast(private, &mut created)?;
@@ -189,6 +220,8 @@ pub unsafe extern "C" fn MPI_File_open(comm: MPI_Comm, filename: *const c_char, 
             Ok(OpenFile {
                 comm: private,
                 rank,
+                size,
+                aggregators,
                 path: path.clone(),
                 file: Arc::new(file),
                 amode,
@@ -596,6 +629,15 @@ mod tests {
     fn romio_prefixes_name_the_same_file() {
         assert_eq!(path_of("ufs:/tmp/a"), PathBuf::from("/tmp/a"));
         assert_eq!(path_of("/tmp/a:b"), PathBuf::from("/tmp/a:b"));
+    }
+
+    #[test]
+    fn aggregators_are_one_per_node_unless_cb_nodes_asks_for_more() {
+        let nodes = [7, 7, 9, 9, 9, 4];
+        assert_eq!(aggregators(&nodes, None), vec![0, 2, 5]);
+        assert_eq!(aggregators(&nodes, Some(5)), vec![0, 1, 2, 3, 5]);
+        assert_eq!(aggregators(&nodes, Some(1)), vec![0]);
+        assert_eq!(aggregators(&nodes, Some(100)).len(), 6);
     }
 
     #[test]

@@ -16,6 +16,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use super::abi::hint;
+use super::collective;
 use super::data::{self, Tuning};
 use super::worker::{self, TicketWatch};
 use super::{file_error, finish_file, modes, system_error, with_file, OpenFile};
@@ -64,6 +65,8 @@ struct Request {
     buffer: *mut u8,
     count: MPI_Count,
     datatype: MPI_Datatype,
+    /// A blocking `_all` call: every process of the file makes it, so it may aggregate.
+    collective: bool,
 }
 
 /// What an access needs of its file, taken out of the table.
@@ -80,6 +83,36 @@ struct Prepared {
     comm: MPI_Comm,
     /// The view's data representation is external32: the stream is converted on the way.
     external: bool,
+    /// How collective accesses aggregate.
+    aggregation: Aggregation,
+}
+
+/// The aggregators of the file's collective accesses and when they aggregate.
+#[derive(Clone)]
+struct Aggregation {
+    rank: c_int,
+    size: c_int,
+    aggregators: Vec<c_int>,
+    /// Bytes of each aggregator's domain per round (`cb_buffer_size`).
+    buffer: u64,
+    read: Buffering,
+    write: Buffering,
+}
+
+/// `romio_cb_read` and `romio_cb_write`: `automatic` aggregates when the accesses interleave.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Buffering {
+    Enable,
+    Disable,
+    Automatic,
+}
+
+fn buffering(value: Option<&str>) -> Buffering {
+    match value {
+        Some("enable") => Buffering::Enable,
+        Some("disable") => Buffering::Disable,
+        _ => Buffering::Automatic,
+    }
 }
 
 /// Refuses, in an external32 view, a type whose external32 size differs from its native one
@@ -93,6 +126,17 @@ pub(crate) fn check_external(info: &DatatypeRef, what: &str) -> MpiResult<()> {
             MPI_ERR_UNSUPPORTED_DATAREP,
             format!("the {what}'s external32 size ({} bytes) differs from its native size ({} bytes); Braid's external32 views take types whose sizes agree", datatype::external_size(info), info.size),
         ))
+    }
+}
+
+fn aggregation_of(file: &OpenFile) -> Aggregation {
+    Aggregation {
+        rank: file.rank,
+        size: file.size,
+        aggregators: file.aggregators.clone(),
+        buffer: hint(&file.hints, "cb_buffer_size").and_then(|value| value.parse().ok()).unwrap_or(16 << 20),
+        read: buffering(hint(&file.hints, "romio_cb_read")),
+        write: buffering(hint(&file.hints, "romio_cb_write")),
     }
 }
 
@@ -141,7 +185,7 @@ fn prepare(fh: MPI_File, request: &Request) -> MpiResult<Prepared> {
             check_external(&datatype, "datatype")?;
         }
         let prepared =
-            Prepared { external, file: file.file.clone(), path: file.path.clone(), view: file.view.clone(), tuning: tuning_of(file), start, bytes, datatype: datatype.clone(), comm: file.comm };
+            Prepared { aggregation: aggregation_of(file), external, file: file.file.clone(), path: file.path.clone(), view: file.view.clone(), tuning: tuning_of(file), start, bytes, datatype: datatype.clone(), comm: file.comm };
         Ok((prepared, (file.shared.clone(), etypes, etype_size)))
     })?;
     let (pointer, etypes, etype_size) = shared;
@@ -235,6 +279,12 @@ unsafe fn deliver(buffer: *mut u8, datatype: &DatatypeRef, handle: MPI_Datatype,
 unsafe fn blocking(fh: MPI_File, request: Request) -> MpiResult<Completion> {
     let prepared = prepare(fh, &request)?;
     let count = request.count as usize;
+    if request.collective && !prepared.tuning.atomic {
+        // SAFETY: per the caller.
+        if let Some(completion) = unsafe { aggregated(&prepared, &request) }? {
+            return Ok(completion);
+        }
+    }
     let moved = match request.direction {
         Direction::Write => {
             // SAFETY: per the caller.
@@ -266,6 +316,54 @@ unsafe fn blocking(fh: MPI_File, request: Request) -> MpiResult<Completion> {
         })?;
     }
     Ok(Completion { count: moved as usize, ..Completion::EMPTY })
+}
+
+/// A blocking collective access through the aggregators, when the hints and the accesses' layout
+/// call for it (the same answer on every process); `None`: each process accesses its own part.
+///
+/// # Safety
+/// As [`blocking`].
+unsafe fn aggregated(prepared: &Prepared, request: &Request) -> MpiResult<Option<Completion>> {
+    let aggregation = &prepared.aggregation;
+    let buffering = match request.direction {
+        Direction::Read => aggregation.read,
+        Direction::Write => aggregation.write,
+    };
+    if buffering == Buffering::Disable || aggregation.size < 2 {
+        return Ok(None);
+    }
+    let segments = collective::segments_of(&prepared.view, prepared.start, prepared.bytes);
+    let extents = collective::gather_extents(prepared.comm, &segments)?;
+    if buffering == Buffering::Automatic && !collective::interleaved(&extents) {
+        return Ok(None);
+    }
+    let plan = collective::Plan { comm: prepared.comm, rank: aggregation.rank, size: aggregation.size as usize, aggregators: &aggregation.aggregators, buffer: aggregation.buffer, extents: &extents };
+    let count = request.count as usize;
+    let moved = match request.direction {
+        Direction::Write => {
+            // SAFETY: per the caller.
+            let stream = unsafe { outgoing(request.buffer, count, &prepared.datatype, request.datatype, prepared.bytes, prepared.external) };
+            let class = plan.write(&prepared.file, &segments, &stream)?;
+            if class != 0 {
+                return Err(file_error(class, format!("cannot write {} (an aggregator failed)", prepared.path.display())));
+            }
+            prepared.bytes
+        }
+        Direction::Read => {
+            let mut packed = vec![0u8; prepared.bytes as usize];
+            let class = plan.read(&prepared.file, &segments, &mut packed)?;
+            if class != 0 {
+                return Err(file_error(class, format!("cannot read {} (an aggregator failed)", prepared.path.display())));
+            }
+            // What the file held: up to its end, as an independent read would have found.
+            let size = prepared.file.metadata().map_err(|failure| system_error("cannot read the size of", &prepared.path, &failure))?.len();
+            let got = prepared.view.visible_before(size).saturating_sub(prepared.start).min(prepared.bytes);
+            // SAFETY: per the caller.
+            unsafe { deliver(request.buffer, &prepared.datatype, request.datatype, &packed, got as usize, prepared.external) };
+            got
+        }
+    };
+    Ok(Some(Completion { count: moved as usize, ..Completion::EMPTY }))
 }
 
 /// Runs a blocking access and writes its status.
@@ -379,24 +477,29 @@ unsafe fn end(name: &str, fh: MPI_File, kind: SplitKind, status: *mut MPI_Status
 }
 
 fn request(position: Position, direction: Direction, buffer: *const c_void, count: MPI_Count, datatype: MPI_Datatype) -> Request {
-    Request { position, direction, buffer: buffer.cast_mut().cast(), count, datatype }
+    Request { position, direction, buffer: buffer.cast_mut().cast(), count, datatype, collective: false }
+}
+
+/// A blocking `_all` access: it may go through the aggregators.
+fn collective_request(position: Position, direction: Direction, buffer: *const c_void, count: MPI_Count, datatype: MPI_Datatype) -> Request {
+    Request { collective: true, ..request(position, direction, buffer, count, datatype) }
 }
 
 /// Defines a blocking data access entry point: its name, `at offset` for an explicit offset, the
-/// buffer's type; its position and direction.
+/// buffer's type; the request's constructor with its position and direction.
 macro_rules! blocking_access {
-    ($name:ident(at $offset:ident, $buf:ty) => $position:expr, $direction:expr) => {
+    ($name:ident(at $offset:ident, $buf:ty) => $make:ident($position:expr, $direction:expr)) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(fh: MPI_File, $offset: MPI_Offset, buf: $buf, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
             // SAFETY: the caller's buffer and status, per MPI.
-            unsafe { run(stringify!($name), fh, request($position, $direction, buf as *const c_void, count.into(), datatype), status) }
+            unsafe { run(stringify!($name), fh, $make($position, $direction, buf as *const c_void, count.into(), datatype), status) }
         }
     };
-    ($name:ident($buf:ty) => $position:expr, $direction:expr) => {
+    ($name:ident($buf:ty) => $make:ident($position:expr, $direction:expr)) => {
         #[no_mangle]
         pub unsafe extern "C" fn $name(fh: MPI_File, buf: $buf, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
             // SAFETY: the caller's buffer and status, per MPI.
-            unsafe { run(stringify!($name), fh, request($position, $direction, buf as *const c_void, count.into(), datatype), status) }
+            unsafe { run(stringify!($name), fh, $make($position, $direction, buf as *const c_void, count.into(), datatype), status) }
         }
     };
 }
@@ -451,18 +554,18 @@ macro_rules! split_access {
     };
 }
 
-blocking_access!(MPI_File_read_at(at offset, *mut c_void) => Position::Explicit(offset), Direction::Read);
-blocking_access!(MPI_File_read_at_all(at offset, *mut c_void) => Position::Explicit(offset), Direction::Read);
-blocking_access!(MPI_File_write_at(at offset, *const c_void) => Position::Explicit(offset), Direction::Write);
-blocking_access!(MPI_File_write_at_all(at offset, *const c_void) => Position::Explicit(offset), Direction::Write);
-blocking_access!(MPI_File_read(*mut c_void) => Position::Individual, Direction::Read);
-blocking_access!(MPI_File_read_all(*mut c_void) => Position::Individual, Direction::Read);
-blocking_access!(MPI_File_write(*const c_void) => Position::Individual, Direction::Write);
-blocking_access!(MPI_File_write_all(*const c_void) => Position::Individual, Direction::Write);
-blocking_access!(MPI_File_read_shared(*mut c_void) => Position::Shared, Direction::Read);
-blocking_access!(MPI_File_write_shared(*const c_void) => Position::Shared, Direction::Write);
-blocking_access!(MPI_File_read_ordered(*mut c_void) => Position::Ordered, Direction::Read);
-blocking_access!(MPI_File_write_ordered(*const c_void) => Position::Ordered, Direction::Write);
+blocking_access!(MPI_File_read_at(at offset, *mut c_void) => request(Position::Explicit(offset), Direction::Read));
+blocking_access!(MPI_File_read_at_all(at offset, *mut c_void) => collective_request(Position::Explicit(offset), Direction::Read));
+blocking_access!(MPI_File_write_at(at offset, *const c_void) => request(Position::Explicit(offset), Direction::Write));
+blocking_access!(MPI_File_write_at_all(at offset, *const c_void) => collective_request(Position::Explicit(offset), Direction::Write));
+blocking_access!(MPI_File_read(*mut c_void) => request(Position::Individual, Direction::Read));
+blocking_access!(MPI_File_read_all(*mut c_void) => collective_request(Position::Individual, Direction::Read));
+blocking_access!(MPI_File_write(*const c_void) => request(Position::Individual, Direction::Write));
+blocking_access!(MPI_File_write_all(*const c_void) => collective_request(Position::Individual, Direction::Write));
+blocking_access!(MPI_File_read_shared(*mut c_void) => request(Position::Shared, Direction::Read));
+blocking_access!(MPI_File_write_shared(*const c_void) => request(Position::Shared, Direction::Write));
+blocking_access!(MPI_File_read_ordered(*mut c_void) => request(Position::Ordered, Direction::Read));
+blocking_access!(MPI_File_write_ordered(*const c_void) => request(Position::Ordered, Direction::Write));
 
 nonblocking_access!(MPI_File_iread_at(at offset, *mut c_void) => Position::Explicit(offset), Direction::Read);
 nonblocking_access!(MPI_File_iread_at_all(at offset, *mut c_void) => Position::Explicit(offset), Direction::Read);
