@@ -215,3 +215,22 @@ fn jobs_on_different_nodes_connect_through_a_port() {
     assert!(client.status.success(), "client: {}{}", text(&client.stdout), text(&client.stderr));
     assert!(server.status.success(), "server: {}{}", text(&server.stdout), text(&server.stderr));
 }
+
+/// MPI-IO across the nodes of the virtual cluster, which share the file system as a cluster's
+/// parallel file system is shared: views and collective buffering (one aggregator per node),
+/// the shared file pointer (a hidden file both nodes lock) and atomic mode.
+#[test]
+fn file_io_works_across_nodes() {
+    require_clusters("bt");
+    let guard = ClusterGuard::new('f');
+    let up = run(&["cluster", "up", &guard.name, "--nodes", "2", "--rails", "1gbit"]);
+    assert!(up.status.success(), "cluster up: {}", text(&up.stderr));
+    let scratch = Scratch::new("io-across-nodes");
+    for program in ["io_views", "io_shared", "io_atomic", "io_access"] {
+        let binary = compile_c(&repository().join(format!("tests/c/{program}.c")), &scratch.0);
+        for ranks in ["2", "4"] {
+            let job = run(&["run", "--cluster", &guard.name, "-n", ranks, "--map-by", "node", binary.to_str().unwrap()]);
+            assert!(job.status.success(), "{program} on {ranks} ranks across nodes: {}{}", text(&job.stdout), text(&job.stderr));
+        }
+    }
+}

@@ -252,6 +252,17 @@ pub unsafe extern "C" fn MPI_File_open(comm: MPI_Comm, filename: *const c_char, 
     finish_file(MPI_FILE_NULL, "MPI_File_open", result)
 }
 
+/// Whether the open file has been removed from the file system (by another program): its data
+/// goes nowhere once it is closed.
+fn removed(file: &File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    file.metadata().is_ok_and(|metadata| metadata.nlink() == 0)
+}
+
+fn removed_error(path: &Path) -> crate::error::MpiError {
+    file_error(MPI_ERR_IO, format!("{} was removed while open: what was written to it is lost with it", path.display()))
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_close(fh: *mut MPI_File) -> c_int {
     // SAFETY: checked non-null; the caller's handle.
@@ -260,7 +271,7 @@ pub unsafe extern "C" fn MPI_File_close(fh: *mut MPI_File) -> c_int {
         if fh.is_null() {
             return Err(file_error(MPI_ERR_ARG, "fh must not be NULL"));
         }
-        let (comm, rank) = with_file(handle, |file| Ok((file.comm, file.rank)))?;
+        let (comm, rank, gone) = with_file(handle, |file| Ok((file.comm, file.rank, removed(&file.file))))?;
         // Every process is done with the file before it may go away.
         barrier(comm)?;
         let open = remove(handle).expect("checked open");
@@ -275,6 +286,9 @@ pub unsafe extern "C" fn MPI_File_close(fh: *mut MPI_File) -> c_int {
         free_comm(comm);
         // SAFETY: checked non-null.
         unsafe { *fh = MPI_FILE_NULL };
+        if gone {
+            return Err(removed_error(&open.path));
+        }
         Ok(())
     })();
     finish_file(handle, "MPI_File_close", result)
@@ -546,7 +560,11 @@ pub unsafe extern "C" fn MPI_File_sync(fh: MPI_File) -> c_int {
         if !modes::can_write(file.amode) {
             return Ok(());
         }
-        file.file.sync_all().map_err(|failure| system_error("cannot sync", &file.path, &failure))
+        file.file.sync_all().map_err(|failure| system_error("cannot sync", &file.path, &failure))?;
+        if removed(&file.file) {
+            return Err(removed_error(&file.path));
+        }
+        Ok(())
     });
     finish_file(fh, "MPI_File_sync", result)
 }

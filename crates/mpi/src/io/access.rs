@@ -184,8 +184,18 @@ fn prepare(fh: MPI_File, request: &Request) -> MpiResult<Prepared> {
         if external {
             check_external(&datatype, "datatype")?;
         }
-        let prepared =
-            Prepared { aggregation: aggregation_of(file), external, file: file.file.clone(), path: file.path.clone(), view: file.view.clone(), tuning: tuning_of(file), start, bytes, datatype: datatype.clone(), comm: file.comm };
+        let prepared = Prepared {
+            aggregation: aggregation_of(file),
+            external,
+            file: file.file.clone(),
+            path: file.path.clone(),
+            view: file.view.clone(),
+            tuning: tuning_of(file),
+            start,
+            bytes,
+            datatype: datatype.clone(),
+            comm: file.comm,
+        };
         Ok((prepared, (file.shared.clone(), etypes, etype_size)))
     })?;
     let (pointer, etypes, etype_size) = shared;

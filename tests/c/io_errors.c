@@ -1,0 +1,71 @@
+/* MPI-IO failures that come from the file system, not from the arguments: `io_errors DIR`, where
+ * DIR is a nearly full file system (the runner mounts a 1 MiB tmpfs there). A write larger than
+ * the room left fails with MPI_ERR_NO_SPACE (or MPI_ERR_IO), returned under the default file error
+ * handler, and the program goes on: the file still closes and deletes. Braid only: a file removed
+ * by another program while it is open is reported by MPI_File_sync and MPI_File_close
+ * (MPI_ERR_IO, or MPI_ERR_NO_SUCH_FILE) instead of its data vanishing without a word (the
+ * other implementations let the writes land in the unlinked file). Runs on any number of
+ * ranks. */
+#define _POSIX_C_SOURCE 200809L
+#include "io_files.h"
+
+enum { BIG = 4 << 20 };
+
+static void full_file_system(const char *dir)
+{
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    char path[IO_PATH_MAX];
+    long pid = (long)getpid();
+    MPI_Bcast(&pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+    snprintf(path, sizeof path, "%s/braid-io-errors-%ld-full", dir, pid);
+    MPI_File file = io_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY);
+    char *data = calloc(BIG, 1);
+    CHECK(data != NULL, "no memory");
+    int code = MPI_SUCCESS;
+    if (rank == 0)
+        code = MPI_File_write_at(file, 0, data, BIG, MPI_BYTE, MPI_STATUS_IGNORE);
+    if (rank == 0)
+        expect_class_at(__FILE__, __LINE__, code, MPI_ERR_NO_SPACE, MPI_ERR_IO, "a write larger than the file system");
+    free(data);
+    io_close(&file);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0)
+        expect_class_at(__FILE__, __LINE__, MPI_File_delete(path, MPI_INFO_NULL), MPI_SUCCESS, MPI_SUCCESS, "MPI_File_delete of the full file");
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+#ifdef TEST_BRAID_ONLY
+static void removed_while_open(void)
+{
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    char path[IO_PATH_MAX];
+    io_path(path, MPI_COMM_WORLD, "errors", "removed");
+    MPI_File file = io_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR);
+    int value = 42;
+    expect_class_at(__FILE__, __LINE__, MPI_File_write_at(file, rank, &value, 1, MPI_BYTE, MPI_STATUS_IGNORE), MPI_SUCCESS, MPI_SUCCESS,
+                    "a write before the file goes");
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0)
+        CHECK(unlink(path) == 0, "cannot remove %s behind MPI's back", path);
+    MPI_Barrier(MPI_COMM_WORLD);
+    expect_class_at(__FILE__, __LINE__, MPI_File_sync(file), MPI_ERR_IO, MPI_ERR_NO_SUCH_FILE, "MPI_File_sync of a removed file");
+    int code = MPI_File_close(&file);
+    expect_class_at(__FILE__, __LINE__, code, MPI_ERR_IO, MPI_ERR_NO_SUCH_FILE, "MPI_File_close of a removed file");
+    CHECK(file == MPI_FILE_NULL, "MPI_File_close of a removed file kept the handle");
+}
+#endif
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    CHECK(argc == 2, "usage: io_errors DIR (a file system of about 1 MiB)");
+    full_file_system(argv[1]);
+#ifdef TEST_BRAID_ONLY
+    removed_while_open();
+#endif
+    report_ok("io_errors");
+    MPI_Finalize();
+    return 0;
+}
