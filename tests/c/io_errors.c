@@ -1,7 +1,9 @@
 /* MPI-IO failures that come from the file system, not from the arguments: `io_errors DIR`, where
  * DIR is a nearly full file system (the runner mounts a 1 MiB tmpfs there). A write larger than
  * the room left fails with MPI_ERR_NO_SPACE (or MPI_ERR_IO), returned under the default file error
- * handler, and the program goes on: the file still closes and deletes. Braid only: a file removed
+ * handler, and the program goes on: the file still closes and deletes; a directory opened for
+ * writing is MPI_ERR_BAD_FILE. Braid only: MPI_ERR_DUP_DATAREP for a data representation
+ * registered twice, MPI_ERR_UNSUPPORTED_DATAREP for a view in one; a file removed
  * by another program while it is open is reported by MPI_File_sync and MPI_File_close
  * (MPI_ERR_IO, or MPI_ERR_NO_SUCH_FILE) instead of its data vanishing without a word (the
  * other implementations let the writes land in the unlinked file). Runs on any number of
@@ -35,7 +37,35 @@ static void full_file_system(const char *dir)
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* A directory is no file to write: MPI_ERR_BAD_FILE (MPI_ERR_IO accepted). */
+static void directory(const char *dir)
+{
+    MPI_File file = MPI_FILE_NULL;
+    expect_class_at(__FILE__, __LINE__, MPI_File_open(MPI_COMM_WORLD, dir, MPI_MODE_RDWR, MPI_INFO_NULL, &file), MPI_ERR_BAD_FILE, MPI_ERR_IO,
+                    "MPI_File_open of a directory for writing");
+    CHECK(file == MPI_FILE_NULL, "a failed MPI_File_open gave a file");
+}
+
 #ifdef TEST_BRAID_ONLY
+/* Data representations: a name registers once (the predefined ones never); a view in a
+ * registered user representation says Braid cannot convert through it. MPICH and Open MPI
+ * refuse MPI_Register_datarep altogether. */
+static void representations(void)
+{
+    expect_class_at(__FILE__, __LINE__, MPI_Register_datarep("braid-test-rep", MPI_CONVERSION_FN_NULL, MPI_CONVERSION_FN_NULL, NULL, NULL), MPI_SUCCESS,
+                    MPI_SUCCESS, "MPI_Register_datarep");
+    expect_class_at(__FILE__, __LINE__, MPI_Register_datarep("braid-test-rep", MPI_CONVERSION_FN_NULL, MPI_CONVERSION_FN_NULL, NULL, NULL),
+                    MPI_ERR_DUP_DATAREP, MPI_ERR_DUP_DATAREP, "MPI_Register_datarep of a name twice");
+    expect_class_at(__FILE__, __LINE__, MPI_Register_datarep("native", MPI_CONVERSION_FN_NULL, MPI_CONVERSION_FN_NULL, NULL, NULL), MPI_ERR_DUP_DATAREP,
+                    MPI_ERR_DUP_DATAREP, "MPI_Register_datarep of native");
+    char path[IO_PATH_MAX];
+    io_path(path, MPI_COMM_WORLD, "errors", "datarep");
+    MPI_File file = io_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE);
+    expect_class_at(__FILE__, __LINE__, MPI_File_set_view(file, 0, MPI_INT, MPI_INT, "braid-test-rep", MPI_INFO_NULL), MPI_ERR_UNSUPPORTED_DATAREP,
+                    MPI_ERR_UNSUPPORTED_DATAREP, "MPI_File_set_view in a user representation");
+    io_close(&file);
+}
+
 static void removed_while_open(void)
 {
     int rank;
@@ -62,7 +92,9 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     CHECK(argc == 2, "usage: io_errors DIR (a file system of about 1 MiB)");
     full_file_system(argv[1]);
+    directory(argv[1]);
 #ifdef TEST_BRAID_ONLY
+    representations();
     removed_while_open();
 #endif
     report_ok("io_errors");

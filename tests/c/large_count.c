@@ -1,13 +1,14 @@
 /* MPI 4's large-count (_c) functions. Small counts through every kind (point-to-point in each
  * mode, persistent and matched receives, the buffered-send buffer, collectives blocking,
  * non-blocking and persistent, datatype constructors and queries, packing, local reductions,
- * one-sided operations), then, with "big", one message of more than INT_MAX bytes sent and
- * broadcast, whose count MPI_Get_count can only call MPI_UNDEFINED. */
+ * one-sided operations, the file calls), then, with "big", one message of more than INT_MAX
+ * bytes sent and broadcast, whose count MPI_Get_count can only call MPI_UNDEFINED. */
 #include <limits.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -302,6 +303,47 @@ static void one_sided(void)
     MPI_Win_free(&win);
 }
 
+/* The file calls' _c forms: each rank writes its block of N ints with a large count (explicit
+ * offset, collective, non-blocking, through the individual pointer and split), reads its
+ * neighbour's back, and asks for a type's extent in the file. */
+static void files(void)
+{
+    char path[256];
+    long pid = (long)getpid();
+    MPI_Bcast(&pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+    const char *dir = getenv("TMPDIR");
+    snprintf(path, sizeof path, "%s/braid-large-count-%ld", dir != NULL && dir[0] != '\0' ? dir : "/tmp", pid);
+    MPI_File file;
+    CHECK(MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE, MPI_INFO_NULL, &file) == MPI_SUCCESS, "open %s", path);
+    int values[N], got[N];
+    for (int i = 0; i < N; i++)
+        values[i] = rank * 1000 + i;
+    MPI_Count n = N, count = 0;
+    MPI_Status status;
+    MPI_Offset mine = (MPI_Offset)rank * N * (MPI_Offset)sizeof(int);
+    CHECK(MPI_File_write_at_all_c(file, mine, values, n / 2, MPI_INT, &status) == MPI_SUCCESS, "write_at_all_c");
+    MPI_Get_count_c(&status, MPI_INT, &count);
+    CHECK(count == N / 2, "write_at_all_c count %lld", (long long)count);
+    MPI_Request request;
+    CHECK(MPI_File_iwrite_at_c(file, mine + N / 2 * (MPI_Offset)sizeof(int), values + N / 2, n / 2, MPI_INT, &request) == MPI_SUCCESS, "iwrite_at_c");
+    MPI_Wait(&request, MPI_STATUS_IGNORE);
+    MPI_File_sync(file);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_File_sync(file);
+    int right = (rank + 1) % size;
+    CHECK(MPI_File_read_at_c(file, (MPI_Offset)right * N * (MPI_Offset)sizeof(int), got, n, MPI_INT, &status) == MPI_SUCCESS, "read_at_c");
+    MPI_Get_count_c(&status, MPI_INT, &count);
+    CHECK(count == N && got[0] == right * 1000 && got[N - 1] == right * 1000 + N - 1, "read_at_c: count %lld, %d %d", (long long)count, got[0], got[N - 1]);
+    CHECK(MPI_File_seek(file, mine, MPI_SEEK_SET) == MPI_SUCCESS, "seek");
+    CHECK(MPI_File_read_all_begin_c(file, got, n, MPI_BYTE) == MPI_SUCCESS, "read_all_begin_c");
+    CHECK(MPI_File_read_all_end(file, got, &status) == MPI_SUCCESS, "read_all_end");
+    MPI_Get_count_c(&status, MPI_BYTE, &count);
+    CHECK(count == N && got[0] == rank * 1000, "read_all_begin_c: count %lld, %d", (long long)count, got[0]);
+    MPI_Count extent = 0;
+    CHECK(MPI_File_get_type_extent_c(file, MPI_DOUBLE, &extent) == MPI_SUCCESS && extent == (MPI_Count)sizeof(double), "get_type_extent_c %lld", (long long)extent);
+    MPI_File_close(&file);
+}
+
 static void big(void)
 {
     /* INT_MAX + 9 bytes, sent from rank 0 to rank 1, then broadcast back from rank 1. */
@@ -346,6 +388,7 @@ int main(int argc, char **argv)
         collectives();
         datatypes();
         one_sided();
+        files();
     }
     if (rank == 0)
         printf("large_count%s: passed\n", argc > 1 ? " big" : "");

@@ -33,6 +33,7 @@ pub const HANDWRITTEN: &[&str] = &[
     "MPI_Type_ub",
     "MPI_Address",
     "MPI_Register_datarep",
+    "MPI_Register_datarep_c",
     "MPI_Status_f2f08",
     "MPI_Status_f082f",
 ];
@@ -562,6 +563,7 @@ pub const PREDEFINED_CALLBACKS: &[&str] = &[
     "MPI_NULL_DELETE_FN",
     "MPI_DUP_FN",
     "MPI_CONVERSION_FN_NULL",
+    "MPI_CONVERSION_FN_NULL_C",
 ];
 
 /// The declarations of constants and sentinels, as fixed-form lines (also valid free form):

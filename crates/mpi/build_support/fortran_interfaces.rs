@@ -107,6 +107,13 @@ const HANDWRITTEN_INTERFACES: &[Handwritten] = &[
         declarations: &["CHARACTER(LEN=*) :: datarep", "EXTERNAL :: read_conversion_fn, write_conversion_fn, dtype_file_extent_fn", "INTEGER(KIND=MPI_ADDRESS_KIND) :: extra_state"],
     },
     Handwritten {
+        name: "MPI_Register_datarep_c",
+        arguments: "datarep, read_conversion_fn, write_conversion_fn, dtype_file_extent_fn, extra_state",
+        ierror: true,
+        only: Some(Module::F08),
+        declarations: &["CHARACTER(LEN=*) :: datarep", "EXTERNAL :: read_conversion_fn, write_conversion_fn, dtype_file_extent_fn", "INTEGER(KIND=MPI_ADDRESS_KIND) :: extra_state"],
+    },
+    Handwritten {
         name: "MPI_Keyval_create",
         arguments: "copy_fn, delete_fn, keyval, extra_state",
         ierror: true,

@@ -72,7 +72,7 @@ pub type MPI_File_errhandler_function = unsafe extern "C" fn(*mut MPI_File, *mut
 pub type MPI_Session_errhandler_function = MPI_Comm_errhandler_function;
 /// MPI-1's name for MPI_Comm_errhandler_function (MPI_Errhandler_create).
 pub type MPI_Handler_function = unsafe extern "C" fn(*mut MPI_Comm, *mut c_int, ...);
-pub const MPI_VERSION: c_int = 3;
+pub const MPI_VERSION: c_int = 4;
 pub const MPI_SUBVERSION: c_int = 1;
 pub const BRAID: c_int = 1;
 
@@ -405,6 +405,11 @@ pub type MPI_Datarep_extent_function = unsafe extern "C" fn(MPI_Datatype, *mut M
 pub type MPI_Datarep_conversion_function = unsafe extern "C" fn(*mut c_void, MPI_Datatype, c_int, *mut c_void, MPI_Offset, *mut c_void) -> c_int;
 /// `((MPI_Datarep_conversion_function *)0)`: the address a C caller passes for this callback.
 pub const MPI_CONVERSION_FN_NULL: usize = 0;
+/// `int MPI_Datarep_conversion_function_c(void *userbuf, MPI_Datatype datatype, MPI_Count count,
+/// void *filebuf, MPI_Offset position, void *extra_state)`: the large-count form.
+pub type MPI_Datarep_conversion_function_c = unsafe extern "C" fn(*mut c_void, MPI_Datatype, MPI_Count, *mut c_void, MPI_Offset, *mut c_void) -> c_int;
+/// `((MPI_Datarep_conversion_function_c *)0)`.
+pub const MPI_CONVERSION_FN_NULL_C: usize = 0;
 
 // Tool information interface (MPI_T)
 /// What an `MPI_T_enum` points to (never dereferenced: the handle carries a number).

@@ -81,6 +81,22 @@ pub unsafe extern "C" fn mpi_conversion_fn_null_(
     unsafe { ierror.write(MPI_SUCCESS) }
 }
 
+/// Fortran's MPI_CONVERSION_FN_NULL_C, the large-count form: its count is an
+/// INTEGER(KIND=MPI_COUNT_KIND); it converts nothing.
+#[no_mangle]
+pub unsafe extern "C" fn mpi_conversion_fn_null_c_(
+    _userbuf: *mut c_void,
+    _datatype: *const MPI_Fint,
+    _count: *const MPI_Count,
+    _filebuf: *mut c_void,
+    _position: *const MPI_Offset,
+    _extra: *const MPI_Aint,
+    ierror: *mut MPI_Fint,
+) {
+    // SAFETY: Fortran passes every argument.
+    unsafe { ierror.write(MPI_SUCCESS) }
+}
+
 /// A keyval's Fortran functions and extra state: the C keyval's extra state. It lives as long as
 /// the program (the keyval's callbacks may run after MPI_*_free_keyval, until the last attribute
 /// goes).

@@ -98,6 +98,8 @@ mod c {
         pub fn PMPI_Address(location: *const c_void, address: *mut MPI_Aint) -> c_int;
         pub fn MPI_Register_datarep(datarep: *const c_char, read: *mut c_void, write: *mut c_void, extent: *mut c_void, extra_state: *mut c_void) -> c_int;
         pub fn PMPI_Register_datarep(datarep: *const c_char, read: *mut c_void, write: *mut c_void, extent: *mut c_void, extra_state: *mut c_void) -> c_int;
+        pub fn MPI_Register_datarep_c(datarep: *const c_char, read: *mut c_void, write: *mut c_void, extent: *mut c_void, extra_state: *mut c_void) -> c_int;
+        pub fn PMPI_Register_datarep_c(datarep: *const c_char, read: *mut c_void, write: *mut c_void, extent: *mut c_void, extra_state: *mut c_void) -> c_int;
         pub fn MPI_Status_f2f08(f_status: *const MPI_Fint, f08_status: *mut MPI_Status) -> c_int;
         pub fn PMPI_Status_f2f08(f_status: *const MPI_Fint, f08_status: *mut MPI_Status) -> c_int;
         pub fn MPI_Status_f082f(f08_status: *const MPI_Status, f_status: *mut MPI_Fint) -> c_int;
@@ -418,8 +420,9 @@ unsafe fn address(c_function: unsafe extern "C" fn(*const c_void, *mut MPI_Aint)
 }
 fortran_symbols!(address(location: *mut c_void, result: *mut MPI_Fint, ierror: *mut MPI_Fint); c::MPI_Address => mpi_address_, mpi_address__, mpi_address, MPI_ADDRESS; c::PMPI_Address => pmpi_address_);
 
-/// MPI_REGISTER_DATAREP: the extra state is an INTEGER(KIND=MPI_ADDRESS_KIND) passed by reference.
-/// The C function refuses every data representation (no file I/O yet), before any callback runs.
+/// MPI_REGISTER_DATAREP and its large-count form: the extra state is an
+/// INTEGER(KIND=MPI_ADDRESS_KIND) passed by reference. The C function registers the name; files
+/// do not convert through user representations yet, so no callback runs.
 unsafe fn register_datarep(
     c_function: unsafe extern "C" fn(*const c_char, *mut c_void, *mut c_void, *mut c_void, *mut c_void) -> c_int,
     datarep: *const c_char,
@@ -438,6 +441,8 @@ unsafe fn register_datarep(
 }
 fortran_symbols!(register_datarep(datarep: *const c_char, read: *mut c_void, write: *mut c_void, extent: *mut c_void, extra_state: *const MPI_Aint, ierror: *mut MPI_Fint, datarep_len: usize);
     c::MPI_Register_datarep => mpi_register_datarep_, mpi_register_datarep__, mpi_register_datarep, MPI_REGISTER_DATAREP; c::PMPI_Register_datarep => pmpi_register_datarep_);
+fortran_symbols!(register_datarep(datarep: *const c_char, read: *mut c_void, write: *mut c_void, extent: *mut c_void, extra_state: *const MPI_Aint, ierror: *mut MPI_Fint, datarep_len: usize);
+    c::MPI_Register_datarep_c => mpi_register_datarep_c_, mpi_register_datarep_c__, mpi_register_datarep_c, MPI_REGISTER_DATAREP_C; c::PMPI_Register_datarep_c => pmpi_register_datarep_c_);
 
 /// MPI_STATUS_F2F08(F_STATUS, F08_STATUS, IERROR) of mpi_f08: both statuses arrive by reference,
 /// as the C function takes them.

@@ -425,6 +425,26 @@ fn known_datarep(datarep: &str) -> MpiResult<()> {
 
 /// Registers a data representation's name: a second registration of a name, or one of the
 /// predefined names, fails with MPI_ERR_DUP_DATAREP.
+///
+/// # Safety
+/// `datarep` must be NULL or a NUL-terminated string.
+unsafe fn register_datarep(name: &str, datarep: *const c_char) -> c_int {
+    let result = (|| {
+        // SAFETY: a NUL-terminated string per the caller.
+        let datarep = unsafe { c_text(datarep, "datarep") }.map_err(|e| file_error(e.class, e.detail))?.into_owned();
+        if datarep.len() >= MPI_MAX_DATAREP_STRING as usize {
+            return Err(file_error(MPI_ERR_ARG, format!("datarep is longer than MPI_MAX_DATAREP_STRING ({MPI_MAX_DATAREP_STRING}) characters")));
+        }
+        let mut registered = REGISTERED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if ["native", "internal", "external32"].contains(&datarep.as_str()) || registered.contains(&datarep) {
+            return Err(file_error(MPI_ERR_DUP_DATAREP, format!("a data representation named {datarep:?} exists already")));
+        }
+        registered.push(datarep);
+        Ok(())
+    })();
+    finish_file(MPI_FILE_NULL, name, result)
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Register_datarep(
     datarep: *const c_char,
@@ -433,20 +453,20 @@ pub unsafe extern "C" fn MPI_Register_datarep(
     _dtype_file_extent_fn: Option<MPI_Datarep_extent_function>,
     _extra_state: *mut c_void,
 ) -> c_int {
-    let result = (|| {
-        // SAFETY: a NUL-terminated string per MPI.
-        let name = unsafe { c_text(datarep, "datarep") }.map_err(|e| file_error(e.class, e.detail))?.into_owned();
-        if name.len() >= MPI_MAX_DATAREP_STRING as usize {
-            return Err(file_error(MPI_ERR_ARG, format!("datarep is longer than MPI_MAX_DATAREP_STRING ({MPI_MAX_DATAREP_STRING}) characters")));
-        }
-        let mut registered = REGISTERED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if ["native", "internal", "external32"].contains(&name.as_str()) || registered.contains(&name) {
-            return Err(file_error(MPI_ERR_DUP_DATAREP, format!("a data representation named {name:?} exists already")));
-        }
-        registered.push(name);
-        Ok(())
-    })();
-    finish_file(MPI_FILE_NULL, "MPI_Register_datarep", result)
+    // SAFETY: a NUL-terminated string per MPI.
+    unsafe { register_datarep("MPI_Register_datarep", datarep) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Register_datarep_c(
+    datarep: *const c_char,
+    _read_conversion_fn: Option<MPI_Datarep_conversion_function_c>,
+    _write_conversion_fn: Option<MPI_Datarep_conversion_function_c>,
+    _dtype_file_extent_fn: Option<MPI_Datarep_extent_function>,
+    _extra_state: *mut c_void,
+) -> c_int {
+    // SAFETY: a NUL-terminated string per MPI.
+    unsafe { register_datarep("MPI_Register_datarep_c", datarep) }
 }
 
 #[no_mangle]
@@ -523,18 +543,34 @@ pub unsafe extern "C" fn MPI_File_get_view(fh: MPI_File, disp: *mut MPI_Offset, 
     finish_file(fh, "MPI_File_get_view", result)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_File_get_type_extent(fh: MPI_File, datatype: MPI_Datatype, extent: *mut MPI_Aint) -> c_int {
+/// A type's extent in the file (MPI_File_get_type_extent and its `_c` form): in the native
+/// representation its extent in memory; in external32, for a type without holes, its external
+/// size.
+///
+/// # Safety
+/// `extent` must be NULL or writable.
+unsafe fn type_extent<T: TryFrom<isize>>(name: &str, fh: MPI_File, datatype: MPI_Datatype, extent: *mut T) -> c_int {
     let result = with_file(fh, |file| Ok(file.datarep == "external32"))
         .and_then(|external| {
             let info = datatype::lookup(datatype).map_err(|class| file_error(class, format!("{datatype} is not a datatype")))?;
-            // In native representation a type's extent in the file is its extent in memory; in
-            // external32 a type without holes takes its external size.
-            Ok(if external && info.size as isize == info.extent { datatype::external_size(&info) as MPI_Aint } else { info.extent as MPI_Aint })
+            let in_file = if external && info.size as isize == info.extent { datatype::external_size(&info) as isize } else { info.extent };
+            T::try_from(in_file).map_err(|_| file_error(MPI_ERR_VALUE_TOO_LARGE, format!("the extent {in_file} does not fit the result")))
         })
         // SAFETY: the caller's out-parameter.
-        .and_then(|file_extent| unsafe { put(extent, "extent", file_extent) });
-    finish_file(fh, "MPI_File_get_type_extent", result)
+        .and_then(|value| unsafe { put(extent, "extent", value) });
+    finish_file(fh, name, result)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_get_type_extent(fh: MPI_File, datatype: MPI_Datatype, extent: *mut MPI_Aint) -> c_int {
+    // SAFETY: the caller's out-parameter.
+    unsafe { type_extent("MPI_File_get_type_extent", fh, datatype, extent) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_File_get_type_extent_c(fh: MPI_File, datatype: MPI_Datatype, extent: *mut MPI_Count) -> c_int {
+    // SAFETY: the caller's out-parameter.
+    unsafe { type_extent("MPI_File_get_type_extent_c", fh, datatype, extent) }
 }
 
 #[no_mangle]

@@ -143,7 +143,8 @@ fn aggregation_of(file: &OpenFile) -> Aggregation {
 fn tuning_of(file: &OpenFile) -> Tuning {
     let sieving = hint(&file.hints, "romio_ds_read").is_none_or(|value| value != "disable");
     let sieve_bytes = if sieving { hint(&file.hints, "ind_rd_buffer_size").and_then(|v| v.parse().ok()).unwrap_or(4 << 20) } else { 0 };
-    Tuning { atomic: file.atomic, sieve_bytes }
+    let sieve_write_bytes = if hint(&file.hints, "romio_ds_write") == Some("enable") { hint(&file.hints, "ind_wr_buffer_size").and_then(|v| v.parse().ok()).unwrap_or(512 << 10) } else { 0 };
+    Tuning { atomic: file.atomic, sieve_bytes, sieve_write_bytes }
 }
 
 /// Checks an access against the file's mode and view and takes its position: the individual
@@ -496,18 +497,19 @@ fn collective_request(position: Position, direction: Direction, buffer: *const c
 }
 
 /// Defines a blocking data access entry point: its name, `at offset` for an explicit offset, the
-/// buffer's type; the request's constructor with its position and direction.
+/// buffer's type and the count's (`c_int`, or `MPI_Count` for the `_c` forms); the request's
+/// constructor with its position and direction.
 macro_rules! blocking_access {
-    ($name:ident(at $offset:ident, $buf:ty) => $make:ident($position:expr, $direction:expr)) => {
+    ($name:ident(at $offset:ident, $buf:ty, $count:ty) => $make:ident($position:expr, $direction:expr)) => {
         #[no_mangle]
-        pub unsafe extern "C" fn $name(fh: MPI_File, $offset: MPI_Offset, buf: $buf, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+        pub unsafe extern "C" fn $name(fh: MPI_File, $offset: MPI_Offset, buf: $buf, count: $count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
             // SAFETY: the caller's buffer and status, per MPI.
             unsafe { run(stringify!($name), fh, $make($position, $direction, buf as *const c_void, count.into(), datatype), status) }
         }
     };
-    ($name:ident($buf:ty) => $make:ident($position:expr, $direction:expr)) => {
+    ($name:ident($buf:ty, $count:ty) => $make:ident($position:expr, $direction:expr)) => {
         #[no_mangle]
-        pub unsafe extern "C" fn $name(fh: MPI_File, buf: $buf, count: c_int, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
+        pub unsafe extern "C" fn $name(fh: MPI_File, buf: $buf, count: $count, datatype: MPI_Datatype, status: *mut MPI_Status) -> c_int {
             // SAFETY: the caller's buffer and status, per MPI.
             unsafe { run(stringify!($name), fh, $make($position, $direction, buf as *const c_void, count.into(), datatype), status) }
         }
@@ -516,17 +518,17 @@ macro_rules! blocking_access {
 
 /// Defines a non-blocking data access entry point (arguments as [`blocking_access`]).
 macro_rules! nonblocking_access {
-    ($name:ident(at $offset:ident, $buf:ty) => $position:expr, $direction:expr) => {
+    ($name:ident(at $offset:ident, $buf:ty, $count:ty) => $position:expr, $direction:expr) => {
         #[no_mangle]
-        pub unsafe extern "C" fn $name(fh: MPI_File, $offset: MPI_Offset, buf: $buf, count: c_int, datatype: MPI_Datatype, handle: *mut MPI_Request) -> c_int {
+        pub unsafe extern "C" fn $name(fh: MPI_File, $offset: MPI_Offset, buf: $buf, count: $count, datatype: MPI_Datatype, handle: *mut MPI_Request) -> c_int {
             // SAFETY: the caller's buffer and request, per MPI.
             let result = unsafe { start(fh, request($position, $direction, buf as *const c_void, count.into(), datatype), handle) };
             finish_file(fh, stringify!($name), result)
         }
     };
-    ($name:ident($buf:ty) => $position:expr, $direction:expr) => {
+    ($name:ident($buf:ty, $count:ty) => $position:expr, $direction:expr) => {
         #[no_mangle]
-        pub unsafe extern "C" fn $name(fh: MPI_File, buf: $buf, count: c_int, datatype: MPI_Datatype, handle: *mut MPI_Request) -> c_int {
+        pub unsafe extern "C" fn $name(fh: MPI_File, buf: $buf, count: $count, datatype: MPI_Datatype, handle: *mut MPI_Request) -> c_int {
             // SAFETY: the caller's buffer and request, per MPI.
             let result = unsafe { start(fh, request($position, $direction, buf as *const c_void, count.into(), datatype), handle) };
             finish_file(fh, stringify!($name), result)
@@ -534,28 +536,27 @@ macro_rules! nonblocking_access {
     };
 }
 
-/// Defines a split collective's begin and end entry points (arguments as [`blocking_access`],
-/// then the kind).
-macro_rules! split_access {
-    ($begin:ident / $end:ident(at $offset:ident, $buf:ty) => $kind:expr, $position:expr, $direction:expr) => {
+/// Defines a split collective's begin (arguments as [`blocking_access`], then its kind).
+macro_rules! split_begin {
+    ($begin:ident(at $offset:ident, $buf:ty, $count:ty) => $kind:expr, $position:expr, $direction:expr) => {
         #[no_mangle]
-        pub unsafe extern "C" fn $begin(fh: MPI_File, $offset: MPI_Offset, buf: $buf, count: c_int, datatype: MPI_Datatype) -> c_int {
+        pub unsafe extern "C" fn $begin(fh: MPI_File, $offset: MPI_Offset, buf: $buf, count: $count, datatype: MPI_Datatype) -> c_int {
             // SAFETY: the caller's buffer, per MPI.
             unsafe { begin(stringify!($begin), fh, $kind, request($position, $direction, buf as *const c_void, count.into(), datatype)) }
         }
-
-        split_access!(@end $end($buf) => $kind);
     };
-    ($begin:ident / $end:ident($buf:ty) => $kind:expr, $position:expr, $direction:expr) => {
+    ($begin:ident($buf:ty, $count:ty) => $kind:expr, $position:expr, $direction:expr) => {
         #[no_mangle]
-        pub unsafe extern "C" fn $begin(fh: MPI_File, buf: $buf, count: c_int, datatype: MPI_Datatype) -> c_int {
+        pub unsafe extern "C" fn $begin(fh: MPI_File, buf: $buf, count: $count, datatype: MPI_Datatype) -> c_int {
             // SAFETY: the caller's buffer, per MPI.
             unsafe { begin(stringify!($begin), fh, $kind, request($position, $direction, buf as *const c_void, count.into(), datatype)) }
         }
-
-        split_access!(@end $end($buf) => $kind);
     };
-    (@end $end:ident($buf:ty) => $kind:expr) => {
+}
+
+/// Defines a split collective's end, which hands over the status of the begin of `$kind`.
+macro_rules! split_end {
+    ($end:ident($buf:ty) => $kind:expr) => {
         #[no_mangle]
         pub unsafe extern "C" fn $end(fh: MPI_File, _buf: $buf, status: *mut MPI_Status) -> c_int {
             // SAFETY: the caller's status, per MPI.
@@ -564,33 +565,67 @@ macro_rules! split_access {
     };
 }
 
-blocking_access!(MPI_File_read_at(at offset, *mut c_void) => request(Position::Explicit(offset), Direction::Read));
-blocking_access!(MPI_File_read_at_all(at offset, *mut c_void) => collective_request(Position::Explicit(offset), Direction::Read));
-blocking_access!(MPI_File_write_at(at offset, *const c_void) => request(Position::Explicit(offset), Direction::Write));
-blocking_access!(MPI_File_write_at_all(at offset, *const c_void) => collective_request(Position::Explicit(offset), Direction::Write));
-blocking_access!(MPI_File_read(*mut c_void) => request(Position::Individual, Direction::Read));
-blocking_access!(MPI_File_read_all(*mut c_void) => collective_request(Position::Individual, Direction::Read));
-blocking_access!(MPI_File_write(*const c_void) => request(Position::Individual, Direction::Write));
-blocking_access!(MPI_File_write_all(*const c_void) => collective_request(Position::Individual, Direction::Write));
-blocking_access!(MPI_File_read_shared(*mut c_void) => request(Position::Shared, Direction::Read));
-blocking_access!(MPI_File_write_shared(*const c_void) => request(Position::Shared, Direction::Write));
-blocking_access!(MPI_File_read_ordered(*mut c_void) => request(Position::Ordered, Direction::Read));
-blocking_access!(MPI_File_write_ordered(*const c_void) => request(Position::Ordered, Direction::Write));
+blocking_access!(MPI_File_read_at(at offset, *mut c_void, c_int) => request(Position::Explicit(offset), Direction::Read));
+blocking_access!(MPI_File_read_at_c(at offset, *mut c_void, MPI_Count) => request(Position::Explicit(offset), Direction::Read));
+blocking_access!(MPI_File_read_at_all(at offset, *mut c_void, c_int) => collective_request(Position::Explicit(offset), Direction::Read));
+blocking_access!(MPI_File_read_at_all_c(at offset, *mut c_void, MPI_Count) => collective_request(Position::Explicit(offset), Direction::Read));
+blocking_access!(MPI_File_write_at(at offset, *const c_void, c_int) => request(Position::Explicit(offset), Direction::Write));
+blocking_access!(MPI_File_write_at_c(at offset, *const c_void, MPI_Count) => request(Position::Explicit(offset), Direction::Write));
+blocking_access!(MPI_File_write_at_all(at offset, *const c_void, c_int) => collective_request(Position::Explicit(offset), Direction::Write));
+blocking_access!(MPI_File_write_at_all_c(at offset, *const c_void, MPI_Count) => collective_request(Position::Explicit(offset), Direction::Write));
+blocking_access!(MPI_File_read(*mut c_void, c_int) => request(Position::Individual, Direction::Read));
+blocking_access!(MPI_File_read_c(*mut c_void, MPI_Count) => request(Position::Individual, Direction::Read));
+blocking_access!(MPI_File_read_all(*mut c_void, c_int) => collective_request(Position::Individual, Direction::Read));
+blocking_access!(MPI_File_read_all_c(*mut c_void, MPI_Count) => collective_request(Position::Individual, Direction::Read));
+blocking_access!(MPI_File_write(*const c_void, c_int) => request(Position::Individual, Direction::Write));
+blocking_access!(MPI_File_write_c(*const c_void, MPI_Count) => request(Position::Individual, Direction::Write));
+blocking_access!(MPI_File_write_all(*const c_void, c_int) => collective_request(Position::Individual, Direction::Write));
+blocking_access!(MPI_File_write_all_c(*const c_void, MPI_Count) => collective_request(Position::Individual, Direction::Write));
+blocking_access!(MPI_File_read_shared(*mut c_void, c_int) => request(Position::Shared, Direction::Read));
+blocking_access!(MPI_File_read_shared_c(*mut c_void, MPI_Count) => request(Position::Shared, Direction::Read));
+blocking_access!(MPI_File_write_shared(*const c_void, c_int) => request(Position::Shared, Direction::Write));
+blocking_access!(MPI_File_write_shared_c(*const c_void, MPI_Count) => request(Position::Shared, Direction::Write));
+blocking_access!(MPI_File_read_ordered(*mut c_void, c_int) => request(Position::Ordered, Direction::Read));
+blocking_access!(MPI_File_read_ordered_c(*mut c_void, MPI_Count) => request(Position::Ordered, Direction::Read));
+blocking_access!(MPI_File_write_ordered(*const c_void, c_int) => request(Position::Ordered, Direction::Write));
+blocking_access!(MPI_File_write_ordered_c(*const c_void, MPI_Count) => request(Position::Ordered, Direction::Write));
 
-nonblocking_access!(MPI_File_iread_at(at offset, *mut c_void) => Position::Explicit(offset), Direction::Read);
-nonblocking_access!(MPI_File_iread_at_all(at offset, *mut c_void) => Position::Explicit(offset), Direction::Read);
-nonblocking_access!(MPI_File_iwrite_at(at offset, *const c_void) => Position::Explicit(offset), Direction::Write);
-nonblocking_access!(MPI_File_iwrite_at_all(at offset, *const c_void) => Position::Explicit(offset), Direction::Write);
-nonblocking_access!(MPI_File_iread(*mut c_void) => Position::Individual, Direction::Read);
-nonblocking_access!(MPI_File_iread_all(*mut c_void) => Position::Individual, Direction::Read);
-nonblocking_access!(MPI_File_iwrite(*const c_void) => Position::Individual, Direction::Write);
-nonblocking_access!(MPI_File_iwrite_all(*const c_void) => Position::Individual, Direction::Write);
-nonblocking_access!(MPI_File_iread_shared(*mut c_void) => Position::Shared, Direction::Read);
-nonblocking_access!(MPI_File_iwrite_shared(*const c_void) => Position::Shared, Direction::Write);
+nonblocking_access!(MPI_File_iread_at(at offset, *mut c_void, c_int) => Position::Explicit(offset), Direction::Read);
+nonblocking_access!(MPI_File_iread_at_c(at offset, *mut c_void, MPI_Count) => Position::Explicit(offset), Direction::Read);
+nonblocking_access!(MPI_File_iread_at_all(at offset, *mut c_void, c_int) => Position::Explicit(offset), Direction::Read);
+nonblocking_access!(MPI_File_iread_at_all_c(at offset, *mut c_void, MPI_Count) => Position::Explicit(offset), Direction::Read);
+nonblocking_access!(MPI_File_iwrite_at(at offset, *const c_void, c_int) => Position::Explicit(offset), Direction::Write);
+nonblocking_access!(MPI_File_iwrite_at_c(at offset, *const c_void, MPI_Count) => Position::Explicit(offset), Direction::Write);
+nonblocking_access!(MPI_File_iwrite_at_all(at offset, *const c_void, c_int) => Position::Explicit(offset), Direction::Write);
+nonblocking_access!(MPI_File_iwrite_at_all_c(at offset, *const c_void, MPI_Count) => Position::Explicit(offset), Direction::Write);
+nonblocking_access!(MPI_File_iread(*mut c_void, c_int) => Position::Individual, Direction::Read);
+nonblocking_access!(MPI_File_iread_c(*mut c_void, MPI_Count) => Position::Individual, Direction::Read);
+nonblocking_access!(MPI_File_iread_all(*mut c_void, c_int) => Position::Individual, Direction::Read);
+nonblocking_access!(MPI_File_iread_all_c(*mut c_void, MPI_Count) => Position::Individual, Direction::Read);
+nonblocking_access!(MPI_File_iwrite(*const c_void, c_int) => Position::Individual, Direction::Write);
+nonblocking_access!(MPI_File_iwrite_c(*const c_void, MPI_Count) => Position::Individual, Direction::Write);
+nonblocking_access!(MPI_File_iwrite_all(*const c_void, c_int) => Position::Individual, Direction::Write);
+nonblocking_access!(MPI_File_iwrite_all_c(*const c_void, MPI_Count) => Position::Individual, Direction::Write);
+nonblocking_access!(MPI_File_iread_shared(*mut c_void, c_int) => Position::Shared, Direction::Read);
+nonblocking_access!(MPI_File_iread_shared_c(*mut c_void, MPI_Count) => Position::Shared, Direction::Read);
+nonblocking_access!(MPI_File_iwrite_shared(*const c_void, c_int) => Position::Shared, Direction::Write);
+nonblocking_access!(MPI_File_iwrite_shared_c(*const c_void, MPI_Count) => Position::Shared, Direction::Write);
 
-split_access!(MPI_File_read_at_all_begin / MPI_File_read_at_all_end(at offset, *mut c_void) => SplitKind::ReadAt, Position::Explicit(offset), Direction::Read);
-split_access!(MPI_File_write_at_all_begin / MPI_File_write_at_all_end(at offset, *const c_void) => SplitKind::WriteAt, Position::Explicit(offset), Direction::Write);
-split_access!(MPI_File_read_all_begin / MPI_File_read_all_end(*mut c_void) => SplitKind::ReadAll, Position::Individual, Direction::Read);
-split_access!(MPI_File_write_all_begin / MPI_File_write_all_end(*const c_void) => SplitKind::WriteAll, Position::Individual, Direction::Write);
-split_access!(MPI_File_read_ordered_begin / MPI_File_read_ordered_end(*mut c_void) => SplitKind::ReadOrdered, Position::Ordered, Direction::Read);
-split_access!(MPI_File_write_ordered_begin / MPI_File_write_ordered_end(*const c_void) => SplitKind::WriteOrdered, Position::Ordered, Direction::Write);
+split_begin!(MPI_File_read_at_all_begin(at offset, *mut c_void, c_int) => SplitKind::ReadAt, Position::Explicit(offset), Direction::Read);
+split_begin!(MPI_File_read_at_all_begin_c(at offset, *mut c_void, MPI_Count) => SplitKind::ReadAt, Position::Explicit(offset), Direction::Read);
+split_end!(MPI_File_read_at_all_end(*mut c_void) => SplitKind::ReadAt);
+split_begin!(MPI_File_write_at_all_begin(at offset, *const c_void, c_int) => SplitKind::WriteAt, Position::Explicit(offset), Direction::Write);
+split_begin!(MPI_File_write_at_all_begin_c(at offset, *const c_void, MPI_Count) => SplitKind::WriteAt, Position::Explicit(offset), Direction::Write);
+split_end!(MPI_File_write_at_all_end(*const c_void) => SplitKind::WriteAt);
+split_begin!(MPI_File_read_all_begin(*mut c_void, c_int) => SplitKind::ReadAll, Position::Individual, Direction::Read);
+split_begin!(MPI_File_read_all_begin_c(*mut c_void, MPI_Count) => SplitKind::ReadAll, Position::Individual, Direction::Read);
+split_end!(MPI_File_read_all_end(*mut c_void) => SplitKind::ReadAll);
+split_begin!(MPI_File_write_all_begin(*const c_void, c_int) => SplitKind::WriteAll, Position::Individual, Direction::Write);
+split_begin!(MPI_File_write_all_begin_c(*const c_void, MPI_Count) => SplitKind::WriteAll, Position::Individual, Direction::Write);
+split_end!(MPI_File_write_all_end(*const c_void) => SplitKind::WriteAll);
+split_begin!(MPI_File_read_ordered_begin(*mut c_void, c_int) => SplitKind::ReadOrdered, Position::Ordered, Direction::Read);
+split_begin!(MPI_File_read_ordered_begin_c(*mut c_void, MPI_Count) => SplitKind::ReadOrdered, Position::Ordered, Direction::Read);
+split_end!(MPI_File_read_ordered_end(*mut c_void) => SplitKind::ReadOrdered);
+split_begin!(MPI_File_write_ordered_begin(*const c_void, c_int) => SplitKind::WriteOrdered, Position::Ordered, Direction::Write);
+split_begin!(MPI_File_write_ordered_begin_c(*const c_void, MPI_Count) => SplitKind::WriteOrdered, Position::Ordered, Direction::Write);
+split_end!(MPI_File_write_ordered_end(*const c_void) => SplitKind::WriteOrdered);
