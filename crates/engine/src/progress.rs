@@ -258,7 +258,7 @@ impl Engine {
             }
             let sleeper = match self.wait.doorbell {
                 Doorbell::Direct(_) | Doorbell::None if !self.joined_sockets.is_empty() => {
-                    self.sleep_with_sockets(&mut done)?;
+                    self.sleep_on_several(&mut done)?;
                     continue;
                 }
                 Doorbell::Direct(_) if !self.joined_doorbells.is_empty() => {
@@ -288,42 +288,27 @@ impl Engine {
     }
 
     /// Sleeps on the doorbells of the first direct transport and of those that reach processes
-    /// of other jobs (see `joining.rs`) at once, unless a direct lane needs polling.
+    /// of other jobs (see `joining.rs`) at once, unless a direct lane needs polling. With network
+    /// transports to processes of other jobs too: on the doorbells for at most
+    /// [`MIXED_SLEEP_MAX`] (a futex and a socket cannot be slept on together), or on the sockets'
+    /// descriptors when there is no doorbell.
     fn sleep_on_several(&mut self, done: &mut impl FnMut(&mut Engine) -> bool) -> Result<(), EngineError> {
         if self.core.has_local_work() {
             self.core.counters.time_blocked(std::thread::yield_now);
             return Ok(());
         }
         let armed = self.arm_direct_doorbells();
-        // Armed: one more look closes the window between the last poll and the sleep.
+        // Armed (sockets need no arming): one more look closes the window before the sleep.
         let polled = self.progress();
         if matches!(polled, Ok(false)) && !done(self) {
             let timeout = self.wait.timeout;
-            self.core.counters.time_asleep(|| armed.sleep(timeout));
-        }
-        self.disarm(&armed);
-        polled.map(|_| ())
-    }
-
-    /// Sleeps while network transports reach processes of other jobs (see `joining.rs`): on the
-    /// direct transports' doorbells for at most [`MIXED_SLEEP_MAX`] when there are any (a futex
-    /// and a socket cannot be slept on together), else on the sockets' descriptors.
-    fn sleep_with_sockets(&mut self, done: &mut impl FnMut(&mut Engine) -> bool) -> Result<(), EngineError> {
-        if self.core.has_local_work() {
-            self.core.counters.time_blocked(std::thread::yield_now);
-            return Ok(());
-        }
-        let armed = self.arm_direct_doorbells();
-        // Armed (the sockets need no arming): one more look closes the window before the sleep.
-        let polled = self.progress();
-        if matches!(polled, Ok(false)) && !done(self) {
-            if armed.is_empty() {
-                let timeout = self.wait.timeout;
+            if !armed.is_empty() {
+                let bounded = if self.joined_sockets.is_empty() { timeout } else { timeout.min(MIXED_SLEEP_MAX) };
+                self.core.counters.time_asleep(|| armed.sleep(bounded));
+            } else {
                 let Engine { transports, joined_sockets, core, .. } = self;
                 let descriptors: Vec<_> = joined_sockets.iter().filter_map(|&index| transports[index].doorbell()).collect();
                 core.counters.time_asleep(|| braid_sys::fd::poll_readable(&descriptors, Some(timeout)).map(|_| ()).unwrap_or(()));
-            } else {
-                self.core.counters.time_asleep(|| armed.sleep(MIXED_SLEEP_MAX));
             }
         }
         self.disarm(&armed);

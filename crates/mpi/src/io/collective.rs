@@ -1,4 +1,5 @@
-//! Collective buffering for the blocking collective accesses (ROMIO's two-phase I/O): when the
+//! Collective buffering for the blocking collective accesses (ROMIO's two-phase I/O, Thakur, Gropp
+//! and Lusk 1999): when the
 //! processes' accesses interleave in the file, a few aggregator processes (one per node by
 //! default, `cb_nodes`) each take a domain of the file, the processes send them their pieces over
 //! the communicator (shared memory within a node), and each aggregator writes its domain as few

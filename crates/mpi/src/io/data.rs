@@ -1,6 +1,6 @@
 //! Moving a process's visible bytes to and from the file: positioned system calls on the file
 //! segments its view maps them to, data sieving for reads that touch many small segments (one
-//! read of their span, then copies), and byte-range locks in atomic mode.
+//! read of their span, then copies: Thakur, Gropp and Lusk 1999), and byte-range locks in atomic mode.
 
 use std::fs::File;
 use std::io;
