@@ -1,7 +1,8 @@
 /* Persistent collectives (MPI 4.0): each request is made once with MPI_*_init and started many
  * times, with the buffers' contents changed between starts; several started together with
  * MPI_Startall; one freed while inactive; a neighbourhood one on a periodic ring; and the
- * rooted ones at every root. Each start must deliver the data of that round. */
+ * rooted ones at every root; argument arrays freed right after the init. Each start must
+ * deliver the data of that round. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,6 +133,44 @@ static void neighbors_on_a_ring(void)
     MPI_Comm_free(&ring);
 }
 
+/* The argument arrays are read by the init call: the program frees them right after (as mpi4py
+ * does), and every start still uses the counts given, in place and not. */
+static void arrays_freed_after_init(void)
+{
+    MPI_Count *counts = malloc(sizeof(MPI_Count) * size);
+    int *icounts = malloc(sizeof(int) * size), *idispls = malloc(sizeof(int) * size);
+    int total = 0;
+    for (int i = 0; i < size; i++) {
+        counts[i] = icounts[i] = i + 1;
+        idispls[i] = total;
+        total += i + 1;
+    }
+    int *data = malloc(sizeof(int) * total), *mine = malloc(sizeof(int) * (rank + 1)), *all = malloc(sizeof(int) * total);
+    MPI_Request requests[2];
+    MPI_Reduce_scatter_init_c(MPI_IN_PLACE, data, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &requests[0]);
+    MPI_Allgatherv_init(mine, rank + 1, MPI_INT, all, icounts, idispls, MPI_INT, MPI_COMM_WORLD, MPI_INFO_NULL, &requests[1]);
+    free(counts);
+    free(icounts);
+    free(idispls);
+    for (int round = 1; round <= 3; round++) {
+        for (int i = 0; i < total; i++)
+            data[i] = round;
+        for (int i = 0; i <= rank; i++)
+            mine[i] = round * 100 + rank;
+        MPI_Startall(2, requests);
+        MPI_Waitall(2, requests, MPI_STATUSES_IGNORE);
+        for (int i = 0; i <= rank; i++)
+            CHECK(data[i] == round * size, "round %d: reduce_scatter element %d is %d, not %d", round, i, data[i], round * size);
+        for (int r = 0, at = 0; r < size; at += ++r)
+            CHECK(all[at] == round * 100 + r && all[at + r] == round * 100 + r, "round %d: allgatherv block %d", round, r);
+    }
+    MPI_Request_free(&requests[0]);
+    MPI_Request_free(&requests[1]);
+    free(data);
+    free(mine);
+    free(all);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -140,6 +179,7 @@ int main(int argc, char **argv)
     bcast_reduce_allreduce();
     data_movement();
     neighbors_on_a_ring();
+    arrays_freed_after_init();
     if (rank == 0)
         printf("persistent_coll: %d ranks passed\n", size);
     MPI_Finalize();

@@ -24,6 +24,7 @@ use std::sync::Arc;
 use super::algorithms;
 use super::drive::{self, Driver, Route};
 use super::port::Port;
+use super::retained;
 use crate::comm::CommShared;
 use crate::consts::*;
 use crate::datatype;
@@ -307,8 +308,9 @@ fn launch_outcome<F: Future<Output = Outcome> + 'static>(rt: &mut Runtime, start
 
 /// Makes the inactive persistent request of a collective (MPI_Bcast_init and its kin) and stores
 /// it in `*request`. The arguments are checked now, by building the schedule once and dropping
-/// it unstarted; each MPI_Start builds the schedule again from them and launches it, as the
-/// non-blocking call does (a collective on the communicator, in the order of the starts).
+/// it unstarted, which also copies the argument arrays; each MPI_Start builds the schedule again
+/// from the arguments and those copies and launches it, as the non-blocking call does (a
+/// collective on the communicator, in the order of the starts).
 ///
 /// # Safety
 /// `request` must be NULL (an error) or point to a request handle; the buffers must stay valid
@@ -333,19 +335,18 @@ where
     let handle = runtime::with(|rt| {
         crate::comm::abi::hints_of(comm, info)?;
         let start = begin(rt, comm)?;
-        if start.is_inter() {
-            drop(build_inter(&start, args)?);
-        } else {
-            drop(build(&start, args)?);
-        }
+        // The argument arrays are read now, and their copies kept for every start (see
+        // `retained.rs`).
+        let (built, copies) = retained::record(|| if start.is_inter() { build_inter(&start, args).map(drop) } else { build(&start, args).map(drop) });
+        built?;
         rt.coll_spare.keep(start.port());
         let restart = move |rt: &mut dyn std::any::Any| {
             let rt = rt.downcast_mut::<Runtime>().expect("a persistent collective starts with the runtime");
             let start = begin(rt, comm)?;
             if start.is_inter() {
-                return launch_outcome(rt, start, |start| build_inter(start, args));
+                return retained::replay(&copies, || launch_outcome(rt, start, |start| build_inter(start, args)));
             }
-            launch_outcome(rt, start, |start| build(start, args))
+            retained::replay(&copies, || launch_outcome(rt, start, |start| build(start, args)))
         };
         Ok(rt.requests.insert(Pending::persistent_collective(comm, Box::new(restart))))
     })?;
@@ -568,10 +569,10 @@ unsafe fn spread(comm: MPI_Comm, buffer: *const c_void, counts: *const impl Coun
         return Err(error(comm, MPI_ERR_ARG, "the counts or displacements array is NULL"));
     }
     // SAFETY: the caller passes arrays of one integer per rank, as MPI requires.
-    let (counts, displs) = unsafe { (std::slice::from_raw_parts(counts, size), std::slice::from_raw_parts(displs, size)) };
+    let (counts, displs) = unsafe { (retained::read(counts, size), retained::read(displs, size)) };
     let extent = datatype::type_extent(datatype).map_err(|class| error(comm, class, format!("datatype {datatype} is not valid")))?;
     let mut blocks = Vec::with_capacity(size);
-    for (&count, &displacement) in counts.iter().zip(displs) {
+    for (&count, &displacement) in counts.iter().zip(&displs) {
         let offset = displacement.value().checked_mul(extent).ok_or_else(|| error(comm, MPI_ERR_ARG, "displacement overflows"))?;
         let start = (buffer as *const u8).wrapping_offset(offset);
         blocks.push(typed(comm, start.cast(), count, datatype)?);
@@ -905,7 +906,7 @@ impl<C: Count> Counts<C> {
             Counts::PerRank(counts) if counts.is_null() => Err(error(comm, MPI_ERR_ARG, "recvcounts is NULL")),
             Counts::PerRank(counts) => {
                 // SAFETY: the caller passes one count per rank.
-                let counts = unsafe { std::slice::from_raw_parts(counts, size) };
+                let counts = unsafe { retained::read(counts, size) };
                 counts.iter().map(|&count| count_of(comm, count)).collect()
             }
         }
@@ -1400,11 +1401,11 @@ unsafe fn mixed(comm: MPI_Comm, buffer: *const c_void, counts: *const impl Count
         return Err(error(comm, MPI_ERR_ARG, "the counts, displacements or types array is NULL"));
     }
     // SAFETY: the caller passes one entry per rank in each array, as MPI requires.
-    let (counts, displs, types) = unsafe { (std::slice::from_raw_parts(counts, size), std::slice::from_raw_parts(displs, size), std::slice::from_raw_parts(types, size)) };
+    let (counts, displs, types) = unsafe { (retained::read(counts, size), retained::read(displs, size), retained::read(types, size)) };
     let mut blocks = Vec::with_capacity(size);
     let mut ranges = Vec::with_capacity(size);
     let mut offset = 0;
-    for ((&count, &displacement), &datatype) in counts.iter().zip(displs).zip(types) {
+    for ((&count, &displacement), &datatype) in counts.iter().zip(&displs).zip(&types) {
         let start = (buffer as *const u8).wrapping_offset(displacement.value());
         let block = typed(comm, start.cast(), count, datatype)?;
         ranges.push(offset..offset + block.packed_len);

@@ -11,6 +11,7 @@ pub mod algorithms;
 pub mod drive;
 pub mod hierarchy;
 pub mod port;
+mod retained;
 
 use braid_config::{Config, HierarchyMode};
 
