@@ -204,10 +204,14 @@ static void more_of_4_1(void)
     MPI_Add_error_string(code, "the reactor is warm");
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     CHECK(MPI_Remove_error_class(class) != MPI_SUCCESS, "a class with a code was removed");
+    CHECK(MPI_Remove_error_code(code) != MPI_SUCCESS, "a code with a string was removed");
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
     MPI_Remove_error_string(code);
     MPI_Remove_error_code(code);
     MPI_Remove_error_class(class);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    CHECK(MPI_Remove_error_code(code) != MPI_SUCCESS && MPI_Remove_error_class(class) != MPI_SUCCESS, "a code or class was removed twice");
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
     int found = -1;
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     CHECK(MPI_Error_class(code, &found) != MPI_SUCCESS, "a removed code still has class %d", found);

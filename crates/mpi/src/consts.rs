@@ -72,7 +72,7 @@ pub type MPI_File_errhandler_function = unsafe extern "C" fn(*mut MPI_File, *mut
 pub type MPI_Session_errhandler_function = MPI_Comm_errhandler_function;
 /// MPI-1's name for MPI_Comm_errhandler_function (MPI_Errhandler_create).
 pub type MPI_Handler_function = unsafe extern "C" fn(*mut MPI_Comm, *mut c_int, ...);
-pub const MPI_VERSION: c_int = 4;
+pub const MPI_VERSION: c_int = 3;
 pub const MPI_SUBVERSION: c_int = 1;
 pub const BRAID: c_int = 1;
 

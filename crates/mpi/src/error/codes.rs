@@ -148,13 +148,22 @@ impl ErrorCodes {
         if codes > 0 {
             return Err(format!("error class {class} still has {codes} error codes: remove them first"));
         }
-        self.added_mut(class).expect("checked above").removed = true;
+        let added = self.added_mut(class).expect("checked above");
+        if added.removed {
+            return Err(format!("error class {class} was removed already"));
+        }
+        if !added.text.is_empty() {
+            return Err(format!("error class {class} still has a string: remove it first (MPI_Remove_error_string)"));
+        }
+        added.removed = true;
         Ok(())
     }
 
     /// MPI_Remove_error_code: an added code (not a class).
     pub fn remove_code(&mut self, code: c_int) -> Result<(), String> {
         match self.added_mut(code) {
+            Some(added) if added.class != code && added.removed => Err(format!("error code {code} was removed already")),
+            Some(added) if added.class != code && !added.text.is_empty() => Err(format!("error code {code} still has a string: remove it first (MPI_Remove_error_string)")),
             Some(added) if added.class != code => {
                 added.removed = true;
                 Ok(())

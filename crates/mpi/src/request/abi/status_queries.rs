@@ -91,6 +91,10 @@ pub unsafe extern "C" fn MPI_Request_get_status_any(count: c_int, array_of_reque
                     if let Some((at, completion)) = answer {
                         *index = at;
                         write_status(status, &completion);
+                        // No active request: the empty status, whose error is MPI_SUCCESS.
+                        if at == MPI_UNDEFINED && crate::request::is_real_status(status) {
+                            (*status).MPI_ERROR = MPI_SUCCESS;
+                        }
                     }
                 }
                 MPI_SUCCESS
