@@ -25,7 +25,12 @@ static void communicators(void)
     EXPECT_CLASS(MPI_Comm_group(MPI_COMM_NULL, &group), MPI_ERR_COMM);
     EXPECT_CLASS(MPI_Comm_test_inter(MPI_COMM_NULL, &flag), MPI_ERR_COMM);
     EXPECT_CLASS(MPI_Comm_remote_size(MPI_COMM_NULL, &value), MPI_ERR_COMM);
+#ifdef TEST_BRAID_ONLY
+    /* MPI 4.1 names the null handles after themselves; the peers here (MPI 4.0, 3.1) refuse them. */
+    CHECK(MPI_Comm_get_name(MPI_COMM_NULL, name, &value) == MPI_SUCCESS && strcmp(name, "MPI_COMM_NULL") == 0, "MPI_COMM_NULL's name: %s", name);
+#else
     EXPECT_CLASS(MPI_Comm_get_name(MPI_COMM_NULL, name, &value), MPI_ERR_COMM);
+#endif
     EXPECT_CLASS(MPI_Comm_set_name(MPI_COMM_NULL, "x"), MPI_ERR_COMM);
     MPI_Info info;
     EXPECT_CLASS(MPI_Comm_get_info(MPI_COMM_NULL, &info), MPI_ERR_COMM);
@@ -206,7 +211,11 @@ static void datatypes(void)
     EXPECT_CLASS(MPI_Type_get_envelope(MPI_DATATYPE_NULL, &integers, &addresses, &datatypes_, &combiner), MPI_ERR_TYPE);
     EXPECT_CLASS(MPI_Type_set_name(MPI_DATATYPE_NULL, "x"), MPI_ERR_TYPE);
     char name[MPI_MAX_OBJECT_NAME];
+#ifdef TEST_BRAID_ONLY
+    CHECK(MPI_Type_get_name(MPI_DATATYPE_NULL, name, &value) == MPI_SUCCESS && strcmp(name, "MPI_DATATYPE_NULL") == 0, "MPI_DATATYPE_NULL's name: %s", name);
+#else
     EXPECT_CLASS(MPI_Type_get_name(MPI_DATATYPE_NULL, name, &value), MPI_ERR_TYPE);
+#endif
     EXPECT_CLASS(MPI_Type_match_size(12345, 4, &type), MPI_ERR_ARG);
     EXPECT_CLASS(MPI_Type_match_size(MPI_TYPECLASS_INTEGER, 3, &type), MPI_ERR_ARG);
     /* A subarray whose start lies outside the array. */

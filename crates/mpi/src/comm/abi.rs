@@ -115,12 +115,13 @@ pub unsafe extern "C" fn MPI_Comm_set_name(comm: MPI_Comm, comm_name: *const c_c
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_get_name(comm: MPI_Comm, comm_name: *mut c_char, resultlen: *mut c_int) -> c_int {
     let result = runtime::with(|rt| {
-        let entry = rt.comms.get(comm)?;
+        // MPI 4.1: the null handle is named after itself.
+        let name = if comm == MPI_COMM_NULL { "MPI_COMM_NULL".to_string() } else { rt.comms.get(comm)?.name.clone() };
         if comm_name.is_null() || resultlen.is_null() {
             return Err(error(comm, MPI_ERR_ARG, "comm_name and resultlen must not be NULL"));
         }
         // SAFETY: MPI requires `comm_name` to hold MPI_MAX_OBJECT_NAME characters; both non-null.
-        unsafe { *resultlen = crate::error::write_c_string(&entry.name, comm_name, MPI_MAX_OBJECT_NAME as usize) };
+        unsafe { *resultlen = crate::error::write_c_string(&name, comm_name, MPI_MAX_OBJECT_NAME as usize) };
         Ok(())
     });
     finish("MPI_Comm_get_name", result)

@@ -206,7 +206,8 @@ pub unsafe extern "C" fn MPI_Type_get_name(datatype: MPI_Datatype, type_name: *m
     finish(
         "MPI_Type_get_name",
         (|| {
-            let name = super::name(datatype).map_err(|class| failure(class, format!("invalid datatype ({datatype})")))?;
+            // MPI 4.1: the null handle is named after itself.
+            let name = if datatype == MPI_DATATYPE_NULL { "MPI_DATATYPE_NULL".to_string() } else { super::name(datatype).map_err(|class| failure(class, format!("invalid datatype ({datatype})")))? };
             if type_name.is_null() {
                 return Err(failure(MPI_ERR_ARG, "type_name is NULL"));
             }

@@ -395,12 +395,13 @@ pub unsafe extern "C" fn MPI_Win_set_name(win: MPI_Win, win_name: *const c_char)
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_get_name(win: MPI_Win, win_name: *mut c_char, resultlen: *mut c_int) -> c_int {
     let result = runtime::with(|rt| {
-        let window = rt.windows.get(win)?;
+        // MPI 4.1: the null handle is named after itself.
+        let name = if win == MPI_WIN_NULL { "MPI_WIN_NULL".to_string() } else { rt.windows.get(win)?.name.clone() };
         if win_name.is_null() || resultlen.is_null() {
             return Err(win_error(MPI_ERR_ARG, "win_name and resultlen must not be NULL"));
         }
         // SAFETY: MPI requires MPI_MAX_OBJECT_NAME characters at `win_name`; both non-null.
-        unsafe { *resultlen = crate::error::write_c_string(&window.name, win_name, MPI_MAX_OBJECT_NAME as usize) };
+        unsafe { *resultlen = crate::error::write_c_string(&name, win_name, MPI_MAX_OBJECT_NAME as usize) };
         Ok(())
     });
     finish_on("MPI_Win_get_name", win, result)
