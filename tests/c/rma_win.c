@@ -93,6 +93,17 @@ static void objects(void)
     CHECK(allocated != NULL, "MPI_Win_allocate gave no memory");
     allocated[3] = 1.5;
     check_attributes(win, allocated, 4 * sizeof(double), sizeof(double), MPI_WIN_FLAVOR_ALLOCATE);
+#ifdef TEST_BRAID_ONLY
+    /* MPI 4.1 lets MPI_Win_shared_query ask any window (the peers here, MPI 4.0 and 3.1, refuse):
+     * memory it cannot share is size 0, or the real thing. */
+    {
+        MPI_Aint bytes = -1;
+        int unit = -1;
+        double *theirs = allocated;
+        CHECK(MPI_Win_shared_query(win, 0, &bytes, &unit, &theirs) == MPI_SUCCESS, "MPI_Win_shared_query on an allocated window");
+        CHECK((bytes == 0 && theirs == NULL) || bytes == 4 * (MPI_Aint)sizeof(double), "MPI_Win_shared_query: %ld bytes at %p", (long)bytes, (void *)theirs);
+    }
+#endif
     MPI_Win_free(&win);
 
     /* MPI_Win_allocate_shared on a node: contiguous by default, every rank's part reachable. */

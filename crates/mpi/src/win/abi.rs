@@ -443,11 +443,21 @@ pub unsafe extern "C" fn MPI_Win_get_info(win: MPI_Win, info_used: *mut MPI_Info
 pub unsafe extern "C" fn MPI_Win_shared_query(win: MPI_Win, rank: c_int, size: *mut MPI_Aint, disp_unit: *mut c_int, baseptr: *mut c_void) -> c_int {
     let result = runtime::with(|rt| {
         let window = rt.windows.get(win)?;
-        if window.attributes.flavor != MPI_WIN_FLAVOR_SHARED {
-            return Err(win_error(MPI_ERR_RMA_FLAVOR, "MPI_Win_shared_query needs a window of MPI_Win_allocate_shared"));
+        if window.attributes.flavor == MPI_WIN_FLAVOR_DYNAMIC {
+            return Err(win_error(MPI_ERR_RMA_FLAVOR, "MPI_Win_shared_query has no memory to name in a dynamic window"));
         }
         if size.is_null() || disp_unit.is_null() || baseptr.is_null() {
             return Err(win_error(MPI_ERR_ARG, "size, disp_unit and baseptr must not be NULL"));
+        }
+        if window.attributes.flavor != MPI_WIN_FLAVOR_SHARED {
+            // MPI 4.1: any window may be asked; memory that is not shared is size 0 at NULL.
+            // SAFETY: all three checked non-null; `baseptr` is really a `void **`.
+            unsafe {
+                *size = 0;
+                *disp_unit = 1;
+                *baseptr.cast::<*mut c_void>() = std::ptr::null_mut();
+            }
+            return Ok(());
         }
         let state = window.state.borrow();
         let count = state.targets.len();
