@@ -346,6 +346,7 @@ fn start(required: c_int) -> MpiResult<c_int> {
     let progress_thread = config.progress_thread;
     let bootstrap = bootstrap().map_err(|e| error(MPI_COMM_WORLD, MPI_ERR_OTHER, format!("cannot reach the launcher: {e}")))?;
     let mut engine = Engine::new(&config, bootstrap).map_err(|e| error(MPI_COMM_WORLD, MPI_ERR_OTHER, e.to_string()))?;
+    crate::coll::algorithms::shared_file::set_job(engine.bootstrap().job_id());
     // The launcher says how far the job may grow by spawning; without one, it is the job.
     let universe = engine.bootstrap().universe_size().ok().flatten().unwrap_or(0).max(engine.size());
     crate::attr::predefined::set_universe_size(universe);
