@@ -257,11 +257,9 @@ impl Engine {
                 Idle::Block => {}
             }
             let sleeper = match self.wait.doorbell {
-                Doorbell::Direct(_) | Doorbell::None if !self.joined_sockets.is_empty() => {
-                    self.sleep_on_several(&mut done)?;
-                    continue;
-                }
-                Doorbell::Direct(_) if !self.joined_doorbells.is_empty() => {
+                // Doorbells of processes of other jobs, or their sockets (the rails' sleeps are
+                // bounded when there are any).
+                Doorbell::Direct(_) | Doorbell::None if !self.joined_doorbells.is_empty() || !self.joined_sockets.is_empty() => {
                     self.sleep_on_several(&mut done)?;
                     continue;
                 }

@@ -45,7 +45,7 @@ fn path_of(filename: &str) -> PathBuf {
 }
 
 /// Runs a collective call of the C interface on the file's private communicator: its code.
-fn collective(code: c_int, what: &str) -> MpiResult<()> {
+pub(crate) fn check_collective(code: c_int, what: &str) -> MpiResult<()> {
     if code == MPI_SUCCESS {
         Ok(())
     } else {
@@ -57,24 +57,24 @@ fn collective(code: c_int, what: &str) -> MpiResult<()> {
 }
 
 /// Agrees on an outcome: the largest error class any process of `comm` had (0: none).
-fn agree(comm: MPI_Comm, class: c_int) -> MpiResult<c_int> {
+pub(crate) fn agree(comm: MPI_Comm, class: c_int) -> MpiResult<c_int> {
     let mut worst = 0;
     // SAFETY: one int each way on a valid communicator.
     let code = unsafe { crate::coll::abi::MPI_Allreduce((&class as *const c_int).cast(), (&mut worst as *mut c_int).cast(), 1, MPI_INT, MPI_MAX, comm) };
-    collective(code, "agree on the outcome")?;
+    check_collective(code, "agree on the outcome")?;
     Ok(worst)
 }
 
 /// Rank 0's `value` on every process of `comm`.
-fn broadcast<T: Copy>(comm: MPI_Comm, value: &mut T) -> MpiResult<()> {
+pub(crate) fn broadcast<T: Copy>(comm: MPI_Comm, value: &mut T) -> MpiResult<()> {
     // SAFETY: `value` is `size_of::<T>()` bytes of plain data on every process.
     let code = unsafe { crate::coll::abi::MPI_Bcast((value as *mut T).cast::<c_void>(), std::mem::size_of::<T>() as c_int, MPI_BYTE, 0, comm) };
-    collective(code, "share a value")
+    check_collective(code, "share a value")
 }
 
 pub(crate) fn barrier(comm: MPI_Comm) -> MpiResult<()> {
     // SAFETY: a valid communicator.
-    collective(unsafe { crate::coll::abi::MPI_Barrier(comm) }, "meet")
+    check_collective(unsafe { crate::coll::abi::MPI_Barrier(comm) }, "meet")
 }
 
 /// The aggregators of collective accesses: the first rank of each node of the communicator, then
@@ -119,7 +119,7 @@ fn duplicate(comm: MPI_Comm) -> MpiResult<(MPI_Comm, c_int, c_int, Vec<u64>)> {
     }
     let mut private = MPI_COMM_NULL;
     // SAFETY: a valid communicator and an out-parameter.
-    collective(unsafe { crate::comm::construct::MPI_Comm_dup(comm, &mut private) }, "duplicate the communicator")?;
+    check_collective(unsafe { crate::comm::construct::MPI_Comm_dup(comm, &mut private) }, "duplicate the communicator")?;
     // SAFETY: the new communicator and a predefined handler.
     unsafe { crate::error::handlers::abi::MPI_Comm_set_errhandler(private, MPI_ERRORS_RETURN) };
     Ok((private, rank, nodes.len() as c_int, nodes))
@@ -367,7 +367,7 @@ pub unsafe extern "C" fn MPI_File_get_group(fh: MPI_File, group: *mut MPI_Group)
             return Err(file_error(MPI_ERR_ARG, "group must not be NULL"));
         }
         // SAFETY: the private communicator and a non-null out-parameter.
-        collective(unsafe { crate::comm::abi::MPI_Comm_group(comm, group) }, "name their group")
+        check_collective(unsafe { crate::comm::abi::MPI_Comm_group(comm, group) }, "name their group")
     });
     finish_file(fh, "MPI_File_get_group", result)
 }

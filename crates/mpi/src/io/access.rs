@@ -15,7 +15,7 @@ use std::ffi::{c_int, c_void};
 use std::rc::Rc;
 use std::sync::Arc;
 
-use super::abi::hint;
+use super::abi::{broadcast, check_collective, hint};
 use super::collective;
 use super::data::{self, Tuning};
 use super::worker::{self, TicketWatch};
@@ -202,7 +202,7 @@ fn prepare(fh: MPI_File, request: &Request) -> MpiResult<Prepared> {
     let (pointer, etypes, etype_size) = shared;
     let start = match request.position {
         Position::Shared => pointer.fetch_add(etypes).map_err(|failure| system_error("cannot move the shared file pointer of", &prepared.path, &failure))? * etype_size,
-        Position::Ordered => ordered_start(fh, &prepared, &pointer, etypes)? * etype_size,
+        Position::Ordered => ordered_start(&prepared, &pointer, etypes)? * etype_size,
         _ => prepared.start,
     };
     Ok(Prepared { start, ..prepared })
@@ -210,32 +210,25 @@ fn prepare(fh: MPI_File, request: &Request) -> MpiResult<Prepared> {
 
 /// The ordered collectives: where this process's part starts, the parts in rank order from the
 /// shared file pointer, which moves past all of them.
-fn ordered_start(fh: MPI_File, prepared: &Prepared, pointer: &super::shared_pointer::SharedPointer, etypes: u64) -> MpiResult<u64> {
+fn ordered_start(prepared: &Prepared, pointer: &super::shared_pointer::SharedPointer, etypes: u64) -> MpiResult<u64> {
     let comm = prepared.comm;
-    let rank = with_file(fh, |file| Ok(file.rank))?;
     let (mut before, mut total) = (0u64, 0u64);
     // SAFETY: one unsigned 64-bit integer each way on the file's private communicator.
-    let codes = unsafe {
-        [
+    let (scanned, summed) = unsafe {
+        (
             crate::coll::abi::MPI_Exscan((&etypes as *const u64).cast(), (&mut before as *mut u64).cast(), 1, MPI_UINT64_T, MPI_SUM, comm),
             crate::coll::abi::MPI_Allreduce((&etypes as *const u64).cast(), (&mut total as *mut u64).cast(), 1, MPI_UINT64_T, MPI_SUM, comm),
-        ]
+        )
     };
-    if codes.iter().any(|&code| code != MPI_SUCCESS) {
-        return Err(file_error(MPI_ERR_OTHER, "the file's processes could not order their parts"));
-    }
-    if rank == 0 {
-        before = 0;
-    }
+    check_collective(scanned, "order their parts")?;
+    check_collective(summed, "order their parts")?;
+    // Rank 0's exclusive scan is undefined; it moves the pointer past every part.
     let mut base = 0u64;
-    if rank == 0 {
+    if prepared.aggregation.rank == 0 {
+        before = 0;
         base = pointer.fetch_add(total).map_err(|failure| system_error("cannot move the shared file pointer of", &prepared.path, &failure))?;
     }
-    // SAFETY: as above.
-    let code = unsafe { crate::coll::abi::MPI_Bcast((&mut base as *mut u64).cast(), 1, MPI_UINT64_T, 0, comm) };
-    if code != MPI_SUCCESS {
-        return Err(file_error(MPI_ERR_OTHER, "the file's processes could not share where their parts go"));
-    }
+    broadcast(comm, &mut base)?;
     Ok(base + before)
 }
 
@@ -343,8 +336,8 @@ unsafe fn aggregated(prepared: &Prepared, request: &Request) -> MpiResult<Option
     if buffering == Buffering::Disable || aggregation.size < 2 {
         return Ok(None);
     }
-    let segments = collective::segments_of(&prepared.view, prepared.start, prepared.bytes);
-    let extents = collective::gather_extents(prepared.comm, &segments)?;
+    let segments = prepared.view.segment_list(prepared.start, prepared.bytes);
+    let extents = collective::gather_extents(prepared.comm, aggregation.size as usize, &segments)?;
     if buffering == Buffering::Automatic && !collective::interleaved(&extents) {
         return Ok(None);
     }

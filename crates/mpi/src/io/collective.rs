@@ -13,8 +13,8 @@ use std::ffi::{c_int, c_void};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
-use super::file_error;
-use super::view::View;
+use super::abi::{agree, check_collective};
+use super::data::{read_fully, span};
 use crate::consts::*;
 use crate::error::MpiResult;
 
@@ -61,35 +61,15 @@ pub(crate) fn plan_round(segments: &[(u64, u64)], window_lo: u64, window_hi: u64
     plan
 }
 
-/// The visible segments of an access.
-pub(crate) fn segments_of(view: &View, start: u64, len: u64) -> Vec<(u64, u64)> {
-    let mut segments = Vec::new();
-    view.segments(start, len, |offset, length| segments.push((offset, length)));
-    segments
-}
-
-/// Every process's extent of its access (collective over `comm`).
-pub(crate) fn gather_extents(comm: MPI_Comm, segments: &[(u64, u64)]) -> MpiResult<Extents> {
-    let mine = match (segments.first(), segments.iter().map(|(offset, len)| offset + len).max()) {
-        (Some(&(lo, _)), Some(hi)) => [lo, hi],
-        _ => [u64::MAX, 0],
-    };
-    let mut size = 0;
-    // SAFETY: an int out-parameter on a valid communicator.
-    unsafe { crate::comm::abi::MPI_Comm_size(comm, &mut size) };
-    let mut all = vec![0u64; 2 * size as usize];
+/// Every process's extent of its access: where its first byte is and where its last ends
+/// (`(u64::MAX, 0)` for none). Collective over `comm`, of `size` processes.
+pub(crate) fn gather_extents(comm: MPI_Comm, size: usize, segments: &[(u64, u64)]) -> MpiResult<Extents> {
+    let mine = span(segments).map_or([u64::MAX, 0], |(lo, len)| [lo, lo + len]);
+    let mut all = vec![0u64; 2 * size];
     // SAFETY: two u64 from each process into a buffer of 2 per process.
     let code = unsafe { crate::coll::abi::MPI_Allgather(mine.as_ptr().cast(), 2, MPI_UINT64_T, all.as_mut_ptr().cast(), 2, MPI_UINT64_T, comm) };
-    check(code, "share where their accesses lie")?;
+    check_collective(code, "share where their accesses lie")?;
     Ok(all.chunks_exact(2).map(|pair| (pair[0], pair[1])).collect())
-}
-
-fn check(code: c_int, what: &str) -> MpiResult<()> {
-    if code == MPI_SUCCESS {
-        Ok(())
-    } else {
-        Err(file_error(MPI_ERR_OTHER, format!("the file's processes could not {what}")))
-    }
 }
 
 /// An all-to-all of variable byte counts: `send[i]` to process i; returns what each sent here.
@@ -98,7 +78,7 @@ fn exchange(comm: MPI_Comm, send: &[Vec<u8>]) -> MpiResult<Vec<Vec<u8>>> {
     let mut incoming = vec![0 as MPI_Count; send.len()];
     // SAFETY: one count to and from each process.
     let code = unsafe { crate::coll::abi::MPI_Alltoall(counts.as_ptr().cast(), 1, MPI_COUNT, incoming.as_mut_ptr().cast(), 1, MPI_COUNT, comm) };
-    check(code, "exchange sizes")?;
+    check_collective(code, "exchange sizes")?;
     let displacements = |counts: &[MPI_Count]| -> Vec<MPI_Aint> {
         counts
             .iter()
@@ -127,7 +107,7 @@ fn exchange(comm: MPI_Comm, send: &[Vec<u8>]) -> MpiResult<Vec<Vec<u8>>> {
             comm,
         )
     };
-    check(code, "exchange their data")?;
+    check_collective(code, "exchange their data")?;
     Ok(incoming.iter().zip(&receive_displacements).map(|(&count, &at)| received[at as usize..at as usize + count as usize].to_vec()).collect())
 }
 
@@ -230,15 +210,6 @@ impl Plan<'_> {
     }
 }
 
-/// The largest error class of any process (0: none), on every process.
-fn agree(comm: MPI_Comm, class: c_int) -> MpiResult<c_int> {
-    let mut worst = 0;
-    // SAFETY: one int each way.
-    let code = unsafe { crate::coll::abi::MPI_Allreduce((&class as *const c_int).cast(), (&mut worst as *mut c_int).cast(), 1, MPI_INT, MPI_MAX, comm) };
-    check(code, "agree on the outcome")?;
-    Ok(worst)
-}
-
 /// An aggregator writes the pieces it got (`pieces[p]` with `bytes[p]` from process p) as runs:
 /// adjacent pieces from any process are one write. Returns the error class (0: none).
 fn write_domain(file: &File, pieces: &[Vec<u8>], bytes: &[Vec<u8>]) -> c_int {
@@ -280,17 +251,9 @@ fn read_domain(file: &File, wanted: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, c_int> {
     let asked: Vec<Vec<(u64, u64)>> = wanted.iter().map(|descriptors| decode(descriptors)).collect();
     let Some(lo) = asked.iter().flatten().map(|(offset, _)| *offset).min() else { return Ok(vec![Vec::new(); wanted.len()]) };
     let hi = asked.iter().flatten().map(|(offset, len)| offset + len).max().unwrap_or(lo);
-    let mut span = vec![0u8; (hi - lo) as usize];
-    let mut filled = 0usize;
-    while filled < span.len() {
-        match file.read_at(&mut span[filled..], lo + filled as u64) {
-            Ok(0) => break,
-            Ok(got) => filled += got,
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(error) => return Err(super::modes::class_of(&error)),
-        }
-    }
-    Ok(asked.iter().map(|pieces| pieces.iter().flat_map(|&(offset, len)| span[(offset - lo) as usize..(offset - lo + len) as usize].iter().copied()).collect()).collect())
+    let mut block = vec![0u8; (hi - lo) as usize];
+    read_fully(file, &mut block, lo).map_err(|failure| super::modes::class_of(&failure))?;
+    Ok(asked.iter().map(|pieces| pieces.iter().flat_map(|&(offset, len)| block[(offset - lo) as usize..(offset - lo + len) as usize].iter().copied()).collect()).collect())
 }
 
 #[cfg(test)]

@@ -20,15 +20,8 @@ pub(crate) struct Tuning {
     pub sieve_write_bytes: u64,
 }
 
-/// The segments of `len` visible bytes from `start`: (file offset, length).
-fn segments_of(view: &View, start: u64, len: u64) -> Vec<(u64, u64)> {
-    let mut segments = Vec::new();
-    view.segments(start, len, |offset, length| segments.push((offset, length)));
-    segments
-}
-
-/// The bytes from the first segment's start to the last one's end.
-fn span(segments: &[(u64, u64)]) -> Option<(u64, u64)> {
+/// The bytes from the first segment's start to the last one's end: `(start, length)`.
+pub(crate) fn span(segments: &[(u64, u64)]) -> Option<(u64, u64)> {
     let first = segments.first()?.0;
     let end = segments.iter().map(|(offset, len)| offset + len).max()?;
     Some((first, end - first))
@@ -36,7 +29,7 @@ fn span(segments: &[(u64, u64)]) -> Option<(u64, u64)> {
 
 /// Writes `data`, the visible bytes from `start`.
 pub(crate) fn write(file: &File, view: &View, start: u64, data: &[u8], tuning: Tuning) -> io::Result<()> {
-    let segments = segments_of(view, start, data.len() as u64);
+    let segments = view.segment_list(start, data.len() as u64);
     let _lock = match (tuning.atomic, span(&segments)) {
         (true, Some((at, len))) => Some(braid_sys::file::lock_range(file, at, len, true)?),
         _ => None,
@@ -75,7 +68,7 @@ fn sieved_write(file: &File, segments: &[(u64, u64)], span_at: u64, span_len: u6
 /// Reads into `out` the visible bytes from `start`; returns how many it got before the end of
 /// the file.
 pub(crate) fn read(file: &File, view: &View, start: u64, out: &mut [u8], tuning: Tuning) -> io::Result<u64> {
-    let segments = segments_of(view, start, out.len() as u64);
+    let segments = view.segment_list(start, out.len() as u64);
     let Some((span_at, span_len)) = span(&segments) else { return Ok(0) };
     let _lock = if tuning.atomic { Some(braid_sys::file::lock_range(file, span_at, span_len, false)?) } else { None };
     if segments.len() > 1 && span_len <= tuning.sieve_bytes {
@@ -110,7 +103,7 @@ fn sieved_read(file: &File, segments: &[(u64, u64)], span_at: u64, span_len: u64
 }
 
 /// Reads until `out` is full or the file ends; returns the bytes read.
-fn read_fully(file: &File, out: &mut [u8], offset: u64) -> io::Result<usize> {
+pub(crate) fn read_fully(file: &File, out: &mut [u8], offset: u64) -> io::Result<usize> {
     let mut filled = 0;
     while filled < out.len() {
         match file.read_at(&mut out[filled..], offset + filled as u64) {

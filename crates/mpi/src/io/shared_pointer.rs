@@ -45,11 +45,16 @@ impl SharedPointer {
     /// before.
     pub fn update(&self, update: impl FnOnce(u64) -> u64) -> io::Result<u64> {
         let _lock = braid_sys::file::lock_range(&self.file, 0, 8, true)?;
-        let mut word = [0u8; 8];
-        self.file.read_exact_at(&mut word, 0)?;
-        let before = u64::from_le_bytes(word);
+        let before = self.read()?;
         self.file.write_all_at(&update(before).to_le_bytes(), 0)?;
         Ok(before)
+    }
+
+    /// The counter, read under the caller's lock.
+    fn read(&self) -> io::Result<u64> {
+        let mut word = [0u8; 8];
+        self.file.read_exact_at(&mut word, 0)?;
+        Ok(u64::from_le_bytes(word))
     }
 
     /// Moves the pointer `by` etypes; returns where it was.
@@ -57,8 +62,10 @@ impl SharedPointer {
         self.update(|at| at + by)
     }
 
+    /// The pointer, read under a shared lock (no process is halfway through moving it).
     pub fn get(&self) -> io::Result<u64> {
-        self.update(|at| at)
+        let _lock = braid_sys::file::lock_range(&self.file, 0, 8, false)?;
+        self.read()
     }
 
     pub fn set(&self, to: u64) -> io::Result<()> {

@@ -116,6 +116,13 @@ impl View {
         }
     }
 
+    /// [`View::segments`] as a list: `(file offset, length)` in stream order.
+    pub fn segment_list(&self, start: u64, len: u64) -> Vec<(u64, u64)> {
+        let mut segments = Vec::new();
+        self.segments(start, len, |offset, length| segments.push((offset, length)));
+        segments
+    }
+
     /// The file offset of visible byte `position` (where an access from there starts).
     pub fn file_offset(&self, position: u64) -> u64 {
         let mut found = self.disp;
@@ -140,16 +147,10 @@ impl View {
 mod tests {
     use super::*;
 
-    fn collect(view: &View, start: u64, len: u64) -> Vec<(u64, u64)> {
-        let mut out = Vec::new();
-        view.segments(start, len, |offset, length| out.push((offset, length)));
-        out
-    }
-
     #[test]
     fn the_byte_view_is_the_file_itself() {
         let view = View::bytes();
-        assert_eq!(collect(&view, 10, 100), vec![(10, 100)]);
+        assert_eq!(view.segment_list(10, 100), vec![(10, 100)]);
         assert_eq!(view.file_offset(7), 7);
         assert_eq!(view.visible_before(50), 50);
     }
@@ -158,8 +159,8 @@ mod tests {
     fn an_interleaved_filetype_shows_every_other_block() {
         // Rank 1 of 2 with blocks of 4 bytes: data at [4, 8) of every 8 bytes, from byte 100.
         let view = View::new(100, 4, &[(4, 4)], 8).unwrap();
-        assert_eq!(collect(&view, 0, 12), vec![(104, 4), (112, 4), (120, 4)]);
-        assert_eq!(collect(&view, 2, 4), vec![(106, 2), (112, 2)]);
+        assert_eq!(view.segment_list(0, 12), vec![(104, 4), (112, 4), (120, 4)]);
+        assert_eq!(view.segment_list(2, 4), vec![(106, 2), (112, 2)]);
         assert_eq!(view.file_offset(4), 112);
         assert_eq!(view.visible_before(100), 0);
         assert_eq!(view.visible_before(106), 2);
@@ -170,10 +171,10 @@ mod tests {
     fn runs_that_meet_merge_and_so_do_tiles_that_meet() {
         // Two runs that touch, filling the whole extent: one contiguous stretch.
         let view = View::new(0, 1, &[(0, 2), (2, 2)], 4).unwrap();
-        assert_eq!(collect(&view, 1, 10), vec![(1, 10)]);
+        assert_eq!(view.segment_list(1, 10), vec![(1, 10)]);
         // A hole at the end of each tile.
         let holes = View::new(0, 1, &[(0, 3)], 4).unwrap();
-        assert_eq!(collect(&holes, 1, 5), vec![(1, 2), (4, 3)]);
+        assert_eq!(holes.segment_list(1, 5), vec![(1, 2), (4, 3)]);
     }
 
     #[test]
