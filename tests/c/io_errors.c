@@ -47,22 +47,43 @@ static void directory(const char *dir)
 }
 
 #ifdef TEST_BRAID_ONLY
-/* Data representations: a name registers once (the predefined ones never); a view in a
- * registered user representation says Braid cannot convert through it. MPICH and Open MPI
- * refuse MPI_Register_datarep altogether. */
+/* Data representations: a name registers once (the predefined ones never), and only with an
+ * extent function; with no conversion functions the data goes as in memory, which a file whose
+ * extents differ from memory's cannot hold: MPI_ERR_CONVERSION. MPICH and Open MPI refuse
+ * MPI_Register_datarep altogether. (Conversions: io_datarep.c.) */
+static int doubled_extent(MPI_Datatype datatype, MPI_Aint *extent, void *extra_state)
+{
+    (void)extra_state;
+    MPI_Aint lb;
+    int code = MPI_Type_get_extent(datatype, &lb, extent);
+    *extent *= *(int *)extra_state;
+    return code;
+}
+
 static void representations(void)
 {
-    expect_class_at(__FILE__, __LINE__, MPI_Register_datarep("braid-test-rep", MPI_CONVERSION_FN_NULL, MPI_CONVERSION_FN_NULL, NULL, NULL), MPI_SUCCESS,
-                    MPI_SUCCESS, "MPI_Register_datarep");
-    expect_class_at(__FILE__, __LINE__, MPI_Register_datarep("braid-test-rep", MPI_CONVERSION_FN_NULL, MPI_CONVERSION_FN_NULL, NULL, NULL),
+    static int same = 1, twice = 2;
+    expect_class_at(__FILE__, __LINE__, MPI_Register_datarep("braid-test-rep", MPI_CONVERSION_FN_NULL, MPI_CONVERSION_FN_NULL, NULL, NULL), MPI_ERR_ARG,
+                    MPI_ERR_ARG, "MPI_Register_datarep without an extent function");
+    expect_class_at(__FILE__, __LINE__, MPI_Register_datarep("braid-test-rep", MPI_CONVERSION_FN_NULL, MPI_CONVERSION_FN_NULL, doubled_extent, &same),
+                    MPI_SUCCESS, MPI_SUCCESS, "MPI_Register_datarep");
+    expect_class_at(__FILE__, __LINE__, MPI_Register_datarep("braid-test-rep", MPI_CONVERSION_FN_NULL, MPI_CONVERSION_FN_NULL, doubled_extent, &same),
                     MPI_ERR_DUP_DATAREP, MPI_ERR_DUP_DATAREP, "MPI_Register_datarep of a name twice");
-    expect_class_at(__FILE__, __LINE__, MPI_Register_datarep("native", MPI_CONVERSION_FN_NULL, MPI_CONVERSION_FN_NULL, NULL, NULL), MPI_ERR_DUP_DATAREP,
-                    MPI_ERR_DUP_DATAREP, "MPI_Register_datarep of native");
+    expect_class_at(__FILE__, __LINE__, MPI_Register_datarep("native", MPI_CONVERSION_FN_NULL, MPI_CONVERSION_FN_NULL, doubled_extent, &same),
+                    MPI_ERR_DUP_DATAREP, MPI_ERR_DUP_DATAREP, "MPI_Register_datarep of native");
+    expect_class_at(__FILE__, __LINE__, MPI_Register_datarep("braid-test-doubled", MPI_CONVERSION_FN_NULL, MPI_CONVERSION_FN_NULL, doubled_extent, &twice),
+                    MPI_SUCCESS, MPI_SUCCESS, "MPI_Register_datarep");
     char path[IO_PATH_MAX];
     io_path(path, MPI_COMM_WORLD, "errors", "datarep");
     MPI_File file = io_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE);
-    expect_class_at(__FILE__, __LINE__, MPI_File_set_view(file, 0, MPI_INT, MPI_INT, "braid-test-rep", MPI_INFO_NULL), MPI_ERR_UNSUPPORTED_DATAREP,
-                    MPI_ERR_UNSUPPORTED_DATAREP, "MPI_File_set_view in a user representation");
+    int value = 42, back = 0;
+    MPI_Status status;
+    EXPECT_OK(MPI_File_set_view(file, 0, MPI_INT, MPI_INT, "braid-test-rep", MPI_INFO_NULL));
+    EXPECT_OK(MPI_File_write_at(file, 0, &value, 1, MPI_INT, &status));
+    EXPECT_OK(MPI_File_read_at(file, 0, &back, 1, MPI_INT, &status));
+    CHECK(back == 42, "an int written as in memory read back as %d", back);
+    EXPECT_OK(MPI_File_set_view(file, 0, MPI_INT, MPI_INT, "braid-test-doubled", MPI_INFO_NULL));
+    EXPECT_CLASS(MPI_File_write_at(file, 0, &value, 1, MPI_INT, &status), MPI_ERR_CONVERSION);
     io_close(&file);
 }
 

@@ -2,7 +2,9 @@
  * MPI_COMM_TYPE_SHARED groups; the levels from the node down to a hardware thread give
  * communicators that never grow, each naming its level in mpi_hw_resource_type when the library
  * reports it; an unknown level gives MPI_COMM_NULL; MPI_COMM_TYPE_HW_UNGUIDED gives a strict
- * subset of the parent or MPI_COMM_NULL. Which levels a process gets depends on its binding. */
+ * subset of the parent or MPI_COMM_NULL, and names the level it chose on the info argument.
+ * MPI 4.1's MPI_COMM_TYPE_RESOURCE_GUIDED splits by a level or by a process set, and gives
+ * MPI_COMM_NULL without a known one. Which levels a process gets depends on its binding. */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,6 +44,7 @@ int main(int argc, char **argv)
     int same = 0;
     MPI_Comm_compare(node, shared, &same);
     CHECK(same == MPI_CONGRUENT, "mpi_shared_memory and MPI_COMM_TYPE_SHARED differ (%d)", same);
+    int node_size = size_of(node);
     MPI_Comm_free(&shared);
     MPI_Comm_free(&node);
 
@@ -75,6 +78,51 @@ int main(int argc, char **argv)
         CHECK(sum == size_of(unguided), "unguided: sum %d", sum);
         MPI_Comm_free(&unguided);
     }
+
+    /* Down the hierarchy: each unguided split is smaller than its parent and says which level
+     * it is on the info it was given, until none is left. */
+    MPI_Comm parent = MPI_COMM_WORLD;
+    for (int depth = 0; depth < 16; depth++) {
+        MPI_Info chosen;
+        MPI_Info_create(&chosen);
+        MPI_Comm child;
+        MPI_Comm_split_type(parent, MPI_COMM_TYPE_HW_UNGUIDED, rank, chosen, &child);
+        if (child != MPI_COMM_NULL) {
+            char value[MPI_MAX_INFO_VAL + 1] = "";
+            int flag = 0;
+            MPI_Info_get(chosen, "mpi_hw_resource_type", MPI_MAX_INFO_VAL, value, &flag);
+            CHECK(flag && value[0] != '\0', "depth %d: the info does not name the level", depth);
+            CHECK(size_of(child) < size_of(parent), "depth %d: %d ranks of %d", depth, size_of(child), size_of(parent));
+        }
+        MPI_Info_free(&chosen);
+        if (parent != MPI_COMM_WORLD)
+            MPI_Comm_free(&parent);
+        if (child == MPI_COMM_NULL)
+            break;
+        parent = child;
+    }
+
+#ifdef MPI_COMM_TYPE_RESOURCE_GUIDED
+    {
+        MPI_Comm none;
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_RESOURCE_GUIDED, rank, MPI_INFO_NULL, &none);
+        CHECK(none == MPI_COMM_NULL, "resource guided without a hint gives %d ranks", size_of(none));
+        const char *keys[] = {"mpi_hw_resource_type", "mpi_hw_resource_type", "mpi_pset_name", "mpi_pset_name", "mpi_pset_name"};
+        const char *values[] = {"mpi_shared_memory", "no_such_level", "mpi://WORLD", "mpi://SELF", "no://such-set"};
+        const int expected[] = {node_size, 0, size, 1, 0};
+        for (int i = 0; i < 5; i++) {
+            MPI_Info hint;
+            MPI_Info_create(&hint);
+            MPI_Info_set(hint, keys[i], values[i]);
+            MPI_Comm part;
+            MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_RESOURCE_GUIDED, rank, hint, &part);
+            CHECK(size_of(part) == expected[i], "%s=%s: %d ranks, expected %d", keys[i], values[i], size_of(part), expected[i]);
+            if (part != MPI_COMM_NULL)
+                MPI_Comm_free(&part);
+            MPI_Info_free(&hint);
+        }
+    }
+#endif
 #ifdef TEST_BRAID_ONLY
     /* MPI 4.1's MPI_Get_hw_resource_info (newer than Debian's MPICH 4.0.2): every level it lists
      * is one MPI_COMM_TYPE_HW_GUIDED accepts, the node first. */

@@ -72,7 +72,7 @@ pub type MPI_File_errhandler_function = unsafe extern "C" fn(*mut MPI_File, *mut
 pub type MPI_Session_errhandler_function = MPI_Comm_errhandler_function;
 /// MPI-1's name for MPI_Comm_errhandler_function (MPI_Errhandler_create).
 pub type MPI_Handler_function = unsafe extern "C" fn(*mut MPI_Comm, *mut c_int, ...);
-pub const MPI_VERSION: c_int = 3;
+pub const MPI_VERSION: c_int = 4;
 pub const MPI_SUBVERSION: c_int = 1;
 pub const BRAID: c_int = 1;
 
@@ -261,6 +261,7 @@ pub const MPI_THREAD_MULTIPLE: c_int = 3;
 pub const MPI_COMM_TYPE_SHARED: c_int = 1;
 pub const MPI_COMM_TYPE_HW_GUIDED: c_int = 2;
 pub const MPI_COMM_TYPE_HW_UNGUIDED: c_int = 3;
+pub const MPI_COMM_TYPE_RESOURCE_GUIDED: c_int = 4;
 
 // Topologies
 pub const MPI_GRAPH: c_int = 1;

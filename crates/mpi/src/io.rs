@@ -14,6 +14,7 @@ pub mod access;
 mod collective;
 pub mod data;
 mod modes;
+mod representation;
 mod shared_pointer;
 mod view;
 mod worker;
@@ -47,7 +48,9 @@ pub(crate) struct OpenFile {
     pub view: Arc<View>,
     pub etype: (MPI_Datatype, DatatypeRef),
     pub filetype: (MPI_Datatype, DatatypeRef),
+    /// The view's data representation: its name, as MPI_File_get_view gives it back.
     pub datarep: String,
+    pub representation: representation::Representation,
     /// The individual file pointer, in etypes of the view.
     pub pointer: u64,
     pub shared: Arc<SharedPointer>,

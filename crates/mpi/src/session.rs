@@ -5,7 +5,7 @@
 //! MPI_Session_init and ends with the last of MPI_Finalize and MPI_Session_finalize.
 
 pub mod abi;
-mod psets;
+pub(crate) mod psets;
 
 use std::ffi::c_int;
 

@@ -216,9 +216,11 @@ pub unsafe extern "C" fn MPI_Comm_split(comm: MPI_Comm, color: c_int, key: c_int
 /// (`hardware`), starting from the node's color.
 fn split_type_color(comm: MPI_Comm, split_type: c_int, node_leader: u32) -> MpiResult<c_int> {
     match split_type {
-        MPI_COMM_TYPE_SHARED | MPI_COMM_TYPE_HW_GUIDED | MPI_COMM_TYPE_HW_UNGUIDED => Ok(node_leader as c_int),
+        MPI_COMM_TYPE_SHARED | MPI_COMM_TYPE_HW_GUIDED | MPI_COMM_TYPE_HW_UNGUIDED | MPI_COMM_TYPE_RESOURCE_GUIDED => Ok(node_leader as c_int),
         MPI_UNDEFINED => Ok(MPI_UNDEFINED),
-        other => Err(error(comm, MPI_ERR_ARG, format!("split type {other} is not MPI_COMM_TYPE_SHARED, MPI_COMM_TYPE_HW_GUIDED, MPI_COMM_TYPE_HW_UNGUIDED or MPI_UNDEFINED"))),
+        other => {
+            Err(error(comm, MPI_ERR_ARG, format!("split type {other} is not MPI_COMM_TYPE_SHARED, MPI_COMM_TYPE_HW_GUIDED, MPI_COMM_TYPE_HW_UNGUIDED, MPI_COMM_TYPE_RESOURCE_GUIDED or MPI_UNDEFINED")))
+        }
     }
 }
 
@@ -234,7 +236,7 @@ pub unsafe extern "C" fn MPI_Comm_split_type(comm: MPI_Comm, split_type: c_int, 
         })?;
         let color = split_type_color(comm, split_type, leader)?;
         let created = match split_type {
-            MPI_COMM_TYPE_HW_GUIDED | MPI_COMM_TYPE_HW_UNGUIDED => super::hardware::split_by_hardware(comm, split_type, key, &hints, color)?,
+            MPI_COMM_TYPE_HW_GUIDED | MPI_COMM_TYPE_HW_UNGUIDED | MPI_COMM_TYPE_RESOURCE_GUIDED => super::hardware::split_by_hardware(comm, split_type, key, info, &hints, color)?,
             _ => split(comm, color, key)?,
         };
         // SAFETY: non-null; points to the caller's handle.

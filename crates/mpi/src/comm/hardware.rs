@@ -1,7 +1,8 @@
-//! MPI_Comm_split_type by hardware (MPI_COMM_TYPE_HW_GUIDED and MPI_COMM_TYPE_HW_UNGUIDED): which
-//! instance of a level of the machine holds a process, from the machine's topology and the CPUs
-//! the process may run on ([`Resource`], pure), and the splits that group the processes of each
-//! instance ([`split_by_hardware`]).
+//! MPI_Comm_split_type by hardware or process set (MPI_COMM_TYPE_HW_GUIDED,
+//! MPI_COMM_TYPE_RESOURCE_GUIDED and MPI_COMM_TYPE_HW_UNGUIDED): which instance of a level of the
+//! machine holds a process, from the machine's topology and the CPUs the process may run on
+//! ([`Resource`], pure), and the splits that group the processes of each instance
+//! ([`split_by_hardware`]).
 
 use std::ffi::c_int;
 use std::sync::OnceLock;
@@ -12,6 +13,7 @@ use super::construct::split;
 use crate::consts::*;
 use crate::error::MpiResult;
 use crate::runtime;
+use crate::session::psets::ProcessSet;
 
 /// A level of the machine, largest first in [`Resource::LEVELS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,6 +87,9 @@ impl Resource {
 /// The info key that names a level (MPI 4.0 §7.4.2), on the call and on the new communicator.
 const RESOURCE_KEY: &str = "mpi_hw_resource_type";
 
+/// The info key that names a process set to split by (MPI_COMM_TYPE_RESOURCE_GUIDED, MPI 4.1).
+const PSET_KEY: &str = "mpi_pset_name";
+
 /// This machine, read once.
 fn topology() -> Option<&'static Topology> {
     static TOPOLOGY: OnceLock<Option<Topology>> = OnceLock::new();
@@ -99,16 +104,23 @@ fn own_instance(level: Resource) -> Option<c_int> {
 }
 
 /// MPI_Comm_split_type with MPI_COMM_TYPE_HW_GUIDED (`hints` name the level; an unknown or missing
-/// one gives MPI_COMM_NULL) or MPI_COMM_TYPE_HW_UNGUIDED (the largest level below `comm` that
-/// holds fewer of its processes; MPI_COMM_NULL when there is none). Collective over `comm`:
-/// every member makes the same splits. `node_leader` names the caller's node.
-pub(crate) fn split_by_hardware(comm: MPI_Comm, split_type: c_int, key: c_int, hints: &[(String, String)], node_leader: c_int) -> MpiResult<MPI_Comm> {
+/// one gives MPI_COMM_NULL), MPI_COMM_TYPE_RESOURCE_GUIDED (a level, or a process set named by
+/// `mpi_pset_name`) or MPI_COMM_TYPE_HW_UNGUIDED (the largest level below `comm` that holds fewer
+/// of its processes; MPI_COMM_NULL when there is none; its name is also set on `info`, as MPICH
+/// does and Python's bindings expect). Collective over `comm`: every member makes the same
+/// splits. `node_leader` names the caller's node.
+pub(crate) fn split_by_hardware(comm: MPI_Comm, split_type: c_int, key: c_int, info: MPI_Info, hints: &[(String, String)], node_leader: c_int) -> MpiResult<MPI_Comm> {
+    let named = |wanted: &str| hints.iter().find(|(k, _)| k == wanted).map(|(_, value)| value.as_str());
+    let level = named(RESOURCE_KEY).and_then(Resource::named);
+    if split_type == MPI_COMM_TYPE_RESOURCE_GUIDED && named(RESOURCE_KEY).is_none() {
+        if let Some(set) = named(PSET_KEY) {
+            return split_by_process_set(comm, key, set, node_leader);
+        }
+    }
     let node = split(comm, node_leader, key)?;
-    let (made, level) = if split_type == MPI_COMM_TYPE_HW_GUIDED {
-        let level = hints.iter().find(|(k, _)| k == RESOURCE_KEY).and_then(|(_, name)| Resource::named(name));
-        (split_at(node, level, key)?, level)
-    } else {
-        unguided(comm, node, key)?
+    let (made, level) = match split_type {
+        MPI_COMM_TYPE_HW_UNGUIDED => unguided(comm, node, key)?,
+        _ => (split_at(node, level, key)?, level),
     };
     if let (Some(level), true) = (level, made != MPI_COMM_NULL) {
         runtime::with(|rt| {
@@ -117,8 +129,25 @@ pub(crate) fn split_by_hardware(comm: MPI_Comm, split_type: c_int, key: c_int, h
             hints.push((RESOURCE_KEY.to_string(), level.name().to_string()));
             Ok(())
         })?;
+        if split_type == MPI_COMM_TYPE_HW_UNGUIDED && info != MPI_INFO_NULL {
+            crate::info::with_infos(|infos| infos.set(info, RESOURCE_KEY, level.name())).map_err(|e| crate::error::error(comm, e.class, e.detail))?;
+        }
     }
     Ok(made)
+}
+
+/// MPI_COMM_TYPE_RESOURCE_GUIDED by `mpi_pset_name`: the members of `comm` in the caller's
+/// instance of the set (all of them for `mpi://WORLD`, the caller alone for `mpi://SELF`, its
+/// node for `braid://node`); MPI_COMM_NULL for a name that is no process set.
+fn split_by_process_set(comm: MPI_Comm, key: c_int, name: &str, node_leader: c_int) -> MpiResult<MPI_Comm> {
+    let own = runtime::with(|rt| Ok(rt.comms.job_rank()))? as c_int;
+    let color = match ProcessSet::named(name) {
+        Some(ProcessSet::World) => 0,
+        Some(ProcessSet::Own) => own,
+        Some(ProcessSet::Node) => node_leader,
+        None => MPI_UNDEFINED,
+    };
+    split(comm, color, key)
 }
 
 /// The split of `node` by instances of `level` (the node itself for the node level); `node` is

@@ -13,7 +13,7 @@ use std::ffi::c_int;
 use std::sync::Arc;
 
 use super::abi::{array, define, old_type};
-use super::envelope::{Argument, Parts};
+use super::envelope::{Argument, Envelope, Parts};
 use super::{build_blocks, build_resized, failure, overflow, Blocks, Origin, TypeInfo};
 use crate::consts::*;
 use crate::error::{finish, MpiError, MpiResult};
@@ -234,6 +234,38 @@ pub(super) unsafe fn darray(
     let origin = Origin::recorded(MPI_COMBINER_DARRAY, parts, vec![(oldtype, child.clone())]);
     // SAFETY: `newtype` forwarded from the caller.
     unsafe { define(newtype, || build_array(&child, &dimensions, origin)) }
+}
+
+/// A subarray type rebuilt over `child` (the old type in another representation) from the
+/// arguments it was made with.
+pub(crate) fn subarray_layout(child: &Arc<TypeInfo>, envelope: &Envelope, origin: Origin) -> MpiResult<TypeInfo> {
+    let integers = &envelope.integers;
+    let rank = dimensions_arg(integers.first().copied().unwrap_or(0))?;
+    let (sizes, subsizes, starts, order): (Vec<MPI_Count>, Vec<MPI_Count>, Vec<MPI_Count>, c_int) = if envelope.large.is_empty() {
+        let wide = |from: usize| integers.get(from..from + rank).map(|values| values.iter().map(|&v| v as MPI_Count).collect::<Vec<_>>()).ok_or_else(incomplete);
+        (wide(1)?, wide(1 + rank)?, wide(1 + 2 * rank)?, *integers.get(1 + 3 * rank).ok_or_else(incomplete)?)
+    } else {
+        let large = |from: usize| envelope.large.get(from..from + rank).map(<[MPI_Count]>::to_vec).ok_or_else(incomplete);
+        (large(0)?, large(rank)?, large(2 * rank)?, *integers.get(1).ok_or_else(incomplete)?)
+    };
+    build_array(child, &fastest_first(subarray_dimensions(&sizes, &subsizes, &starts)?, order)?, origin)
+}
+
+/// A darray type rebuilt over `child` (the old type in another representation) from the
+/// arguments it was made with.
+pub(crate) fn darray_layout(child: &Arc<TypeInfo>, envelope: &Envelope, origin: Origin) -> MpiResult<TypeInfo> {
+    let integers = &envelope.integers;
+    let int = |index: usize| integers.get(index).copied().ok_or_else(incomplete);
+    let (size, rank, count) = (int(0)?, int(1)?, dimensions_arg(int(2)?)?);
+    let ints = |from: usize| integers.get(from..from + count).map(<[c_int]>::to_vec).ok_or_else(incomplete);
+    // The int form lists gsizes among the integers; the large form as large counts.
+    let (gsizes, rest): (Vec<MPI_Count>, usize) = if envelope.large.is_empty() { (ints(3)?.iter().map(|&v| v as MPI_Count).collect(), 3 + count) } else { (envelope.large.clone(), 3) };
+    let (distribs, dargs, psizes, order) = (ints(rest)?, ints(rest + count)?, ints(rest + 2 * count)?, int(rest + 3 * count)?);
+    build_array(child, &fastest_first(darray_dimensions(size, rank, &gsizes, &distribs, &dargs, &psizes)?, order)?, origin)
+}
+
+fn incomplete() -> MpiError {
+    failure(MPI_ERR_INTERN, "an array type's recorded arguments are incomplete")
 }
 
 #[cfg(test)]

@@ -232,6 +232,30 @@ fn decode(info: &TypeInfo, count: usize, external: &[u8], native: &mut [u8]) {
     });
 }
 
+/// Writes `count` elements of `info` at `buffer` in external32 into `external`, which holds
+/// their external size; MPI_ERR_CONVERSION when a value does not fit its external size.
+///
+/// # Safety
+/// The type map of the `count` elements at `buffer` must be readable.
+pub(crate) unsafe fn to_external32(info: &TypeInfo, count: usize, buffer: *const u8, external: &mut [u8]) -> MpiResult<()> {
+    let mut native = vec![0u8; info.size.checked_mul(count).ok_or_else(overflow)?];
+    // SAFETY: per the caller.
+    unsafe { info.pack(count, buffer, &mut native) };
+    encode(info, count, &native, external).map_err(|reason| failure(MPI_ERR_CONVERSION, reason))
+}
+
+/// Reads `count` elements of `info` from their external32 form in `external` into `buffer`.
+///
+/// # Safety
+/// The type map of the `count` elements at `buffer` must be writable, apart from `external`.
+pub(crate) unsafe fn from_external32(info: &TypeInfo, count: usize, external: &[u8], buffer: *mut u8) -> MpiResult<()> {
+    let mut native = vec![0u8; info.size.checked_mul(count).ok_or_else(overflow)?];
+    decode(info, count, external, &mut native);
+    // SAFETY: per the caller.
+    unsafe { info.unpack(count, &native, buffer) };
+    Ok(())
+}
+
 /// Checks the data representation: only "external32" exists.
 ///
 /// # Safety
@@ -318,14 +342,10 @@ pub(super) unsafe fn pack_external(
             let (count, info, bytes) = unsafe { typed(datarep, incount, "incount", datatype) }?;
             // SAFETY: as above.
             let (start, position) = unsafe { place(position, outsize, bytes, outbuf, "outbuf") }?;
-            let mut native = vec![0u8; info.size.checked_mul(count).ok_or_else(overflow)?];
-            // SAFETY: the type map of `incount` elements at `inbuf` is the user's readable data;
-            // MPI requires `outbuf` to hold `outsize` bytes, and start + bytes <= outsize.
-            let external = unsafe {
-                info.pack(count, inbuf.cast::<u8>(), &mut native);
-                slice::from_raw_parts_mut(outbuf.cast::<u8>().add(start), bytes)
-            };
-            encode(&info, count, &native, external).map_err(|reason| failure(MPI_ERR_CONVERSION, reason))?;
+            // SAFETY: MPI requires `outbuf` to hold `outsize` bytes, and start + bytes <= outsize.
+            let external = unsafe { slice::from_raw_parts_mut(outbuf.cast::<u8>().add(start), bytes) };
+            // SAFETY: the type map of `incount` elements at `inbuf` is the user's readable data.
+            unsafe { to_external32(&info, count, inbuf.cast::<u8>(), external) }?;
             *position += bytes as MPI_Aint;
             Ok(())
         })(),
@@ -368,12 +388,10 @@ pub(super) unsafe fn unpack_external(
             let (count, info, bytes) = unsafe { typed(datarep, outcount, "outcount", datatype) }?;
             // SAFETY: as above.
             let (start, position) = unsafe { place(position, insize, bytes, inbuf, "inbuf") }?;
-            let mut native = vec![0u8; info.size.checked_mul(count).ok_or_else(overflow)?];
             // SAFETY: MPI requires `inbuf` to hold `insize` bytes, and start + bytes <= insize.
             let external = unsafe { slice::from_raw_parts(inbuf.cast::<u8>().add(start), bytes) };
-            decode(&info, count, external, &mut native);
             // SAFETY: the type map of `outcount` elements at `outbuf` is the user's writable data.
-            unsafe { info.unpack(count, &native, outbuf.cast::<u8>()) };
+            unsafe { from_external32(&info, count, external, outbuf.cast::<u8>()) }?;
             *position += bytes as MPI_Aint;
             Ok(())
         })(),

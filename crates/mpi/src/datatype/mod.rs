@@ -18,6 +18,7 @@ pub(crate) mod large;
 mod layout;
 mod legacy;
 mod predefined;
+mod representation;
 #[cfg(test)]
 mod tests;
 
@@ -37,6 +38,7 @@ pub use f90::*;
 use layout::{Layout, Piece};
 pub use legacy::*;
 pub use predefined::{Basic, BINARY128_SIZE, LONG_DOUBLE_SIZE, PREDEFINED as PREDEFINED_DATATYPES};
+pub(crate) use representation::in_representation;
 
 /// Everything known about one datatype.
 #[derive(Clone, Debug)]

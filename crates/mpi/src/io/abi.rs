@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
+use super::representation::Representation;
 use super::shared_pointer::{hidden_path, SharedPointer};
 use super::view::{View, ViewError};
 use super::{file_error, finish_file, insert, modes, remove, system_error, with_file, OpenFile};
@@ -230,6 +231,7 @@ pub unsafe extern "C" fn MPI_File_open(comm: MPI_Comm, filename: *const c_char, 
                 etype: (MPI_BYTE, byte.clone()),
                 filetype: (MPI_BYTE, byte),
                 datarep: "native".into(),
+                representation: Representation::Native,
                 pointer: start,
                 shared: Arc::new(shared),
                 atomic: false,
@@ -408,39 +410,27 @@ pub unsafe extern "C" fn MPI_File_get_info(fh: MPI_File, info_used: *mut MPI_Inf
     finish_file(fh, "MPI_File_get_info", result)
 }
 
-/// The data representations registered with MPI_Register_datarep.
-static REGISTERED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-
-/// Whether a data representation is one Braid reads and writes: the native one (`internal`
-/// is Braid's choice, and it chooses the native one) and external32.
-fn known_datarep(datarep: &str) -> MpiResult<()> {
-    match datarep {
-        "native" | "internal" | "external32" => Ok(()),
-        other if REGISTERED.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).iter().any(|name| name == other) => {
-            Err(file_error(MPI_ERR_UNSUPPORTED_DATAREP, format!("{other:?} is registered, but Braid's files do not convert through user data representations yet (use native)")))
-        }
-        other => Err(file_error(MPI_ERR_UNSUPPORTED_DATAREP, format!("no data representation named {other:?} (Braid has native, internal and external32)"))),
-    }
-}
-
-/// Registers a data representation's name: a second registration of a name, or one of the
-/// predefined names, fails with MPI_ERR_DUP_DATAREP.
+/// MPI_Register_datarep(_c).
 ///
 /// # Safety
-/// `datarep` must be NULL or a NUL-terminated string.
-unsafe fn register_datarep(name: &str, datarep: *const c_char) -> c_int {
+/// `datarep` must be NULL or a NUL-terminated string; the functions the program's.
+unsafe fn register_datarep(
+    name: &str,
+    datarep: *const c_char,
+    read: Option<*const c_void>,
+    write: Option<*const c_void>,
+    extent: Option<MPI_Datarep_extent_function>,
+    extra_state: *mut c_void,
+    large: bool,
+) -> c_int {
     let result = (|| {
-        // SAFETY: a NUL-terminated string per the caller.
-        let datarep = unsafe { c_text(datarep, "datarep") }.map_err(|e| file_error(e.class, e.detail))?.into_owned();
-        if datarep.len() >= MPI_MAX_DATAREP_STRING as usize {
-            return Err(file_error(MPI_ERR_ARG, format!("datarep is longer than MPI_MAX_DATAREP_STRING ({MPI_MAX_DATAREP_STRING}) characters")));
+        if datarep.is_null() {
+            return Err(file_error(MPI_ERR_ARG, "datarep must not be NULL"));
         }
-        let mut registered = REGISTERED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if ["native", "internal", "external32"].contains(&datarep.as_str()) || registered.contains(&datarep) {
-            return Err(file_error(MPI_ERR_DUP_DATAREP, format!("a data representation named {datarep:?} exists already")));
-        }
-        registered.push(datarep);
-        Ok(())
+        // SAFETY: non-null and NUL-terminated per the caller.
+        let datarep = unsafe { std::ffi::CStr::from_ptr(datarep) };
+        // SAFETY: the program's functions, as MPI defines them.
+        unsafe { super::representation::register(datarep, read, write, extent, extra_state, large) }
     })();
     finish_file(MPI_FILE_NULL, name, result)
 }
@@ -448,25 +438,27 @@ unsafe fn register_datarep(name: &str, datarep: *const c_char) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Register_datarep(
     datarep: *const c_char,
-    _read_conversion_fn: Option<MPI_Datarep_conversion_function>,
-    _write_conversion_fn: Option<MPI_Datarep_conversion_function>,
-    _dtype_file_extent_fn: Option<MPI_Datarep_extent_function>,
-    _extra_state: *mut c_void,
+    read_conversion_fn: Option<MPI_Datarep_conversion_function>,
+    write_conversion_fn: Option<MPI_Datarep_conversion_function>,
+    dtype_file_extent_fn: Option<MPI_Datarep_extent_function>,
+    extra_state: *mut c_void,
 ) -> c_int {
-    // SAFETY: a NUL-terminated string per MPI.
-    unsafe { register_datarep("MPI_Register_datarep", datarep) }
+    let (read, write) = (read_conversion_fn.map(|f| f as *const c_void), write_conversion_fn.map(|f| f as *const c_void));
+    // SAFETY: the caller's string and functions.
+    unsafe { register_datarep("MPI_Register_datarep", datarep, read, write, dtype_file_extent_fn, extra_state, false) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Register_datarep_c(
     datarep: *const c_char,
-    _read_conversion_fn: Option<MPI_Datarep_conversion_function_c>,
-    _write_conversion_fn: Option<MPI_Datarep_conversion_function_c>,
-    _dtype_file_extent_fn: Option<MPI_Datarep_extent_function>,
-    _extra_state: *mut c_void,
+    read_conversion_fn: Option<MPI_Datarep_conversion_function_c>,
+    write_conversion_fn: Option<MPI_Datarep_conversion_function_c>,
+    dtype_file_extent_fn: Option<MPI_Datarep_extent_function>,
+    extra_state: *mut c_void,
 ) -> c_int {
-    // SAFETY: a NUL-terminated string per MPI.
-    unsafe { register_datarep("MPI_Register_datarep_c", datarep) }
+    let (read, write) = (read_conversion_fn.map(|f| f as *const c_void), write_conversion_fn.map(|f| f as *const c_void));
+    // SAFETY: the caller's string and functions.
+    unsafe { register_datarep("MPI_Register_datarep_c", datarep, read, write, dtype_file_extent_fn, extra_state, true) }
 }
 
 #[no_mangle]
@@ -474,14 +466,12 @@ pub unsafe extern "C" fn MPI_File_set_view(fh: MPI_File, disp: MPI_Offset, etype
     let result = (|| {
         // SAFETY: a NUL-terminated string per MPI.
         let datarep = unsafe { c_text(datarep, "datarep") }.map_err(|e| file_error(e.class, e.detail))?.into_owned();
-        known_datarep(&datarep)?;
+        let representation = Representation::named(&datarep)?;
         let given = crate::info::entries(info).map_err(|e| file_error(e.class, e.detail))?;
         let etype_info = datatype::lookup_committed(etype).map_err(|class| file_error(class, format!("etype {etype} is not a committed datatype")))?;
         let filetype_info = datatype::lookup_committed(filetype).map_err(|class| file_error(class, format!("filetype {filetype} is not a committed datatype")))?;
-        if datarep == "external32" {
-            super::access::check_external(&etype_info, "etype")?;
-            super::access::check_external(&filetype_info, "filetype")?;
-        }
+        // The view's arithmetic is in the file's bytes: the types as they lie there.
+        let (etype_in_file, filetype_in_file) = (representation.file_type(&etype_info)?, representation.file_type(&filetype_info)?);
         let (comm, rank, amode, shared) = with_file(fh, |file| Ok((file.comm, file.rank, file.amode, file.shared.clone())))?;
         let disp = if disp == MPI_DISPLACEMENT_CURRENT as MPI_Offset {
             if amode & MPI_MODE_SEQUENTIAL == 0 {
@@ -495,7 +485,7 @@ pub unsafe extern "C" fn MPI_File_set_view(fh: MPI_File, disp: MPI_Offset, etype
         } else {
             disp
         };
-        let view = View::new(disp as u64, etype_info.size as u64, &filetype_info.byte_runs(1), filetype_info.extent).map_err(|why| {
+        let view = View::new(disp as u64, etype_in_file.size as u64, &filetype_in_file.byte_runs(1), filetype_in_file.extent).map_err(|why| {
             let detail = match why {
                 ViewError::Decreasing => "the filetype's displacements must be nonnegative and nondecreasing",
                 ViewError::Overlapping => "the filetype's data reaches past its extent, so its copies would overlap",
@@ -513,6 +503,7 @@ pub unsafe extern "C" fn MPI_File_set_view(fh: MPI_File, disp: MPI_Offset, etype
             file.etype = (etype, etype_info);
             file.filetype = (filetype, filetype_info);
             file.datarep = datarep;
+            file.representation = representation;
             file.pointer = 0;
             file.hints.extend(given);
             Ok(())
@@ -544,16 +535,15 @@ pub unsafe extern "C" fn MPI_File_get_view(fh: MPI_File, disp: *mut MPI_Offset, 
 }
 
 /// A type's extent in the file (MPI_File_get_type_extent and its `_c` form): in the native
-/// representation its extent in memory; in external32, for a type without holes, its external
-/// size.
+/// representation its extent in memory; in another, its extent as the type lies there.
 ///
 /// # Safety
 /// `extent` must be NULL or writable.
 unsafe fn type_extent<T: TryFrom<isize>>(name: &str, fh: MPI_File, datatype: MPI_Datatype, extent: *mut T) -> c_int {
-    let result = with_file(fh, |file| Ok(file.datarep == "external32"))
-        .and_then(|external| {
+    let result = with_file(fh, |file| Ok(file.representation.clone()))
+        .and_then(|representation| {
             let info = datatype::lookup(datatype).map_err(|class| file_error(class, format!("{datatype} is not a datatype")))?;
-            let in_file = if external && info.size as isize == info.extent { datatype::external_size(&info) as isize } else { info.extent };
+            let in_file = representation.file_type(&info)?.extent;
             T::try_from(in_file).map_err(|_| file_error(MPI_ERR_VALUE_TOO_LARGE, format!("the extent {in_file} does not fit the result")))
         })
         // SAFETY: the caller's out-parameter.

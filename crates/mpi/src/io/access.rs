@@ -18,6 +18,7 @@ use std::sync::Arc;
 use super::abi::{broadcast, check_collective, hint};
 use super::collective;
 use super::data::{self, Tuning};
+use super::representation::Representation;
 use super::worker::{self, TicketWatch};
 use super::{file_error, finish_file, modes, system_error, with_file, OpenFile};
 use crate::coll::drive::Outcome;
@@ -77,12 +78,14 @@ struct Prepared {
     tuning: Tuning,
     /// Visible byte where the access starts.
     start: u64,
-    /// Bytes it moves (as the program's buffer holds them packed).
+    /// File bytes it moves (as the program's buffer holds them packed, in a native view).
     bytes: u64,
     datatype: DatatypeRef,
     comm: MPI_Comm,
-    /// The view's data representation is external32: the stream is converted on the way.
-    external: bool,
+    /// The view's data representation, which converts the stream on its way unless native.
+    representation: Representation,
+    /// Bytes of one element of the datatype in the file.
+    file_size: usize,
     /// How collective accesses aggregate.
     aggregation: Aggregation,
 }
@@ -115,20 +118,6 @@ fn buffering(value: Option<&str>) -> Buffering {
     }
 }
 
-/// Refuses, in an external32 view, a type whose external32 size differs from its native one
-/// (MPI_LONG, MPI_LONG_DOUBLE ...): the file layout would differ from memory's, which Braid does
-/// not map yet.
-pub(crate) fn check_external(info: &DatatypeRef, what: &str) -> MpiResult<()> {
-    if datatype::external_size(info) == info.size {
-        Ok(())
-    } else {
-        Err(file_error(
-            MPI_ERR_UNSUPPORTED_DATAREP,
-            format!("the {what}'s external32 size ({} bytes) differs from its native size ({} bytes); Braid's external32 views take types whose sizes agree", datatype::external_size(info), info.size),
-        ))
-    }
-}
-
 fn aggregation_of(file: &OpenFile) -> Aggregation {
     Aggregation {
         rank: file.rank,
@@ -155,7 +144,9 @@ fn prepare(fh: MPI_File, request: &Request) -> MpiResult<Prepared> {
         return Err(file_error(MPI_ERR_COUNT, format!("count {} is negative", request.count)));
     }
     let datatype = datatype::lookup_committed(request.datatype).map_err(|class| file_error(class, format!("datatype {} is not a committed datatype", request.datatype)))?;
-    let bytes = (request.count as u64).checked_mul(datatype.size as u64).ok_or_else(|| file_error(MPI_ERR_COUNT, "the data is larger than a file can hold"))?;
+    let representation = with_file(fh, |file| Ok(file.representation.clone()))?;
+    let file_size = if representation.is_native() { datatype.size } else { representation.file_type(&datatype)?.size };
+    let bytes = (request.count as u64).checked_mul(file_size as u64).ok_or_else(|| file_error(MPI_ERR_COUNT, "the data is larger than a file can hold"))?;
     let (prepared, shared) = with_file(fh, |file| {
         match request.direction {
             Direction::Read if !modes::can_read(file.amode) => return Err(file_error(MPI_ERR_ACCESS, "the file is open write-only")),
@@ -181,13 +172,10 @@ fn prepare(fh: MPI_File, request: &Request) -> MpiResult<Prepared> {
             // Taken below, outside the table.
             Position::Shared | Position::Ordered => 0,
         };
-        let external = file.datarep == "external32";
-        if external {
-            check_external(&datatype, "datatype")?;
-        }
         let prepared = Prepared {
             aggregation: aggregation_of(file),
-            external,
+            representation: representation.clone(),
+            file_size,
             file: file.file.clone(),
             path: file.path.clone(),
             view: file.view.clone(),
@@ -232,20 +220,17 @@ fn ordered_start(prepared: &Prepared, pointer: &super::shared_pointer::SharedPoi
     Ok(base + before)
 }
 
-/// The program's data as the stream of visible bytes: its own memory when contiguous, else a
-/// packed copy.
+/// The program's data as the stream of visible bytes: its own memory when contiguous in a
+/// native view, else a packed (and converted) copy.
 ///
 /// # Safety
 /// `buffer` must hold `count` elements of the datatype.
-unsafe fn outgoing<'a>(buffer: *const u8, count: usize, datatype: &DatatypeRef, handle: MPI_Datatype, bytes: u64, external: bool) -> std::borrow::Cow<'a, [u8]> {
-    if external {
-        let mut packed = vec![0u8; bytes as usize];
-        let mut position: MPI_Count = 0;
-        // SAFETY: per the caller; `packed` holds the external32 form (checked the same size).
-        unsafe { crate::datatype::large::MPI_Pack_external_c(EXTERNAL32.as_ptr(), buffer.cast(), count as MPI_Count, handle, packed.as_mut_ptr().cast(), bytes as MPI_Count, &mut position) };
-        return std::borrow::Cow::Owned(packed);
+unsafe fn outgoing<'a>(buffer: *const u8, count: usize, datatype: &DatatypeRef, handle: MPI_Datatype, bytes: u64, representation: &Representation) -> MpiResult<std::borrow::Cow<'a, [u8]>> {
+    if !representation.is_native() {
+        // SAFETY: per the caller.
+        return Ok(std::borrow::Cow::Owned(unsafe { representation.encode(buffer, count, handle, datatype, bytes as usize) }?));
     }
-    match datatype.contiguous_run(count) {
+    Ok(match datatype.contiguous_run(count) {
         // SAFETY: the caller's buffer holds the run.
         Some((offset, len)) => std::borrow::Cow::Borrowed(unsafe { std::slice::from_raw_parts(buffer.wrapping_offset(offset), len) }),
         None => {
@@ -254,26 +239,32 @@ unsafe fn outgoing<'a>(buffer: *const u8, count: usize, datatype: &DatatypeRef, 
             unsafe { datatype.pack(count, buffer, &mut packed) };
             std::borrow::Cow::Owned(packed)
         }
-    }
+    })
 }
 
-/// The name of the external data representation, for the pack and unpack calls.
-const EXTERNAL32: &std::ffi::CStr = c"external32";
-
-/// Unpacks `got` bytes read into the program's buffer (from external32: the whole elements).
+/// Unpacks the `got` bytes read into the program's buffer (in a non-native view, the whole
+/// elements, converted); returns the bytes they take in memory, which the status counts.
 ///
 /// # Safety
 /// `buffer` must hold `count` elements of the datatype, writable.
-unsafe fn deliver(buffer: *mut u8, datatype: &DatatypeRef, handle: MPI_Datatype, packed: &[u8], got: usize, external: bool) {
-    if external {
-        let whole = got.checked_div(datatype.size).unwrap_or(0);
-        let mut position: MPI_Count = 0;
-        // SAFETY: per the caller; `packed` holds `whole` elements in external32.
-        unsafe { crate::datatype::large::MPI_Unpack_external_c(EXTERNAL32.as_ptr(), packed.as_ptr().cast(), got as MPI_Count, &mut position, buffer.cast(), whole as MPI_Count, handle) };
-        return;
+unsafe fn deliver(buffer: *mut u8, datatype: &DatatypeRef, handle: MPI_Datatype, packed: &[u8], got: usize, representation: &Representation, file_size: usize) -> MpiResult<usize> {
+    if !representation.is_native() {
+        // SAFETY: per the caller.
+        return unsafe { representation.decode(buffer, handle, datatype, file_size, &packed[..got.min(packed.len())]) };
     }
     // SAFETY: per the caller.
     unsafe { datatype.unpack_received(got, packed, buffer) };
+    Ok(got)
+}
+
+/// The bytes a status counts for `file_bytes` written in the file: as many in a native view,
+/// else what the whole elements take in memory.
+fn counted(prepared: &Prepared, file_bytes: u64) -> usize {
+    if prepared.representation.is_native() {
+        file_bytes as usize
+    } else {
+        (file_bytes as usize).checked_div(prepared.file_size).unwrap_or(0) * prepared.datatype.size
+    }
 }
 
 /// A blocking access: its completion.
@@ -289,25 +280,26 @@ unsafe fn blocking(fh: MPI_File, request: Request) -> MpiResult<Completion> {
             return Ok(completion);
         }
     }
-    let moved = match request.direction {
+    let (moved, count_bytes) = match request.direction {
         Direction::Write => {
             // SAFETY: per the caller.
-            let stream = unsafe { outgoing(request.buffer, count, &prepared.datatype, request.datatype, prepared.bytes, prepared.external) };
+            let stream = unsafe { outgoing(request.buffer, count, &prepared.datatype, request.datatype, prepared.bytes, &prepared.representation) }?;
             data::write(&prepared.file, &prepared.view, prepared.start, &stream, prepared.tuning).map_err(|failure| system_error("cannot write", &prepared.path, &failure))?;
-            prepared.bytes
+            (prepared.bytes, counted(&prepared, prepared.bytes))
         }
-        Direction::Read => match prepared.datatype.contiguous_run(count).filter(|_| !prepared.external) {
+        Direction::Read => match prepared.datatype.contiguous_run(count).filter(|_| prepared.representation.is_native()) {
             Some((offset, len)) => {
                 // SAFETY: per the caller; the run is inside the buffer.
                 let target = unsafe { std::slice::from_raw_parts_mut(request.buffer.wrapping_offset(offset), len) };
-                data::read(&prepared.file, &prepared.view, prepared.start, target, prepared.tuning).map_err(|failure| system_error("cannot read", &prepared.path, &failure))?
+                let got = data::read(&prepared.file, &prepared.view, prepared.start, target, prepared.tuning).map_err(|failure| system_error("cannot read", &prepared.path, &failure))?;
+                (got, got as usize)
             }
             None => {
                 let mut packed = vec![0u8; prepared.bytes as usize];
                 let got = data::read(&prepared.file, &prepared.view, prepared.start, &mut packed, prepared.tuning).map_err(|failure| system_error("cannot read", &prepared.path, &failure))?;
                 // SAFETY: per the caller.
-                unsafe { deliver(request.buffer, &prepared.datatype, request.datatype, &packed, got as usize, prepared.external) };
-                got
+                let in_memory = unsafe { deliver(request.buffer, &prepared.datatype, request.datatype, &packed, got as usize, &prepared.representation, prepared.file_size) }?;
+                (got, in_memory)
             }
         },
     };
@@ -319,7 +311,7 @@ unsafe fn blocking(fh: MPI_File, request: Request) -> MpiResult<Completion> {
             Ok(())
         })?;
     }
-    Ok(Completion { count: moved as usize, ..Completion::EMPTY })
+    Ok(Completion { count: count_bytes, ..Completion::EMPTY })
 }
 
 /// A blocking collective access through the aggregators, when the hints and the accesses' layout
@@ -346,12 +338,12 @@ unsafe fn aggregated(prepared: &Prepared, request: &Request) -> MpiResult<Option
     let moved = match request.direction {
         Direction::Write => {
             // SAFETY: per the caller.
-            let stream = unsafe { outgoing(request.buffer, count, &prepared.datatype, request.datatype, prepared.bytes, prepared.external) };
+            let stream = unsafe { outgoing(request.buffer, count, &prepared.datatype, request.datatype, prepared.bytes, &prepared.representation) }?;
             let class = plan.write(&prepared.file, &segments, &stream)?;
             if class != 0 {
                 return Err(file_error(class, format!("cannot write {} (an aggregator failed)", prepared.path.display())));
             }
-            prepared.bytes
+            counted(prepared, prepared.bytes)
         }
         Direction::Read => {
             let mut packed = vec![0u8; prepared.bytes as usize];
@@ -363,11 +355,10 @@ unsafe fn aggregated(prepared: &Prepared, request: &Request) -> MpiResult<Option
             let size = prepared.file.metadata().map_err(|failure| system_error("cannot read the size of", &prepared.path, &failure))?.len();
             let got = prepared.view.visible_before(size).saturating_sub(prepared.start).min(prepared.bytes);
             // SAFETY: per the caller.
-            unsafe { deliver(request.buffer, &prepared.datatype, request.datatype, &packed, got as usize, prepared.external) };
-            got
+            unsafe { deliver(request.buffer, &prepared.datatype, request.datatype, &packed, got as usize, &prepared.representation, prepared.file_size) }?
         }
     };
-    Ok(Some(Completion { count: moved as usize, ..Completion::EMPTY }))
+    Ok(Some(Completion { count: moved, ..Completion::EMPTY }))
 }
 
 /// Runs a blocking access and writes its status.
@@ -393,18 +384,19 @@ unsafe fn start(fh: MPI_File, request: Request, handle: *mut MPI_Request) -> Mpi
     }
     let prepared = prepare(fh, &request)?;
     let count = request.count as usize;
-    let Prepared { file, path, view, tuning, start, bytes, datatype, external, .. } = prepared;
+    let reported = counted(&prepared, prepared.bytes) as u64;
+    let Prepared { file, path, view, tuning, start, bytes, datatype, representation, file_size, .. } = prepared;
     let handle_type = request.datatype;
     let outcome = Rc::new(Outcome::default());
     let waker = runtime::with(|rt| Ok(rt.engine.waker()))?;
     let watch = match request.direction {
         Direction::Write => {
             // SAFETY: per the caller; the helper gets its own copy.
-            let stream = unsafe { outgoing(request.buffer, count, &datatype, handle_type, bytes, external) }.into_owned();
+            let stream = unsafe { outgoing(request.buffer, count, &datatype, handle_type, bytes, &representation) }?.into_owned();
             let ticket = worker::submit(
                 move || {
                     data::write(&file, &view, start, &stream, tuning)
-                        .map(|()| (bytes, Vec::new()))
+                        .map(|()| (reported, Vec::new()))
                         .map_err(|failure| (modes::class_of(&failure), format!("cannot write {}: {failure}", path.display())))
                 },
                 waker,
@@ -427,7 +419,7 @@ unsafe fn start(fh: MPI_File, request: Request, handle: *mut MPI_Request) -> Mpi
             let buffer = request.buffer;
             // SAFETY: the program keeps the buffer until the request completes, which is when
             // this runs (on the thread that completes it).
-            let deliver = Box::new(move |packed: &[u8]| unsafe { deliver(buffer, &datatype, handle_type, packed, packed.len(), external) });
+            let deliver = Box::new(move |packed: &[u8]| unsafe { deliver(buffer, &datatype, handle_type, packed, packed.len(), &representation, file_size) }.map_err(|failure| failure.class));
             TicketWatch { ticket, outcome: outcome.clone(), deliver: Some(deliver) }
         }
     };

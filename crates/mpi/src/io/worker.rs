@@ -73,7 +73,7 @@ pub(crate) fn submit(job: impl FnOnce() -> Ended + Send + 'static, waker: Waker)
 }
 
 /// Hands the bytes a read brought to the program's buffer.
-pub(crate) type Delivery = Box<dyn FnOnce(&[u8])>;
+pub(crate) type Delivery = Box<dyn FnOnce(&[u8]) -> Result<usize, c_int>>;
 
 /// What happens on the rank once the ticket is filled in: for a read, the bytes it brought are
 /// handed to `deliver` (which unpacks them into the program's buffer) before the request
@@ -91,12 +91,11 @@ impl ProgressAgent for TicketWatch {
         }
         let Some(ended) = self.ticket.take() else { return Ok(false) };
         match ended {
-            Ok((count, bytes)) => {
-                if let Some(deliver) = self.deliver.take() {
-                    deliver(&bytes);
-                }
-                self.outcome.finish_counted(Ok(()), count as usize);
-            }
+            Ok((count, bytes)) => match self.deliver.take().map(|deliver| deliver(&bytes)) {
+                None => self.outcome.finish_counted(Ok(()), count as usize),
+                Some(Ok(delivered)) => self.outcome.finish_counted(Ok(()), delivered),
+                Some(Err(class)) => self.outcome.finish_counted(Err(class), 0),
+            },
             Err((class, _)) => self.outcome.finish_counted(Err(class), 0),
         }
         Ok(true)
