@@ -111,6 +111,26 @@ int main(int argc, char **argv)
         CHECK(got[5] == peer * 1000 + 5, "got %d", got[5]);
         CHECK(class_of(MPI_Bsend(data, 100, MPI_INT, peer, 7, MPI_COMM_WORLD)) == MPI_ERR_BUFFER, "the world used the session's buffer");
     }
+    /* Groups derived from the session's group (MPI_Group_incl, MPI_Comm_group) stay with the
+     * session: a communicator made from one uses the session's buffer too. */
+    MPI_Group whole, reversed;
+    MPI_Comm_group(from_session, &whole);
+    int order[64];
+    MPI_Group_size(whole, &size);
+    for (int i = 0; i < size && i < 64; i++)
+        order[i] = size - 1 - i;
+    MPI_Group_incl(whole, size, order, &reversed);
+    MPI_Comm derived;
+    CHECK(MPI_Comm_create_from_group(reversed, "braid.test.bsend.derived", MPI_INFO_NULL, MPI_ERRORS_RETURN, &derived) == MPI_SUCCESS, "a communicator from a derived group");
+    MPI_Group_free(&reversed);
+    MPI_Group_free(&whole);
+    int derived_rank;
+    MPI_Comm_rank(derived, &derived_rank);
+    if (derived_rank % 2 == 0 && derived_rank + 1 < size)
+        CHECK(MPI_Bsend(data, 100, MPI_INT, derived_rank + 1, 8, derived) == MPI_SUCCESS, "Bsend on a derived group's communicator through the session's buffer");
+    else if (derived_rank % 2 == 1)
+        MPI_Recv(got, 100, MPI_INT, derived_rank - 1, 8, derived, MPI_STATUS_IGNORE);
+    MPI_Comm_free(&derived);
     CHECK(MPI_Session_iflush_buffer(session, &request) == MPI_SUCCESS, "session iflush");
     MPI_Wait(&request, MPI_STATUS_IGNORE);
     CHECK(MPI_Session_detach_buffer(session, &address, &bytes) == MPI_SUCCESS && address == roomy, "session detach");

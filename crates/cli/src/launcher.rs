@@ -68,6 +68,8 @@ pub struct HostLayout {
     pub node_of_rank: Vec<usize>,
     /// The agent command and its arguments (`ssh`); it is given the host and the remote command.
     pub agent: Vec<String>,
+    /// The agent runs a program, not a shell command (srun): the command goes to `sh -c`.
+    pub through_shell: bool,
 }
 
 /// Where the ranks run when the job spans the nodes of a virtual cluster.
@@ -480,7 +482,11 @@ impl Job<'_> {
         let line = remote_command(cwd.as_os_str(), &environment, launch.program, launch.args);
         let request = self.request.hosts.as_ref().expect("remote sites come from --hosts");
         let mut command = Command::new(&request.agent[0]);
-        command.args(&request.agent[1..]).arg(&remote.host).arg(line);
+        command.args(&request.agent[1..]).arg(&remote.host);
+        if request.through_shell {
+            command.args(["sh", "-c"]);
+        }
+        command.arg(line);
         Ok(command)
     }
 

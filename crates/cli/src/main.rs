@@ -10,6 +10,7 @@ mod probe;
 mod profile;
 mod report;
 mod sample;
+mod slurm;
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
@@ -58,6 +59,10 @@ every BRAID_* variable of this environment. The agent stands for the rank: its o
 status and its pid are the rank's, and ending the job signals the agent. Ranks are not bound. \
 Remote processes end with ssh only when ssh has a terminal: use --launch-agent \"ssh -tt\" (plain \
 ssh may leave ranks running when the job is ended).\n\n\
+Inside a Slurm allocation (SLURM_JOB_ID and SLURM_JOB_NODELIST set, as in salloc and sbatch) the \
+ranks run on the allocation's nodes, each started as a job step by `srun --mpi=none --overlap \
+--nodes=1 --ntasks=1 --nodelist NODE sh -c '<command>'`, as with --hosts; --launcher local keeps \
+them on this machine.\n\n\
 Examples:\n  braid run -n 4 ./ring\n  braid run -n 8 --map-by socket --tag-output ./app --size 1m\n  \
 braid run --cluster lab -n 4 --ppn 2 ./app\n  \
 braid run --hosts node1,node2 --ppn 2 -n 4 --launch-agent \"ssh -tt\" ./app")]
@@ -162,6 +167,11 @@ struct RunArgs {
     /// (split on whitespace) [default: ssh].
     #[arg(long, value_name = "CMD")]
     launch_agent: Option<String>,
+
+    /// What starts the ranks: auto (srun inside a Slurm allocation, on its nodes; else this
+    /// machine), local (this machine), slurm (srun; an error outside an allocation).
+    #[arg(long, value_enum, default_value = "auto", value_name = "LAUNCHER")]
+    launcher: slurm::LauncherChoice,
 
     /// Profile the job into DIR: every rank's MPI calls, time and traffic, merged at the end into
     /// DIR/profile.json (see `braid report`) [default: BRAID_PROFILE, if set].
@@ -396,6 +406,9 @@ fn run_job(args: RunArgs) -> ExitCode {
     if args.launch_agent.is_some() && args.hosts.is_none() {
         return usage_error("--launch-agent needs --hosts".to_string());
     }
+    if args.launcher == slurm::LauncherChoice::Slurm && (args.hosts.is_some() || args.cluster.is_some()) {
+        return usage_error("--launcher slurm runs the ranks on the allocation's nodes: it cannot be used with --hosts or --cluster".to_string());
+    }
     // A profiled pattern (--map-by pattern:DIR) is read once, for the nodes and for the cores.
     let measured = match &args.map_by {
         MapChoice::Pattern(profile) => match place::read_profile(profile, args.ranks) {
@@ -409,7 +422,11 @@ fn run_job(args: RunArgs) -> ExitCode {
             Ok(layout) => Some(layout),
             Err(message) => return usage_error(message),
         },
-        None => None,
+        None if args.cluster.is_some() => None,
+        None => match slurm_layout(&args, measured.as_ref()) {
+            Ok(layout) => layout,
+            Err(message) => return usage_error(format!("{message}; no rank was started")),
+        },
     };
     let nodes = match &args.cluster {
         Some(name) => match cluster_layout(name, &args, measured.as_ref()) {
@@ -495,7 +512,18 @@ fn host_layout(list: &str, args: &RunArgs, measured: Option<&place::input::Measu
         return Err("--launch-agent is empty".to_string());
     }
     let node_of_rank = node_assignment(args, &hosts, measured)?;
-    Ok(HostLayout { hosts, node_of_rank, agent })
+    Ok(HostLayout { hosts, node_of_rank, agent, through_shell: false })
+}
+
+/// Inside a Slurm allocation (unless --launcher local): the allocation's nodes, each rank started
+/// by srun as a job step.
+fn slurm_layout(args: &RunArgs, measured: Option<&place::input::Measured>) -> Result<Option<HostLayout>, String> {
+    let Some(nodes) = slurm::launch_nodes(args.launcher, |name| std::env::var(name).ok())? else { return Ok(None) };
+    if args.bind_to.is_some_and(|unit| unit != BindTo::None) {
+        return Err("--bind-to cannot be used when srun starts the ranks (use --launcher local, or srun's own --cpu-bind)".to_string());
+    }
+    let node_of_rank = node_assignment(args, &nodes, measured)?;
+    Ok(Some(HostLayout { hosts: nodes, node_of_rank, agent: slurm::SRUN_AGENT.iter().map(|word| word.to_string()).collect(), through_shell: true }))
 }
 
 /// The node (index into `nodes`) of each rank: from --placement, from the profiled pattern, or

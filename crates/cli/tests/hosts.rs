@@ -35,7 +35,7 @@ impl Cluster {
         let described = text(&status.stdout);
         assert!(described.contains("10.213.0.1") && described.contains("10.213.0.2"), "unexpected addresses:\n{described}");
         let script = format!(
-            "#!/bin/sh\nhost=$1; shift\ncase \"$host\" in\n  10.213.0.1) node=0 ;;\n  10.213.0.2) node=1 ;;\n  \
+            "#!/bin/sh\nwhile [ \"${{1#-}}\" != \"$1\" ]; do shift; done\nhost=$1; shift\ncase \"$host\" in\n  10.213.0.1) node=0 ;;\n  10.213.0.2) node=1 ;;\n  \
              *) echo \"agent: unknown host $host\" >&2; exit 255 ;;\nesac\nexec ip netns exec braid-{}-n$node sh -c \"$*\"\n",
             self.name
         );
@@ -110,4 +110,31 @@ fn hosts_spawns_children_beside_the_root_and_reaches_them_from_the_other_host() 
     let program = cluster.compiled("spawn");
     let output = cluster.run_on_hosts(&agent, &[program.to_str().unwrap()]);
     assert!(output.status.success(), "spawn over --hosts failed:\n{}{}", text(&output.stdout), text(&output.stderr));
+}
+
+/// Under MPICH's launcher on the same two hosts: Hydra starts its proxies through the agent, and
+/// a job spanning both spawns through Hydra's PMI spawn command; the children reach their
+/// parents on both hosts (spawn.c checks the task pool, MPI_Comm_spawn_multiple and
+/// disconnection).
+#[test]
+fn hydra_on_two_hosts_spawns_and_the_children_reach_every_parent() {
+    require_cluster_jobs("bh");
+    let found = Command::new("mpiexec.hydra").arg("--version").stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).status().is_ok();
+    assert!(found, "mpiexec.hydra is not installed (Debian package mpich; scripts/setup installs it)");
+    let cluster = Cluster::up('y');
+    let agent = cluster.agent();
+    let program = cluster.compiled("spawn");
+    let mut command = Command::new("ip");
+    command
+        .args(["netns", "exec", &format!("braid-{}-n0", cluster.name), "mpiexec.hydra", "-launcher", "ssh", "-launcher-exec"])
+        .arg(&agent)
+        .args(["-hosts", "10.213.0.1,10.213.0.2", "-ppn", "1", "-n", "2", "-genv", "BRAID_RAILS", "rail0"])
+        .arg(&program)
+        .current_dir(&cluster.scratch)
+        .env("BRAID_PROFILE_DIR", cluster.scratch.join("profiles"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let output = finish(command.spawn().unwrap(), "mpiexec.hydra on two hosts");
+    assert!(output.status.success(), "spawn under mpiexec.hydra on two hosts failed:\n{}{}", text(&output.stdout), text(&output.stderr));
 }

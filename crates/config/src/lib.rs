@@ -85,6 +85,7 @@ pub struct Config {
     pub rail_spin_us: u32,
     pub rail_reply_spin_us: u32,
     pub block_timeout_ms: u32,
+    pub peer_check_ms: u32,
     pub shm_ring_cells: usize,
     pub shm_inline_max: usize,
     pub shm_pool_buffers: usize,
@@ -156,6 +157,7 @@ impl Default for Config {
             rail_spin_us: 20,
             rail_reply_spin_us: 200,
             block_timeout_ms: 200,
+            peer_check_ms: 250,
             shm_ring_cells: 512,
             shm_inline_max: 128,
             shm_pool_buffers: 32,
@@ -221,6 +223,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_RAIL_SPIN_US", default: "20", meaning: "auto mode, a rank with network peers: microseconds it polls (at most BRAID_SPIN_COUNT times) before it sleeps on the rails' doorbells. A rails poll costs a system call per rail, so this is short: a streaming rank is seldom idle for long, and its spinning takes the CPU that the kernel's packet work needs; 0 sleeps after one empty poll" },
     Setting { variable: "BRAID_RAIL_REPLY_SPIN_US", default: "200", meaning: "auto mode, a rank with network peers that has sent a message or protocol frame over the rails: it stays awake until this many microseconds after that frame before it sleeps, polling and, after BRAID_RAIL_SPIN_US, yielding its core between polls (to the peer that answers, if that runs there), unless the frame's socket is full. The answer to a request comes about a round trip later, and waking a sleeping rank on a CPU busy with packet work can cost more than that; while a rendezvous moves, or without a recent send, BRAID_RAIL_SPIN_US applies; 0 turns it off" },
     Setting { variable: "BRAID_BLOCK_TIMEOUT_MS", default: "200", meaning: "longest single futex sleep; a sleeping rank re-checks its channels at least this often" },
+    Setting { variable: "BRAID_PEER_CHECK_MS", default: "250", meaning: "a rank blocked in a wait checks this often whether the processes of the other ranks of its node still run; one found ended on two checks in a row (the launcher has not ended the job meanwhile) fails the wait, naming the rank, so that a job whose launcher does not watch its ranks (srun --mpi=pmi2) still ends; 0 turns it off" },
     Setting { variable: "BRAID_SHM_RING_CELLS", default: "512", meaning: "64-byte cells in each per-pair ring (power of two)" },
     Setting { variable: "BRAID_SHM_INLINE_MAX", default: "128", meaning: "largest message (header included) copied through the ring cells; larger eager messages use the buffer pool" },
     Setting { variable: "BRAID_SHM_POOL_BUFFERS", default: "32", meaning: "buffers in each rank's shared send pool" },
@@ -322,6 +325,7 @@ impl Config {
         config.rail_spin_us = reader.number_u32("BRAID_RAIL_SPIN_US", config.rail_spin_us, 0)?;
         config.rail_reply_spin_us = reader.number_u32("BRAID_RAIL_REPLY_SPIN_US", config.rail_reply_spin_us, 0)?;
         config.block_timeout_ms = reader.number_u32("BRAID_BLOCK_TIMEOUT_MS", config.block_timeout_ms, 1)?;
+        config.peer_check_ms = reader.number_u32("BRAID_PEER_CHECK_MS", config.peer_check_ms, 0)?;
         config.shm_ring_cells = reader.power_of_two("BRAID_SHM_RING_CELLS", config.shm_ring_cells, 8)?;
         config.shm_inline_max = reader.number("BRAID_SHM_INLINE_MAX", config.shm_inline_max, 64)?;
         config.shm_pool_buffers = reader.number("BRAID_SHM_POOL_BUFFERS", config.shm_pool_buffers, 2)?;

@@ -61,6 +61,7 @@ mod matching;
 mod node;
 mod offload;
 mod parking;
+mod peer_watch;
 mod progress;
 mod protocol;
 mod rails;
@@ -260,6 +261,8 @@ pub struct Engine {
     /// The network transports reaching joined processes on other nodes, whose descriptors a
     /// waiter polls.
     joined_sockets: Vec<usize>,
+    /// Whether the processes of this node's other ranks still run (checked while waiting).
+    peer_watch: peer_watch::PeerWatch,
 }
 
 impl Engine {

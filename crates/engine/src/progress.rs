@@ -248,7 +248,15 @@ impl Engine {
                 idle_since = Some(now);
                 reply_due = self.core.net.reply_spin(now, self.wait.reply_spin_window);
             }
-            match self.wait.after_idle_poll(idle_polls, bulk, reply_due, || idle_since.get_or_insert_with(Instant::now).elapsed()) {
+            let idle = self.wait.after_idle_poll(idle_polls, bulk, reply_due, || idle_since.get_or_insert_with(Instant::now).elapsed());
+            // A look at the node's other processes now and then: before each sleep, and every
+            // so many polls of a waiter that never sleeps.
+            if (idle == Idle::Block || idle_polls & 1023 == 0) && self.peer_watch.due(Instant::now()) {
+                let ended = self.transports.iter().find_map(|transport| transport.ended_peer());
+                self.peer_watch.judge(ended)?;
+                self.peer_watch.judge_parent(braid_sys::process::parent_pid())?;
+            }
+            match idle {
                 Idle::Spin => continue,
                 Idle::Yield => {
                     self.core.counters.time_blocked(std::thread::yield_now);

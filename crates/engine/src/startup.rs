@@ -199,6 +199,7 @@ impl Engine {
             joined: Default::default(),
             joined_doorbells: Vec::new(),
             joined_sockets: Vec::new(),
+            peer_watch: crate::peer_watch::PeerWatch::new(config.peer_check_ms, std::time::Instant::now(), (size > 1).then(braid_sys::process::parent_pid)),
         })
     }
 }

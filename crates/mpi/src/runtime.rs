@@ -18,7 +18,6 @@ use std::thread::ThreadId;
 use braid_config::Config;
 use braid_engine::events::Event;
 use braid_engine::Engine;
-use braid_pmi::client::{PmiClient, Singleton};
 use braid_pmi::Bootstrap;
 
 use crate::attr::AttributeStore;
@@ -303,11 +302,7 @@ pub fn abort_job(code: c_int, message: &str) -> ! {
 }
 
 fn bootstrap() -> Result<Box<dyn Bootstrap>, String> {
-    match PmiClient::from_env() {
-        Ok(Some(client)) => Ok(Box::new(client)),
-        Ok(None) => Ok(Box::new(Singleton::new())),
-        Err(e) => Err(e.to_string()),
-    }
+    braid_pmi::client::from_env_or_singleton().map_err(|e| e.to_string())
 }
 
 /// MPI_Init, MPI_Init_thread: starts the world model, and the state unless a session has; the

@@ -1,17 +1,27 @@
 //! A PMI round trip without MPI: every rank publishes a value, fences, and reads every rank's.
-//! Run it under `braid run -n 3` or `mpiexec.hydra -n 3`; it prints one line per rank and exits 0
-//! when every value arrived intact.
+//! Run it under `braid run -n 3`, `mpiexec.hydra -n 3` or a PMIx launcher (`mpirun.openmpi -n 3`,
+//! `srun --mpi=pmix -n 3`); it prints one line per rank and exits 0 when every value arrived
+//! intact.
 
 use std::process::ExitCode;
 
 use braid_pmi::client::PmiClient;
-use braid_pmi::Bootstrap;
+use braid_pmi::pmix::PmixBootstrap;
+use braid_pmi::{Bootstrap, BootstrapError};
+
+/// The launcher's PMI-1 connection, else its PMIx one.
+fn launcher() -> Result<Option<Box<dyn Bootstrap>>, BootstrapError> {
+    if let Some(client) = PmiClient::from_env()? {
+        return Ok(Some(Box::new(client)));
+    }
+    Ok(PmixBootstrap::from_lookup(|name| std::env::var(name).ok())?.map(|client| Box::new(client) as Box<dyn Bootstrap>))
+}
 
 fn main() -> ExitCode {
-    let mut client = match PmiClient::from_env() {
+    let mut client = match launcher() {
         Ok(Some(client)) => client,
         Ok(None) => {
-            eprintln!("pmi_hello: no PMI launcher in the environment; run it under `braid run` or `mpiexec.hydra`");
+            eprintln!("pmi_hello: no PMI launcher in the environment; run it under `braid run`, `mpiexec.hydra` or a PMIx launcher");
             return ExitCode::from(2);
         }
         Err(error) => {
@@ -19,7 +29,7 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match exchange(&mut client) {
+    match exchange(client.as_mut()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("pmi_hello: rank {}: {error}", client.rank());
@@ -32,7 +42,7 @@ fn value_of(rank: u32, job_id: &str) -> String {
     format!("hello-from-{rank}-of-{job_id}")
 }
 
-fn exchange(client: &mut PmiClient) -> Result<(), Box<dyn std::error::Error>> {
+fn exchange(client: &mut dyn Bootstrap) -> Result<(), Box<dyn std::error::Error>> {
     let (rank, size) = (client.rank(), client.size());
     let job_id = client.job_id().to_string();
     client.put(&format!("hello-{rank}"), &value_of(rank, &job_id))?;

@@ -356,9 +356,13 @@ impl Bootstrap for Singleton {
     }
 }
 
-/// The launcher's bootstrap when this process has one, else a [`Singleton`].
+/// The launcher's bootstrap when this process has one (PMI-1 where the launcher hands out a PMI
+/// socket or port, else PMIx where it names a PMIx server), else a [`Singleton`].
 pub fn from_env_or_singleton() -> Result<Box<dyn Bootstrap>, BootstrapError> {
-    Ok(match PmiClient::from_env()? {
+    if let Some(client) = PmiClient::from_env()? {
+        return Ok(Box::new(client));
+    }
+    Ok(match crate::pmix::PmixBootstrap::from_lookup(|name| std::env::var(name).ok())? {
         Some(client) => Box::new(client),
         None => Box::new(Singleton::new()),
     })

@@ -1,11 +1,14 @@
 //! Bootstrap: how the ranks of a job find each other.
 //!
-//! The wire protocol is PMI-1 ("simple PMI", as spoken by MPICH's Hydra): `braid run` is the server,
-//! every rank is a client. [`Bootstrap`] is what the layers above use; it has a PMI implementation,
-//! a singleton one (a program started without a launcher) and an in-process one for tests.
+//! The wire protocol is PMI-1 ("simple PMI", as spoken by MPICH's Hydra and Slurm's pmi2 plug-in):
+//! `braid run` is the server, every rank is a client. Under a PMIx launcher the ranks speak PMIx
+//! through the OpenPMIx library instead ([`pmix`]). [`Bootstrap`] is what the layers above use;
+//! it has a PMI implementation, a PMIx one, a singleton one (a program started without a
+//! launcher) and an in-process one for tests.
 
 pub mod client;
 pub mod group;
+pub mod pmix;
 pub mod server;
 pub mod spawn;
 pub mod threads;

@@ -11,6 +11,7 @@ pub mod memory_map;
 pub mod net;
 pub mod netns;
 pub mod network_cores;
+pub mod pmix;
 pub mod process;
 pub mod shm;
 pub mod signal;

@@ -18,6 +18,54 @@ pub fn allow_ptrace_from_any() -> io::Result<()> {
     Err(error)
 }
 
+/// Other processes of this machine, watched for their end: through a pidfd each (readable once
+/// the process has ended, even while it is an unreaped zombie), or, where the kernel has no
+/// pidfd_open, by signal 0 (which a zombie still answers).
+pub struct ProcessWatch {
+    watched: Vec<(i32, Option<std::os::fd::OwnedFd>)>,
+}
+
+impl ProcessWatch {
+    /// Watches the processes `pids`.
+    pub fn new(pids: &[i32]) -> ProcessWatch {
+        ProcessWatch { watched: pids.iter().map(|&pid| (pid, pidfd_open(pid).ok())).collect() }
+    }
+
+    /// The index (into the pids given) of a process that has ended, if any. Never blocks.
+    pub fn ended(&self) -> Option<usize> {
+        use std::os::fd::AsFd;
+        let with_fd: Vec<(usize, std::os::fd::BorrowedFd<'_>)> = self.watched.iter().enumerate().filter_map(|(index, (_, fd))| fd.as_ref().map(|fd| (index, fd.as_fd()))).collect();
+        if !with_fd.is_empty() {
+            let fds: Vec<_> = with_fd.iter().map(|(_, fd)| *fd).collect();
+            if let Ok(readiness) = crate::fd::poll_readable(&fds, Some(std::time::Duration::ZERO)) {
+                if let Some(position) = readiness.iter().position(|ready| ready.readable || ready.hangup) {
+                    return Some(with_fd[position].0);
+                }
+            }
+        }
+        self.watched.iter().position(|(pid, fd)| {
+            // SAFETY: signal 0 only checks that the process exists; nothing is delivered.
+            fd.is_none() && unsafe { libc::kill(*pid, 0) } != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+        })
+    }
+
+    /// The pid of watched process `index`.
+    pub fn pid(&self, index: usize) -> i32 {
+        self.watched[index].0
+    }
+}
+
+fn pidfd_open(pid: i32) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a descriptor the kernel just opened for us, owned by no one else.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
+}
+
 /// This node's host name.
 pub fn hostname() -> io::Result<String> {
     let mut buffer = [0u8; 256];
@@ -49,12 +97,41 @@ pub fn node_identity() -> io::Result<String> {
     Ok(identity.chars().map(|c| if c.is_ascii_graphic() && c != '=' { c } else { '_' }).collect())
 }
 
+/// The process that started this one, or the one it was handed to when that ended (init, or
+/// the nearest subreaper).
+pub fn parent_pid() -> i32 {
+    // SAFETY: getppid takes no arguments and cannot fail.
+    unsafe { libc::getppid() }
+}
+
 /// The kernel's id of the calling thread (what [`crate::affinity::set_process`] takes to move
 /// one thread of a process).
 pub fn thread_id() -> u32 {
     // SAFETY: gettid takes no arguments and cannot fail.
     let id = unsafe { libc::gettid() };
     id as u32
+}
+
+#[cfg(test)]
+mod watch_tests {
+    use super::*;
+
+    #[test]
+    fn an_ended_child_is_seen_and_a_live_one_is_not() {
+        let mut sleeper = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let mut quick = std::process::Command::new("true").spawn().unwrap();
+        let watch = ProcessWatch::new(&[sleeper.id() as i32, quick.id() as i32]);
+        // `true` ends at once; unreaped it stays a zombie, which the watch must count as ended.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while watch.ended().is_none() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(watch.ended(), Some(1));
+        assert_eq!(watch.pid(1), quick.id() as i32);
+        let _ = quick.wait();
+        let _ = sleeper.kill();
+        let _ = sleeper.wait();
+    }
 }
 
 #[cfg(test)]

@@ -385,4 +385,11 @@ pub trait Transport {
         let _ = peer;
         None
     }
+
+    /// A peer whose process has ended (killed, or exited without finalizing), with what is
+    /// known of it, where this transport can tell (the shared-memory one watches the processes
+    /// of its node); `None` otherwise. Costs a system call: the engine asks while it waits.
+    fn ended_peer(&self) -> Option<(PeerId, String)> {
+        None
+    }
 }

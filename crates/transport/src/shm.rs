@@ -131,6 +131,8 @@ pub struct ShmTransport {
     next_inbound: usize,
     pool_cursor: usize,
     scratch: Vec<u8>,
+    /// The processes of the other local ranks (their segments' creators), with their ranks.
+    watch: Option<(braid_sys::process::ProcessWatch, Vec<u32>)>,
     /// Indexed by local index: every local rank's segment, this rank's own included. Mapped for as
     /// long as the ring and pool views above are used (dropped last).
     segments: Vec<Arc<Segment>>,
@@ -173,6 +175,7 @@ impl ShmTransport {
             next_inbound: 0,
             pool_cursor: 0,
             scratch: vec![0; ring::Consumer::scratch_len(largest_ring_data)],
+            watch: None,
             segments: Vec::new(),
         })
     }
@@ -370,6 +373,9 @@ impl ShmTransport {
             return Ok(());
         }
 
+        let others: Vec<usize> = (0..local_ranks.len()).filter(|&local| local != own_local).collect();
+        let pids: Vec<i32> = others.iter().map(|&local| segments[local].owner_pid()).collect();
+        self.watch = Some((braid_sys::process::ProcessWatch::new(&pids), others.iter().map(|&local| local_ranks[local]).collect()));
         self.segments = segments;
         self.outbound = (0..local_ranks.len())
             .map(|receiver| (receiver != own_local).then(|| Outbound { producer: Producer::new(self.segments[receiver].ring(ring_slot(own_local, receiver))), segment: receiver }))
@@ -576,6 +582,12 @@ impl Transport for ShmTransport {
             Some(local) if peer != self.rank => self.segments.get(local).is_some_and(|segment| segment.doorbell().is_sleeping()),
             _ => false,
         }
+    }
+
+    fn ended_peer(&self) -> Option<(PeerId, String)> {
+        let (watch, ranks) = self.watch.as_ref()?;
+        let index = watch.ended()?;
+        Some((ranks[index], format!("its process (pid {}) ended", watch.pid(index))))
     }
 }
 

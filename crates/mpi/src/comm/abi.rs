@@ -75,8 +75,13 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_group(comm: MPI_Comm, group: *mut MPI_Group) -> c_int {
     let result = runtime::with(|rt| {
-        let members = rt.comms.get(comm)?.shared.members.clone();
-        let handle = rt.groups.insert(members);
+        let entry = rt.comms.get(comm)?;
+        let (members, session) = (entry.shared.members.clone(), entry.session);
+        // A communicator made from a session's group gives groups of that session.
+        let handle = match session {
+            Some(session) => rt.groups.insert_from_session(members, session),
+            None => rt.groups.insert(members),
+        };
         // SAFETY: `group` is the caller's out-pointer (NULL is rejected by store).
         unsafe { store(group, handle, "group") }
     });

@@ -33,11 +33,16 @@ pub unsafe extern "C" fn MPI_Group_rank(group: MPI_Group, rank: *mut c_int) -> c
     finish("MPI_Group_rank", result)
 }
 
-/// Shared body of the calls that derive a new group from one or two groups.
-unsafe fn derive(function: &str, newgroup: *mut MPI_Group, make: impl FnOnce(&GroupTable) -> MpiResult<Vec<u32>>) -> c_int {
+/// Shared body of the calls that derive a new group from one or two groups (`from`): the new
+/// group belongs to the session of the first of them that comes from one (MPI 4.1 §11.3.2:
+/// groups derived from a session's process set stay with that session).
+unsafe fn derive(function: &str, newgroup: *mut MPI_Group, from: &[MPI_Group], make: impl FnOnce(&GroupTable) -> MpiResult<Vec<u32>>) -> c_int {
     let result = runtime::with(|rt| {
         let members = make(&rt.groups)?;
-        let handle = rt.groups.insert(Arc::from(members));
+        let handle = match from.iter().find_map(|&group| rt.groups.session_of(group)) {
+            Some(session) => rt.groups.insert_from_session(Arc::from(members), session),
+            None => rt.groups.insert(Arc::from(members)),
+        };
         // SAFETY: `newgroup` is the caller's out-pointer (NULL is rejected by store).
         unsafe { store(newgroup, handle, "newgroup") }
     });
@@ -47,13 +52,13 @@ unsafe fn derive(function: &str, newgroup: *mut MPI_Group, make: impl FnOnce(&Gr
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Group_incl(group: MPI_Group, n: c_int, ranks: *const c_int, newgroup: *mut MPI_Group) -> c_int {
     // SAFETY: MPI requires `ranks` to hold `n` ints.
-    unsafe { derive("MPI_Group_incl", newgroup, |groups| include(groups.get(group)?, rank_array(ranks, n)?)) }
+    unsafe { derive("MPI_Group_incl", newgroup, &[group], |groups| include(groups.get(group)?, rank_array(ranks, n)?)) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Group_excl(group: MPI_Group, n: c_int, ranks: *const c_int, newgroup: *mut MPI_Group) -> c_int {
     // SAFETY: MPI requires `ranks` to hold `n` ints.
-    unsafe { derive("MPI_Group_excl", newgroup, |groups| exclude(groups.get(group)?, rank_array(ranks, n)?)) }
+    unsafe { derive("MPI_Group_excl", newgroup, &[group], |groups| exclude(groups.get(group)?, rank_array(ranks, n)?)) }
 }
 
 /// Reads `n` range triplets from a C array (empty when `n` is 0).
@@ -78,7 +83,7 @@ unsafe fn range_array<'a>(ranges: *const [c_int; 3], n: c_int) -> MpiResult<&'a 
 pub unsafe extern "C" fn MPI_Group_range_incl(group: MPI_Group, n: c_int, ranges: *const [c_int; 3], newgroup: *mut MPI_Group) -> c_int {
     // SAFETY: MPI requires `ranges` to hold `n` triplets.
     unsafe {
-        derive("MPI_Group_range_incl", newgroup, |groups| {
+        derive("MPI_Group_range_incl", newgroup, &[group], |groups| {
             let members = groups.get(group)?;
             include(members, &expand_ranges(members.len(), range_array(ranges, n)?)?)
         })
@@ -89,7 +94,7 @@ pub unsafe extern "C" fn MPI_Group_range_incl(group: MPI_Group, n: c_int, ranges
 pub unsafe extern "C" fn MPI_Group_range_excl(group: MPI_Group, n: c_int, ranges: *const [c_int; 3], newgroup: *mut MPI_Group) -> c_int {
     // SAFETY: MPI requires `ranges` to hold `n` triplets.
     unsafe {
-        derive("MPI_Group_range_excl", newgroup, |groups| {
+        derive("MPI_Group_range_excl", newgroup, &[group], |groups| {
             let members = groups.get(group)?;
             exclude(members, &expand_ranges(members.len(), range_array(ranges, n)?)?)
         })
@@ -99,19 +104,19 @@ pub unsafe extern "C" fn MPI_Group_range_excl(group: MPI_Group, n: c_int, ranges
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Group_union(group1: MPI_Group, group2: MPI_Group, newgroup: *mut MPI_Group) -> c_int {
     // SAFETY: `newgroup` is the caller's out-pointer.
-    unsafe { derive("MPI_Group_union", newgroup, |groups| Ok(union(groups.get(group1)?, groups.get(group2)?))) }
+    unsafe { derive("MPI_Group_union", newgroup, &[group1, group2], |groups| Ok(union(groups.get(group1)?, groups.get(group2)?))) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Group_intersection(group1: MPI_Group, group2: MPI_Group, newgroup: *mut MPI_Group) -> c_int {
     // SAFETY: `newgroup` is the caller's out-pointer.
-    unsafe { derive("MPI_Group_intersection", newgroup, |groups| Ok(intersection(groups.get(group1)?, groups.get(group2)?))) }
+    unsafe { derive("MPI_Group_intersection", newgroup, &[group1, group2], |groups| Ok(intersection(groups.get(group1)?, groups.get(group2)?))) }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Group_difference(group1: MPI_Group, group2: MPI_Group, newgroup: *mut MPI_Group) -> c_int {
     // SAFETY: `newgroup` is the caller's out-pointer.
-    unsafe { derive("MPI_Group_difference", newgroup, |groups| Ok(difference(groups.get(group1)?, groups.get(group2)?))) }
+    unsafe { derive("MPI_Group_difference", newgroup, &[group1, group2], |groups| Ok(difference(groups.get(group1)?, groups.get(group2)?))) }
 }
 
 #[no_mangle]

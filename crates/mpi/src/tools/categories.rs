@@ -66,7 +66,7 @@ pub(crate) static CATEGORIES: [Category; 10] = [
     Category {
         name: "braid_waiting",
         description: "how a rank waits for messages: polling, yielding its core, sleeping on the doorbell",
-        cvars: &["BRAID_WAIT", "BRAID_SPIN_COUNT", "BRAID_YIELD_US", "BRAID_RAIL_SPIN_US", "BRAID_RAIL_REPLY_SPIN_US", "BRAID_BLOCK_TIMEOUT_MS"],
+        cvars: &["BRAID_WAIT", "BRAID_SPIN_COUNT", "BRAID_YIELD_US", "BRAID_RAIL_SPIN_US", "BRAID_RAIL_REPLY_SPIN_US", "BRAID_BLOCK_TIMEOUT_MS", "BRAID_PEER_CHECK_MS"],
         pvars: &["braid_wait_blocked_time", "braid_wait_sleeps"],
         categories: &[],
     },

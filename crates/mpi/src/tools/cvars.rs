@@ -110,13 +110,14 @@ const fn collective(name: &'static str, read: fn(&Config, &CollTuning) -> Value,
 }
 
 /// The control variables, in the order of `SETTINGS` (the index of a variable is its setting's).
-pub(crate) static CVARS: [ControlVariable; 52] = [
+pub(crate) static CVARS: [ControlVariable; 53] = [
     fixed("BRAID_WAIT", Kind::Choice(enums::WAIT), MPI_T_VERBOSITY_USER_BASIC, |c, _| Value::Choice(enums::wait_value(c.wait))),
     fixed("BRAID_SPIN_COUNT", Kind::Unsigned, MPI_T_VERBOSITY_TUNER_BASIC, |c, _| Value::Unsigned(c.spin_count)),
     fixed("BRAID_YIELD_US", Kind::Unsigned, MPI_T_VERBOSITY_TUNER_DETAIL, |c, _| Value::Unsigned(c.yield_us)),
     fixed("BRAID_RAIL_SPIN_US", Kind::Unsigned, MPI_T_VERBOSITY_TUNER_DETAIL, |c, _| Value::Unsigned(c.rail_spin_us)),
     fixed("BRAID_RAIL_REPLY_SPIN_US", Kind::Unsigned, MPI_T_VERBOSITY_TUNER_DETAIL, |c, _| Value::Unsigned(c.rail_reply_spin_us)),
     fixed("BRAID_BLOCK_TIMEOUT_MS", Kind::Unsigned, MPI_T_VERBOSITY_TUNER_DETAIL, |c, _| Value::Unsigned(c.block_timeout_ms)),
+    fixed("BRAID_PEER_CHECK_MS", Kind::Unsigned, MPI_T_VERBOSITY_TUNER_DETAIL, |c, _| Value::Unsigned(c.peer_check_ms)),
     fixed("BRAID_SHM_RING_CELLS", Kind::Size, MPI_T_VERBOSITY_TUNER_DETAIL, |c, _| size(c.shm_ring_cells)),
     fixed("BRAID_SHM_INLINE_MAX", Kind::Size, MPI_T_VERBOSITY_TUNER_DETAIL, |c, _| size(c.shm_inline_max)),
     fixed("BRAID_SHM_POOL_BUFFERS", Kind::Size, MPI_T_VERBOSITY_TUNER_DETAIL, |c, _| size(c.shm_pool_buffers)),

@@ -134,7 +134,7 @@ unsafe fn tool_scenario() {
     assert_eq!(MPI_T_category_get_info(index, null_mut(), null, null_mut(), null, &mut cvars, &mut pvars, null), MPI_SUCCESS);
     let mut waiting = vec![-1; cvars as usize];
     assert_eq!(MPI_T_category_get_cvars(index, cvars, waiting.as_mut_ptr()), MPI_SUCCESS);
-    assert_eq!(waiting, [0, 1, 2, 3, 4, 5], "BRAID_WAIT and its companions");
+    assert_eq!(waiting, [0, 1, 2, 3, 4, 5, 6], "BRAID_WAIT and its companions");
     let (mut stamp, mut again) = (-1, -2);
     assert_eq!(MPI_T_category_changed(&mut stamp), MPI_SUCCESS);
     assert_eq!(MPI_T_category_changed(&mut again), MPI_SUCCESS);

@@ -139,6 +139,11 @@ impl Segment {
         unsafe { self.at::<Header>(0).as_ref() }
     }
 
+    /// The process that created this segment.
+    pub fn owner_pid(&self) -> i32 {
+        self.header().owner_pid.load(Ordering::Relaxed) as i32
+    }
+
     /// The doorbell of the rank that owns this segment.
     pub fn doorbell(&self) -> &Doorbell {
         // SAFETY: a zero-valid, 64-byte aligned Doorbell at a fixed offset inside the mapping,
