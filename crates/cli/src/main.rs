@@ -1,6 +1,8 @@
 //! `braid`: the job launcher (`braid run`) and tools to inspect the machine and the settings.
 
 mod cluster;
+#[cfg(test)]
+mod hostile_input;
 mod launcher;
 mod output;
 mod place;

@@ -333,6 +333,31 @@ impl Frame {
     }
 }
 
+/// Hostile headers: whatever arrives, decoding answers without panicking, and what it accepts is
+/// exactly what encoding that frame gives back (no slack bytes, no second spelling). The case
+/// count follows PROPTEST_CASES (scripts/fuzz runs 10^7).
+#[cfg(test)]
+mod hostile {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn any_bytes_decode_to_nothing_or_to_their_own_encoding(bytes in proptest::collection::vec(any::<u8>(), 0..80)) {
+            if let Some(frame) = Frame::decode(&bytes) {
+                let encoded = frame.encode();
+                prop_assert_eq!(encoded.as_bytes(), &bytes[..]);
+            }
+            if let Some(NetFrame::Control { inner, .. }) = NetFrame::decode(&bytes) {
+                prop_assert!(inner.len() < bytes.len());
+                let _ = Frame::decode(inner);
+            }
+            let _ = Frame::eager_fields(&bytes);
+            let _ = NetFrame::is_network(&bytes);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

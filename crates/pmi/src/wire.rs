@@ -174,6 +174,44 @@ impl LineBuffer {
     }
 }
 
+/// Hostile lines from a launcher or a rank: parsing answers without panicking, a parsed message
+/// that can be written again reads back the same, and the line buffer hands out lines whatever
+/// the bytes and however they are cut. The case count follows PROPTEST_CASES (scripts/fuzz runs
+/// 10^7).
+#[cfg(test)]
+mod hostile {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn any_line_parses_or_is_refused_and_parsed_lines_round_trip(line in "(cmd=|mcmd=)?[ -~\\n\\r=\\x{e9}]{0,80}") {
+            if let Ok(message) = Message::parse(&line) {
+                if let Ok(written) = message.to_line() {
+                    prop_assert_eq!(Message::parse(&written).ok(), Some(message));
+                }
+            }
+        }
+
+        #[test]
+        fn any_bytes_in_any_pieces_come_out_as_lines_or_errors(pieces in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..48), 0..12)) {
+            let mut buffer = LineBuffer::new();
+            for piece in &pieces {
+                buffer.extend(piece);
+                for _ in 0..64 {
+                    match buffer.next_line() {
+                        Ok(Some(line)) => {
+                            let _ = Message::parse(&line);
+                        }
+                        Ok(None) | Err(_) => break,
+                    }
+                }
+            }
+            prop_assert!(buffer.partial().len() <= pieces.iter().map(Vec::len).sum::<usize>());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
