@@ -52,6 +52,11 @@ impl Cluster {
 
     /// `braid run --hosts` (node 0 and node 1, 2 ranks each) started inside node 0.
     fn run_on_hosts(&self, agent: &Path, program: &[&str]) -> Output {
+        self.run_with_agent(agent.to_str().expect("a UTF-8 path"), program)
+    }
+
+    /// [`Cluster::run_on_hosts`] with the launch agent given as a command line.
+    fn run_with_agent(&self, agent: &str, program: &[&str]) -> Output {
         let mut command = Command::new("ip");
         command
             .args(["netns", "exec", &format!("braid-{}-n0", self.name), env!("CARGO_BIN_EXE_braid")])
@@ -137,4 +142,115 @@ fn hydra_on_two_hosts_spawns_and_the_children_reach_every_parent() {
         .stderr(std::process::Stdio::piped());
     let output = finish(command.spawn().unwrap(), "mpiexec.hydra on two hosts");
     assert!(output.status.success(), "spawn under mpiexec.hydra on two hosts failed:\n{}{}", text(&output.stdout), text(&output.stderr));
+}
+
+/// A real sshd in each node of the cluster (Debian's openssh-server, which scripts/setup
+/// installs): its own host key, port, and one authorised key, all in the scratch directory;
+/// stopped when dropped.
+struct Sshd {
+    daemons: Vec<std::process::Child>,
+    key: PathBuf,
+}
+
+impl Sshd {
+    const PORT: &'static str = "2222";
+
+    fn start(cluster: &Cluster) -> Sshd {
+        assert!(Path::new("/usr/sbin/sshd").exists(), "sshd is not installed (Debian package openssh-server; scripts/setup installs it)");
+        let keygen = |path: &Path| {
+            let made = Command::new("ssh-keygen").args(["-q", "-t", "ed25519", "-N", "", "-f"]).arg(path).status().unwrap();
+            assert!(made.success(), "ssh-keygen failed");
+        };
+        let (host_key, key) = (cluster.scratch.join("host_key"), cluster.scratch.join("user_key"));
+        keygen(&host_key);
+        keygen(&key);
+        std::fs::copy(key.with_extension("pub"), cluster.scratch.join("authorized_keys")).unwrap();
+        // sshd checks that its privilege-separation directory exists.
+        std::fs::create_dir_all("/run/sshd").unwrap();
+        let mut daemons = Vec::new();
+        for node in 0..2 {
+            let config = cluster.scratch.join(format!("sshd-{node}.conf"));
+            let text = format!(
+                "Port {}\nListenAddress 10.213.0.{}\nHostKey {}\nPidFile {}\nAuthorizedKeysFile {}\nPermitRootLogin yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n",
+                Self::PORT,
+                node + 1,
+                host_key.display(),
+                cluster.scratch.join(format!("sshd-{node}.pid")).display(),
+                cluster.scratch.join("authorized_keys").display()
+            );
+            std::fs::write(&config, text).unwrap();
+            let daemon = Command::new("ip")
+                .args(["netns", "exec", &format!("braid-{}-n{node}", cluster.name), "/usr/sbin/sshd", "-D", "-e", "-f"])
+                .arg(&config)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::fs::File::create(cluster.scratch.join(format!("sshd-{node}.log"))).unwrap())
+                .spawn()
+                .unwrap();
+            daemons.push(daemon);
+        }
+        let sshd = Sshd { daemons, key };
+        // Up when a command runs through each.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        for node in 1..=2 {
+            loop {
+                let probe = Command::new("ip")
+                    .args(["netns", "exec", &format!("braid-{}-n0", cluster.name)])
+                    .args(sshd.agent().split_whitespace())
+                    .arg(format!("10.213.0.{node}"))
+                    .arg("true")
+                    .stdin(std::process::Stdio::null())
+                    .output()
+                    .unwrap();
+                if probe.status.success() {
+                    break;
+                }
+                assert!(Instant::now() < deadline, "sshd on node {node} does not answer: {}", text(&probe.stderr));
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        sshd
+    }
+
+    /// The launch agent: real ssh with a terminal (-tt: remote processes end with the session).
+    fn agent(&self) -> String {
+        format!("ssh -tt -p {} -i {} -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR", Self::PORT, self.key.display())
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        for daemon in &mut self.daemons {
+            let _ = daemon.kill();
+            let _ = daemon.wait();
+        }
+    }
+}
+
+/// `braid run --hosts` through real ssh: ranks on both nodes, and a failing rank that ends the
+/// job and leaves no remote process behind.
+#[test]
+fn hosts_runs_ranks_through_real_ssh_and_ends_them_with_the_job() {
+    require_cluster_jobs("bh");
+    let cluster = Cluster::up('h');
+    let sshd = Sshd::start(&cluster);
+    let program = cluster.compiled("p2p_matching");
+    let output = cluster.run_with_agent(&sshd.agent(), &[program.to_str().unwrap()]);
+    assert!(output.status.success(), "p2p_matching over ssh failed:\n{}{}", text(&output.stdout), text(&output.stderr));
+    assert!(text(&output.stdout).contains("p2p_matching: ok on 4 ranks"), "stdout:\n{}", text(&output.stdout));
+
+    let marker = format!("sleep 61.{}", std::process::id());
+    let failing = format!("if [ \"$PMI_ID\" = 2 ]; then sleep 0.3; exit 3; fi; exec {marker}");
+    let started = Instant::now();
+    let output = cluster.run_with_agent(&sshd.agent(), &["sh", "-c", &failing]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "stderr:\n{stderr}");
+    assert!(stderr.contains("rank 2 (pid ") && stderr.contains("exited with code 3"), "stderr:\n{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(15), "ending the job took {:?}", started.elapsed());
+    // The ranks that slept on the other end of ssh end with their sessions.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Command::new("pgrep").args(["-f", &marker]).output().unwrap().status.success() {
+        assert!(Instant::now() < deadline, "remote ranks ({marker}) outlived the job");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
