@@ -323,7 +323,7 @@ if is_braid && selected "PMIx"; then
                 continue
             fi
             judge "$name"
-            grep -q "on $ranks ranks\|$ranks ranks" "$OUT" || fail "$name ranks" "the job did not see $ranks ranks: $(head -c 300 "$OUT")"
+            grep -q "$ranks ranks" "$OUT" || fail "$name ranks" "the job did not see $ranks ranks: $(head -c 300 "$OUT")"
         done
         if built abort_code; then
             name="abort_code PMIx mpirun.openmpi n=3"

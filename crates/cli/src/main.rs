@@ -506,26 +506,30 @@ fn host_layout(list: &str, args: &RunArgs, measured: Option<&place::input::Measu
     if hosts.iter().any(String::is_empty) {
         return Err(format!("--hosts {list:?} names an empty host"));
     }
-    if args.bind_to.is_some_and(|unit| unit != BindTo::None) {
-        return Err("--bind-to cannot be used with --hosts: remote ranks are not bound".to_string());
-    }
     let agent: Vec<String> = args.launch_agent.as_deref().unwrap_or("ssh").split_whitespace().map(str::to_string).collect();
     if agent.is_empty() {
         return Err("--launch-agent is empty".to_string());
     }
+    remote_layout(args, measured, hosts, agent, false, "--bind-to cannot be used with --hosts: remote ranks are not bound")
+}
+
+/// Ranks on `hosts`, each started through `agent` (given the host, then `sh -c` where
+/// `through_shell`, then the command); `bind_refusal` is the error for --bind-to, as remote
+/// ranks are not bound.
+fn remote_layout(args: &RunArgs, measured: Option<&place::input::Measured>, hosts: Vec<String>, agent: Vec<String>, through_shell: bool, bind_refusal: &str) -> Result<HostLayout, String> {
+    if args.bind_to.is_some_and(|unit| unit != BindTo::None) {
+        return Err(bind_refusal.to_string());
+    }
     let node_of_rank = node_assignment(args, &hosts, measured)?;
-    Ok(HostLayout { hosts, node_of_rank, agent, through_shell: false })
+    Ok(HostLayout { hosts, node_of_rank, agent, through_shell })
 }
 
 /// Inside a Slurm allocation (unless --launcher local): the allocation's nodes, each rank started
 /// by srun as a job step.
 fn slurm_layout(args: &RunArgs, measured: Option<&place::input::Measured>) -> Result<Option<HostLayout>, String> {
     let Some(nodes) = slurm::launch_nodes(args.launcher, |name| std::env::var(name).ok())? else { return Ok(None) };
-    if args.bind_to.is_some_and(|unit| unit != BindTo::None) {
-        return Err("--bind-to cannot be used when srun starts the ranks (use --launcher local, or srun's own --cpu-bind)".to_string());
-    }
-    let node_of_rank = node_assignment(args, &nodes, measured)?;
-    Ok(Some(HostLayout { hosts: nodes, node_of_rank, agent: slurm::SRUN_AGENT.iter().map(|word| word.to_string()).collect(), through_shell: true }))
+    let agent = slurm::SRUN_AGENT.iter().map(|word| word.to_string()).collect();
+    remote_layout(args, measured, nodes, agent, true, "--bind-to cannot be used when srun starts the ranks (use --launcher local, or srun's own --cpu-bind)").map(Some)
 }
 
 /// The node (index into `nodes`) of each rank: from --placement, from the profiled pattern, or

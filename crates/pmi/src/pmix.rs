@@ -154,18 +154,22 @@ impl Bootstrap for PmixBootstrap {
 
     fn publish_name(&mut self, service: &str, port: &str) -> Result<(), BootstrapError> {
         let _ = (service, port);
-        Err(failure("publish_name", "Braid does not use a PMIx launcher's name service yet: run the job with braid run"))
+        Err(no_name_service("publish_name"))
     }
 
     fn unpublish_name(&mut self, service: &str) -> Result<(), BootstrapError> {
         let _ = service;
-        Err(failure("unpublish_name", "Braid does not use a PMIx launcher's name service yet: run the job with braid run"))
+        Err(no_name_service("unpublish_name"))
     }
 
     fn lookup_name(&mut self, service: &str) -> Result<String, BootstrapError> {
         let _ = service;
-        Err(failure("lookup_name", "Braid does not use a PMIx launcher's name service yet: run the job with braid run"))
+        Err(no_name_service("lookup_name"))
     }
+}
+
+fn no_name_service(operation: &'static str) -> BootstrapError {
+    failure(operation, "Braid does not use a PMIx launcher's name service yet: run the job with braid run")
 }
 
 #[cfg(test)]

@@ -86,7 +86,6 @@ pub enum PmixValue {
 
 /// This process as a PMIx client: initialised, and finalised when dropped.
 pub struct PmixClient {
-    library: *mut c_void,
     me: Proc,
     get: GetFn,
     put: PutFn,
@@ -99,8 +98,8 @@ pub struct PmixClient {
     finalized: bool,
 }
 
-// SAFETY: the library handle and function pointers are process-wide; PMIx's client calls are
-// thread-safe, and Braid calls them from one thread at a time.
+// SAFETY: the function pointers are process-wide; PMIx's client calls are thread-safe, and Braid
+// calls them from one thread at a time.
 unsafe impl Send for PmixClient {}
 
 /// Looks `name` up in `library` as a function of type `F`.
@@ -149,7 +148,9 @@ impl PmixClient {
         let mut me = Proc { nspace: [0; NSPACE_BYTES], rank: 0 };
         // SAFETY: PMIx_Init fills in `me`; no info.
         let status = unsafe { init(&mut me, std::ptr::null_mut(), 0) };
-        let mut client = PmixClient { library: handle, me, get, put, commit, fence, abort, finalize, destruct, error_string, finalized: true };
+        // The library stays loaded for good (the handle is never closed): its threads may
+        // outlive PMIx_Finalize.
+        let mut client = PmixClient { me, get, put, commit, fence, abort, finalize, destruct, error_string, finalized: true };
         client.check("PMIx_Init", status)?;
         client.finalized = false;
         Ok(client)
@@ -257,8 +258,6 @@ impl PmixClient {
 impl Drop for PmixClient {
     fn drop(&mut self) {
         let _ = self.finalize();
-        // The library stays loaded: its threads may outlive the finalize call.
-        let _ = self.library;
     }
 }
 

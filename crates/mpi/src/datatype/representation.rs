@@ -27,11 +27,12 @@ pub(crate) fn in_representation(info: &Arc<TypeInfo>, extent_of: &mut dyn FnMut(
     for (_, child) in &envelope.types {
         children.push(in_representation(child, extent_of)?);
     }
-    let child = || children.first().cloned().ok_or_else(|| failure(MPI_ERR_INTERN, "a constructed type without its old type"));
+    let incomplete = || failure(MPI_ERR_INTERN, "a type constructor's recorded arguments are incomplete");
+    let child = || children.first().cloned().ok_or_else(incomplete);
     // The int forms list counts (integers) before byte displacements (addresses); the large
     // forms list them all as large counts, in call order.
     let numbers: Vec<i64> = if envelope.large.is_empty() { envelope.integers.iter().map(|&v| v as i64).chain(envelope.addresses.iter().map(|&v| v as i64)).collect() } else { envelope.large.clone() };
-    let at = |index: usize| numbers.get(index).copied().ok_or_else(|| failure(MPI_ERR_INTERN, "a type constructor's arguments are incomplete"));
+    let at = |index: usize| numbers.get(index).copied().ok_or_else(incomplete);
     let size = |value: i64| usize::try_from(value).map_err(|_| overflow());
     let bytes = |value: i64| isize::try_from(value).map_err(|_| overflow());
     let origin = info.origin.clone();
@@ -60,7 +61,7 @@ pub(crate) fn in_representation(info: &Arc<TypeInfo>, extent_of: &mut dyn FnMut(
         }
         MPI_COMBINER_STRUCT => {
             let count = size(at(0)?)?;
-            let blocks = (0..count).map(|block| Ok((children.get(block).cloned().ok_or_else(overflow)?, bytes(at(1 + count + block)?)?, size(at(1 + block)?)?))).collect::<MpiResult<Vec<_>>>()?;
+            let blocks = (0..count).map(|block| Ok((children.get(block).cloned().ok_or_else(incomplete)?, bytes(at(1 + count + block)?)?, size(at(1 + block)?)?))).collect::<MpiResult<Vec<_>>>()?;
             build_struct(&blocks, origin)?
         }
         MPI_COMBINER_RESIZED => build_resized(&child()?, bytes(at(0)?)?, bytes(at(1)?)?, origin),

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use super::representation::Representation;
+use super::representation::{Conversion, Representation};
 use super::shared_pointer::{hidden_path, SharedPointer};
 use super::view::{View, ViewError};
 use super::{file_error, finish_file, insert, modes, remove, system_error, with_file, OpenFile};
@@ -413,25 +413,10 @@ pub unsafe extern "C" fn MPI_File_get_info(fh: MPI_File, info_used: *mut MPI_Inf
 /// MPI_Register_datarep(_c).
 ///
 /// # Safety
-/// `datarep` must be NULL or a NUL-terminated string; the functions the program's.
-unsafe fn register_datarep(
-    name: &str,
-    datarep: *const c_char,
-    read: Option<*const c_void>,
-    write: Option<*const c_void>,
-    extent: Option<MPI_Datarep_extent_function>,
-    extra_state: *mut c_void,
-    large: bool,
-) -> c_int {
-    let result = (|| {
-        if datarep.is_null() {
-            return Err(file_error(MPI_ERR_ARG, "datarep must not be NULL"));
-        }
-        // SAFETY: non-null and NUL-terminated per the caller.
-        let datarep = unsafe { std::ffi::CStr::from_ptr(datarep) };
-        // SAFETY: the program's functions, as MPI defines them.
-        unsafe { super::representation::register(datarep, read, write, extent, extra_state, large) }
-    })();
+/// `datarep` must be NULL or a NUL-terminated string.
+unsafe fn register_datarep(name: &str, datarep: *const c_char, read: Option<Conversion>, write: Option<Conversion>, extent: Option<MPI_Datarep_extent_function>, extra_state: *mut c_void) -> c_int {
+    // SAFETY: a NUL-terminated string per the caller.
+    let result = unsafe { c_text(datarep, "datarep") }.map_err(|e| file_error(e.class, e.detail)).and_then(|datarep| super::representation::register(&datarep, read, write, extent, extra_state));
     finish_file(MPI_FILE_NULL, name, result)
 }
 
@@ -443,9 +428,9 @@ pub unsafe extern "C" fn MPI_Register_datarep(
     dtype_file_extent_fn: Option<MPI_Datarep_extent_function>,
     extra_state: *mut c_void,
 ) -> c_int {
-    let (read, write) = (read_conversion_fn.map(|f| f as *const c_void), write_conversion_fn.map(|f| f as *const c_void));
-    // SAFETY: the caller's string and functions.
-    unsafe { register_datarep("MPI_Register_datarep", datarep, read, write, dtype_file_extent_fn, extra_state, false) }
+    let (read, write) = (read_conversion_fn.map(Conversion::Int), write_conversion_fn.map(Conversion::Int));
+    // SAFETY: the caller's string.
+    unsafe { register_datarep("MPI_Register_datarep", datarep, read, write, dtype_file_extent_fn, extra_state) }
 }
 
 #[no_mangle]
@@ -456,9 +441,9 @@ pub unsafe extern "C" fn MPI_Register_datarep_c(
     dtype_file_extent_fn: Option<MPI_Datarep_extent_function>,
     extra_state: *mut c_void,
 ) -> c_int {
-    let (read, write) = (read_conversion_fn.map(|f| f as *const c_void), write_conversion_fn.map(|f| f as *const c_void));
-    // SAFETY: the caller's string and functions.
-    unsafe { register_datarep("MPI_Register_datarep_c", datarep, read, write, dtype_file_extent_fn, extra_state, true) }
+    let (read, write) = (read_conversion_fn.map(Conversion::Large), write_conversion_fn.map(Conversion::Large));
+    // SAFETY: the caller's string.
+    unsafe { register_datarep("MPI_Register_datarep_c", datarep, read, write, dtype_file_extent_fn, extra_state) }
 }
 
 #[no_mangle]

@@ -221,40 +221,27 @@ fn ordered_start(prepared: &Prepared, pointer: &super::shared_pointer::SharedPoi
 }
 
 /// The program's data as the stream of visible bytes: its own memory when contiguous in a
-/// native view, else a packed (and converted) copy.
+/// native view, else a packed (and, outside native, converted) copy.
 ///
 /// # Safety
 /// `buffer` must hold `count` elements of the datatype.
 unsafe fn outgoing<'a>(buffer: *const u8, count: usize, datatype: &DatatypeRef, handle: MPI_Datatype, bytes: u64, representation: &Representation) -> MpiResult<std::borrow::Cow<'a, [u8]>> {
-    if !representation.is_native() {
-        // SAFETY: per the caller.
-        return Ok(std::borrow::Cow::Owned(unsafe { representation.encode(buffer, count, handle, datatype, bytes as usize) }?));
-    }
-    Ok(match datatype.contiguous_run(count) {
+    if let (true, Some((offset, len))) = (representation.is_native(), datatype.contiguous_run(count)) {
         // SAFETY: the caller's buffer holds the run.
-        Some((offset, len)) => std::borrow::Cow::Borrowed(unsafe { std::slice::from_raw_parts(buffer.wrapping_offset(offset), len) }),
-        None => {
-            let mut packed = vec![0u8; bytes as usize];
-            // SAFETY: per the caller.
-            unsafe { datatype.pack(count, buffer, &mut packed) };
-            std::borrow::Cow::Owned(packed)
-        }
-    })
+        return Ok(std::borrow::Cow::Borrowed(unsafe { std::slice::from_raw_parts(buffer.wrapping_offset(offset), len) }));
+    }
+    // SAFETY: per the caller.
+    Ok(std::borrow::Cow::Owned(unsafe { representation.encode(buffer, count, handle, datatype, bytes as usize) }?))
 }
 
-/// Unpacks the `got` bytes read into the program's buffer (in a non-native view, the whole
-/// elements, converted); returns the bytes they take in memory, which the status counts.
+/// Puts the `got` bytes read into the program's buffer; returns the bytes that reached it in
+/// memory, which the status counts.
 ///
 /// # Safety
 /// `buffer` must hold `count` elements of the datatype, writable.
 unsafe fn deliver(buffer: *mut u8, datatype: &DatatypeRef, handle: MPI_Datatype, packed: &[u8], got: usize, representation: &Representation, file_size: usize) -> MpiResult<usize> {
-    if !representation.is_native() {
-        // SAFETY: per the caller.
-        return unsafe { representation.decode(buffer, handle, datatype, file_size, &packed[..got.min(packed.len())]) };
-    }
     // SAFETY: per the caller.
-    unsafe { datatype.unpack_received(got, packed, buffer) };
-    Ok(got)
+    unsafe { representation.decode(buffer, handle, datatype, file_size, &packed[..got.min(packed.len())]) }
 }
 
 /// The bytes a status counts for `file_bytes` written in the file: as many in a native view,

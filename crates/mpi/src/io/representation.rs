@@ -3,7 +3,7 @@
 //! MPI_Register_datarep. A representation says how large each datatype is in the file and
 //! converts the program's data to and from the stream of file bytes its view sees.
 
-use std::ffi::{c_int, c_void, CStr};
+use std::ffi::{c_int, c_void};
 use std::sync::{Arc, Mutex};
 
 use super::file_error;
@@ -13,7 +13,7 @@ use crate::error::MpiResult;
 
 /// A conversion callback in the form it was registered with.
 #[derive(Clone, Copy)]
-enum Conversion {
+pub(crate) enum Conversion {
     Int(MPI_Datarep_conversion_function),
     Large(MPI_Datarep_conversion_function_c),
 }
@@ -74,8 +74,8 @@ impl Representation {
         }
     }
 
-    /// `count` elements of `handle` at `buffer`, converted to this (non-native) representation:
-    /// `file_bytes` bytes of file data, in type-map order.
+    /// `count` elements of `handle` at `buffer` as file data of this representation: `file_bytes`
+    /// bytes, in type-map order (natively, packed).
     ///
     /// # Safety
     /// `buffer` must hold `count` elements of the datatype.
@@ -103,9 +103,10 @@ impl Representation {
         Ok(stream)
     }
 
-    /// Converts the whole elements of `stream` (file data of this non-native representation)
-    /// into the program's buffer; returns the bytes they take in memory (packed), the count
-    /// the status reports.
+    /// Puts `stream` (file data of this representation) into the program's buffer; returns the
+    /// bytes that reached it in memory (packed), the count the status reports. Natively every
+    /// byte, the basic elements of a last partial element included; otherwise the whole elements,
+    /// converted.
     ///
     /// # Safety
     /// `buffer` must hold the elements, writable.
@@ -115,7 +116,8 @@ impl Representation {
         match self {
             Representation::Native => {
                 // SAFETY: per the caller.
-                unsafe { info.unpack(whole, data, buffer) }
+                unsafe { info.unpack_received(stream.len(), stream, buffer) };
+                return Ok(stream.len());
             }
             Representation::External32 => {
                 // SAFETY: per the caller; `data` holds `whole` elements in external32.
@@ -200,38 +202,17 @@ fn registered() -> std::sync::MutexGuard<'static, Vec<Arc<Registered>>> {
     REGISTERED.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// MPI_Register_datarep(_c): `large` says which form the conversion functions take.
-///
-/// # Safety
-/// `name` must be NUL-terminated; the functions must be the program's, as MPI defines them.
-pub(crate) unsafe fn register(
-    name: &CStr,
-    read: Option<*const c_void>,
-    write: Option<*const c_void>,
-    extent: Option<MPI_Datarep_extent_function>,
-    extra_state: *mut c_void,
-    large: bool,
-) -> MpiResult<()> {
-    let name = name.to_string_lossy().into_owned();
+/// MPI_Register_datarep(_c): `read` and `write` are None for MPI_CONVERSION_FN_NULL.
+pub(crate) fn register(name: &str, read: Option<Conversion>, write: Option<Conversion>, extent: Option<MPI_Datarep_extent_function>, extra_state: *mut c_void) -> MpiResult<()> {
+    let name = name.to_string();
     if name.len() >= MPI_MAX_DATAREP_STRING as usize {
         return Err(file_error(MPI_ERR_ARG, format!("datarep is longer than MPI_MAX_DATAREP_STRING ({MPI_MAX_DATAREP_STRING}) characters")));
     }
     let extent = extent.ok_or_else(|| file_error(MPI_ERR_ARG, "dtype_file_extent_fn must be a function"))?;
-    let as_conversion = |function: Option<*const c_void>| {
-        function.filter(|pointer| !pointer.is_null()).map(|pointer| {
-            if large {
-                // SAFETY: registered through the large form, whose conversions take MPI_Count.
-                Conversion::Large(unsafe { std::mem::transmute::<*const c_void, MPI_Datarep_conversion_function_c>(pointer) })
-            } else {
-                // SAFETY: registered through the int form.
-                Conversion::Int(unsafe { std::mem::transmute::<*const c_void, MPI_Datarep_conversion_function>(pointer) })
-            }
-        })
-    };
     let mut known = registered();
     if PREDEFINED.contains(&name.as_str()) || known.iter().any(|registered| registered.name == name) {
         return Err(file_error(MPI_ERR_DUP_DATAREP, format!("a data representation named {name:?} exists already")));
     }
-    known.push(Arc::new(Registered { name, read: as_conversion(read), write: as_conversion(write), extent, extra_state: extra_state as usize }));
+    known.push(Arc::new(Registered { name, read, write, extent, extra_state: extra_state as usize }));
     Ok(())
 }
