@@ -21,6 +21,9 @@ const ACK: u8 = 7;
 const CONTROL: u8 = 8;
 const NET_ACK: u8 = 9;
 const NET_DATA: u8 = 10;
+/// NET_DATA's kind byte, for the tests that forge frames.
+#[cfg(test)]
+pub(crate) const NET_DATA_KIND: u8 = NET_DATA;
 /// A rail sampling ping-pong frame (seen only by `sampling`, before the engine starts).
 pub(crate) const SAMPLE: u8 = 11;
 const NET_BATCH: u8 = 12;

@@ -392,4 +392,12 @@ pub trait Transport {
     fn ended_peer(&self) -> Option<(PeerId, String)> {
         None
     }
+
+    /// Why this transport stopped reaching `peer` (it closed the connection, sent a frame that
+    /// could not be trusted, the link failed), where it knows; `None` while it reaches it.
+    #[cold]
+    fn down_reason(&self, peer: PeerId) -> Option<String> {
+        let _ = peer;
+        None
+    }
 }

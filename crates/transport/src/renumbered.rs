@@ -89,6 +89,11 @@ impl Transport for Renumbered {
         self.rank(peer).is_ok_and(|rank| self.inner.reaches(rank))
     }
 
+    #[cold]
+    fn down_reason(&self, peer: PeerId) -> Option<String> {
+        self.inner.down_reason(self.rank(peer).ok()?)
+    }
+
     #[inline]
     fn try_send(&mut self, peer: PeerId, header: &[u8], payload: &[IoSlice<'_>]) -> Result<SendOutcome, TransportError> {
         let rank = self.rank(peer)?;

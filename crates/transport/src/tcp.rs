@@ -232,8 +232,8 @@ impl TcpTransport {
         }
     }
 
-    fn mark_down(&mut self, index: usize) {
-        self.connections[index].close();
+    fn mark_down(&mut self, index: usize, why: &Broken) {
+        self.connections[index].close(why);
     }
 
     /// Starts (`true`) or stops waiting for epoll to report room in connection `index`'s socket.
@@ -428,6 +428,15 @@ impl Transport for TcpTransport {
         self.connection_of(peer).is_some()
     }
 
+    #[cold]
+    fn down_reason(&self, peer: PeerId) -> Option<String> {
+        let index = *self.route.get(peer as usize)?;
+        if index == NO_CONNECTION {
+            return None;
+        }
+        self.connections[index as usize].down_reason.clone()
+    }
+
     fn try_send(&mut self, peer: PeerId, header: &[u8], payload: &[IoSlice<'_>]) -> Result<SendOutcome, TransportError> {
         let Some(index) = self.connection_of(peer) else { return Err(TransportError::Unreachable(peer)) };
         let (frame, frame_len) = FramePieces::new(header, payload)?;
@@ -456,13 +465,13 @@ impl Transport for TcpTransport {
                 connection.append(&frame, written);
                 SendOutcome::Sent
             }
-            Err(_) => {
-                self.mark_down(index);
+            Err(error) => {
+                self.mark_down(index, &Broken::Failed(error.kind()));
                 return Err(TransportError::Unreachable(peer));
             }
         };
-        if self.wait_for_room(index, true).is_err() {
-            self.mark_down(index);
+        if let Err(broken) = self.wait_for_room(index, true) {
+            self.mark_down(index, &broken);
             return Err(TransportError::Unreachable(peer));
         }
         Ok(outcome)
@@ -495,11 +504,11 @@ impl Transport for TcpTransport {
                 state = match connection.flush() {
                     Ok(true) => watch_room(poller, connection, index, false),
                     Ok(false) => Ok(()),
-                    Err(Broken) => Err(Broken),
+                    Err(broken) => Err(broken),
                 };
             }
-            if state.is_err() {
-                connection.close();
+            if let Err(broken) = state {
+                connection.close(&broken);
             }
         }
         delivered

@@ -11,6 +11,8 @@
 mod cancel;
 mod dispatch;
 mod eager;
+#[cfg(test)]
+mod hostile_peer;
 mod pipeline;
 mod rendezvous;
 mod single_copy;

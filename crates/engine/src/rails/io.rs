@@ -42,6 +42,12 @@ pub(crate) trait RailIo {
     /// The round trips `rail`'s path to `peer` shows now, where its transport measures them
     /// (a system call on TCP: asked only when a control rail is chosen again).
     fn path_timing(&self, rail: usize, peer: PeerId) -> Option<PathTiming>;
+
+    /// Why `rail` stopped reaching `peer`, where its transport knows (for messages).
+    fn down_reason(&self, rail: usize, peer: PeerId) -> Option<String> {
+        let _ = (rail, peer);
+        None
+    }
 }
 
 /// The driver's rails: its transports, in rail order.
@@ -82,5 +88,9 @@ impl RailIo for Vec<Box<dyn Transport>> {
 
     fn path_timing(&self, rail: usize, peer: PeerId) -> Option<PathTiming> {
         self[rail].path_timing(peer)
+    }
+
+    fn down_reason(&self, rail: usize, peer: PeerId) -> Option<String> {
+        self[rail].down_reason(peer)
     }
 }

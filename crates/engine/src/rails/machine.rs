@@ -346,11 +346,17 @@ impl RailMachine {
         if newly_failed {
             self.failovers.push((peer, rail));
             if self.debug {
-                debug_line!(self.rank, "rail {} to rank {peer} failed", io.name(rail));
+                let why = io.down_reason(rail, peer).unwrap_or_else(|| "no reason known".into());
+                debug_line!(self.rank, "rail {} to rank {peer} failed: {why}", io.name(rail));
             }
         }
         if !state.rail_up.iter().any(|&up| up) {
-            return Err(EngineError::Unreachable { rank: peer, reason: "every network rail to it has failed".into() });
+            let reasons: Vec<String> = (0..self.rails.len()).filter_map(|rail| Some(format!("{}: {}", io.name(rail), io.down_reason(rail, peer)?))).collect();
+            let mut reason = String::from("every network rail to it has failed");
+            if !reasons.is_empty() {
+                reason += &format!(" ({})", reasons.join("; "));
+            }
+            return Err(EngineError::Unreachable { rank: peer, reason });
         }
         if !newly_failed {
             return Ok(());

@@ -65,6 +65,8 @@ pub(super) struct Connection {
     pub(super) placed_by_copy: u64,
     /// The socket duplicate lent writers write through, made on the first loan.
     pub(super) loan: Option<Arc<Loan>>,
+    /// Why the peer was marked down, once it was.
+    pub(super) down_reason: Option<String>,
 }
 
 /// A payload being placed: its frame's header, its length, the bytes in place so far; `dropping`
@@ -84,8 +86,33 @@ pub(super) struct Loan {
     pub(super) lent: AtomicBool,
 }
 
-/// A connection that must be marked down.
-pub(super) struct Broken;
+/// Why a connection must be marked down.
+#[derive(Debug)]
+pub(super) enum Broken {
+    /// It was marked down before.
+    Down,
+    /// The peer closed it; `in_frame` bytes of a frame not yet whole had arrived.
+    Closed { in_frame: usize },
+    /// A frame's prefix gives lengths no sender of this transport writes: the peer is not
+    /// trusted for the bytes that would follow.
+    Malformed { header_len: u64, payload_len: u64 },
+    /// A read, write or epoll call failed.
+    Failed(io::ErrorKind),
+}
+
+impl std::fmt::Display for Broken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Broken::Down => write!(f, "the connection was closed before"),
+            Broken::Closed { in_frame: 0 } => write!(f, "the peer closed the connection"),
+            Broken::Closed { in_frame } => write!(f, "the peer closed the connection {in_frame} bytes into a frame (a truncated frame)"),
+            Broken::Malformed { header_len, payload_len } => {
+                write!(f, "the peer sent a malformed frame (a {header_len}-byte header and a {payload_len}-byte payload; at most {MAX_HEADER} and {MAX_PAYLOAD} bytes are allowed)")
+            }
+            Broken::Failed(kind) => write!(f, "the connection failed ({kind})"),
+        }
+    }
+}
 
 impl Connection {
     pub(super) fn new(peer: PeerId, stream: TcpStream) -> Connection {
@@ -108,6 +135,7 @@ impl Connection {
             placed_directly: 0,
             placed_by_copy: 0,
             loan: None,
+            down_reason: None,
         }
     }
 
@@ -125,7 +153,7 @@ impl Connection {
 
     /// One attempt to hand the pending bytes to the kernel; true when none are left.
     pub(super) fn flush(&mut self) -> Result<bool, Broken> {
-        let Some(stream) = &self.stream else { return Err(Broken) };
+        let Some(stream) = &self.stream else { return Err(Broken::Down) };
         if self.unsent() == 0 {
             return Ok(true);
         }
@@ -135,7 +163,7 @@ impl Connection {
                 self.handed_over += written as u64;
             }
             Err(error) if transient(&error) => {}
-            Err(_) => return Err(Broken),
+            Err(error) => return Err(Broken::Failed(error.kind())),
         }
         if self.pending_sent == self.pending.len() {
             self.pending.clear();
@@ -193,26 +221,28 @@ impl Connection {
                         }
                         continue;
                     }
-                    Err(Broken) => return (delivered, Err(Broken)),
+                    Err(broken) => return (delivered, Err(broken)),
                 }
             }
             self.make_room(block);
-            let Some(stream) = &mut self.stream else { return (delivered, Err(Broken)) };
+            let Some(stream) = &mut self.stream else { return (delivered, Err(Broken::Down)) };
             let space = self.received.len() - self.received_end;
             // Behind a placed payload, probably the next chunk: its front only, so that its
             // payload can be placed too.
             let wanted = if self.placed_last { space.min(FRAME_PREFIX + MAX_HEADER) } else { space };
             match stream.read(&mut self.received[self.received_end..self.received_end + wanted]) {
                 Ok(0) => {
-                    let complete = self.deliver_complete(sink);
-                    return (delivered + complete.unwrap_or(0), Err(Broken));
+                    return match self.deliver_complete(sink) {
+                        Ok(complete) => (delivered + complete, Err(Broken::Closed { in_frame: self.received_end - self.received_start })),
+                        Err(broken) => (delivered, Err(broken)),
+                    };
                 }
                 Ok(count) => {
                     self.received_end += count;
                     self.read_filled = count == space;
                     match self.deliver_complete(sink) {
                         Ok(complete) => delivered += complete,
-                        Err(Broken) => return (delivered, Err(Broken)),
+                        Err(broken) => return (delivered, Err(broken)),
                     }
                     self.start_placing(sink);
                     // Small frames filled a front-sized read and more is waiting: not a run
@@ -227,7 +257,7 @@ impl Connection {
                 }
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
                 Err(error) if transient(&error) => break,
-                Err(_) => return (delivered, Err(Broken)),
+                Err(error) => return (delivered, Err(Broken::Failed(error.kind()))),
             }
         }
         (delivered, Ok(()))
@@ -264,7 +294,7 @@ impl Connection {
     /// drops it). Returns whether it was completed (1 or 0 frames) and whether the socket ran dry.
     fn continue_placing(&mut self, sink: &mut dyn Sink) -> Result<(usize, bool), Broken> {
         let Connection { peer, stream, placing, received, received_end, placed_directly, .. } = self;
-        let (Some(stream), Some(state)) = (stream.as_mut(), placing.as_mut()) else { return Err(Broken) };
+        let (Some(stream), Some(state)) = (stream.as_mut(), placing.as_mut()) else { return Err(Broken::Down) };
         let header = &state.header[..state.header_len];
         let wanted = state.len - state.filled;
         let place = if state.dropping { None } else { sink.place(*peer, header, state.len).filter(|place| place.len() == state.len) };
@@ -277,11 +307,11 @@ impl Connection {
             }
         };
         let count = match read {
-            Ok(0) => return Err(Broken),
+            Ok(0) => return Err(Broken::Closed { in_frame: FRAME_PREFIX + state.header_len + state.filled }),
             Ok(count) => count,
             Err(error) if error.kind() == io::ErrorKind::Interrupted => return Ok((0, false)),
             Err(error) if transient(&error) => return Ok((0, true)),
-            Err(_) => return Err(Broken),
+            Err(error) => return Err(Broken::Failed(error.kind())),
         };
         state.filled += count;
         if state.filled < state.len {
@@ -328,7 +358,7 @@ impl Connection {
         let header_len = u32::from_le_bytes(prefix[..4].try_into().expect("4 bytes")) as usize;
         let payload_len = u32::from_le_bytes(prefix[4..].try_into().expect("4 bytes")) as usize;
         if header_len > MAX_HEADER || payload_len > MAX_PAYLOAD {
-            return Err(Broken);
+            return Err(Broken::Malformed { header_len: header_len as u64, payload_len: payload_len as u64 });
         }
         Ok(Some((header_len, payload_len)))
     }
@@ -362,8 +392,11 @@ impl Connection {
         }
     }
 
-    /// Marks the peer down.
-    pub(super) fn close(&mut self) {
+    /// Marks the peer down, for the reason `why` (the first one given is kept).
+    pub(super) fn close(&mut self, why: &Broken) {
+        if self.down_reason.is_none() {
+            self.down_reason = Some(why.to_string());
+        }
         if let Some(loan) = self.loan.take() {
             if loan.lent.load(Ordering::Acquire) {
                 let _ = loan.stream.shutdown(std::net::Shutdown::Both);
@@ -389,8 +422,8 @@ pub(super) fn watch_room(poller: &mut Option<Poller>, connection: &mut Connectio
     if connection.waiting_for_room == wait {
         return Ok(());
     }
-    let (Some(poller), Some(stream)) = (poller.as_mut(), &connection.stream) else { return Err(Broken) };
-    poller.watch_output(stream.as_fd(), index as u64, wait).map_err(|_| Broken)?;
+    let (Some(poller), Some(stream)) = (poller.as_mut(), &connection.stream) else { return Err(Broken::Down) };
+    poller.watch_output(stream.as_fd(), index as u64, wait).map_err(|error| Broken::Failed(error.kind()))?;
     connection.waiting_for_room = wait;
     Ok(())
 }
