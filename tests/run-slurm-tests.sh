@@ -51,7 +51,7 @@ done
 
 # --- the programs
 mkdir -p "$WORK/bin" "$WORK/logs" "$WORK/state" "$WORK/spool"
-for program in ring collectives abort_code kill_rank; do
+for program in ring collectives abort_code kill_rank spawn; do
     if ! "$ROOT/bin/braidcc" -O2 -DTEST_BRAID_ONLY -I"$ROOT/tests/c" "$ROOT/tests/c/$program.c" -o "$WORK/bin/$program" 2>"$WORK/logs/build-$program.log"; then
         fail "build $program" "$(head -c 300 "$WORK/logs/build-$program.log")"
     fi
@@ -145,6 +145,15 @@ for mpi in pmix pmi2; do
     elif [ -n "$LEFTOVER" ]; then fail "$name" "$LEFTOVER"
     else pass "$name"; fi
 done
+
+# MPI_Comm_spawn under srun --mpi=pmix asks Slurm's PMIx server (PMIx_Spawn), which does not
+# start processes for a step: the call fails with an error that says so, and the job ends.
+name="spawn srun --mpi=pmix n=1"
+run "$name" -- srun --mpi=pmix -n 1 "$WORK/bin/spawn"
+if [ "$RC" -eq 0 ] || [ "$RC" -eq 124 ]; then fail "$name" "exit $RC: expected MPI_Comm_spawn to fail: $(explain "$ERR")"
+elif ! grep -q "PMIx_Spawn" "$ERR"; then fail "$name" "the error does not name PMIx_Spawn: $(explain "$ERR")"
+elif [ -n "$LEFTOVER" ]; then fail "$name" "$LEFTOVER"
+else pass "$name ($(grep -o 'PMIx_Spawn: [^)]*)' "$ERR" | head -n 1))"; fi
 
 # A rank killed by SIGKILL: the job ends within 2 s of its death, and the rank is named.
 killed() {

@@ -23,6 +23,8 @@ const STREAM_LIMIT: Duration = Duration::from_secs(20);
 const CRAWL_LIMIT: Duration = Duration::from_secs(30);
 /// A receive from a peer that every rail lost fails in about 3 s; past this it hangs.
 const LOST_PEER_LIMIT: Duration = Duration::from_secs(20);
+/// The short soak takes about 40 s with the cluster's set-up; past this it hangs.
+const SOAK_LIMIT: Duration = Duration::from_secs(150);
 /// The rails of every cluster here.
 const RAILS: &str = "2gbit,1gbit";
 const RAIL_NAMES: [&str; 2] = ["rail0", "rail1"];
@@ -305,4 +307,24 @@ fn waiting_threads_sleep_on_the_rails_and_wake_when_answered() {
         let output = finish(cluster.job(&placement, &binary, &[]).env("BRAID_BLOCK_TIMEOUT_MS", "5000").spawn().unwrap(), "thread_wait");
         assert!(output.status.success(), "thread_wait {placement:?} failed:\n{}{}", text(&output.stdout), text(&output.stderr));
     }
+}
+
+/// The short version of `scripts/soak` (10 minutes there): 30 s of random checked traffic and
+/// MPI_THREAD_MULTIPLE window locking on 2 nodes x 2 ranks while the rails flap every 5 s, the
+/// third outage long enough to fail rail1 over. The script builds a cluster of its own.
+#[test]
+fn a_short_soak_with_flapping_rails_loses_and_corrupts_nothing() {
+    require_cluster_jobs("soak");
+    let _turn = take_turn();
+    let mut command = Command::new(repository().join("scripts/soak"));
+    command.args(["--seconds", "30", "--flap", "5", "--report", "10"]).env("BRAID", env!("CARGO_BIN_EXE_braid"));
+    command.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let mut soak = command.spawn().unwrap();
+    let stdout = BufReader::new(soak.stdout.take().unwrap());
+    let (status, stdout, stderr) = ending_within(soak, stdout, SOAK_LIMIT);
+    let Some(status) = status else {
+        panic!("the soak hung (killed after {SOAK_LIMIT:?}):\n{stdout}{stderr}");
+    };
+    assert!(status.success() && stdout.contains("soak: ok:") && stdout.contains(" 0 errors"), "the soak failed:\n{stdout}{stderr}");
+    assert!(stdout.contains("rail1 down for 4000 ms") && stdout.contains("rail0 down for 300 ms"), "the rails did not flap:\n{stdout}");
 }

@@ -58,6 +58,31 @@ type FenceFn = unsafe extern "C" fn(*const Proc, usize, *const Info, usize) -> c
 type AbortFn = unsafe extern "C" fn(c_int, *const c_char, *mut Proc, usize) -> c_int;
 type DestructFn = unsafe extern "C" fn(*mut Value);
 type ErrorStringFn = unsafe extern "C" fn(c_int) -> *const c_char;
+type SpawnFn = unsafe extern "C" fn(*const Info, usize, *const App, usize, *mut c_char) -> c_int;
+
+/// `pmix_app_t`.
+#[repr(C)]
+struct App {
+    cmd: *mut c_char,
+    argv: *mut *mut c_char,
+    env: *mut *mut c_char,
+    cwd: *mut c_char,
+    maxprocs: c_int,
+    info: *mut Info,
+    ninfo: usize,
+}
+
+/// One application of a spawn: `processes` copies of `command` with `argv` (its first element
+/// the program's name as the processes see it), `env` entries (`NAME=value`) added to their
+/// environment, started in `cwd` where given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpawnApp {
+    pub command: String,
+    pub argv: Vec<String>,
+    pub env: Vec<String>,
+    pub cwd: Option<String>,
+    pub processes: u32,
+}
 
 /// What went wrong, and the library's words for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,6 +120,8 @@ pub struct PmixClient {
     finalize: FinalizeFn,
     destruct: DestructFn,
     error_string: ErrorStringFn,
+    /// `PMIx_Spawn`, where the library has it.
+    spawn: Option<SpawnFn>,
     finalized: bool,
 }
 
@@ -145,12 +172,14 @@ impl PmixClient {
                 symbol::<ErrorStringFn>(handle, c"PMIx_Error_string")?,
             )
         };
+        // SAFETY: as above; a library without it cannot spawn, which `spawn` then says.
+        let spawn = unsafe { symbol::<SpawnFn>(handle, c"PMIx_Spawn") }.ok();
         let mut me = Proc { nspace: [0; NSPACE_BYTES], rank: 0 };
         // SAFETY: PMIx_Init fills in `me`; no info.
         let status = unsafe { init(&mut me, std::ptr::null_mut(), 0) };
         // The library stays loaded for good (the handle is never closed): its threads may
         // outlive PMIx_Finalize.
-        let mut client = PmixClient { me, get, put, commit, fence, abort, finalize, destruct, error_string, finalized: true };
+        let mut client = PmixClient { me, get, put, commit, fence, abort, finalize, destruct, error_string, spawn, finalized: true };
         client.check("PMIx_Init", status)?;
         client.finalized = false;
         Ok(client)
@@ -243,6 +272,61 @@ impl PmixClient {
         self.check("PMIx_Abort", status)
     }
 
+    /// Asks the server to start `apps` as one new job (namespace), with `job_info` as
+    /// (key, text) pairs (such as `pmix.mapby`); returns the new namespace once its processes
+    /// are started.
+    pub fn spawn(&self, job_info: &[(&str, &str)], apps: &[SpawnApp]) -> Result<String, PmixError> {
+        let spawn = self.spawn.ok_or_else(|| PmixError { call: "PMIx_Spawn", reason: "the PMIx library has no PMIx_Spawn".into() })?;
+        let text = |what: &str| CString::new(what).map_err(|_| PmixError { call: "PMIx_Spawn", reason: format!("{what:?} holds a NUL byte") });
+        // Every string the call reads, kept alive until it returns.
+        let mut strings: Vec<CString> = Vec::new();
+        let mut lists: Vec<Vec<*mut c_char>> = Vec::new();
+        let mut list = |items: &[String], strings: &mut Vec<CString>| -> Result<*mut *mut c_char, PmixError> {
+            let mut pointers = Vec::with_capacity(items.len() + 1);
+            for item in items {
+                strings.push(text(item)?);
+                pointers.push(strings.last().expect("pushed").as_ptr().cast_mut());
+            }
+            pointers.push(std::ptr::null_mut());
+            lists.push(pointers);
+            Ok(lists.last_mut().expect("pushed").as_mut_ptr())
+        };
+        let mut records = Vec::with_capacity(apps.len());
+        for app in apps {
+            let argv = list(&app.argv, &mut strings)?;
+            let env = list(&app.env, &mut strings)?;
+            strings.push(text(&app.command)?);
+            let cmd = strings.last().expect("pushed").as_ptr().cast_mut();
+            let cwd = match &app.cwd {
+                Some(dir) => {
+                    strings.push(text(dir)?);
+                    strings.last().expect("pushed").as_ptr().cast_mut()
+                }
+                None => std::ptr::null_mut(),
+            };
+            let maxprocs = c_int::try_from(app.processes).map_err(|_| PmixError { call: "PMIx_Spawn", reason: format!("{} processes", app.processes) })?;
+            records.push(App { cmd, argv, env, cwd, maxprocs, info: std::ptr::null_mut(), ninfo: 0 });
+        }
+        let mut infos = Vec::with_capacity(job_info.len());
+        for (key, value) in job_info {
+            let key = key_of(key)?;
+            strings.push(text(value)?);
+            let mut info = Info { key: [0; KEY_BYTES], flags: 0, value: Value { kind: TYPE_STRING, data: [strings.last().expect("pushed").as_ptr() as u64, 0, 0] } };
+            for (slot, byte) in info.key.iter_mut().zip(key.as_bytes()) {
+                *slot = *byte as c_char;
+            }
+            infos.push(info);
+        }
+        let mut namespace = [0 as c_char; NSPACE_BYTES];
+        // SAFETY: every pointer in `records` and `infos` points into `strings` and `lists`, which
+        // outlive the call (moving a CString or a Vec does not move its heap buffer); the
+        // namespace array has the size of pmix_nspace_t.
+        let status = unsafe { spawn(infos.as_ptr(), infos.len(), records.as_ptr(), records.len(), namespace.as_mut_ptr()) };
+        self.check("PMIx_Spawn", status)?;
+        // SAFETY: PMIx_Spawn wrote a NUL-terminated namespace within the array.
+        Ok(unsafe { CStr::from_ptr(namespace.as_ptr()) }.to_string_lossy().into_owned())
+    }
+
     /// Tells the server this process ends normally.
     pub fn finalize(&mut self) -> Result<(), PmixError> {
         if self.finalized {
@@ -299,6 +383,9 @@ mod tests {
         assert_eq!(std::mem::offset_of!(Info, flags), 512);
         assert_eq!(std::mem::offset_of!(Info, value), 520);
         assert_eq!(std::mem::offset_of!(Value, data), 8);
+        assert_eq!(std::mem::size_of::<App>(), 56);
+        assert_eq!(std::mem::offset_of!(App, maxprocs), 32);
+        assert_eq!(std::mem::offset_of!(App, ninfo), 48);
     }
 
     #[test]
