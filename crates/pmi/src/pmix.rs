@@ -10,9 +10,8 @@
 
 use std::collections::HashMap;
 
-use braid_sys::pmix::{PmixClient, PmixValue, SpawnApp, RANK_WILDCARD};
+use braid_sys::pmix::{PmixClient, PmixValue, RANK_WILDCARD};
 
-use crate::spawn::{SpawnRequest, PARENT_PORT_KEY};
 use crate::{Bootstrap, BootstrapError};
 
 /// The library a PMIx launcher's processes load.
@@ -20,11 +19,6 @@ pub const PMIX_LIBRARY: &str = "libpmix.so.2";
 
 /// The key under which each rank lists the keys it posted.
 const KEYS_KEY: &str = "braid-keys";
-
-/// A value a spawning job puts before its children start (PMI-1's preput) reaches them as the
-/// environment variable of this prefix and its key: PMIx has no key-value space that two
-/// namespaces share before they connect.
-const PREPUT_PREFIX: &str = "BRAID_PREPUT_";
 
 /// A rank's connection to its PMIx server.
 pub struct PmixBootstrap {
@@ -37,8 +31,6 @@ pub struct PmixBootstrap {
     posted: Vec<String>,
     /// Which rank posted each key, as learnt after the last fence (None: not learnt yet).
     owners: Option<HashMap<String, u32>>,
-    /// The spawning job's port, where this job was spawned through PMIx.
-    parent_port: Option<String>,
 }
 
 fn failure(operation: &'static str, error: impl std::fmt::Display) -> BootstrapError {
@@ -52,9 +44,7 @@ impl PmixBootstrap {
         if lookup("PMIX_NAMESPACE").is_none() {
             return Ok(None);
         }
-        let mut bootstrap = PmixBootstrap::connect(PMIX_LIBRARY)?;
-        bootstrap.parent_port = lookup(&format!("{PREPUT_PREFIX}{PARENT_PORT_KEY}"));
-        Ok(Some(bootstrap))
+        PmixBootstrap::connect(PMIX_LIBRARY).map(Some)
     }
 
     /// Loads `library` and connects to the server that started this process.
@@ -71,7 +61,7 @@ impl PmixBootstrap {
         let size = number("pmix.job.size", RANK_WILDCARD)?.ok_or_else(|| failure("init", "the PMIx server does not say the job's size (pmix.job.size)"))?;
         let appnum = number("pmix.appnum", rank)?.unwrap_or(0);
         let job_id = file_safe(&client.namespace());
-        Ok(PmixBootstrap { client, rank, size: size as u32, job_id, appnum: appnum as i32, posted: Vec::new(), owners: None, parent_port: None })
+        Ok(PmixBootstrap { client, rank, size: size as u32, job_id, appnum: appnum as i32, posted: Vec::new(), owners: None })
     }
 
     /// The rank that posted `key`, learnt from every rank's list after the last fence.
@@ -122,9 +112,6 @@ impl Bootstrap for PmixBootstrap {
     }
 
     fn get(&mut self, key: &str) -> Result<String, BootstrapError> {
-        if let (PARENT_PORT_KEY, Some(port)) = (key, &self.parent_port) {
-            return Ok(port.clone());
-        }
         let owner = self.owner_of(key)?;
         match self.client.get(owner, key).map_err(|error| failure("get", error))? {
             Some(PmixValue::Text(value)) => Ok(value),
@@ -160,54 +147,43 @@ impl Bootstrap for PmixBootstrap {
         }
     }
 
-    fn spawned(&self) -> bool {
-        self.parent_port.is_some()
-    }
-
-    fn spawn(&mut self, request: &SpawnRequest) -> Result<(), BootstrapError> {
-        let apps = spawn_apps(request)?;
-        self.client.spawn(&[], &apps).map(drop).map_err(|error| failure("spawn", format!("the PMIx launcher could not start the processes: {error}")))
+    fn spawn(&mut self, request: &crate::spawn::SpawnRequest) -> Result<(), BootstrapError> {
+        let _ = request;
+        // Asked through PMIx_Spawn (OpenPMIx 4.2, Open MPI 5's mpirun), about one spawn in ten
+        // started a process that waited in PMIx_Init for good; Slurm's PMIx server does not
+        // spawn at all.
+        Err(failure("spawn", "Braid does not spawn through a PMIx launcher: run the job with braid run or mpiexec.hydra to start processes from it"))
     }
 
     fn publish_name(&mut self, service: &str, port: &str) -> Result<(), BootstrapError> {
-        let _ = (service, port);
-        Err(no_name_service("publish_name"))
+        // PMIx servers may let a second publication replace the first; MPI wants it refused.
+        let key = service_key(service);
+        if self.client.lookup(&key).map_err(|error| failure("publish_name", error))?.is_some() {
+            return Err(failure("publish_name", format!("a port is published under {service:?} already")));
+        }
+        self.client.publish(&key, port).map_err(|error| failure("publish_name", error))
     }
 
     fn unpublish_name(&mut self, service: &str) -> Result<(), BootstrapError> {
-        let _ = service;
-        Err(no_name_service("unpublish_name"))
+        // As for publishing: a server may accept withdrawing what is not there.
+        let key = service_key(service);
+        if self.client.lookup(&key).map_err(|error| failure("unpublish_name", error))?.is_none() {
+            return Err(failure("unpublish_name", format!("no port is published under {service:?}")));
+        }
+        self.client.unpublish(&key).map_err(|error| failure("unpublish_name", error))
     }
 
     fn lookup_name(&mut self, service: &str) -> Result<String, BootstrapError> {
-        let _ = service;
-        Err(no_name_service("lookup_name"))
+        match self.client.lookup(&service_key(service)).map_err(|error| failure("lookup_name", error))? {
+            Some(port) => Ok(port),
+            None => Err(failure("lookup_name", format!("no port is published under {service:?}"))),
+        }
     }
 }
 
-/// The applications of a PMIx spawn: each command's program found as MPI's `wdir` and `path`
-/// info keys direct, started in `wdir`, with the spawning job's preput values in its
-/// environment.
-fn spawn_apps(request: &SpawnRequest) -> Result<Vec<SpawnApp>, BootstrapError> {
-    let env: Vec<String> = request.preput.iter().map(|(key, value)| format!("{PREPUT_PREFIX}{key}={value}")).collect();
-    request
-        .commands
-        .iter()
-        .map(|command| {
-            let program = command.program().ok_or_else(|| failure("spawn", format!("{:?} is not an executable program (looked up as its wdir and path info keys say)", command.execname)))?;
-            Ok(SpawnApp {
-                command: program.display().to_string(),
-                argv: std::iter::once(command.execname.clone()).chain(command.args.iter().cloned()).collect(),
-                env: env.clone(),
-                cwd: command.info("wdir").map(str::to_string),
-                processes: command.nprocs,
-            })
-        })
-        .collect()
-}
-
-fn no_name_service(operation: &'static str) -> BootstrapError {
-    failure(operation, "Braid does not use a PMIx launcher's name service yet: run the job with braid run")
+/// The PMIx key of an MPI service name: prefixed, so that it cannot meet a key of PMIx's own.
+fn service_key(service: &str) -> String {
+    format!("braid-service-{service}")
 }
 
 #[cfg(test)]
@@ -218,23 +194,6 @@ mod tests {
     fn namespaces_become_file_name_pieces() {
         assert_eq!(file_safe("2046951425"), "pmix-2046951425");
         assert_eq!(file_safe("slurm.pmix.12.0"), "pmix-slurm-pmix-12-0");
-    }
-
-    #[test]
-    fn spawned_applications_carry_the_preput_values_and_the_commands_info() {
-        use crate::spawn::SpawnCommand;
-        let request = SpawnRequest {
-            commands: vec![SpawnCommand { execname: "sh".into(), nprocs: 3, args: vec!["-c".into(), "true".into()], info: vec![("wdir".into(), "/tmp".into())] }],
-            preput: vec![(PARENT_PORT_KEY.into(), "braid-port:10.0.0.1:4000".into())],
-        };
-        let apps = spawn_apps(&request).unwrap();
-        assert_eq!(apps.len(), 1);
-        assert!(apps[0].command.ends_with("/sh"), "{}", apps[0].command);
-        assert_eq!(apps[0].argv, ["sh", "-c", "true"]);
-        assert_eq!(apps[0].env, [format!("BRAID_PREPUT_{PARENT_PORT_KEY}=braid-port:10.0.0.1:4000")]);
-        assert_eq!((apps[0].cwd.as_deref(), apps[0].processes), (Some("/tmp"), 3));
-        let missing = SpawnRequest { commands: vec![SpawnCommand { execname: "no-such-program-here".into(), nprocs: 1, args: vec![], info: vec![] }], preput: vec![] };
-        assert!(spawn_apps(&missing).unwrap_err().reason.contains("no-such-program-here"));
     }
 
     #[test]

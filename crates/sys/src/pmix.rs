@@ -58,30 +58,24 @@ type FenceFn = unsafe extern "C" fn(*const Proc, usize, *const Info, usize) -> c
 type AbortFn = unsafe extern "C" fn(c_int, *const c_char, *mut Proc, usize) -> c_int;
 type DestructFn = unsafe extern "C" fn(*mut Value);
 type ErrorStringFn = unsafe extern "C" fn(c_int) -> *const c_char;
-type SpawnFn = unsafe extern "C" fn(*const Info, usize, *const App, usize, *mut c_char) -> c_int;
+type PublishFn = unsafe extern "C" fn(*const Info, usize) -> c_int;
+type LookupFn = unsafe extern "C" fn(*mut LookupData, usize, *const Info, usize) -> c_int;
+type UnpublishFn = unsafe extern "C" fn(*mut *mut c_char, *const Info, usize) -> c_int;
 
-/// `pmix_app_t`.
+/// `pmix_pdata_t`: who published a key, the key, its value.
 #[repr(C)]
-struct App {
-    cmd: *mut c_char,
-    argv: *mut *mut c_char,
-    env: *mut *mut c_char,
-    cwd: *mut c_char,
-    maxprocs: c_int,
-    info: *mut Info,
-    ninfo: usize,
+struct LookupData {
+    proc: Proc,
+    key: [c_char; KEY_BYTES],
+    value: Value,
 }
 
-/// One application of a spawn: `processes` copies of `command` with `argv` (its first element
-/// the program's name as the processes see it), `env` entries (`NAME=value`) added to their
-/// environment, started in `cwd` where given.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SpawnApp {
-    pub command: String,
-    pub argv: Vec<String>,
-    pub env: Vec<String>,
-    pub cwd: Option<String>,
-    pub processes: u32,
+/// The optional calls: a library or server may lack them, which the calls then say.
+#[derive(Clone, Copy)]
+struct Optional {
+    publish: Option<PublishFn>,
+    lookup: Option<LookupFn>,
+    unpublish: Option<UnpublishFn>,
 }
 
 /// What went wrong, and the library's words for it.
@@ -120,8 +114,7 @@ pub struct PmixClient {
     finalize: FinalizeFn,
     destruct: DestructFn,
     error_string: ErrorStringFn,
-    /// `PMIx_Spawn`, where the library has it.
-    spawn: Option<SpawnFn>,
+    optional: Optional,
     finalized: bool,
 }
 
@@ -172,14 +165,20 @@ impl PmixClient {
                 symbol::<ErrorStringFn>(handle, c"PMIx_Error_string")?,
             )
         };
-        // SAFETY: as above; a library without it cannot spawn, which `spawn` then says.
-        let spawn = unsafe { symbol::<SpawnFn>(handle, c"PMIx_Spawn") }.ok();
+        // SAFETY: as above; a library without one of these says so when it is called.
+        let optional = unsafe {
+            Optional {
+                publish: symbol::<PublishFn>(handle, c"PMIx_Publish").ok(),
+                lookup: symbol::<LookupFn>(handle, c"PMIx_Lookup").ok(),
+                unpublish: symbol::<UnpublishFn>(handle, c"PMIx_Unpublish").ok(),
+            }
+        };
         let mut me = Proc { nspace: [0; NSPACE_BYTES], rank: 0 };
         // SAFETY: PMIx_Init fills in `me`; no info.
         let status = unsafe { init(&mut me, std::ptr::null_mut(), 0) };
         // The library stays loaded for good (the handle is never closed): its threads may
         // outlive PMIx_Finalize.
-        let mut client = PmixClient { me, get, put, commit, fence, abort, finalize, destruct, error_string, spawn, finalized: true };
+        let mut client = PmixClient { me, get, put, commit, fence, abort, finalize, destruct, error_string, optional, finalized: true };
         client.check("PMIx_Init", status)?;
         client.finalized = false;
         Ok(client)
@@ -272,59 +271,53 @@ impl PmixClient {
         self.check("PMIx_Abort", status)
     }
 
-    /// Asks the server to start `apps` as one new job (namespace), with `job_info` as
-    /// (key, text) pairs (such as `pmix.mapby`); returns the new namespace once its processes
-    /// are started.
-    pub fn spawn(&self, job_info: &[(&str, &str)], apps: &[SpawnApp]) -> Result<String, PmixError> {
-        let spawn = self.spawn.ok_or_else(|| PmixError { call: "PMIx_Spawn", reason: "the PMIx library has no PMIx_Spawn".into() })?;
-        let text = |what: &str| CString::new(what).map_err(|_| PmixError { call: "PMIx_Spawn", reason: format!("{what:?} holds a NUL byte") });
-        // Every string the call reads, kept alive until it returns.
-        let mut strings: Vec<CString> = Vec::new();
-        let mut lists: Vec<Vec<*mut c_char>> = Vec::new();
-        let mut list = |items: &[String], strings: &mut Vec<CString>| -> Result<*mut *mut c_char, PmixError> {
-            let mut pointers = Vec::with_capacity(items.len() + 1);
-            for item in items {
-                strings.push(text(item)?);
-                pointers.push(strings.last().expect("pushed").as_ptr().cast_mut());
-            }
-            pointers.push(std::ptr::null_mut());
-            lists.push(pointers);
-            Ok(lists.last_mut().expect("pushed").as_mut_ptr())
+    /// Publishes `value` under `key` in the server's name service, for the processes of this
+    /// session (PMIx's default range).
+    pub fn publish(&self, key: &str, value: &str) -> Result<(), PmixError> {
+        let publish = self.optional.publish.ok_or_else(|| missing("PMIx_Publish"))?;
+        let value = CString::new(value).map_err(|_| PmixError { call: "PMIx_Publish", reason: "the value holds a NUL byte".into() })?;
+        let info = text_info(key, &value)?;
+        // SAFETY: one info whose key and string value are valid for the call.
+        let status = unsafe { publish(&info, 1) };
+        self.check("PMIx_Publish", status)
+    }
+
+    /// The value published under `key`, if any (without waiting for one).
+    pub fn lookup(&self, key: &str) -> Result<Option<String>, PmixError> {
+        let lookup = self.optional.lookup.ok_or_else(|| missing("PMIx_Lookup"))?;
+        let name = key_of(key)?;
+        let mut data = LookupData { proc: Proc { nspace: [0; NSPACE_BYTES], rank: 0 }, key: [0; KEY_BYTES], value: Value { kind: 0, data: [0; 3] } };
+        for (slot, byte) in data.key.iter_mut().zip(name.as_bytes()) {
+            *slot = *byte as c_char;
+        }
+        // SAFETY: one lookup record with its key set; the server fills in its value.
+        let status = unsafe { lookup(&mut data, 1, std::ptr::null(), 0) };
+        const NOT_FOUND: c_int = -46;
+        if status == NOT_FOUND {
+            return Ok(None);
+        }
+        self.check("PMIx_Lookup", status)?;
+        // SAFETY: the server filled in a valid value, read by its type tag and then released
+        // as PMIX_PDATA_DESTRUCT does.
+        let read = unsafe {
+            let read = read_value(&data.value);
+            (self.destruct)(&mut data.value);
+            read
         };
-        let mut records = Vec::with_capacity(apps.len());
-        for app in apps {
-            let argv = list(&app.argv, &mut strings)?;
-            let env = list(&app.env, &mut strings)?;
-            strings.push(text(&app.command)?);
-            let cmd = strings.last().expect("pushed").as_ptr().cast_mut();
-            let cwd = match &app.cwd {
-                Some(dir) => {
-                    strings.push(text(dir)?);
-                    strings.last().expect("pushed").as_ptr().cast_mut()
-                }
-                None => std::ptr::null_mut(),
-            };
-            let maxprocs = c_int::try_from(app.processes).map_err(|_| PmixError { call: "PMIx_Spawn", reason: format!("{} processes", app.processes) })?;
-            records.push(App { cmd, argv, env, cwd, maxprocs, info: std::ptr::null_mut(), ninfo: 0 });
+        match read {
+            PmixValue::Text(text) => Ok(Some(text)),
+            other => Err(PmixError { call: "PMIx_Lookup", reason: format!("{key:?} holds {other:?}, not text") }),
         }
-        let mut infos = Vec::with_capacity(job_info.len());
-        for (key, value) in job_info {
-            let key = key_of(key)?;
-            strings.push(text(value)?);
-            let mut info = Info { key: [0; KEY_BYTES], flags: 0, value: Value { kind: TYPE_STRING, data: [strings.last().expect("pushed").as_ptr() as u64, 0, 0] } };
-            for (slot, byte) in info.key.iter_mut().zip(key.as_bytes()) {
-                *slot = *byte as c_char;
-            }
-            infos.push(info);
-        }
-        let mut namespace = [0 as c_char; NSPACE_BYTES];
-        // SAFETY: every pointer in `records` and `infos` points into `strings` and `lists`, which
-        // outlive the call (moving a CString or a Vec does not move its heap buffer); the
-        // namespace array has the size of pmix_nspace_t.
-        let status = unsafe { spawn(infos.as_ptr(), infos.len(), records.as_ptr(), records.len(), namespace.as_mut_ptr()) };
-        self.check("PMIx_Spawn", status)?;
-        // SAFETY: PMIx_Spawn wrote a NUL-terminated namespace within the array.
-        Ok(unsafe { CStr::from_ptr(namespace.as_ptr()) }.to_string_lossy().into_owned())
+    }
+
+    /// Withdraws what this process published under `key`.
+    pub fn unpublish(&self, key: &str) -> Result<(), PmixError> {
+        let unpublish = self.optional.unpublish.ok_or_else(|| missing("PMIx_Unpublish"))?;
+        let name = key_of(key)?;
+        let mut keys = [name.as_ptr().cast_mut(), std::ptr::null_mut()];
+        // SAFETY: a NULL-terminated array of one valid key.
+        let status = unsafe { unpublish(keys.as_mut_ptr(), std::ptr::null(), 0) };
+        self.check("PMIx_Unpublish", status)
     }
 
     /// Tells the server this process ends normally.
@@ -343,6 +336,20 @@ impl Drop for PmixClient {
     fn drop(&mut self) {
         let _ = self.finalize();
     }
+}
+
+fn missing(call: &'static str) -> PmixError {
+    PmixError { call, reason: format!("the PMIx library has no {call}") }
+}
+
+/// An info of key `key` whose value is the string `value` (which must outlive its use).
+fn text_info(key: &str, value: &CStr) -> Result<Info, PmixError> {
+    let key = key_of(key)?;
+    let mut info = Info { key: [0; KEY_BYTES], flags: 0, value: Value { kind: TYPE_STRING, data: [value.as_ptr() as u64, 0, 0] } };
+    for (slot, byte) in info.key.iter_mut().zip(key.as_bytes()) {
+        *slot = *byte as c_char;
+    }
+    Ok(info)
 }
 
 fn key_of(key: &str) -> Result<CString, PmixError> {
@@ -383,9 +390,8 @@ mod tests {
         assert_eq!(std::mem::offset_of!(Info, flags), 512);
         assert_eq!(std::mem::offset_of!(Info, value), 520);
         assert_eq!(std::mem::offset_of!(Value, data), 8);
-        assert_eq!(std::mem::size_of::<App>(), 56);
-        assert_eq!(std::mem::offset_of!(App, maxprocs), 32);
-        assert_eq!(std::mem::offset_of!(App, ninfo), 48);
+        assert_eq!(std::mem::size_of::<LookupData>(), 808);
+        assert_eq!(std::mem::offset_of!(LookupData, value), 776);
     }
 
     #[test]
