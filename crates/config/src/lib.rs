@@ -115,6 +115,8 @@ pub struct Config {
     pub coll_shm_slot: usize,
     /// Most bytes per rank the flag forms take, broadcasts aside (which take a whole slot).
     pub coll_shm_max: usize,
+    /// Largest blocking allreduce two ranks of one node, a CPU each, exchange as messages.
+    pub coll_pair_exchange_max: usize,
     /// BRAID_UNEXPECTED_MARK: the unexpected-queue length of the first growth event (0: none).
     pub unexpected_mark: usize,
     pub coll_allreduce_split_min: usize,
@@ -178,6 +180,7 @@ impl Default for Config {
             coll_bcast_flat_max: 4096,
             coll_shm_slot: 65536,
             coll_shm_max: 16384,
+            coll_pair_exchange_max: 8192,
             unexpected_mark: 1024,
             coll_allreduce_split_min: 16 * 1024,
             coll_allreduce_exchange_max: 1024,
@@ -244,6 +247,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting { variable: "BRAID_COLL_BCAST_FLAT_MAX", default: "4096", meaning: "largest broadcast on a communicator within one node, in bytes times the ranks it goes to, that the root sends to every rank itself instead of along a binomial tree: no rank waits for another to forward, which counts when ranks share cores (4 ranks on 2 cores: 2.1 against 3.5 us at 8 B, 2.4 against 3.9 us at 1 KiB; alike at 8 ranks and at 64 KiB); 0: always the tree; must be equal on every rank" },
     Setting { variable: "BRAID_COLL_SHM_SLOT", default: "65536", meaning: "bytes of each rank's slot in the node flag segment of a communicator whose ranks all share one node; where the ranks outnumber the cores, a blocking broadcast of at most this many bytes passes through the root's slot (the leaves copy it out, meeting on cache-line flags) instead of as messages (4 ranks on 2 cores, 64 KiB: 9-12 against 18-31 us); the segment takes 2 x ranks x this; 0 turns every flag form off; must be equal on every rank" },
     Setting { variable: "BRAID_COLL_SHM_MAX", default: "16384", meaning: "most bytes per rank (a rank's whole send or receive vector; n blocks for alltoall and the root of scatter) that the other blocking collectives on one node pass through the flag segment's slots (at most BRAID_COLL_SHM_SLOT): barrier, reduce, allreduce, allgather, gather, scatter, alltoall, scan, exscan, reduce_scatter; above it they pass messages, whose copies in and out overlap (at 2 ranks, 32 KiB allgather 3.8 against 7.4 us); larger values force the flag forms on larger collectives; must be equal on every rank" },
+    Setting { variable: "BRAID_COLL_PAIR_EXCHANGE_MAX", default: "8192", meaning: "largest blocking allreduce (bytes) on a communicator of two ranks on one node, each with a CPU of its own, that the two do as one message each way instead of through the flag segment: a message is one copy and one flag the receiver looks at, the flag form publishes twice (at 2 ranks bound: 8 B 0.26 against 0.30 us, 1 KiB 0.41 against 0.51, 4 KiB 0.96 against 1.00, 16 KiB 3.30 against 3.14); where ranks share cores the flag form stays (4 ranks on 2 cores, 8 B: 3.2-4.6 against 4.1-5.0 us); 0: always the flag form; must be equal on every rank" },
     Setting { variable: "BRAID_COLL_ALLREDUCE_SPLIT_MIN", default: "16384", meaning: "smallest commutative allreduce (bytes) done as reduce-scatter + allgather instead of recursive doubling; must be equal on every rank" },
     Setting { variable: "BRAID_COLL_ALLREDUCE_EXCHANGE_MAX", default: "1024", meaning: "largest allreduce, in bytes times ranks, done (in groups of 3 to 8 ranks) as one all-to-all exchange of the inputs instead of log2 n dependent rounds; must be equal on every rank" },
     Setting { variable: "BRAID_COLL_ALLTOALL_BATCH", default: "32", meaning: "peers a rank exchanges blocks with at once in a flat alltoall or alltoallv (sends and receives posted together, then the next batch); 1 is the pairwise exchange in n - 1 dependent rounds. A batch lets a rank move its other blocks while one partner is late (descheduled, or still computing) instead of waiting for it; a bounded one keeps a large communicator from flooding every peer at once; must be equal on every rank" },
@@ -346,6 +350,7 @@ impl Config {
         config.coll_bcast_flat_max = reader.number("BRAID_COLL_BCAST_FLAT_MAX", config.coll_bcast_flat_max, 0)?;
         config.coll_shm_slot = reader.number("BRAID_COLL_SHM_SLOT", config.coll_shm_slot, 0)?;
         config.coll_shm_max = reader.number("BRAID_COLL_SHM_MAX", config.coll_shm_max, 0)?;
+        config.coll_pair_exchange_max = reader.number("BRAID_COLL_PAIR_EXCHANGE_MAX", config.coll_pair_exchange_max, 0)?;
         config.coll_allreduce_split_min = reader.number("BRAID_COLL_ALLREDUCE_SPLIT_MIN", config.coll_allreduce_split_min, 0)?;
         config.coll_allreduce_exchange_max = reader.number("BRAID_COLL_ALLREDUCE_EXCHANGE_MAX", config.coll_allreduce_exchange_max, 0)?;
         config.coll_alltoall_batch = reader.number("BRAID_COLL_ALLTOALL_BATCH", config.coll_alltoall_batch, 1)?;

@@ -619,7 +619,7 @@ pub fn allreduce_form(port: &Port, len: usize, element_size: usize, commutative:
 #[allow(clippy::await_holding_refcell_ref)]
 pub async fn allreduce(port: &Port, data: &mut [u8], element_size: usize, combine: Combine<'_>, commutative: bool) -> Result<(), i32> {
     check_elements(data.len(), element_size)?;
-    if let Some(flags) = flags::for_bytes(port, data.len()).await? {
+    if let Some(flags) = flags::for_allreduce(port, data.len()).await? {
         flags::allreduce(port, flags, None, data, combine).await;
         return Ok(());
     }
@@ -664,7 +664,7 @@ pub async fn allreduce_from(port: &Port, input: &[u8], data: &mut [u8], element_
     require(input.len() == data.len(), MPI_ERR_ARG)?;
     check_elements(data.len(), element_size)?;
     let size = port.size();
-    if let Some(flags) = flags::for_bytes(port, data.len()).await? {
+    if let Some(flags) = flags::for_allreduce(port, data.len()).await? {
         flags::allreduce(port, flags, Some(input), data, combine).await;
         return Ok(());
     }

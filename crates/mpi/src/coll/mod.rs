@@ -29,6 +29,8 @@ pub struct CollTuning {
     pub shm_slot: usize,
     /// Most bytes per rank the other collectives' flag forms take.
     pub shm_max: usize,
+    /// Largest blocking allreduce two ranks of a node, a CPU each, do as an exchange of messages.
+    pub pair_exchange_max: usize,
     /// Smallest commutative allreduce (bytes) done as reduce-scatter + allgather.
     pub allreduce_split_min: usize,
     /// Largest allreduce (bytes times ranks) done as one all-to-all exchange of the inputs.
@@ -46,6 +48,7 @@ impl CollTuning {
             bcast_flat_max: config.coll_bcast_flat_max,
             shm_slot: config.coll_shm_slot,
             shm_max: config.coll_shm_max,
+            pair_exchange_max: config.coll_pair_exchange_max,
             allreduce_split_min: config.coll_allreduce_split_min,
             allreduce_exchange_max: config.coll_allreduce_exchange_max,
             alltoall_batch: config.coll_alltoall_batch,

@@ -102,6 +102,7 @@ pub(crate) static CATEGORIES: [Category; 10] = [
             "BRAID_COLL_BCAST_FLAT_MAX",
             "BRAID_COLL_SHM_SLOT",
             "BRAID_COLL_SHM_MAX",
+            "BRAID_COLL_PAIR_EXCHANGE_MAX",
             "BRAID_COLL_ALLREDUCE_SPLIT_MIN",
             "BRAID_COLL_ALLREDUCE_EXCHANGE_MAX",
             "BRAID_COLL_ALLTOALL_BATCH",

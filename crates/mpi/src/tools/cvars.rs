@@ -110,7 +110,7 @@ const fn collective(name: &'static str, read: fn(&Config, &CollTuning) -> Value,
 }
 
 /// The control variables, in the order of `SETTINGS` (the index of a variable is its setting's).
-pub(crate) static CVARS: [ControlVariable; 53] = [
+pub(crate) static CVARS: [ControlVariable; 54] = [
     fixed("BRAID_WAIT", Kind::Choice(enums::WAIT), MPI_T_VERBOSITY_USER_BASIC, |c, _| Value::Choice(enums::wait_value(c.wait))),
     fixed("BRAID_SPIN_COUNT", Kind::Unsigned, MPI_T_VERBOSITY_TUNER_BASIC, |c, _| Value::Unsigned(c.spin_count)),
     fixed("BRAID_YIELD_US", Kind::Unsigned, MPI_T_VERBOSITY_TUNER_DETAIL, |c, _| Value::Unsigned(c.yield_us)),
@@ -138,6 +138,7 @@ pub(crate) static CVARS: [ControlVariable; 53] = [
     collective("BRAID_COLL_BCAST_FLAT_MAX", |_, t| size(t.bcast_flat_max), |t, value| t.bcast_flat_max = value),
     collective("BRAID_COLL_SHM_SLOT", |_, t| size(t.shm_slot), |t, value| t.shm_slot = value),
     collective("BRAID_COLL_SHM_MAX", |_, t| size(t.shm_max), |t, value| t.shm_max = value),
+    collective("BRAID_COLL_PAIR_EXCHANGE_MAX", |_, t| size(t.pair_exchange_max), |t, value| t.pair_exchange_max = value),
     collective("BRAID_COLL_ALLREDUCE_SPLIT_MIN", |_, t| size(t.allreduce_split_min), |t, value| t.allreduce_split_min = value),
     collective("BRAID_COLL_ALLREDUCE_EXCHANGE_MAX", |_, t| size(t.allreduce_exchange_max), |t, value| t.allreduce_exchange_max = value),
     collective("BRAID_COLL_ALLTOALL_BATCH", |_, t| size(t.alltoall_batch), |t, value| t.alltoall_batch = value.max(1)),
@@ -403,6 +404,7 @@ mod tests {
                 "BRAID_COLL_BCAST_FLAT_MAX",
                 "BRAID_COLL_SHM_SLOT",
                 "BRAID_COLL_SHM_MAX",
+                "BRAID_COLL_PAIR_EXCHANGE_MAX",
                 "BRAID_COLL_ALLREDUCE_SPLIT_MIN",
                 "BRAID_COLL_ALLREDUCE_EXCHANGE_MAX",
                 "BRAID_COLL_ALLTOALL_BATCH"

@@ -35,9 +35,10 @@ pub(super) unsafe fn allreduce(args: (*const c_void, *mut c_void, impl Count, MP
 /// As for [`allreduce`].
 unsafe fn allreduce_on(rt: &mut Runtime, (sendbuf, recvbuf, count, datatype, op): (*const c_void, *mut c_void, impl Count, MPI_Datatype, MPI_Op), comm: MPI_Comm) -> Option<MpiResult<()>> {
     // On one node, a short vector passes through the node's flag segment (unless it could not
-    // be made): the schedule's form.
+    // be made), the schedule's form, except between two ranks that exchange it as messages.
     let shared = &rt.comms.get(comm).ok()?.shared;
-    if rt.tuning.shm_max.min(rt.tuning.shm_slot) > 0 && shared.node_flags(&rt.engine).is_some_and(|flags| flags.has_room(0)) {
+    let flag_form = if rt.tuning.shm_max.min(rt.tuning.shm_slot) > 0 { shared.node_flags(&rt.engine).filter(|flags| flags.has_room(0)) } else { None };
+    if flag_form.as_ref().is_some_and(|flags| !flags.allreduce_by_exchange(shared.size(), 0, &rt.tuning)) {
         return None;
     }
     let start = Start::new(rt, comm).ok()?;
@@ -52,6 +53,9 @@ unsafe fn allreduce_on(rt: &mut Runtime, (sendbuf, recvbuf, count, datatype, op)
     }
     let Ok((reduction, recv, send)) = reduction_operands(comm, sendbuf, recvbuf, count, datatype, op) else { return decline(rt, start) };
     let Some((offset, len)) = recv.run else { return decline(rt, start) };
+    if flag_form.as_ref().is_some_and(|flags| !flags.allreduce_by_exchange(size, len, &rt.tuning)) {
+        return decline(rt, start);
+    }
     let (combine, element_size, commutative) = combiner(&reduction);
     let port = start.port();
     // The schedule's choice, made as a blocking schedule makes it.

@@ -30,7 +30,7 @@ use braid_transport::shm::reduction::ReductionSegment;
 
 use super::shared_file::make_shared;
 use crate::coll::port::Port;
-use crate::coll::Combine;
+use crate::coll::{CollTuning, Combine};
 
 /// A one-node communicator's flag segment, made at first use: what every rank of it holds.
 #[derive(Debug)]
@@ -46,6 +46,14 @@ pub struct FlagsCell {
 impl FlagsCell {
     pub fn new(wakes_on_ring: bool, oversubscribed: bool) -> FlagsCell {
         FlagsCell { made: OnceLock::new(), wakes_on_ring, oversubscribed }
+    }
+
+    /// Whether an allreduce of `bytes` among `ranks` goes as messages although a flag form could
+    /// take it: two ranks, each with a CPU of its own, exchange one message each way, one copy
+    /// and one flag looked at, where the flag form publishes twice
+    /// (`BRAID_COLL_PAIR_EXCHANGE_MAX`). Every rank gets the same answer.
+    pub fn allreduce_by_exchange(&self, ranks: usize, bytes: usize, tuning: &CollTuning) -> bool {
+        ranks == 2 && !self.oversubscribed && bytes <= tuning.pair_exchange_max
     }
 
     /// Whether a collective that puts `bytes` in a slot may take its flag form: not known yet
@@ -77,6 +85,15 @@ impl fmt::Debug for NodeFlags {
 /// every rank gets the same answer.
 pub async fn for_bytes(port: &Port, bytes: usize) -> Result<Option<&NodeFlags>, i32> {
     segment_for(port, bytes, |_| port.tuning().shm_max).await
+}
+
+/// [`for_bytes`] for an allreduce, unless two ranks do better by exchanging messages
+/// ([`FlagsCell::allreduce_by_exchange`]).
+pub async fn for_allreduce(port: &Port, bytes: usize) -> Result<Option<&NodeFlags>, i32> {
+    if port.node_flags(bytes).is_some_and(|cell| cell.allreduce_by_exchange(port.size(), bytes, &port.tuning())) {
+        return Ok(None);
+    }
+    for_bytes(port, bytes).await
 }
 
 /// [`for_bytes`] for a broadcast, which takes a whole slot where ranks share cores: the root
