@@ -51,41 +51,40 @@ static void *accumulate_and_flush(void *arg)
     return NULL;
 }
 
-static void *exclusive_read_modify_write(void *arg)
+/* Worker `id` (those below the number of ranks) locks rank + id ROUNDS times: with an exclusive
+ * lock it adds one to the counter there by a get, a flush and a put; with a shared one it reads
+ * the counter, which must hold every rank's increments by then. */
+static void locked_rounds(int id, int exclusive)
 {
-    int id = (int)(long)arg;
     int target = (rank + id) % size;
     long value;
     int i;
 
     if (id >= size)
-        return NULL;
+        return;
     for (i = 0; i < ROUNDS; i++) {
-        MPI_Win_lock(MPI_LOCK_EXCLUSIVE, target, 0, win);
+        MPI_Win_lock(exclusive ? MPI_LOCK_EXCLUSIVE : MPI_LOCK_SHARED, target, 0, win);
         MPI_Get(&value, 1, MPI_LONG, target, counter_slot, 1, MPI_LONG, win);
-        MPI_Win_flush(target, win);
-        value += 1;
-        MPI_Put(&value, 1, MPI_LONG, target, counter_slot, 1, MPI_LONG, win);
+        if (exclusive) {
+            MPI_Win_flush(target, win);
+            value += 1;
+            MPI_Put(&value, 1, MPI_LONG, target, counter_slot, 1, MPI_LONG, win);
+        }
         MPI_Win_unlock(target, win);
+        if (!exclusive)
+            CHECK(value == (long)size * ROUNDS, "%s window, thread %d: counter at rank %d is %ld", kind, id, target, value);
     }
+}
+
+static void *exclusive_read_modify_write(void *arg)
+{
+    locked_rounds((int)(long)arg, 1);
     return NULL;
 }
 
 static void *shared_reads(void *arg)
 {
-    int id = (int)(long)arg;
-    int target = (rank + id) % size;
-    long value;
-    int i;
-
-    if (id >= size)
-        return NULL;
-    for (i = 0; i < ROUNDS; i++) {
-        MPI_Win_lock(MPI_LOCK_SHARED, target, 0, win);
-        MPI_Get(&value, 1, MPI_LONG, target, counter_slot, 1, MPI_LONG, win);
-        MPI_Win_unlock(target, win);
-        CHECK(value == (long)size * ROUNDS, "%s window, thread %d: counter at rank %d is %ld", kind, id, target, value);
-    }
+    locked_rounds((int)(long)arg, 0);
     return NULL;
 }
 
