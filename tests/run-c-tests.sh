@@ -331,6 +331,13 @@ if is_braid && selected "PMIx"; then
             judge "$name"
             grep -q "$ranks ranks" "$OUT" || fail "$name ranks" "the job did not see $ranks ranks: $(head -c 300 "$OUT")"
         done
+        # OpenPMIx's hash store of job data keeps the first value a client read of another
+        # process's key: the lists of posted keys must be new keys at every fence.
+        if built ring; then
+            name="ring PMIx mpirun.openmpi n=4 PMIX_MCA_gds=hash"
+            run_job "$name" -- env PMIX_MCA_gds=hash "${PMIX_LAUNCH[@]}" 4 "$BUILD/ring"
+            judge "$name"
+        fi
         if built abort_code; then
             name="abort_code PMIx mpirun.openmpi n=3"
             run_job "$name" -- "${PMIX_LAUNCH[@]}" 3 "$BUILD/abort_code"

@@ -17,7 +17,9 @@ use crate::{Bootstrap, BootstrapError};
 /// The library a PMIx launcher's processes load.
 pub const PMIX_LIBRARY: &str = "libpmix.so.2";
 
-/// The key under which each rank lists the keys it posted.
+/// The key under which each rank lists the keys it posted, followed by the number of the fence
+/// that published the list: a key is put once, as PMIx expects (a client may keep the first
+/// value it read of another process's key; OpenPMIx's hash store does).
 const KEYS_KEY: &str = "braid-keys";
 
 /// A rank's connection to its PMIx server.
@@ -31,6 +33,8 @@ pub struct PmixBootstrap {
     posted: Vec<String>,
     /// Which rank posted each key, as learnt after the last fence (None: not learnt yet).
     owners: Option<HashMap<String, u32>>,
+    /// Fences so far.
+    fences: u32,
 }
 
 fn failure(operation: &'static str, error: impl std::fmt::Display) -> BootstrapError {
@@ -61,7 +65,7 @@ impl PmixBootstrap {
         let size = number("pmix.job.size", RANK_WILDCARD)?.ok_or_else(|| failure("init", "the PMIx server does not say the job's size (pmix.job.size)"))?;
         let appnum = number("pmix.appnum", rank)?.unwrap_or(0);
         let job_id = file_safe(&client.namespace());
-        Ok(PmixBootstrap { client, rank, size: size as u32, job_id, appnum: appnum as i32, posted: Vec::new(), owners: None })
+        Ok(PmixBootstrap { client, rank, size: size as u32, job_id, appnum: appnum as i32, posted: Vec::new(), owners: None, fences: 0 })
     }
 
     /// The rank that posted `key`, learnt from every rank's list after the last fence.
@@ -69,10 +73,11 @@ impl PmixBootstrap {
         if self.posted.iter().any(|mine| mine == key) {
             return Ok(self.rank);
         }
-        if self.owners.is_none() {
+        if self.owners.is_none() && self.fences > 0 {
             let mut owners = HashMap::new();
+            let lists = keys_key(self.fences - 1);
             for rank in 0..self.size {
-                if let Some(PmixValue::Text(list)) = self.client.get(rank, KEYS_KEY).map_err(|error| failure("get", error))? {
+                if let Some(PmixValue::Text(list)) = self.client.get(rank, &lists).map_err(|error| failure("get", error))? {
                     for name in list.split(' ').filter(|name| !name.is_empty()) {
                         owners.insert(name.to_string(), rank);
                     }
@@ -82,6 +87,11 @@ impl PmixBootstrap {
         }
         self.owners.as_ref().and_then(|owners| owners.get(key).copied()).ok_or_else(|| failure("get", format!("no rank has published {key:?}")))
     }
+}
+
+/// The key of the lists of keys that fence number `fence` (from 0) publishes.
+fn keys_key(fence: u32) -> String {
+    format!("{KEYS_KEY}-{fence}")
 }
 
 /// A namespace as a piece of a file name (shared-memory files are named after the job).
@@ -121,10 +131,11 @@ impl Bootstrap for PmixBootstrap {
     }
 
     fn fence(&mut self) -> Result<(), BootstrapError> {
-        self.client.put(KEYS_KEY, &self.posted.join(" ")).map_err(|error| failure("put", error))?;
+        self.client.put(&keys_key(self.fences), &self.posted.join(" ")).map_err(|error| failure("put", error))?;
         self.client.commit().map_err(|error| failure("commit", error))?;
         self.client.fence().map_err(|error| failure("fence", error))?;
         self.owners = None;
+        self.fences += 1;
         Ok(())
     }
 
