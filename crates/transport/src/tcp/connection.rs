@@ -541,6 +541,106 @@ impl Drop for LentWriter {
     }
 }
 
+/// The reading side of a connection against whatever a peer writes: valid frames of every size
+/// (payloads placed where a sink asks, or delivered whole), then hostile bytes, cut into writes
+/// of any length, then the end of the stream. Every valid frame arrives intact and in order;
+/// whatever the bytes after them say, nothing longer than the limits is delivered or read, and
+/// the stream ends with the peer closed or malformed, never a panic. The case count follows
+/// PROPTEST_CASES (each case is a real loopback connection).
+#[cfg(test)]
+mod hostile {
+    use std::io::Write;
+    use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+
+    use proptest::prelude::*;
+
+    use super::super::WIRE_UP_TIMEOUT;
+    use super::*;
+
+    /// Frames as a sink saw them; payloads placed in `landing` when `place` is set.
+    struct Collect {
+        frames: Vec<(Vec<u8>, Vec<u8>)>,
+        place: bool,
+        landing: Vec<u8>,
+    }
+
+    impl Sink for Collect {
+        fn deliver(&mut self, incoming: Incoming<'_>) {
+            self.frames.push((incoming.header.to_vec(), incoming.payload.whole().to_vec()));
+        }
+
+        fn place(&mut self, _: PeerId, _: &[u8], len: usize) -> Option<&mut [u8]> {
+            if !self.place {
+                return None;
+            }
+            self.landing.resize(len, 0);
+            Some(&mut self.landing[..])
+        }
+
+        fn placed(&mut self, _: PeerId, header: &[u8], len: usize) {
+            self.frames.push((header.to_vec(), self.landing[..len].to_vec()));
+        }
+    }
+
+    fn frames() -> impl Strategy<Value = Vec<(Vec<u8>, Vec<u8>)>> {
+        let payload = prop_oneof![4 => proptest::collection::vec(any::<u8>(), 0..300), 1 => proptest::collection::vec(any::<u8>(), PLACE_MIN..3 * PLACE_MIN)];
+        proptest::collection::vec((proptest::collection::vec(any::<u8>(), 0..=MAX_HEADER), payload), 0..6)
+    }
+
+    proptest! {
+        #[test]
+        fn valid_frames_arrive_and_hostile_bytes_end_the_stream(
+            sent in frames(),
+            tail in proptest::collection::vec(any::<u8>(), 0..64),
+            cuts in proptest::collection::vec(1usize..5000, 1..8),
+            place in any::<bool>(),
+        ) {
+            let mut bytes = Vec::new();
+            for (header, payload) in &sent {
+                bytes.extend_from_slice(&(header.len() as u32).to_le_bytes());
+                bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+                bytes.extend_from_slice(header);
+                bytes.extend_from_slice(payload);
+            }
+            bytes.extend_from_slice(&tail);
+            let listener = sysnet::listen(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0), None).unwrap();
+            let SocketAddr::V4(address) = listener.local_addr().unwrap() else { panic!("IPv4") };
+            let stream = sysnet::connect_from(Ipv4Addr::LOCALHOST, address, None, WIRE_UP_TIMEOUT).unwrap();
+            let (mut peer, _) = listener.accept().unwrap();
+            let writer = std::thread::spawn(move || {
+                let mut rest = &bytes[..];
+                for &cut in cuts.iter().cycle() {
+                    if rest.is_empty() {
+                        break;
+                    }
+                    let (now, later) = rest.split_at(cut.min(rest.len()));
+                    if peer.write_all(now).is_err() {
+                        break;
+                    }
+                    rest = later;
+                }
+            });
+            let mut connection = Connection::new(1, stream);
+            let mut sink = Collect { frames: Vec::new(), place, landing: Vec::new() };
+            let ended = loop {
+                if let (_, Err(broken)) = connection.receive(1 << 20, &mut sink) {
+                    break broken;
+                }
+            };
+            writer.join().unwrap();
+            prop_assert!(sink.frames.len() >= sent.len(), "{} of {} valid frames arrived, then {ended}", sink.frames.len(), sent.len());
+            prop_assert!(sink.frames[..sent.len()] == sent[..], "valid frames arrived changed or out of order");
+            for (header, payload) in &sink.frames {
+                prop_assert!(header.len() <= MAX_HEADER && payload.len() <= MAX_PAYLOAD);
+            }
+            prop_assert!(matches!(ended, Broken::Closed { .. } | Broken::Malformed { .. }), "{ended}");
+            if tail.is_empty() {
+                prop_assert!(matches!(ended, Broken::Closed { in_frame: 0 }), "{ended}");
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
