@@ -4,9 +4,9 @@
 //! speaks to it.
 //!
 //! PMI-1's key-value space has no owners: any rank reads a key by its name alone. A PMIx value
-//! is read from the process that posted it, so each rank also posts the names of its keys
-//! (`braid-keys`, cumulative), and the first read after a fence learns from those who posted
-//! what.
+//! is read from the process that posted it, so at every fence each rank also posts the names
+//! of all its keys (under a key of that fence's own, `braid-keys-<fence>`), and the first read
+//! after a fence learns from those lists who posted what.
 
 use std::collections::HashMap;
 
@@ -29,7 +29,7 @@ pub struct PmixBootstrap {
     size: u32,
     job_id: String,
     appnum: i32,
-    /// Every key this rank has posted, space-separated (keys hold no spaces).
+    /// Every key this rank has posted (keys hold no spaces: the lists join them with one).
     posted: Vec<String>,
     /// Which rank posted each key, as learnt after the last fence (None: not learnt yet).
     owners: Option<HashMap<String, u32>>,

@@ -14,6 +14,8 @@ const KEY_BYTES: usize = 512;
 pub const RANK_WILDCARD: u32 = u32::MAX - 1;
 
 const STATUS_SUCCESS: c_int = 0;
+/// `PMIX_ERR_NOT_FOUND`.
+const STATUS_NOT_FOUND: c_int = -46;
 const SCOPE_GLOBAL: u8 = 3;
 const TYPE_BOOL: u16 = 1;
 const TYPE_SIZE: u16 = 4;
@@ -213,8 +215,7 @@ impl PmixClient {
         let mut value: *mut Value = std::ptr::null_mut();
         // SAFETY: valid process name and key; PMIx_Get allocates `value` on success.
         let status = unsafe { (self.get)(&proc, key.as_ptr(), std::ptr::null(), 0, &mut value) };
-        const NOT_FOUND: c_int = -46;
-        if status == NOT_FOUND {
+        if status == STATUS_NOT_FOUND {
             return Ok(None);
         }
         self.check("PMIx_Get", status)?;
@@ -235,9 +236,7 @@ impl PmixClient {
     pub fn put(&self, key: &str, value: &str) -> Result<(), PmixError> {
         let key = key_of(key)?;
         let text = CString::new(value).map_err(|_| PmixError { call: "PMIx_Put", reason: "the value holds a NUL byte".into() })?;
-        let mut data = [0u64; 3];
-        data[0] = text.as_ptr() as u64;
-        let mut value = Value { kind: TYPE_STRING, data };
+        let mut value = text_value(&text);
         // SAFETY: PMIx_Put copies the string value; `text` outlives the call.
         let status = unsafe { (self.put)(SCOPE_GLOBAL, key.as_ptr(), &mut value) };
         self.check("PMIx_Put", status)
@@ -253,10 +252,7 @@ impl PmixClient {
     /// Waits for every process of the job, collecting what each posted.
     pub fn fence(&self) -> Result<(), PmixError> {
         let everyone = Proc { rank: RANK_WILDCARD, ..self.me };
-        let mut collect = Info { key: [0; KEY_BYTES], flags: 0, value: Value { kind: TYPE_BOOL, data: [1, 0, 0] } };
-        for (slot, byte) in collect.key.iter_mut().zip(b"pmix.collect") {
-            *slot = *byte as c_char;
-        }
+        let collect = Info { key: key_array(c"pmix.collect"), flags: 0, value: Value { kind: TYPE_BOOL, data: [1, 0, 0] } };
         // SAFETY: one process name and one info, both valid for the call.
         let status = unsafe { (self.fence)(&everyone, 1, &collect, 1) };
         self.check("PMIx_Fence", status)
@@ -286,14 +282,10 @@ impl PmixClient {
     pub fn lookup(&self, key: &str) -> Result<Option<String>, PmixError> {
         let lookup = self.optional.lookup.ok_or_else(|| missing("PMIx_Lookup"))?;
         let name = key_of(key)?;
-        let mut data = LookupData { proc: Proc { nspace: [0; NSPACE_BYTES], rank: 0 }, key: [0; KEY_BYTES], value: Value { kind: 0, data: [0; 3] } };
-        for (slot, byte) in data.key.iter_mut().zip(name.as_bytes()) {
-            *slot = *byte as c_char;
-        }
+        let mut data = LookupData { proc: Proc { nspace: [0; NSPACE_BYTES], rank: 0 }, key: key_array(&name), value: Value { kind: 0, data: [0; 3] } };
         // SAFETY: one lookup record with its key set; the server fills in its value.
         let status = unsafe { lookup(&mut data, 1, std::ptr::null(), 0) };
-        const NOT_FOUND: c_int = -46;
-        if status == NOT_FOUND {
+        if status == STATUS_NOT_FOUND {
             return Ok(None);
         }
         self.check("PMIx_Lookup", status)?;
@@ -344,12 +336,21 @@ fn missing(call: &'static str) -> PmixError {
 
 /// An info of key `key` whose value is the string `value` (which must outlive its use).
 fn text_info(key: &str, value: &CStr) -> Result<Info, PmixError> {
-    let key = key_of(key)?;
-    let mut info = Info { key: [0; KEY_BYTES], flags: 0, value: Value { kind: TYPE_STRING, data: [value.as_ptr() as u64, 0, 0] } };
-    for (slot, byte) in info.key.iter_mut().zip(key.as_bytes()) {
+    Ok(Info { key: key_array(&key_of(key)?), flags: 0, value: text_value(value) })
+}
+
+/// A string value pointing at `text` (which must outlive its use).
+fn text_value(text: &CStr) -> Value {
+    Value { kind: TYPE_STRING, data: [text.as_ptr() as u64, 0, 0] }
+}
+
+/// `key` as PMIx's fixed-size key field (`key_of` has checked that it fits with its NUL).
+fn key_array(key: &CStr) -> [c_char; KEY_BYTES] {
+    let mut array = [0; KEY_BYTES];
+    for (slot, byte) in array.iter_mut().zip(key.to_bytes()) {
         *slot = *byte as c_char;
     }
-    Ok(info)
+    array
 }
 
 fn key_of(key: &str) -> Result<CString, PmixError> {

@@ -466,7 +466,7 @@ impl Transport for TcpTransport {
                 SendOutcome::Sent
             }
             Err(error) => {
-                self.mark_down(index, &Broken::Failed(error.kind()));
+                self.mark_down(index, &error.into());
                 return Err(TransportError::Unreachable(peer));
             }
         };

@@ -100,6 +100,12 @@ pub(super) enum Broken {
     Failed(io::ErrorKind),
 }
 
+impl From<io::Error> for Broken {
+    fn from(error: io::Error) -> Broken {
+        Broken::Failed(error.kind())
+    }
+}
+
 impl std::fmt::Display for Broken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -163,7 +169,7 @@ impl Connection {
                 self.handed_over += written as u64;
             }
             Err(error) if transient(&error) => {}
-            Err(error) => return Err(Broken::Failed(error.kind())),
+            Err(error) => return Err(error.into()),
         }
         if self.pending_sent == self.pending.len() {
             self.pending.clear();
@@ -257,7 +263,7 @@ impl Connection {
                 }
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
                 Err(error) if transient(&error) => break,
-                Err(error) => return (delivered, Err(Broken::Failed(error.kind()))),
+                Err(error) => return (delivered, Err(error.into())),
             }
         }
         (delivered, Ok(()))
@@ -311,7 +317,7 @@ impl Connection {
             Ok(count) => count,
             Err(error) if error.kind() == io::ErrorKind::Interrupted => return Ok((0, false)),
             Err(error) if transient(&error) => return Ok((0, true)),
-            Err(error) => return Err(Broken::Failed(error.kind())),
+            Err(error) => return Err(error.into()),
         };
         state.filled += count;
         if state.filled < state.len {
@@ -423,7 +429,7 @@ pub(super) fn watch_room(poller: &mut Option<Poller>, connection: &mut Connectio
         return Ok(());
     }
     let (Some(poller), Some(stream)) = (poller.as_mut(), &connection.stream) else { return Err(Broken::Down) };
-    poller.watch_output(stream.as_fd(), index as u64, wait).map_err(|error| Broken::Failed(error.kind()))?;
+    poller.watch_output(stream.as_fd(), index as u64, wait).map_err(Broken::from)?;
     connection.waiting_for_room = wait;
     Ok(())
 }
