@@ -5,7 +5,7 @@
 //! underlying page, so a waiter and a waker may map the word at different addresses.
 
 use std::io;
-use std::sync::atomic::{fence, AtomicU32, Ordering};
+use std::sync::atomic::{compiler_fence, fence, AtomicU32, AtomicU8, Ordering};
 use std::time::Duration;
 
 /// Why [`wait`] returned. Callers re-check their condition in every case.
@@ -103,6 +103,50 @@ pub fn wake(word: &AtomicU32, count: u32) -> usize {
 #[derive(Debug, Default)]
 struct CacheLine(AtomicU32);
 
+/// The line senders read when they ring: whether the receiver sleeps, and whether its process
+/// takes the heavy side of asymmetric fences (see [`asymmetric_fences`]).
+#[repr(C, align(64))]
+#[derive(Debug, Default)]
+struct SleepLine {
+    sleeping: AtomicU32,
+    heavy_sleeper: AtomicU32,
+}
+
+/// Process-wide: 0 not asked yet, 1 no, 2 yes.
+static ASYMMETRIC: AtomicU8 = AtomicU8::new(0);
+
+/// membarrier(2) commands.
+const MEMBARRIER_CMD_QUERY: libc::c_int = 0;
+const MEMBARRIER_CMD_GLOBAL_EXPEDITED: libc::c_int = 1 << 1;
+const MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED: libc::c_int = 1 << 2;
+
+fn membarrier(command: libc::c_int) -> libc::c_long {
+    // SAFETY: membarrier takes a command and flags, touches no memory of this process.
+    unsafe { libc::syscall(libc::SYS_membarrier, command, 0 as libc::c_uint, 0 as libc::c_int) }
+}
+
+/// Whether this process takes part in asymmetric fences: a doorbell's sleeper, which sleeps
+/// rarely, pays for a barrier on every CPU that runs such a process (membarrier's global
+/// expedited command, Linux 4.16), so that a sender, which rings after every frame, needs only a
+/// compiler fence between its publication and its look at the sleeping flag. Asked once: the
+/// process registers for the expedited barrier, or, where the kernel (or a seccomp filter)
+/// refuses, fences on both sides as before.
+pub fn asymmetric_fences() -> bool {
+    match ASYMMETRIC.load(Ordering::Relaxed) {
+        0 => register_asymmetric_fences(),
+        state => state == 2,
+    }
+}
+
+#[cold]
+fn register_asymmetric_fences() -> bool {
+    let supported = membarrier(MEMBARRIER_CMD_QUERY);
+    let usable =
+        supported >= 0 && supported & libc::c_long::from(MEMBARRIER_CMD_GLOBAL_EXPEDITED | MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) != 0 && membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0;
+    ASYMMETRIC.store(if usable { 2 } else { 1 }, Ordering::Relaxed);
+    usable
+}
+
 /// A receiver's doorbell: senders ring it after posting, and it wakes the receiver only while it
 /// sleeps, so ringing an awake receiver costs a fence and a load, never a system call.
 ///
@@ -112,12 +156,15 @@ struct CacheLine(AtomicU32);
 /// its channels once more, then [`sleep`](Doorbell::sleep)s with the token and finally calls
 /// [`finish_sleep`](Doorbell::finish_sleep). A sender publishes its frame, then calls
 /// [`ring`](Doorbell::ring). Either the receiver's last check sees the frame, or the sender sees
-/// the sleeping flag and bumps the counter, which makes the futex wait return.
+/// the sleeping flag and bumps the counter, which makes the futex wait return. The store-load
+/// order on each side takes a full fence, or, where both processes take part in asymmetric
+/// fences ([`asymmetric_fences`]), a barrier on every CPU from the sleeper and nothing from the
+/// sender but keeping the compiler from reordering.
 #[repr(C)]
 #[derive(Debug, Default)]
 pub struct Doorbell {
     counter: CacheLine,
-    sleeping: CacheLine,
+    sleeping: SleepLine,
 }
 
 impl Doorbell {
@@ -128,10 +175,22 @@ impl Doorbell {
     /// Announces that the receiver is about to sleep; returns the token for [`Doorbell::sleep`].
     pub fn prepare_sleep(&self) -> u32 {
         let token = self.counter.0.load(Ordering::Acquire);
-        self.sleeping.0.store(1, Ordering::Relaxed);
+        let heavy = asymmetric_fences();
+        if heavy {
+            // Never cleared: every sleep of this process takes the heavy barrier.
+            self.sleeping.heavy_sleeper.store(1, Ordering::Relaxed);
+        }
+        self.sleeping.sleeping.store(1, Ordering::Relaxed);
         // Orders the flag store before the receiver's next look at its channels (pairs with the
-        // fence in `ring`).
+        // fence in `ring`, or, for a sender that skips it, with the barrier below: its frame is
+        // either visible once the barrier returns, or published after it, and then its look at
+        // the flag comes later still and sees it set).
         fence(Ordering::SeqCst);
+        if heavy && membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) != 0 {
+            // The barrier failed: a sender may have missed the flag, so this sleep must not
+            // wait for it (the caller looks at its channels again).
+            self.counter.0.fetch_add(1, Ordering::Release);
+        }
         token
     }
 
@@ -158,20 +217,24 @@ impl Doorbell {
 
     /// Ends the sleep phase: senders stop ringing.
     pub fn finish_sleep(&self) {
-        self.sleeping.0.store(0, Ordering::Relaxed);
+        self.sleeping.sleeping.store(0, Ordering::Relaxed);
     }
 
     /// Whether the receiver is between `prepare_sleep` and `finish_sleep`: it waits in a blocking
     /// call with nothing to do, so its CPU is idle (a hint; it may wake at any moment).
     pub fn is_sleeping(&self) -> bool {
-        self.sleeping.0.load(Ordering::Relaxed) != 0
+        self.sleeping.sleeping.load(Ordering::Relaxed) != 0
     }
 
     /// Called by a sender after publishing a frame (with a Release store).
     #[inline]
     pub fn ring(&self) {
-        fence(Ordering::SeqCst);
-        if self.sleeping.0.load(Ordering::Relaxed) != 0 {
+        if self.sleeping.heavy_sleeper.load(Ordering::Relaxed) != 0 && asymmetric_fences() {
+            compiler_fence(Ordering::SeqCst);
+        } else {
+            fence(Ordering::SeqCst);
+        }
+        if self.sleeping.sleeping.load(Ordering::Relaxed) != 0 {
             self.wake_sleeper();
         }
     }
@@ -216,7 +279,7 @@ mod tests {
                 start.elapsed()
             })
         };
-        while bell.sleeping.0.load(Ordering::Relaxed) == 0 {
+        while bell.sleeping.sleeping.load(Ordering::Relaxed) == 0 {
             std::thread::yield_now();
         }
         std::thread::sleep(Duration::from_millis(30));
@@ -247,7 +310,7 @@ mod tests {
                     start.elapsed()
                 })
             };
-            while bells[1].sleeping.0.load(Ordering::Relaxed) == 0 {
+            while bells[1].sleeping.sleeping.load(Ordering::Relaxed) == 0 {
                 std::thread::yield_now();
             }
             std::thread::sleep(Duration::from_millis(30));
@@ -264,6 +327,43 @@ mod tests {
         Doorbell::sleep_any(&armed, Duration::from_secs(10));
         let slept = start.elapsed();
         assert!(slept >= CROWDED_SLEEP_MAX / 2 && slept < Duration::from_secs(5), "slept {slept:?}");
+    }
+
+    /// Two threads hand a token back and forth through a flag each, sleeping on their doorbell
+    /// whenever it is not theirs: a lost wake-up shows as a sleep that lasts its whole time-out.
+    #[test]
+    fn no_wake_up_is_lost_over_many_hand_overs() {
+        const HAND_OVERS: u32 = 30000;
+        const TIMEOUT: Duration = Duration::from_secs(2);
+        let shared = Arc::new(([Doorbell::new(), Doorbell::new()], [AtomicU32::new(0), AtomicU32::new(0)]));
+        let player = |me: usize| {
+            let shared = Arc::clone(&shared);
+            std::thread::spawn(move || {
+                let (bells, turns) = &*shared;
+                let mut longest = Duration::ZERO;
+                for round in 0..HAND_OVERS {
+                    // Thread 0 moves first; each passes the round it finished.
+                    let mine = if me == 0 { round } else { round + 1 };
+                    while turns[me].load(Ordering::Acquire) < mine {
+                        let token = bells[me].prepare_sleep();
+                        if turns[me].load(Ordering::Acquire) >= mine {
+                            bells[me].finish_sleep();
+                            break;
+                        }
+                        let start = Instant::now();
+                        bells[me].sleep(token, TIMEOUT);
+                        bells[me].finish_sleep();
+                        longest = longest.max(start.elapsed());
+                    }
+                    turns[1 - me].store(round + 1, Ordering::Release);
+                    bells[1 - me].ring();
+                }
+                longest
+            })
+        };
+        let (first, second) = (player(0), player(1));
+        let longest = first.join().unwrap().max(second.join().unwrap());
+        assert!(longest < TIMEOUT, "a sleep lasted its whole time-out ({longest:?}): a ring was lost (asymmetric fences: {})", asymmetric_fences());
     }
 
     #[test]

@@ -37,6 +37,7 @@ use crate::topo::Neighbors;
 
 mod direct;
 mod inter;
+mod on_node;
 
 /// What a collective's schedule returns: an MPI error class on failure.
 type Outcome = Result<(), i32>;
@@ -700,6 +701,10 @@ fn barrier(start: &Start) -> MpiResult<impl Future<Output = Outcome> + 'static> 
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
+    // SAFETY: no arguments but the communicator.
+    if let Some(outcome) = unsafe { on_node::barrier((), comm) } {
+        return finish("MPI_Barrier", outcome);
+    }
     finish("MPI_Barrier", run(comm, Start::new, (), |start, ()| barrier(start), |start, ()| inter::barrier(start)))
 }
 
@@ -733,8 +738,8 @@ unsafe fn bcast(start: &Start, buffer: *mut c_void, count: impl Count, datatype:
     })
 }
 
-collective!(MPI_Bcast / MPI_Ibcast / MPI_Bcast_init(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int) => bcast);
-collective!(MPI_Bcast_c / MPI_Ibcast_c / MPI_Bcast_init_c(buffer: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, root: c_int) => bcast);
+collective!(MPI_Bcast / MPI_Ibcast / MPI_Bcast_init(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int) => bcast, direct on_node::bcast);
+collective!(MPI_Bcast_c / MPI_Ibcast_c / MPI_Bcast_init_c(buffer: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, root: c_int) => bcast, direct on_node::bcast);
 
 unsafe fn reduce(
     start: &Start,
@@ -776,11 +781,11 @@ unsafe fn reduce(
     })
 }
 
-collective!(MPI_Reduce / MPI_Ireduce / MPI_Reduce_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int) => reduce);
-collective!(MPI_Reduce_c / MPI_Ireduce_c / MPI_Reduce_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int) => reduce);
+collective!(MPI_Reduce / MPI_Ireduce / MPI_Reduce_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op, root: c_int) => reduce, direct on_node::reduce);
+collective!(MPI_Reduce_c / MPI_Ireduce_c / MPI_Reduce_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op, root: c_int) => reduce, direct on_node::reduce);
 
-collective!(MPI_Allreduce / MPI_Iallreduce / MPI_Allreduce_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) => allreduce, direct direct::allreduce);
-collective!(MPI_Allreduce_c / MPI_Iallreduce_c / MPI_Allreduce_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op) => allreduce, direct direct::allreduce);
+collective!(MPI_Allreduce / MPI_Iallreduce / MPI_Allreduce_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) => allreduce, direct on_node::allreduce);
+collective!(MPI_Allreduce_c / MPI_Iallreduce_c / MPI_Allreduce_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op) => allreduce, direct on_node::allreduce);
 collective!(MPI_Scan / MPI_Iscan / MPI_Scan_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) => scan, intra only, Start::new);
 collective!(MPI_Scan_c / MPI_Iscan_c / MPI_Scan_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, op: MPI_Op) => scan, intra only, Start::new);
 collective!(MPI_Exscan / MPI_Iexscan / MPI_Exscan_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype, op: MPI_Op) => exscan, intra only, Start::new);
@@ -949,11 +954,11 @@ unsafe fn reduce_scatter(
 
 collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Gather / MPI_Igather / MPI_Gather_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int) => gather
+    MPI_Gather / MPI_Igather / MPI_Gather_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int) => gather, direct on_node::gather
 );
 collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Gather_c / MPI_Igather_c / MPI_Gather_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int) => gather
+    MPI_Gather_c / MPI_Igather_c / MPI_Gather_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int) => gather, direct on_node::gather
 );
 
 #[allow(clippy::too_many_arguments)]
@@ -1098,11 +1103,11 @@ impl ScatterTarget<'_> {
 
 collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Scatter / MPI_Iscatter / MPI_Scatter_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int) => scatter
+    MPI_Scatter / MPI_Iscatter / MPI_Scatter_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int) => scatter, direct on_node::scatter
 );
 collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Scatter_c / MPI_Iscatter_c / MPI_Scatter_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int) => scatter
+    MPI_Scatter_c / MPI_Iscatter_c / MPI_Scatter_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, root: c_int) => scatter, direct on_node::scatter
 );
 
 #[allow(clippy::too_many_arguments)]
@@ -1192,11 +1197,11 @@ unsafe fn scatterv(
 
 collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Allgather / MPI_Iallgather / MPI_Allgather_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) => allgather
+    MPI_Allgather / MPI_Iallgather / MPI_Allgather_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) => allgather, direct on_node::allgather
 );
 collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Allgather_c / MPI_Iallgather_c / MPI_Allgather_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype) => allgather
+    MPI_Allgather_c / MPI_Iallgather_c / MPI_Allgather_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype) => allgather, direct on_node::allgather
 );
 
 unsafe fn allgather(
@@ -1281,11 +1286,11 @@ unsafe fn allgatherv(
 
 collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Alltoall / MPI_Ialltoall / MPI_Alltoall_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) => alltoall
+    MPI_Alltoall / MPI_Ialltoall / MPI_Alltoall_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) => alltoall, direct on_node::alltoall
 );
 collective!(
     #[allow(clippy::too_many_arguments)]
-    MPI_Alltoall_c / MPI_Ialltoall_c / MPI_Alltoall_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype) => alltoall
+    MPI_Alltoall_c / MPI_Ialltoall_c / MPI_Alltoall_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype) => alltoall, direct on_node::alltoall
 );
 
 unsafe fn alltoall(

@@ -501,7 +501,7 @@ pub async fn reduce(port: &Port, data: &mut [u8], element_size: usize, combine: 
         return Ok(());
     }
     if let Some(flags) = flags::for_bytes(port, data.len()).await? {
-        flags::reduce(port, flags, data, combine, root).await;
+        flags::reduce(port, flags, None, data, combine, root).await;
         return Ok(());
     }
     if commutative {

@@ -170,6 +170,13 @@ impl CommShared {
             .clone()
     }
 
+    /// The flag segment's cell, if [`CommShared::node_flags`] has been asked for it before (and
+    /// found the communicator on one node); this asks nothing of the engine.
+    #[inline]
+    pub fn node_flags_known(&self) -> Option<&FlagsCell> {
+        self.node_flags.get()?.as_deref()
+    }
+
     /// The size of the (local) group.
     #[inline]
     pub fn size(&self) -> usize {

@@ -21,6 +21,7 @@
 //! be woken by a ring, every rank agrees to pass messages instead.
 
 use std::fmt;
+use std::future::Future;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -31,6 +32,37 @@ use braid_transport::shm::reduction::ReductionSegment;
 use super::shared_file::make_shared;
 use crate::coll::port::Port;
 use crate::coll::{CollTuning, Combine};
+
+/// What a flag form needs of the rank that runs it: its place in the group, a wait for a
+/// condition another rank makes true, and a ring of the node's doorbells after it publishes.
+/// A schedule's [`Port`] waits by returning to its driver; a blocking call's direct path
+/// ([`crate::coll::abi`]) waits on the engine at once.
+pub trait Waiter {
+    fn rank(&self) -> usize;
+    fn size(&self) -> usize;
+    /// Ready once `condition` holds.
+    fn until<C: Fn() -> bool>(&self, condition: C) -> impl Future<Output = ()>;
+    /// Wakes the ranks of the node that may sleep in a wait.
+    fn ring_node(&self);
+}
+
+impl Waiter for Port {
+    fn rank(&self) -> usize {
+        Port::rank(self)
+    }
+
+    fn size(&self) -> usize {
+        Port::size(self)
+    }
+
+    fn until<C: Fn() -> bool>(&self, condition: C) -> impl Future<Output = ()> {
+        Port::until(self, condition)
+    }
+
+    fn ring_node(&self) {
+        Port::ring_node(self)
+    }
+}
 
 /// A one-node communicator's flag segment, made at first use: what every rank of it holds.
 #[derive(Debug)]
@@ -54,6 +86,14 @@ impl FlagsCell {
     /// (`BRAID_COLL_PAIR_EXCHANGE_MAX`). Every rank gets the same answer.
     pub fn allreduce_by_exchange(&self, ranks: usize, bytes: usize, tuning: &CollTuning) -> bool {
         ranks == 2 && !self.oversubscribed && bytes <= tuning.pair_exchange_max
+    }
+
+    /// The segment, once made, if a blocking collective that puts `bytes` in a slot takes its
+    /// flag form (`broadcast`: a broadcast, which takes a whole slot where ranks share cores):
+    /// the choice [`for_bytes`] and [`for_broadcast`] make, for a call that skips the schedule.
+    pub fn made_for(&self, bytes: usize, broadcast: bool, tuning: &CollTuning) -> Option<&NodeFlags> {
+        let limit = if broadcast && self.oversubscribed { tuning.shm_slot } else { tuning.shm_max.min(tuning.shm_slot) };
+        self.made.get()?.as_ref().filter(|flags| bytes <= limit && bytes <= flags.segment.slot_bytes())
     }
 
     /// Whether a collective that puts `bytes` in a slot may take its flag form: not known yet
@@ -125,8 +165,8 @@ async fn segment_for(port: &Port, bytes: usize, limit: impl FnOnce(&FlagsCell) -
 }
 
 /// One call of a flag form, as one rank runs it.
-struct Call<'a> {
-    port: &'a Port,
+struct Call<'a, W: Waiter> {
+    port: &'a W,
     flags: &'a NodeFlags,
     segment: &'a ReductionSegment,
     number: u64,
@@ -135,8 +175,8 @@ struct Call<'a> {
     ranks: usize,
 }
 
-impl<'a> Call<'a> {
-    fn next(port: &'a Port, flags: &'a NodeFlags) -> Call<'a> {
+impl<'a, W: Waiter> Call<'a, W> {
+    fn next(port: &'a W, flags: &'a NodeFlags) -> Call<'a, W> {
         let number = flags.calls.fetch_add(1, Ordering::Relaxed);
         Call { port, flags, segment: &flags.segment, number, bank: bank(number), me: port.rank(), ranks: port.size() }
     }
@@ -203,7 +243,7 @@ impl<'a> Call<'a> {
 /// Rank 0 waits for every rank to arrive, then releases them: each of the others reads one
 /// word (not every rank's), and rank 0 leaves first, ready for what it does next (the root of a
 /// broadcast that follows has its data out before the others look).
-pub async fn barrier(port: &Port, flags: &NodeFlags) {
+pub async fn barrier(port: &impl Waiter, flags: &NodeFlags) {
     let call = Call::next(port, flags);
     if call.me == 0 {
         call.await_written(0..call.ranks).await;
@@ -212,10 +252,13 @@ pub async fn barrier(port: &Port, flags: &NodeFlags) {
         // Arrived, and (reading no slot) finished too.
         call.finished();
         call.await_finished(0).await;
+        // Rank 0 finished only once every rank had arrived: the calls before this one are over
+        // everywhere, so the next call's claim need not look at the others' words again.
+        flags.seen.fetch_max(written(call.number), Ordering::Relaxed);
     }
 }
 
-pub async fn bcast(port: &Port, flags: &NodeFlags, buffer: &mut [u8], root: usize) {
+pub async fn bcast(port: &impl Waiter, flags: &NodeFlags, buffer: &mut [u8], root: usize) {
     let call = Call::next(port, flags);
     if call.me == root {
         call.claim().await;
@@ -227,11 +270,12 @@ pub async fn bcast(port: &Port, flags: &NodeFlags, buffer: &mut [u8], root: usiz
     call.finished();
 }
 
-/// Every rank's `data` reduced in rank order into the root's `data`.
-pub async fn reduce(port: &Port, flags: &NodeFlags, data: &mut [u8], combine: Combine<'_>, root: usize) {
+/// Every rank's `input` (None: its `data`) reduced in rank order into the root's `data` (only
+/// the root's is written, and only its length matters).
+pub async fn reduce(port: &impl Waiter, flags: &NodeFlags, input: Option<&[u8]>, data: &mut [u8], combine: Combine<'_>, root: usize) {
     let call = Call::next(port, flags);
     call.claim().await;
-    call.put(0, data);
+    call.put(0, input.unwrap_or(data));
     if call.me == root {
         call.await_written(0..call.ranks).await;
         call.reduce(0..call.ranks, 0..data.len(), data, combine);
@@ -241,7 +285,7 @@ pub async fn reduce(port: &Port, flags: &NodeFlags, data: &mut [u8], combine: Co
 
 /// Every rank's `input` (None: its `data`, as long) reduced in rank order into every rank's
 /// `data`. In place is free: the input is copied into the slot before `data` is written.
-pub async fn allreduce(port: &Port, flags: &NodeFlags, input: Option<&[u8]>, data: &mut [u8], combine: Combine<'_>) {
+pub async fn allreduce(port: &impl Waiter, flags: &NodeFlags, input: Option<&[u8]>, data: &mut [u8], combine: Combine<'_>) {
     let call = Call::next(port, flags);
     call.claim().await;
     call.put(0, input.unwrap_or(data));
@@ -253,7 +297,7 @@ pub async fn allreduce(port: &Port, flags: &NodeFlags, input: Option<&[u8]>, dat
 
 /// Rank r's `data` becomes `x0 op ... op xr` (inclusive) or `x0 op ... op x(r-1)` (rank 0's
 /// left as it was).
-pub async fn prefix(port: &Port, flags: &NodeFlags, data: &mut [u8], combine: Combine<'_>, inclusive: bool) {
+pub async fn prefix(port: &impl Waiter, flags: &NodeFlags, data: &mut [u8], combine: Combine<'_>, inclusive: bool) {
     let call = Call::next(port, flags);
     call.claim().await;
     call.put(0, data);
@@ -267,18 +311,18 @@ pub async fn prefix(port: &Port, flags: &NodeFlags, data: &mut [u8], combine: Co
 }
 
 /// Rank r's `mine` lands in block r of every rank's `all`.
-pub async fn allgather(port: &Port, flags: &NodeFlags, mine: &[u8], all: &mut [u8]) {
+pub async fn allgather(port: &impl Waiter, flags: &NodeFlags, mine: &[u8], all: &mut [u8]) {
     let block = mine.len();
     gather_everywhere(port, flags, Some(mine), all, |rank| rank * block..(rank + 1) * block).await;
 }
 
 /// Rank r's block lands in `all[blocks[r]]` everywhere; `mine` is None where this rank's block
 /// is already in place.
-pub async fn allgatherv(port: &Port, flags: &NodeFlags, mine: Option<&[u8]>, all: &mut [u8], blocks: &[Range<usize>]) {
+pub async fn allgatherv(port: &impl Waiter, flags: &NodeFlags, mine: Option<&[u8]>, all: &mut [u8], blocks: &[Range<usize>]) {
     gather_everywhere(port, flags, mine, all, |rank| blocks[rank].clone()).await;
 }
 
-async fn gather_everywhere(port: &Port, flags: &NodeFlags, mine: Option<&[u8]>, all: &mut [u8], block: impl Fn(usize) -> Range<usize>) {
+async fn gather_everywhere(port: &impl Waiter, flags: &NodeFlags, mine: Option<&[u8]>, all: &mut [u8], block: impl Fn(usize) -> Range<usize>) {
     let call = Call::next(port, flags);
     let own = block(call.me);
     if let Some(mine) = mine {
@@ -296,7 +340,7 @@ async fn gather_everywhere(port: &Port, flags: &NodeFlags, mine: Option<&[u8]>, 
 
 /// Rank r's `mine` lands in block r of the root's `all` (`mine` None at a root whose block is
 /// in place); `block` bytes each.
-pub async fn gather(port: &Port, flags: &NodeFlags, mine: Option<&[u8]>, all: &mut [u8], block: usize, root: usize) {
+pub async fn gather(port: &impl Waiter, flags: &NodeFlags, mine: Option<&[u8]>, all: &mut [u8], block: usize, root: usize) {
     let call = Call::next(port, flags);
     if call.me != root {
         call.claim().await;
@@ -317,7 +361,7 @@ pub async fn gather(port: &Port, flags: &NodeFlags, mine: Option<&[u8]>, all: &m
 
 /// Block r of the root's `all` lands in rank r's `mine` (None at a root that keeps its block in
 /// place); `block` bytes each.
-pub async fn scatter(port: &Port, flags: &NodeFlags, all: &[u8], mine: Option<&mut [u8]>, block: usize, root: usize) {
+pub async fn scatter(port: &impl Waiter, flags: &NodeFlags, all: &[u8], mine: Option<&mut [u8]>, block: usize, root: usize) {
     let call = Call::next(port, flags);
     if call.me == root {
         call.claim().await;
@@ -335,7 +379,7 @@ pub async fn scatter(port: &Port, flags: &NodeFlags, all: &[u8], mine: Option<&m
 }
 
 /// Block d of rank s's `send` lands in block s of rank d's `recv`.
-pub async fn alltoall(port: &Port, flags: &NodeFlags, send: &[u8], recv: &mut [u8]) {
+pub async fn alltoall(port: &impl Waiter, flags: &NodeFlags, send: &[u8], recv: &mut [u8]) {
     let call = Call::next(port, flags);
     let block = send.len() / call.ranks;
     call.claim().await;
@@ -355,7 +399,7 @@ pub async fn alltoall(port: &Port, flags: &NodeFlags, send: &[u8], recv: &mut [u
 
 /// Every rank's `data` (the full vector) reduced in rank order; rank r's part (`blocks[r]`)
 /// lands in its `out`.
-pub async fn reduce_scatter(port: &Port, flags: &NodeFlags, data: &[u8], blocks: &[Range<usize>], combine: Combine<'_>, out: &mut [u8]) {
+pub async fn reduce_scatter(port: &impl Waiter, flags: &NodeFlags, data: &[u8], blocks: &[Range<usize>], combine: Combine<'_>, out: &mut [u8]) {
     let call = Call::next(port, flags);
     call.claim().await;
     call.put(0, data);

@@ -1,0 +1,344 @@
+//! Small blocking collectives straight on the node's flag segment.
+//!
+//! Once a one-node communicator's flag segment is made, a small blocking collective is a few
+//! copies and flag words: building a schedule, a port and a driver for it costs more than the
+//! collective itself, and a rank that starts late makes the others wait that much longer. Here
+//! the flag forms of [`algorithms::flags`] run at once, waiting on the engine in place, for the
+//! calls whose buffers are each one run of memory. The choice is the schedule's (the same limits,
+//! from arguments every rank shares), and the call takes its tags as the schedule would, so ranks
+//! may take either path call by call. Anything else (derived datatypes, argument errors, a
+//! segment not made yet) is left to the schedule.
+
+use std::cell::{Cell, RefCell};
+use std::ffi::c_void;
+use std::future::Future;
+use std::pin::pin;
+
+use braid_engine::{Engine, EngineError};
+
+use super::super::algorithms::flags::{self, Waiter};
+use super::super::port::poll_once;
+use super::super::CollTuning;
+use super::{bytes, bytes_mut, combiner, distinct_buffers, is_in_place, reduction_of, root_of, same_signature, times, typed, typed_elements, Typed};
+use crate::comm::CommShared;
+use crate::consts::{MPI_Comm, MPI_Datatype, MPI_Op};
+use crate::error::MpiResult;
+use crate::large_count::Count;
+use crate::runtime::{self, engine_error, Runtime};
+
+/// A rank running a flag form inside a blocking call: it waits on the engine (which moves
+/// everything else meanwhile, and spins, yields or sleeps per the wait policy) and rings the
+/// node's doorbells as soon as it publishes.
+struct OnEngine<'e> {
+    engine: RefCell<&'e mut Engine>,
+    shared: &'e CommShared,
+    /// The first engine failure in a wait: the waits after it end at once, and the call fails.
+    failure: Cell<Option<EngineError>>,
+}
+
+impl Waiter for OnEngine<'_> {
+    fn rank(&self) -> usize {
+        self.shared.rank as usize
+    }
+
+    fn size(&self) -> usize {
+        self.shared.size()
+    }
+
+    fn until<C: Fn() -> bool>(&self, condition: C) -> impl Future<Output = ()> {
+        if !condition() {
+            self.wait(&condition);
+        }
+        std::future::ready(())
+    }
+
+    fn ring_node(&self) {
+        let engine = self.engine.borrow();
+        let me = self.shared.members[self.rank()];
+        for &job in self.shared.members.iter().filter(|&&job| job != me) {
+            engine.ring_node_peer(job);
+        }
+    }
+}
+
+impl<'e> OnEngine<'e> {
+    fn new(engine: &'e mut Engine, shared: &'e CommShared) -> OnEngine<'e> {
+        // The tags a blocking collective takes, taken as the schedule would take them, so that
+        // the ranks' sequences stay in step whichever path each call takes.
+        shared.next_blocking_coll_tag();
+        OnEngine { engine: RefCell::new(engine), shared, failure: Cell::new(None) }
+    }
+
+    #[inline(never)]
+    fn wait(&self, condition: &dyn Fn() -> bool) {
+        let failed = self.failure.take();
+        let outcome = match failed {
+            Some(failure) => Err(failure),
+            None => self.engine.borrow_mut().wait_until(|_| condition()),
+        };
+        self.failure.set(outcome.err());
+    }
+
+    /// Runs `algorithm` (built on this waiter) to its end: its waits are over when they return.
+    fn run(&self, comm: MPI_Comm, algorithm: impl Future<Output = ()>) -> MpiResult<()> {
+        let mut algorithm = pin!(algorithm);
+        while poll_once(algorithm.as_mut()).is_pending() {}
+        match self.failure.take() {
+            None => Ok(()),
+            Some(failure) => Err(engine_error(comm, failure)),
+        }
+    }
+}
+
+/// A blocking collective on `comm` whose flag form could run now: the engine, the communicator
+/// and its flag segment's cell, the tuning. None: several threads may call MPI (the schedule
+/// then advances in steps), or `comm` has no flag segment.
+fn on_node(rt: &mut Runtime, comm: MPI_Comm) -> Option<(&mut Engine, &CommShared, &flags::FlagsCell, &CollTuning)> {
+    let Runtime { engine, comms, tuning, .. } = rt;
+    let shared = &comms.get(comm).ok()?.shared;
+    Some((engine, shared, shared.node_flags_known()?, tuning))
+}
+
+/// Runs `call` on the state, unless several threads may call MPI: None where it declines.
+fn with_runtime(call: impl FnOnce(&mut Runtime) -> Option<MpiResult<()>>) -> Option<MpiResult<()>> {
+    if runtime::is_locking() {
+        return None;
+    }
+    runtime::with(|rt| Ok(call(rt))).ok().flatten()
+}
+
+/// The elements' bytes, when they are one run of memory.
+///
+/// # Safety
+/// The elements must be readable, and not written, for the returned lifetime.
+unsafe fn run_of<'a>(data: &Typed) -> Option<&'a [u8]> {
+    let (offset, len) = data.run?;
+    // SAFETY: the run lies within the caller's elements.
+    Some(unsafe { bytes(data.start(offset), len) })
+}
+
+/// [`run_of`], writable.
+///
+/// # Safety
+/// The elements must be writable, and used by nothing else, for the returned lifetime.
+unsafe fn run_of_mut<'a>(data: &Typed) -> Option<&'a mut [u8]> {
+    let (offset, len) = data.run?;
+    // SAFETY: the run lies within the caller's elements.
+    Some(unsafe { bytes_mut(data.start(offset), len) })
+}
+
+/// # Safety
+/// MPI_Barrier's arguments.
+pub(super) unsafe fn barrier((): (), comm: MPI_Comm) -> Option<MpiResult<()>> {
+    with_runtime(|rt| {
+        let (engine, shared, cell, tuning) = on_node(rt, comm)?;
+        let flags = cell.made_for(0, false, tuning)?;
+        let waiter = OnEngine::new(engine, shared);
+        Some(waiter.run(comm, flags::barrier(&waiter, flags)))
+    })
+}
+
+/// # Safety
+/// MPI_Bcast's arguments.
+pub(super) unsafe fn bcast((buffer, count, datatype, root): (*mut c_void, impl Count, MPI_Datatype, i32), comm: MPI_Comm) -> Option<MpiResult<()>> {
+    with_runtime(|rt| {
+        let (engine, shared, cell, tuning) = on_node(rt, comm)?;
+        let root = root_of(comm, root, shared.size()).ok()?;
+        // SAFETY: the caller's buffer holds the elements; only this call uses it.
+        let data = unsafe { run_of_mut(&typed(comm, buffer, count, datatype).ok()?)? };
+        let flags = cell.made_for(data.len(), true, tuning)?;
+        let waiter = OnEngine::new(engine, shared);
+        Some(waiter.run(comm, flags::bcast(&waiter, flags, data, root)))
+    })
+}
+
+/// # Safety
+/// MPI_Reduce's arguments.
+pub(super) unsafe fn reduce((sendbuf, recvbuf, count, datatype, op, root): (*const c_void, *mut c_void, impl Count, MPI_Datatype, MPI_Op, i32), comm: MPI_Comm) -> Option<MpiResult<()>> {
+    with_runtime(|rt| {
+        let (engine, shared, cell, tuning) = on_node(rt, comm)?;
+        let root = root_of(comm, root, shared.size()).ok()?;
+        let reduction = reduction_of(comm, op, datatype).ok()?;
+        let at_root = shared.rank as usize == root;
+        let in_place = at_root && is_in_place(sendbuf);
+        // SAFETY: the caller's buffers hold the elements (the receive buffer at the root only,
+        // where only this call uses it); they do not overlap (checked below).
+        let (input, out) = unsafe {
+            let input = if in_place { None } else { Some(run_of(&typed(comm, sendbuf, count, datatype).ok()?)?) };
+            let out: &mut [u8] = if at_root { run_of_mut(&typed(comm, recvbuf, count, datatype).ok()?)? } else { &mut [] };
+            (input, out)
+        };
+        if at_root {
+            distinct_buffers(comm, sendbuf, recvbuf, || !out.is_empty()).ok()?;
+        }
+        let (combine, element_size, _) = combiner(&reduction);
+        let len = input.map_or(out.len(), <[u8]>::len);
+        if !len.is_multiple_of(element_size) {
+            return None;
+        }
+        let flags = cell.made_for(len, false, tuning)?;
+        let waiter = OnEngine::new(engine, shared);
+        Some(waiter.run(comm, flags::reduce(&waiter, flags, input, out, &combine, root)))
+    })
+}
+
+/// # Safety
+/// MPI_Allreduce's arguments.
+pub(super) unsafe fn allreduce(args: (*const c_void, *mut c_void, impl Count, MPI_Datatype, MPI_Op), comm: MPI_Comm) -> Option<MpiResult<()>> {
+    let (sendbuf, recvbuf, count, datatype, op) = args;
+    let on_flags = with_runtime(|rt| {
+        let (engine, shared, cell, tuning) = on_node(rt, comm)?;
+        let reduction = reduction_of(comm, op, datatype).ok()?;
+        // SAFETY: the caller's buffers hold the elements, only this call writes the receive
+        // buffer, and they do not overlap (checked below).
+        let (input, data) = unsafe {
+            let data = run_of_mut(&typed(comm, recvbuf, count, datatype).ok()?)?;
+            let input = if is_in_place(sendbuf) { None } else { Some(run_of(&typed(comm, sendbuf, count, datatype).ok()?)?) };
+            (input, data)
+        };
+        distinct_buffers(comm, sendbuf, recvbuf, || !data.is_empty()).ok()?;
+        let (combine, element_size, _) = combiner(&reduction);
+        if !data.len().is_multiple_of(element_size) || cell.allreduce_by_exchange(shared.size(), data.len(), tuning) {
+            return None;
+        }
+        let flags = cell.made_for(data.len(), false, tuning)?;
+        let waiter = OnEngine::new(engine, shared);
+        Some(waiter.run(comm, flags::allreduce(&waiter, flags, input, data, &combine)))
+    });
+    // SAFETY: forwarded.
+    on_flags.or_else(|| unsafe { super::direct::allreduce(args, comm) })
+}
+
+/// # Safety
+/// MPI_Allgather's arguments.
+pub(super) unsafe fn allgather(
+    (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype): (*const c_void, impl Count, MPI_Datatype, *mut c_void, impl Count, MPI_Datatype),
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
+    with_runtime(|rt| {
+        let (engine, shared, cell, tuning) = on_node(rt, comm)?;
+        let size = shared.size();
+        if is_in_place(sendbuf) {
+            return None;
+        }
+        let recv = typed_elements(comm, recvbuf, times(comm, super::count_of(comm, recvcount).ok()?, size).ok()?, recvtype).ok()?;
+        let send = typed(comm, sendbuf, sendcount, sendtype).ok()?;
+        same_signature(comm, send.packed_len, recv.packed_len / size).ok()?;
+        distinct_buffers(comm, sendbuf, recvbuf, || recv.packed_len > 0).ok()?;
+        // SAFETY: the caller's buffers hold the elements, only this call writes the receive
+        // buffer, and they do not overlap (checked above).
+        let (mine, all) = unsafe { (run_of(&send)?, run_of_mut(&recv)?) };
+        let flags = cell.made_for(mine.len(), false, tuning)?;
+        let waiter = OnEngine::new(engine, shared);
+        Some(waiter.run(comm, flags::allgather(&waiter, flags, mine, all)))
+    })
+}
+
+/// # Safety
+/// MPI_Gather's arguments.
+pub(super) unsafe fn gather(
+    (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root): (*const c_void, impl Count, MPI_Datatype, *mut c_void, impl Count, MPI_Datatype, i32),
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
+    with_runtime(|rt| {
+        let (engine, shared, cell, tuning) = on_node(rt, comm)?;
+        let size = shared.size();
+        let root = root_of(comm, root, size).ok()?;
+        let at_root = shared.rank as usize == root;
+        let in_place = at_root && is_in_place(sendbuf);
+        let mine = if in_place { None } else { Some(typed(comm, sendbuf, sendcount, sendtype).ok()?) };
+        let all = if at_root { Some(typed_elements(comm, recvbuf, times(comm, super::count_of(comm, recvcount).ok()?, size).ok()?, recvtype).ok()?) } else { None };
+        let block = match (&mine, &all) {
+            (_, Some(all)) => all.packed_len / size,
+            (Some(mine), None) => mine.packed_len,
+            (None, None) => return None,
+        };
+        if let (Some(mine), Some(all)) = (&mine, &all) {
+            same_signature(comm, mine.packed_len, block).ok()?;
+            distinct_buffers(comm, sendbuf, recvbuf, || all.packed_len > 0).ok()?;
+        }
+        // SAFETY: the caller's buffers hold the elements (the receive buffer at the root only,
+        // where only this call uses it), and they do not overlap (checked above).
+        let (mine, all): (Option<&[u8]>, &mut [u8]) = unsafe {
+            let mine = match &mine {
+                Some(mine) => Some(run_of(mine)?),
+                None => None,
+            };
+            let all = match &all {
+                Some(all) => run_of_mut(all)?,
+                None => &mut [],
+            };
+            (mine, all)
+        };
+        let flags = cell.made_for(block, false, tuning)?;
+        let waiter = OnEngine::new(engine, shared);
+        Some(waiter.run(comm, flags::gather(&waiter, flags, mine, all, block, root)))
+    })
+}
+
+/// # Safety
+/// MPI_Scatter's arguments.
+pub(super) unsafe fn scatter(
+    (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root): (*const c_void, impl Count, MPI_Datatype, *mut c_void, impl Count, MPI_Datatype, i32),
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
+    with_runtime(|rt| {
+        let (engine, shared, cell, tuning) = on_node(rt, comm)?;
+        let size = shared.size();
+        let root = root_of(comm, root, size).ok()?;
+        let at_root = shared.rank as usize == root;
+        let in_place = at_root && is_in_place(recvbuf);
+        let mine = if in_place { None } else { Some(typed(comm, recvbuf, recvcount, recvtype).ok()?) };
+        let all = if at_root { Some(typed_elements(comm, sendbuf, times(comm, super::count_of(comm, sendcount).ok()?, size).ok()?, sendtype).ok()?) } else { None };
+        let block = match (&mine, &all) {
+            (_, Some(all)) => all.packed_len / size,
+            (Some(mine), None) => mine.packed_len,
+            (None, None) => return None,
+        };
+        if let (Some(mine), Some(_)) = (&mine, &all) {
+            same_signature(comm, block, mine.packed_len).ok()?;
+            distinct_buffers(comm, sendbuf, recvbuf, || block > 0).ok()?;
+        }
+        // SAFETY: the caller's buffers hold the elements (the send buffer at the root only), only
+        // this call writes the receive buffer, and they do not overlap (checked above).
+        let (all, mine): (&[u8], Option<&mut [u8]>) = unsafe {
+            let all = match &all {
+                Some(all) => run_of(all)?,
+                None => &[],
+            };
+            let mine = match &mine {
+                Some(mine) => Some(run_of_mut(mine)?),
+                None => None,
+            };
+            (all, mine)
+        };
+        let flags = cell.made_for(block.checked_mul(size)?, false, tuning)?;
+        let waiter = OnEngine::new(engine, shared);
+        Some(waiter.run(comm, flags::scatter(&waiter, flags, all, mine, block, root)))
+    })
+}
+
+/// # Safety
+/// MPI_Alltoall's arguments.
+pub(super) unsafe fn alltoall(
+    (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype): (*const c_void, impl Count, MPI_Datatype, *mut c_void, impl Count, MPI_Datatype),
+    comm: MPI_Comm,
+) -> Option<MpiResult<()>> {
+    with_runtime(|rt| {
+        let (engine, shared, cell, tuning) = on_node(rt, comm)?;
+        let size = shared.size();
+        if is_in_place(sendbuf) {
+            return None;
+        }
+        let recv = typed_elements(comm, recvbuf, times(comm, super::count_of(comm, recvcount).ok()?, size).ok()?, recvtype).ok()?;
+        let send = typed_elements(comm, sendbuf, times(comm, super::count_of(comm, sendcount).ok()?, size).ok()?, sendtype).ok()?;
+        same_signature(comm, send.packed_len, recv.packed_len).ok()?;
+        distinct_buffers(comm, sendbuf, recvbuf, || recv.packed_len > 0).ok()?;
+        // SAFETY: the caller's buffers hold the elements, only this call writes the receive
+        // buffer, and they do not overlap (checked above).
+        let (outgoing, incoming) = unsafe { (run_of(&send)?, run_of_mut(&recv)?) };
+        let flags = cell.made_for(outgoing.len(), false, tuning)?;
+        let waiter = OnEngine::new(engine, shared);
+        Some(waiter.run(comm, flags::alltoall(&waiter, flags, outgoing, incoming)))
+    })
+}
