@@ -6,7 +6,8 @@
 # (two per core, unbound) bcast, allreduce and alltoall at 8 B and 64 KiB. Reductions on MPI_INT.
 # Repetitions run interleaved (for each repetition every point, each library in an order that
 # rotates), so drifting load hits all alike; the table gives the median of OSU's average latency
-# (us) per library and the ratios Braid / Open MPI and Braid / MPICH.
+# (us) per library, the ratios of those medians Braid / Open MPI and Braid / MPICH, and the median
+# (and range) of the ratios within each repetition.
 #
 # Usage:  bench/osu_coll.sh [--reps 5] [--impls "braid openmpi mpich"] [--only BENCH] [--iterations N]
 # Needs `cargo build --release` and the peers (scripts/setup --peers). OSU's source comes from
@@ -116,17 +117,19 @@ for rep in $(seq 1 "$REPS"); do
 done
 python3 - "$RAW" "${RAW%-raw.csv}.csv" <<'PY'
 import csv, statistics, sys
-runs = {}
+runs, by_rep = {}, {}
 for row in csv.DictReader(open(sys.argv[1])):
-    runs.setdefault((int(row["ranks"]), row["bench"], int(row["bytes"]), row["impl"]), []).append(float(row["us"]))
+    key = (int(row["ranks"]), row["bench"], int(row["bytes"]), row["impl"])
+    runs.setdefault(key, []).append(float(row["us"]))
+    by_rep.setdefault(key, {})[row["rep"]] = float(row["us"])
 impls = [impl for impl in ("braid", "openmpi", "mpich") if any(key[3] == impl for key in runs)]
 points = sorted({key[:3] for key in runs}, key=lambda k: (k[0], ["barrier", "bcast", "reduce", "allreduce", "allgather", "alltoall", "gather", "scatter"].index(k[1]), k[2]))
 def size_text(n):
     return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB" if n >= 1024 else f"{n} B"
 head = "| ranks | benchmark | size | " + " | ".join(f"{impl} (us)" for impl in impls)
 ratios = [other for other in ("openmpi", "mpich") if other in impls and "braid" in impls]
-print(head + "".join(f" | braid / {other}" for other in ratios) + " |")
-print("|---" * (3 + len(impls) + len(ratios)) + "|")
+print(head + "".join(f" | braid / {other} | per repetition" for other in ratios) + " |")
+print("|---" * (3 + len(impls) + 2 * len(ratios)) + "|")
 with open(sys.argv[2], "w") as out:
     out.write("ranks,bench,bytes," + ",".join(impls) + "\n")
     for ranks, bench, size in points:
@@ -135,6 +138,11 @@ with open(sys.argv[2], "w") as out:
         line = f"| {ranks} | {bench} | {size_text(size) if bench != 'barrier' else '-'} | " + " | ".join(cells)
         for other in ratios:
             line += f" | {medians['braid'] / medians[other]:.2f}" if "braid" in medians and other in medians else " | -"
+            # The VM's speed drifts between repetitions; a repetition runs every library at
+            # nearly the same time, so the ratio within each is steadier than the ratio of medians.
+            mine, theirs = by_rep.get((ranks, bench, size, "braid"), {}), by_rep.get((ranks, bench, size, other), {})
+            paired = sorted(mine[rep] / theirs[rep] for rep in mine if rep in theirs)
+            line += f" | {statistics.median(paired):.2f} ({paired[0]:.2f}-{paired[-1]:.2f})" if paired else " | -"
         print(line + " |")
         out.write(f"{ranks},{bench},{size}," + ",".join(f"{medians.get(impl, '')}" for impl in impls) + "\n")
 PY

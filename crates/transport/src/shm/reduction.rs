@@ -1,9 +1,10 @@
 //! A node-wide reduction segment: the ranks of one node copy their vectors into their slots and
 //! reduce disjoint slices of them in parallel, in place of passing the vectors as messages.
 //!
-//! Layout: one 64-byte arrival word per rank, then two banks (alternate chunks use alternate
-//! banks, so a rank may fill its slot for the next chunk while the last one is being read) of one
-//! `slot_bytes` slot per rank, page aligned. The protocol that orders the accesses is the caller's:
+//! Layout: one 64-byte arrival line per rank (its arrival word, its outcome word, and a short
+//! slot per bank), then two banks (alternate chunks use alternate banks, so a rank may fill its
+//! slot for the next chunk while the last one is being read) of one `slot_bytes` slot per rank,
+//! page aligned. The protocol that orders the accesses is the caller's:
 //! each rank publishes its progress in its arrival word ([`ReductionSegment::arrive`], release) and
 //! waits until the others have published theirs ([`ReductionSegment::reached`], acquire) before it
 //! touches what they wrote; see [`arrival`] for the word protocol alone (checked with loom).
@@ -20,6 +21,32 @@ const ARRIVAL_STRIDE: usize = 64;
 const OUTCOME_OFFSET: usize = 8;
 /// Banks of slots.
 pub const BANKS: usize = 2;
+/// Where the short slots begin in a rank's arrival stride (after its arrival and outcome words).
+const LINE_SLOTS_OFFSET: usize = 16;
+/// Bytes of a short slot: one per bank in each rank's arrival line, so that a reader that sees a
+/// rank's arrival has what it wrote in the same cache line (one transfer between cores, not two).
+pub const LINE_SLOT_BYTES: usize = (ARRIVAL_STRIDE - LINE_SLOTS_OFFSET) / BANKS;
+
+/// Which slots an access means: those of bank `bank` in the slot region, or, `short`, the
+/// bank's short slots in the arrival lines ([`LINE_SLOT_BYTES`] each). Writers and readers of a
+/// call must agree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slots {
+    pub bank: usize,
+    pub short: bool,
+}
+
+impl Slots {
+    /// The slots of bank `bank` in the slot region.
+    pub fn bank(bank: usize) -> Slots {
+        Slots { bank, short: false }
+    }
+
+    /// Bank `bank`'s slots for a call that puts `bytes` in each: the short ones when they fit.
+    pub fn for_bytes(bank: usize, bytes: usize) -> Slots {
+        Slots { bank, short: bytes <= LINE_SLOT_BYTES }
+    }
+}
 
 /// The arrival words' protocol: a rank stores a growing count of the phases it has finished
 /// (release: what it wrote before is visible to whoever sees the count), and a rank that needs a
@@ -222,36 +249,41 @@ impl ReductionSegment {
         arrival::reached(ranks.map(|rank| self.word(rank)), phase)
     }
 
-    /// The bytes `range` of slot `rank` in bank `bank`, as a raw pointer (checked in bounds).
-    fn slot(&self, bank: usize, rank: usize, range: &Range<usize>) -> *mut u8 {
-        assert!(bank < BANKS && rank < self.ranks && range.start <= range.end && range.end <= self.slot_bytes);
-        let offset = Self::slots_offset(self.ranks) + (bank * self.ranks + rank) * self.slot_bytes + range.start;
+    /// The bytes `range` of slot `rank` of `slots`, as a raw pointer (checked in bounds).
+    fn slot(&self, slots: Slots, rank: usize, range: &Range<usize>) -> *mut u8 {
+        let capacity = if slots.short { LINE_SLOT_BYTES } else { self.slot_bytes };
+        assert!(slots.bank < BANKS && rank < self.ranks && range.start <= range.end && range.end <= capacity);
+        let offset = match slots.short {
+            // Bytes no atomic word uses: the words take the first LINE_SLOTS_OFFSET bytes.
+            true => rank * ARRIVAL_STRIDE + LINE_SLOTS_OFFSET + slots.bank * LINE_SLOT_BYTES + range.start,
+            false => Self::slots_offset(self.ranks) + (slots.bank * self.ranks + rank) * self.slot_bytes + range.start,
+        };
         // SAFETY: the slot and range were checked against the segment's shape, which fits the
         // mapping (checked at create/open).
         unsafe { self.mapping.as_ptr().add(offset) }
     }
 
-    /// Copies `data` into slot `rank` of bank `bank` from byte `at`. The protocol must keep every
+    /// Copies `data` into slot `rank` of `slots` from byte `at`. The protocol must keep every
     /// other rank off those bytes until this rank arrives.
-    pub fn put(&self, bank: usize, rank: usize, at: usize, data: &[u8]) {
-        let into = self.slot(bank, rank, &(at..at + data.len()));
+    pub fn put(&self, slots: Slots, rank: usize, at: usize, data: &[u8]) {
+        let into = self.slot(slots, rank, &(at..at + data.len()));
         // SAFETY: `into` has room for `data` (checked by `slot`); the mapping never overlaps a
         // slice of this process's own memory.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), into, data.len()) };
     }
 
-    /// Copies bytes of slot `rank` of bank `bank`, from byte `at`, into `out`. The protocol must
+    /// Copies bytes of slot `rank` of `slots`, from byte `at`, into `out`. The protocol must
     /// keep every rank from writing them meanwhile.
-    pub fn get(&self, bank: usize, rank: usize, at: usize, out: &mut [u8]) {
-        let from = self.slot(bank, rank, &(at..at + out.len()));
+    pub fn get(&self, slots: Slots, rank: usize, at: usize, out: &mut [u8]) {
+        let from = self.slot(slots, rank, &(at..at + out.len()));
         // SAFETY: as in `put`, the other way.
         unsafe { std::ptr::copy_nonoverlapping(from, out.as_mut_ptr(), out.len()) };
     }
 
-    /// Hands `f` the bytes `range` of slot `rank` in bank `bank`. The protocol must keep every
-    /// rank from writing them meanwhile.
-    pub fn read_slot<R>(&self, bank: usize, rank: usize, range: Range<usize>, f: impl FnOnce(&[u8]) -> R) -> R {
-        let from = self.slot(bank, rank, &range);
+    /// Hands `f` the bytes `range` of slot `rank` of `slots`. The protocol must keep every rank
+    /// from writing them meanwhile.
+    pub fn read_slot<R>(&self, slots: Slots, rank: usize, range: Range<usize>, f: impl FnOnce(&[u8]) -> R) -> R {
+        let from = self.slot(slots, rank, &range);
         // SAFETY: in bounds (checked by `slot`); per the protocol nothing writes these bytes
         // while `f` reads them.
         f(unsafe { std::slice::from_raw_parts(from.cast_const(), range.len()) })
@@ -264,6 +296,7 @@ impl ReductionSegment {
         if range.is_empty() {
             return;
         }
+        let bank = Slots::bank(bank);
         let first = self.slot(bank, 0, &range);
         // SAFETY: in bounds (checked by `slot`); per the protocol nothing else touches these
         // bytes of slot 0 until this rank arrives.
@@ -298,16 +331,16 @@ mod tests {
         let opened = ReductionSegment::open(&name, 3, 8).unwrap();
         assert!(ReductionSegment::open(&name, 2, 8).is_err());
         for rank in 0..3 {
-            made.put(1, rank, 0, &[rank as u8 + 1; 8]);
+            made.put(Slots::bank(1), rank, 0, &[rank as u8 + 1; 8]);
         }
         let add = |input: &[u8], inout: &mut [u8]| inout.iter_mut().zip(input).for_each(|(a, b)| *a += b);
         opened.reduce_into_first(1, 0..4, &add);
         made.reduce_into_first(1, 4..8, &add);
         let mut out = [0u8; 8];
-        opened.get(1, 0, 0, &mut out);
+        opened.get(Slots::bank(1), 0, 0, &mut out);
         assert_eq!(out, [6; 8]);
         // Bank 0 is untouched.
-        opened.get(0, 0, 0, &mut out);
+        opened.get(Slots::bank(0), 0, 0, &mut out);
         assert_eq!(out, [0; 8]);
         assert!(!opened.reached(0..3, 1));
         for rank in 0..3 {
@@ -315,6 +348,37 @@ mod tests {
         }
         assert!(opened.reached(0..3, 1));
         assert!(!opened.reached(0..3, 2));
+    }
+
+    #[test]
+    fn short_slots_share_the_arrival_line_and_leave_its_words_alone() {
+        let name = format!("braid-reduction-short-{}", std::process::id());
+        let _cleanup = Cleanup(name.clone());
+        let made = ReductionSegment::create(&name, 2, 8).unwrap();
+        let opened = ReductionSegment::open(&name, 2, 8).unwrap();
+        made.set_outcome(1, 9);
+        made.arrive(1, 5);
+        for bank in 0..BANKS {
+            for rank in 0..2 {
+                made.put(Slots::for_bytes(bank, LINE_SLOT_BYTES), rank, 0, &[(10 * bank + rank) as u8 + 1; LINE_SLOT_BYTES]);
+            }
+        }
+        let mut out = [0u8; LINE_SLOT_BYTES];
+        for bank in 0..BANKS {
+            for rank in 0..2 {
+                opened.get(Slots::for_bytes(bank, 1), rank, 0, &mut out);
+                assert_eq!(out, [(10 * bank + rank) as u8 + 1; LINE_SLOT_BYTES]);
+            }
+        }
+        assert!(opened.reached(1..2, 5) && !opened.reached(1..2, 6) && !opened.reached(0..1, 1));
+        assert_eq!((opened.outcome(0), opened.outcome(1)), (0, 9));
+        // The slot region is untouched, and a short slot holds no more than its bytes.
+        let mut long = [1u8; 8];
+        opened.get(Slots::bank(0), 1, 0, &mut long);
+        assert_eq!(long, [0; 8]);
+        assert!(!Slots::for_bytes(0, LINE_SLOT_BYTES + 1).short);
+        let outside = std::panic::catch_unwind(|| made.put(Slots { bank: 0, short: true }, 0, 1, &[0; LINE_SLOT_BYTES]));
+        assert!(outside.is_err());
     }
 
     #[test]

@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use braid_transport::shm::reduction::arrival::{bank, finished, reusable, written};
-use braid_transport::shm::reduction::ReductionSegment;
+use braid_transport::shm::reduction::{ReductionSegment, Slots};
 
 use super::shared_file::make_shared;
 use crate::coll::port::Port;
@@ -170,15 +170,16 @@ struct Call<'a, W: Waiter> {
     flags: &'a NodeFlags,
     segment: &'a ReductionSegment,
     number: u64,
-    bank: usize,
+    slots: Slots,
     me: usize,
     ranks: usize,
 }
 
 impl<'a, W: Waiter> Call<'a, W> {
-    fn next(port: &'a W, flags: &'a NodeFlags) -> Call<'a, W> {
+    /// The next call, which puts up to `slot_len` bytes in a slot (every rank passes the same).
+    fn next(port: &'a W, flags: &'a NodeFlags, slot_len: usize) -> Call<'a, W> {
         let number = flags.calls.fetch_add(1, Ordering::Relaxed);
-        Call { port, flags, segment: &flags.segment, number, bank: bank(number), me: port.rank(), ranks: port.size() }
+        Call { port, flags, segment: &flags.segment, number, slots: Slots::for_bytes(bank(number), slot_len), me: port.rank(), ranks: port.size() }
     }
 
     /// Waits until this rank may write its slot in this call's bank.
@@ -223,11 +224,11 @@ impl<'a, W: Waiter> Call<'a, W> {
     }
 
     fn put(&self, at: usize, data: &[u8]) {
-        self.segment.put(self.bank, self.me, at, data);
+        self.segment.put(self.slots, self.me, at, data);
     }
 
     fn get(&self, rank: usize, at: usize, out: &mut [u8]) {
-        self.segment.get(self.bank, rank, at, out);
+        self.segment.get(self.slots, rank, at, out);
     }
 
     /// `out` becomes `x(first) op ... op x(last)` of the slots' bytes `range` (`last` >= `first`).
@@ -235,7 +236,7 @@ impl<'a, W: Waiter> Call<'a, W> {
         let last = ranks.end - 1;
         self.get(last, range.start, out);
         for rank in (ranks.start..last).rev() {
-            self.segment.read_slot(self.bank, rank, range.clone(), |input| combine(input, out));
+            self.segment.read_slot(self.slots, rank, range.clone(), |input| combine(input, out));
         }
     }
 }
@@ -244,7 +245,7 @@ impl<'a, W: Waiter> Call<'a, W> {
 /// word (not every rank's), and rank 0 leaves first, ready for what it does next (the root of a
 /// broadcast that follows has its data out before the others look).
 pub async fn barrier(port: &impl Waiter, flags: &NodeFlags) {
-    let call = Call::next(port, flags);
+    let call = Call::next(port, flags, 0);
     if call.me == 0 {
         call.await_written(0..call.ranks).await;
         call.finished();
@@ -259,7 +260,7 @@ pub async fn barrier(port: &impl Waiter, flags: &NodeFlags) {
 }
 
 pub async fn bcast(port: &impl Waiter, flags: &NodeFlags, buffer: &mut [u8], root: usize) {
-    let call = Call::next(port, flags);
+    let call = Call::next(port, flags, buffer.len());
     if call.me == root {
         call.claim().await;
         call.put(0, buffer);
@@ -273,7 +274,7 @@ pub async fn bcast(port: &impl Waiter, flags: &NodeFlags, buffer: &mut [u8], roo
 /// Every rank's `input` (None: its `data`) reduced in rank order into the root's `data` (only
 /// the root's is written, and only its length matters).
 pub async fn reduce(port: &impl Waiter, flags: &NodeFlags, input: Option<&[u8]>, data: &mut [u8], combine: Combine<'_>, root: usize) {
-    let call = Call::next(port, flags);
+    let call = Call::next(port, flags, input.map_or(data.len(), <[u8]>::len));
     call.claim().await;
     call.put(0, input.unwrap_or(data));
     if call.me == root {
@@ -286,7 +287,7 @@ pub async fn reduce(port: &impl Waiter, flags: &NodeFlags, input: Option<&[u8]>,
 /// Every rank's `input` (None: its `data`, as long) reduced in rank order into every rank's
 /// `data`. In place is free: the input is copied into the slot before `data` is written.
 pub async fn allreduce(port: &impl Waiter, flags: &NodeFlags, input: Option<&[u8]>, data: &mut [u8], combine: Combine<'_>) {
-    let call = Call::next(port, flags);
+    let call = Call::next(port, flags, data.len());
     call.claim().await;
     call.put(0, input.unwrap_or(data));
     call.written();
@@ -298,7 +299,7 @@ pub async fn allreduce(port: &impl Waiter, flags: &NodeFlags, input: Option<&[u8
 /// Rank r's `data` becomes `x0 op ... op xr` (inclusive) or `x0 op ... op x(r-1)` (rank 0's
 /// left as it was).
 pub async fn prefix(port: &impl Waiter, flags: &NodeFlags, data: &mut [u8], combine: Combine<'_>, inclusive: bool) {
-    let call = Call::next(port, flags);
+    let call = Call::next(port, flags, data.len());
     call.claim().await;
     call.put(0, data);
     call.written();
@@ -323,7 +324,7 @@ pub async fn allgatherv(port: &impl Waiter, flags: &NodeFlags, mine: Option<&[u8
 }
 
 async fn gather_everywhere(port: &impl Waiter, flags: &NodeFlags, mine: Option<&[u8]>, all: &mut [u8], block: impl Fn(usize) -> Range<usize>) {
-    let call = Call::next(port, flags);
+    let call = Call::next(port, flags, (0..port.size()).map(|rank| block(rank).len()).max().unwrap_or(0));
     let own = block(call.me);
     if let Some(mine) = mine {
         all[own.clone()].copy_from_slice(mine);
@@ -341,7 +342,7 @@ async fn gather_everywhere(port: &impl Waiter, flags: &NodeFlags, mine: Option<&
 /// Rank r's `mine` lands in block r of the root's `all` (`mine` None at a root whose block is
 /// in place); `block` bytes each.
 pub async fn gather(port: &impl Waiter, flags: &NodeFlags, mine: Option<&[u8]>, all: &mut [u8], block: usize, root: usize) {
-    let call = Call::next(port, flags);
+    let call = Call::next(port, flags, block);
     if call.me != root {
         call.claim().await;
         call.put(0, mine.unwrap_or_default());
@@ -362,7 +363,7 @@ pub async fn gather(port: &impl Waiter, flags: &NodeFlags, mine: Option<&[u8]>, 
 /// Block r of the root's `all` lands in rank r's `mine` (None at a root that keeps its block in
 /// place); `block` bytes each.
 pub async fn scatter(port: &impl Waiter, flags: &NodeFlags, all: &[u8], mine: Option<&mut [u8]>, block: usize, root: usize) {
-    let call = Call::next(port, flags);
+    let call = Call::next(port, flags, block * port.size());
     if call.me == root {
         call.claim().await;
         call.put(0, all);
@@ -380,7 +381,7 @@ pub async fn scatter(port: &impl Waiter, flags: &NodeFlags, all: &[u8], mine: Op
 
 /// Block d of rank s's `send` lands in block s of rank d's `recv`.
 pub async fn alltoall(port: &impl Waiter, flags: &NodeFlags, send: &[u8], recv: &mut [u8]) {
-    let call = Call::next(port, flags);
+    let call = Call::next(port, flags, send.len());
     let block = send.len() / call.ranks;
     call.claim().await;
     call.put(0, send);
@@ -400,7 +401,7 @@ pub async fn alltoall(port: &impl Waiter, flags: &NodeFlags, send: &[u8], recv: 
 /// Every rank's `data` (the full vector) reduced in rank order; rank r's part (`blocks[r]`)
 /// lands in its `out`.
 pub async fn reduce_scatter(port: &impl Waiter, flags: &NodeFlags, data: &[u8], blocks: &[Range<usize>], combine: Combine<'_>, out: &mut [u8]) {
-    let call = Call::next(port, flags);
+    let call = Call::next(port, flags, data.len());
     call.claim().await;
     call.put(0, data);
     call.written();

@@ -14,7 +14,7 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use braid_transport::shm::reduction::{ReductionSegment, BANKS};
+use braid_transport::shm::reduction::{ReductionSegment, Slots, BANKS};
 
 use super::shared_file::make_shared;
 use super::{allreduce as flat_allreduce, check_elements, hier, Outcome};
@@ -81,7 +81,7 @@ pub async fn allreduce(port: &Port, hierarchy: &Hierarchy, data: &mut [u8], elem
         let bank = (base / PHASES_PER_CHUNK) as usize % BANKS;
         let len = chunk.len();
         let out = &mut data[chunk];
-        segment.put(bank, me, 0, out);
+        segment.put(Slots::bank(bank), me, 0, out);
         segment.arrive(me, base + 1);
         port.ring_node();
         port.until(|| segment.reached(0..ranks, base + 1)).await;
@@ -90,16 +90,16 @@ pub async fn allreduce(port: &Port, hierarchy: &Hierarchy, data: &mut [u8], elem
         port.ring_node();
         if me == 0 {
             port.until(|| segment.reached(0..ranks, base + 2)).await;
-            segment.get(bank, 0, 0, out);
+            segment.get(Slots::bank(bank), 0, 0, out);
             if failure.is_none() {
                 let _representatives = port.within(&representatives);
                 failure = flat_allreduce(port, out, element_size, combine, true).await.err();
             }
-            segment.put(bank, 0, 0, out);
+            segment.put(Slots::bank(bank), 0, 0, out);
             segment.set_outcome(0, failure.map_or(0, |class| class as u32));
         } else {
             port.until(|| segment.reached(0..1, base + 3)).await;
-            segment.get(bank, 0, 0, out);
+            segment.get(Slots::bank(bank), 0, 0, out);
             // The first rank's failure among the nodes is every node rank's: the chunk it
             // handed back is not reduced.
             match segment.outcome(0) {
