@@ -2,7 +2,8 @@
  * larger ones as messages. Each collective runs at sizes on both sides of the switch, many times
  * in a row with changing roots (so that the slots are reused call after call), allgatherv with
  * uneven blocks, a non-commutative operation (which must be applied in rank order), a derived
- * datatype on some ranks and a contiguous one on others (the same type signature), beside
+ * datatype on some ranks and a contiguous one on others (the same type signature: bcast,
+ * allgather, gather, scatter), beside
  * non-blocking collectives in flight on the same communicator, and (argument `mixed`) with the
  * ranks at different thread levels. */
 #include <mpi.h>
@@ -207,6 +208,30 @@ static void data_movement(void)
                     for (int i = 0; i < block; i++)
                         CHECK(all[s * block + i] == value(s, rank, i, call), "alltoall block %d from %d", block, s);
             }
+            /* The same signature, other layouts: odd ranks send or receive through the vector
+             * type (so some ranks may take a direct path and others the general one). */
+            for (int i = 0; i < count; i++) {
+                mine[i] = value(rank, 2, i, call);
+                spread[2 * i] = value(rank, 2, i, call);
+            }
+            MPI_Allgather(rank % 2 ? (void *)spread : (void *)mine, rank % 2 ? 1 : count, rank % 2 ? every_other : MPI_INT, all, count, MPI_INT, MPI_COMM_WORLD);
+            for (int r = 0; r < size; r++)
+                for (int i = 0; i < count; i++)
+                    CHECK(all[r * count + i] == value(r, 2, i, call), "allgather from a vector type, count %d from %d", count, r);
+            memset(all, 0xff, sizeof(int) * count * size);
+            MPI_Gather(rank % 2 ? (void *)spread : (void *)mine, rank % 2 ? 1 : count, rank % 2 ? every_other : MPI_INT, all, count, MPI_INT, root, MPI_COMM_WORLD);
+            if (rank == root)
+                for (int r = 0; r < size; r++)
+                    for (int i = 0; i < count; i++)
+                        CHECK(all[r * count + i] == value(r, 2, i, call), "gather from a vector type, count %d from %d", count, r);
+            for (int r = 0; r < size; r++)
+                for (int i = 0; i < count; i++)
+                    all[r * count + i] = value(root, r + 3, i, call);
+            for (int i = 0; i < count; i++)
+                spread[2 * i] = mine[i] = -1;
+            MPI_Scatter(all, count, MPI_INT, rank % 2 ? (void *)spread : (void *)mine, rank % 2 ? 1 : count, rank % 2 ? every_other : MPI_INT, root, MPI_COMM_WORLD);
+            for (int i = 0; i < count; i++)
+                CHECK((rank % 2 ? spread[2 * i] : mine[i]) == value(root, rank + 3, i, call), "scatter into a vector type, count %d element %d", count, i);
             MPI_Barrier(MPI_COMM_WORLD);
         }
         MPI_Type_free(&every_other);
