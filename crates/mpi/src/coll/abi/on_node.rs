@@ -209,6 +209,31 @@ pub(super) unsafe fn allreduce(args: (*const c_void, *mut c_void, impl Count, MP
     on_flags.or_else(|| unsafe { super::direct::allreduce(args, comm) })
 }
 
+/// The buffers of a call in which every rank sends `send_blocks` blocks of `send`'s count and
+/// receives a block from every rank into `recv` (`recv`'s count per rank): both one run of
+/// memory, apart, and not in place. None where the schedule must check them.
+///
+/// # Safety
+/// The buffers hold the elements, and only this call writes the receive buffer, for the returned
+/// lifetime.
+unsafe fn exchanged<'a>(
+    comm: MPI_Comm,
+    size: usize,
+    (sendbuf, sendcount, sendtype): (*const c_void, impl Count, MPI_Datatype),
+    send_blocks: usize,
+    (recvbuf, recvcount, recvtype): (*mut c_void, impl Count, MPI_Datatype),
+) -> Option<(&'a [u8], &'a mut [u8])> {
+    if is_in_place(sendbuf) {
+        return None;
+    }
+    let recv = typed_elements(comm, recvbuf, times(comm, super::count_of(comm, recvcount).ok()?, size).ok()?, recvtype).ok()?;
+    let send = typed_elements(comm, sendbuf, times(comm, super::count_of(comm, sendcount).ok()?, send_blocks).ok()?, sendtype).ok()?;
+    same_signature(comm, send.packed_len, recv.packed_len / size * send_blocks).ok()?;
+    distinct_buffers(comm, sendbuf, recvbuf, || recv.packed_len > 0).ok()?;
+    // SAFETY: per the caller; they do not overlap (checked above).
+    unsafe { Some((run_of(&send)?, run_of_mut(&recv)?)) }
+}
+
 /// # Safety
 /// MPI_Allgather's arguments.
 pub(super) unsafe fn allgather(
@@ -217,21 +242,40 @@ pub(super) unsafe fn allgather(
 ) -> Option<MpiResult<()>> {
     with_runtime(|rt| {
         let (engine, shared, cell, tuning) = on_node(rt, comm)?;
-        let size = shared.size();
-        if is_in_place(sendbuf) {
-            return None;
-        }
-        let recv = typed_elements(comm, recvbuf, times(comm, super::count_of(comm, recvcount).ok()?, size).ok()?, recvtype).ok()?;
-        let send = typed(comm, sendbuf, sendcount, sendtype).ok()?;
-        same_signature(comm, send.packed_len, recv.packed_len / size).ok()?;
-        distinct_buffers(comm, sendbuf, recvbuf, || recv.packed_len > 0).ok()?;
-        // SAFETY: the caller's buffers hold the elements, only this call writes the receive
-        // buffer, and they do not overlap (checked above).
-        let (mine, all) = unsafe { (run_of(&send)?, run_of_mut(&recv)?) };
+        // SAFETY: forwarded.
+        let (mine, all) = unsafe { exchanged(comm, shared.size(), (sendbuf, sendcount, sendtype), 1, (recvbuf, recvcount, recvtype))? };
         let flags = cell.made_for(mine.len(), false, tuning)?;
         let waiter = OnEngine::new(engine, shared);
         Some(waiter.run(comm, flags::allgather(&waiter, flags, mine, all)))
     })
+}
+
+/// A rooted call's buffers (gather's or scatter's): this rank's block (None: in place at the
+/// root) and, at the root, every rank's blocks, with the block's bytes; `own` and `every` are
+/// (buffer, count, datatype), `every`'s count per rank. None where the schedule must check them.
+struct Rooted {
+    root: usize,
+    mine: Option<Typed>,
+    all: Option<Typed>,
+    block: usize,
+}
+
+fn rooted(comm: MPI_Comm, shared: &CommShared, root: i32, own: (*const c_void, impl Count, MPI_Datatype), every: (*const c_void, impl Count, MPI_Datatype)) -> Option<Rooted> {
+    let size = shared.size();
+    let root = root_of(comm, root, size).ok()?;
+    let at_root = shared.rank as usize == root;
+    let mine = if at_root && is_in_place(own.0) { None } else { Some(typed(comm, own.0, own.1, own.2).ok()?) };
+    let all = if at_root { Some(typed_elements(comm, every.0, times(comm, super::count_of(comm, every.1).ok()?, size).ok()?, every.2).ok()?) } else { None };
+    let block = match (&mine, &all) {
+        (_, Some(all)) => all.packed_len / size,
+        (Some(mine), None) => mine.packed_len,
+        (None, None) => return None,
+    };
+    if let (Some(mine), Some(_)) = (&mine, &all) {
+        same_signature(comm, mine.packed_len, block).ok()?;
+        distinct_buffers(comm, own.0, every.0, || block > 0).ok()?;
+    }
+    Some(Rooted { root, mine, all, block })
 }
 
 /// # Safety
@@ -242,33 +286,15 @@ pub(super) unsafe fn gather(
 ) -> Option<MpiResult<()>> {
     with_runtime(|rt| {
         let (engine, shared, cell, tuning) = on_node(rt, comm)?;
-        let size = shared.size();
-        let root = root_of(comm, root, size).ok()?;
-        let at_root = shared.rank as usize == root;
-        let in_place = at_root && is_in_place(sendbuf);
-        let mine = if in_place { None } else { Some(typed(comm, sendbuf, sendcount, sendtype).ok()?) };
-        let all = if at_root { Some(typed_elements(comm, recvbuf, times(comm, super::count_of(comm, recvcount).ok()?, size).ok()?, recvtype).ok()?) } else { None };
-        let block = match (&mine, &all) {
-            (_, Some(all)) => all.packed_len / size,
-            (Some(mine), None) => mine.packed_len,
-            (None, None) => return None,
-        };
-        if let (Some(mine), Some(all)) = (&mine, &all) {
-            same_signature(comm, mine.packed_len, block).ok()?;
-            distinct_buffers(comm, sendbuf, recvbuf, || all.packed_len > 0).ok()?;
-        }
+        let Rooted { root, mine, all, block } = rooted(comm, shared, root, (sendbuf, sendcount, sendtype), (recvbuf.cast_const(), recvcount, recvtype))?;
         // SAFETY: the caller's buffers hold the elements (the receive buffer at the root only,
-        // where only this call uses it), and they do not overlap (checked above).
+        // where only this call uses it), and they do not overlap (checked by `rooted`).
         let (mine, all): (Option<&[u8]>, &mut [u8]) = unsafe {
             let mine = match &mine {
                 Some(mine) => Some(run_of(mine)?),
                 None => None,
             };
-            let all = match &all {
-                Some(all) => run_of_mut(all)?,
-                None => &mut [],
-            };
-            (mine, all)
+            (mine, all.as_ref().map_or(Some(&mut [][..]), |all| run_of_mut(all))?)
         };
         let flags = cell.made_for(block, false, tuning)?;
         let waiter = OnEngine::new(engine, shared);
@@ -284,35 +310,17 @@ pub(super) unsafe fn scatter(
 ) -> Option<MpiResult<()>> {
     with_runtime(|rt| {
         let (engine, shared, cell, tuning) = on_node(rt, comm)?;
-        let size = shared.size();
-        let root = root_of(comm, root, size).ok()?;
-        let at_root = shared.rank as usize == root;
-        let in_place = at_root && is_in_place(recvbuf);
-        let mine = if in_place { None } else { Some(typed(comm, recvbuf, recvcount, recvtype).ok()?) };
-        let all = if at_root { Some(typed_elements(comm, sendbuf, times(comm, super::count_of(comm, sendcount).ok()?, size).ok()?, sendtype).ok()?) } else { None };
-        let block = match (&mine, &all) {
-            (_, Some(all)) => all.packed_len / size,
-            (Some(mine), None) => mine.packed_len,
-            (None, None) => return None,
-        };
-        if let (Some(mine), Some(_)) = (&mine, &all) {
-            same_signature(comm, block, mine.packed_len).ok()?;
-            distinct_buffers(comm, sendbuf, recvbuf, || block > 0).ok()?;
-        }
+        let Rooted { root, mine, all, block } = rooted(comm, shared, root, (recvbuf.cast_const(), recvcount, recvtype), (sendbuf, sendcount, sendtype))?;
         // SAFETY: the caller's buffers hold the elements (the send buffer at the root only), only
-        // this call writes the receive buffer, and they do not overlap (checked above).
+        // this call writes the receive buffer, and they do not overlap (checked by `rooted`).
         let (all, mine): (&[u8], Option<&mut [u8]>) = unsafe {
-            let all = match &all {
-                Some(all) => run_of(all)?,
-                None => &[],
-            };
             let mine = match &mine {
                 Some(mine) => Some(run_of_mut(mine)?),
                 None => None,
             };
-            (all, mine)
+            (all.as_ref().map_or(Some(&[][..]), |all| run_of(all))?, mine)
         };
-        let flags = cell.made_for(block.checked_mul(size)?, false, tuning)?;
+        let flags = cell.made_for(block.checked_mul(shared.size())?, false, tuning)?;
         let waiter = OnEngine::new(engine, shared);
         Some(waiter.run(comm, flags::scatter(&waiter, flags, all, mine, block, root)))
     })
@@ -326,17 +334,8 @@ pub(super) unsafe fn alltoall(
 ) -> Option<MpiResult<()>> {
     with_runtime(|rt| {
         let (engine, shared, cell, tuning) = on_node(rt, comm)?;
-        let size = shared.size();
-        if is_in_place(sendbuf) {
-            return None;
-        }
-        let recv = typed_elements(comm, recvbuf, times(comm, super::count_of(comm, recvcount).ok()?, size).ok()?, recvtype).ok()?;
-        let send = typed_elements(comm, sendbuf, times(comm, super::count_of(comm, sendcount).ok()?, size).ok()?, sendtype).ok()?;
-        same_signature(comm, send.packed_len, recv.packed_len).ok()?;
-        distinct_buffers(comm, sendbuf, recvbuf, || recv.packed_len > 0).ok()?;
-        // SAFETY: the caller's buffers hold the elements, only this call writes the receive
-        // buffer, and they do not overlap (checked above).
-        let (outgoing, incoming) = unsafe { (run_of(&send)?, run_of_mut(&recv)?) };
+        // SAFETY: forwarded.
+        let (outgoing, incoming) = unsafe { exchanged(comm, shared.size(), (sendbuf, sendcount, sendtype), shared.size(), (recvbuf, recvcount, recvtype))? };
         let flags = cell.made_for(outgoing.len(), false, tuning)?;
         let waiter = OnEngine::new(engine, shared);
         Some(waiter.run(comm, flags::alltoall(&waiter, flags, outgoing, incoming)))
