@@ -656,8 +656,8 @@ pub async fn allreduce(port: &Port, data: &mut [u8], element_size: usize, combin
 }
 
 /// [`allreduce`] of `input`, the result in `data` (as long): where the form allows (halving and
-/// doubling on a power-of-two group), the first exchange sends from `input` and only the half
-/// this rank keeps is copied, while that exchange moves; otherwise `input` is copied first.
+/// doubling on a power-of-two group), the first exchange sends from `input` and receives into
+/// `data`, and nothing is copied; otherwise `input` is copied first.
 // The port's scratch stays borrowed across the rounds: it is this algorithm's alone.
 #[allow(clippy::await_holding_refcell_ref)]
 pub async fn allreduce_from(port: &Port, input: &[u8], data: &mut [u8], element_size: usize, combine: Combine<'_>, commutative: bool) -> Result<(), i32> {
@@ -741,8 +741,9 @@ async fn unfold_extra_ranks(port: &Port, data: &mut [u8]) -> Outcome {
 }
 
 /// Recursive halving then doubling among `participants` (a power of two) ranks. With `input`,
-/// `data` is not filled yet: the first round sends from `input` and copies the kept half while
-/// it moves (every other byte of `data` is written by the doubling rounds).
+/// `data` is not filled yet: the first round sends from `input`, receives the partner's kept
+/// half into `data` and combines `input`'s into it (every other byte of `data` is written by the
+/// doubling rounds).
 #[allow(clippy::too_many_arguments)]
 async fn allreduce_halving_doubling(
     port: &Port,
@@ -770,14 +771,16 @@ async fn allreduce_halving_doubling(
         let keep = bytes(keep.0, keep.1);
         match input.take() {
             Some(input) => {
-                let round = port.sendrecv(partner, &input[bytes(give.0, give.1)], partner, &mut incoming[keep.clone()]);
-                port.started().await;
-                data[keep.clone()].copy_from_slice(&input[keep.clone()]);
-                round.await?;
+                // The partner's half lands where the result goes and this rank's input is
+                // combined into it there (the operation commutes), so no half is copied.
+                port.sendrecv(partner, &input[bytes(give.0, give.1)], partner, &mut data[keep.clone()]).await?;
+                combine(&input[keep.clone()], &mut data[keep]);
             }
-            None => port.sendrecv(partner, &data[bytes(give.0, give.1)], partner, &mut incoming[keep.clone()]).await?,
+            None => {
+                port.sendrecv(partner, &data[bytes(give.0, give.1)], partner, &mut incoming[keep.clone()]).await?;
+                combine(&incoming[keep.clone()], &mut data[keep]);
+            }
         }
-        combine(&incoming[keep.clone()], &mut data[keep]);
         if folded_rank & distance == 0 {
             high = middle;
         } else {
