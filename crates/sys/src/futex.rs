@@ -141,14 +141,15 @@ pub fn asymmetric_fences() -> bool {
 #[cold]
 fn register_asymmetric_fences() -> bool {
     let supported = membarrier(MEMBARRIER_CMD_QUERY);
-    let usable =
-        supported >= 0 && supported & libc::c_long::from(MEMBARRIER_CMD_GLOBAL_EXPEDITED | MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) != 0 && membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0;
+    let needed = libc::c_long::from(MEMBARRIER_CMD_GLOBAL_EXPEDITED | MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED);
+    let usable = supported >= 0 && supported & needed == needed && membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0;
     ASYMMETRIC.store(if usable { 2 } else { 1 }, Ordering::Relaxed);
     usable
 }
 
 /// A receiver's doorbell: senders ring it after posting, and it wakes the receiver only while it
-/// sleeps, so ringing an awake receiver costs a fence and a load, never a system call.
+/// sleeps, so ringing an awake receiver costs a load (and a fence, without asymmetric fences),
+/// never a system call.
 ///
 /// All-zero bytes are a valid idle doorbell, so it may be placed in a fresh shared mapping.
 ///

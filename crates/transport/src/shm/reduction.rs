@@ -323,13 +323,20 @@ mod tests {
         }
     }
 
+    /// A segment named after `test`, as its maker and another rank map it; unlinked when the
+    /// first element is dropped.
+    fn made_and_opened(test: &str, ranks: usize, slot_bytes: usize) -> (Cleanup, ReductionSegment, ReductionSegment) {
+        let name = format!("braid-reduction-{test}-{}", std::process::id());
+        let cleanup = Cleanup(name.clone());
+        let made = ReductionSegment::create(&name, ranks, slot_bytes).unwrap();
+        let opened = ReductionSegment::open(&name, ranks, slot_bytes).unwrap();
+        (cleanup, made, opened)
+    }
+
     #[test]
     fn ranks_reduce_their_slices_into_the_first_slot() {
-        let name = format!("braid-reduction-test-{}", std::process::id());
-        let _cleanup = Cleanup(name.clone());
-        let made = ReductionSegment::create(&name, 3, 8).unwrap();
-        let opened = ReductionSegment::open(&name, 3, 8).unwrap();
-        assert!(ReductionSegment::open(&name, 2, 8).is_err());
+        let (cleanup, made, opened) = made_and_opened("test", 3, 8);
+        assert!(ReductionSegment::open(&cleanup.0, 2, 8).is_err());
         for rank in 0..3 {
             made.put(Slots::bank(1), rank, 0, &[rank as u8 + 1; 8]);
         }
@@ -352,10 +359,7 @@ mod tests {
 
     #[test]
     fn short_slots_share_the_arrival_line_and_leave_its_words_alone() {
-        let name = format!("braid-reduction-short-{}", std::process::id());
-        let _cleanup = Cleanup(name.clone());
-        let made = ReductionSegment::create(&name, 2, 8).unwrap();
-        let opened = ReductionSegment::open(&name, 2, 8).unwrap();
+        let (_cleanup, made, opened) = made_and_opened("short", 2, 8);
         made.set_outcome(1, 9);
         made.arrive(1, 5);
         for bank in 0..BANKS {
@@ -383,10 +387,7 @@ mod tests {
 
     #[test]
     fn an_outcome_is_per_rank_and_leaves_the_arrival_words_alone() {
-        let name = format!("braid-reduction-outcome-{}", std::process::id());
-        let _cleanup = Cleanup(name.clone());
-        let made = ReductionSegment::create(&name, 2, 8).unwrap();
-        let opened = ReductionSegment::open(&name, 2, 8).unwrap();
+        let (_cleanup, made, opened) = made_and_opened("outcome", 2, 8);
         assert_eq!(opened.outcome(0), 0);
         made.set_outcome(0, 17);
         made.arrive(0, 3);

@@ -38,6 +38,8 @@ unsafe fn allreduce_on(rt: &mut Runtime, (sendbuf, recvbuf, count, datatype, op)
     // be made), the schedule's form, except between two ranks that exchange it as messages.
     let shared = &rt.comms.get(comm).ok()?.shared;
     let flag_form = if rt.tuning.shm_max.min(rt.tuning.shm_slot) > 0 { shared.node_flags(&rt.engine).filter(|flags| flags.has_room(0)) } else { None };
+    // Asked for the smallest vector first, before any argument is looked at: if not even that
+    // goes as messages, none does (the exact length is asked below).
     if flag_form.as_ref().is_some_and(|flags| !flags.allreduce_by_exchange(shared.size(), 0, &rt.tuning)) {
         return None;
     }

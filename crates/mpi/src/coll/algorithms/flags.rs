@@ -83,17 +83,28 @@ impl FlagsCell {
     /// Whether an allreduce of `bytes` among `ranks` goes as messages although a flag form could
     /// take it: two ranks, each with a CPU of its own, exchange one message each way, one copy
     /// and one flag looked at, where the flag form publishes twice
-    /// (`BRAID_COLL_PAIR_EXCHANGE_MAX`). Every rank gets the same answer.
+    /// (`BRAID_COLL_PAIR_EXCHANGE_MAX`; 0: never, whatever the size). Every rank gets the same
+    /// answer.
     pub fn allreduce_by_exchange(&self, ranks: usize, bytes: usize, tuning: &CollTuning) -> bool {
-        ranks == 2 && !self.oversubscribed && bytes <= tuning.pair_exchange_max
+        ranks == 2 && !self.oversubscribed && tuning.pair_exchange_max > 0 && bytes <= tuning.pair_exchange_max
+    }
+
+    /// Most bytes per slot a blocking collective takes its flag form for: `BRAID_COLL_SHM_MAX`,
+    /// or for a broadcast where ranks share cores the whole slot (`BRAID_COLL_SHM_SLOT`; the
+    /// root copies in once and its part is over, no rank forwards, each leaf copies out when it
+    /// runs).
+    fn limit(&self, broadcast: bool, tuning: &CollTuning) -> usize {
+        if broadcast && self.oversubscribed {
+            tuning.shm_slot
+        } else {
+            tuning.shm_max.min(tuning.shm_slot)
+        }
     }
 
     /// The segment, once made, if a blocking collective that puts `bytes` in a slot takes its
-    /// flag form (`broadcast`: a broadcast, which takes a whole slot where ranks share cores):
-    /// the choice [`for_bytes`] and [`for_broadcast`] make, for a call that skips the schedule.
+    /// flag form (`broadcast`: a broadcast): the choice [`for_bytes`] and [`for_broadcast`] make.
     pub fn made_for(&self, bytes: usize, broadcast: bool, tuning: &CollTuning) -> Option<&NodeFlags> {
-        let limit = if broadcast && self.oversubscribed { tuning.shm_slot } else { tuning.shm_max.min(tuning.shm_slot) };
-        self.made.get()?.as_ref().filter(|flags| bytes <= limit && bytes <= flags.segment.slot_bytes())
+        self.made.get()?.as_ref().filter(|flags| bytes <= self.limit(broadcast, tuning) && bytes <= flags.segment.slot_bytes())
     }
 
     /// Whether a collective that puts `bytes` in a slot may take its flag form: not known yet
@@ -124,7 +135,7 @@ impl fmt::Debug for NodeFlags {
 /// if the port offers one with room (made now by the group together if this is the first):
 /// every rank gets the same answer.
 pub async fn for_bytes(port: &Port, bytes: usize) -> Result<Option<&NodeFlags>, i32> {
-    segment_for(port, bytes, |_| port.tuning().shm_max).await
+    segment_for(port, bytes, false).await
 }
 
 /// [`for_bytes`] for an allreduce, unless two ranks do better by exchanging messages
@@ -136,15 +147,14 @@ pub async fn for_allreduce(port: &Port, bytes: usize) -> Result<Option<&NodeFlag
     for_bytes(port, bytes).await
 }
 
-/// [`for_bytes`] for a broadcast, which takes a whole slot where ranks share cores: the root
-/// copies in once and its part is over, no rank forwards, and each leaf copies out when it
-/// runs.
+/// [`for_bytes`] for a broadcast, which takes a whole slot where ranks share cores
+/// ([`FlagsCell::limit`]).
 pub async fn for_broadcast(port: &Port, bytes: usize) -> Result<Option<&NodeFlags>, i32> {
-    segment_for(port, bytes, |cell| if cell.oversubscribed { usize::MAX } else { port.tuning().shm_max }).await
+    segment_for(port, bytes, true).await
 }
 
-async fn segment_for(port: &Port, bytes: usize, limit: impl FnOnce(&FlagsCell) -> usize) -> Result<Option<&NodeFlags>, i32> {
-    let Some(cell) = port.node_flags(bytes).filter(|cell| bytes <= limit(cell)) else { return Ok(None) };
+async fn segment_for(port: &Port, bytes: usize, broadcast: bool) -> Result<Option<&NodeFlags>, i32> {
+    let Some(cell) = port.node_flags(bytes).filter(|cell| bytes <= cell.limit(broadcast, &port.tuning())) else { return Ok(None) };
     if cell.made.get().is_none() {
         let slot = port.tuning().shm_slot;
         let refuse = || std::io::Error::new(std::io::ErrorKind::Unsupported, "this rank's waits do not wake on a ring");
@@ -161,7 +171,7 @@ async fn segment_for(port: &Port, bytes: usize, limit: impl FnOnce(&FlagsCell) -
         .await?;
         let _ = cell.made.set(made.map(|segment| NodeFlags { segment, calls: AtomicU64::new(0), seen: AtomicU64::new(0) }));
     }
-    Ok(cell.made.get().and_then(Option::as_ref).filter(|flags| bytes <= flags.segment.slot_bytes()))
+    Ok(cell.made_for(bytes, broadcast, &port.tuning()))
 }
 
 /// One call of a flag form, as one rank runs it.
