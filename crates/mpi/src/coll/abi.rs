@@ -99,6 +99,15 @@ unsafe fn no_direct_path<A>(_args: A, _comm: MPI_Comm) -> Option<MpiResult<()>> 
     None
 }
 
+/// Runs a blocking call's direct path `call` on the state, unless several threads may call MPI
+/// (the schedule then advances in steps): None where it declines.
+fn direct_on_runtime(call: impl FnOnce(&mut Runtime) -> Option<MpiResult<()>>) -> Option<MpiResult<()>> {
+    if runtime::is_locking() {
+        return None;
+    }
+    runtime::with(|rt| Ok(call(rt))).ok().flatten()
+}
+
 /// A collective about to start on a communicator.
 pub(crate) struct Start {
     comm: MPI_Comm,

@@ -11,11 +11,11 @@ use std::ffi::c_void;
 
 use super::super::algorithms::{self, AllreduceForm};
 use super::super::drive;
-use super::{bytes_mut, combiner, failed, reduction_input, reduction_operands, Start};
+use super::{bytes_mut, combiner, direct_on_runtime, failed, reduction_input, reduction_operands, Start};
 use crate::consts::{MPI_Comm, MPI_Datatype, MPI_Op};
 use crate::error::MpiResult;
 use crate::large_count::Count;
-use crate::runtime::{self, engine_error, Runtime};
+use crate::runtime::{engine_error, Runtime};
 
 /// MPI_Allreduce by recursive doubling on the engine, when that is the form the schedule would
 /// take, no larger than a single exchange of the whole vector, and the receive buffer is one run
@@ -24,11 +24,8 @@ use crate::runtime::{self, engine_error, Runtime};
 /// # Safety
 /// MPI_Allreduce's arguments, as the caller passes them.
 pub(super) unsafe fn allreduce(args: (*const c_void, *mut c_void, impl Count, MPI_Datatype, MPI_Op), comm: MPI_Comm) -> Option<MpiResult<()>> {
-    if runtime::is_locking() {
-        return None;
-    }
     // SAFETY: forwarded.
-    runtime::with(|rt| Ok(unsafe { allreduce_on(rt, args, comm) })).ok().flatten()
+    direct_on_runtime(|rt| unsafe { allreduce_on(rt, args, comm) })
 }
 
 /// # Safety

@@ -19,12 +19,12 @@ use braid_engine::{Engine, EngineError};
 use super::super::algorithms::flags::{self, Waiter};
 use super::super::port::poll_once;
 use super::super::CollTuning;
-use super::{bytes, bytes_mut, combiner, distinct_buffers, is_in_place, reduction_of, root_of, same_signature, times, typed, typed_elements, Typed};
+use super::{bytes, bytes_mut, combiner, direct_on_runtime, distinct_buffers, is_in_place, reduction_of, root_of, same_signature, times, typed, typed_elements, Typed};
 use crate::comm::CommShared;
 use crate::consts::{MPI_Comm, MPI_Datatype, MPI_Op};
 use crate::error::MpiResult;
 use crate::large_count::Count;
-use crate::runtime::{self, engine_error, Runtime};
+use crate::runtime::{engine_error, Runtime};
 
 /// A rank running a flag form inside a blocking call: it waits on the engine (which moves
 /// everything else meanwhile, and spins, yields or sleeps per the wait policy) and rings the
@@ -99,14 +99,6 @@ fn on_node(rt: &mut Runtime, comm: MPI_Comm) -> Option<(&mut Engine, &CommShared
     Some((engine, shared, shared.node_flags_known()?, tuning))
 }
 
-/// Runs `call` on the state, unless several threads may call MPI: None where it declines.
-fn with_runtime(call: impl FnOnce(&mut Runtime) -> Option<MpiResult<()>>) -> Option<MpiResult<()>> {
-    if runtime::is_locking() {
-        return None;
-    }
-    runtime::with(|rt| Ok(call(rt))).ok().flatten()
-}
-
 /// The elements' bytes, when they are one run of memory.
 ///
 /// # Safety
@@ -130,7 +122,7 @@ unsafe fn run_of_mut<'a>(data: &Typed) -> Option<&'a mut [u8]> {
 /// # Safety
 /// MPI_Barrier's arguments.
 pub(super) unsafe fn barrier((): (), comm: MPI_Comm) -> Option<MpiResult<()>> {
-    with_runtime(|rt| {
+    direct_on_runtime(|rt| {
         let (engine, shared, cell, tuning) = on_node(rt, comm)?;
         let flags = cell.made_for(0, false, tuning)?;
         let waiter = OnEngine::new(engine, shared);
@@ -141,7 +133,7 @@ pub(super) unsafe fn barrier((): (), comm: MPI_Comm) -> Option<MpiResult<()>> {
 /// # Safety
 /// MPI_Bcast's arguments.
 pub(super) unsafe fn bcast((buffer, count, datatype, root): (*mut c_void, impl Count, MPI_Datatype, i32), comm: MPI_Comm) -> Option<MpiResult<()>> {
-    with_runtime(|rt| {
+    direct_on_runtime(|rt| {
         let (engine, shared, cell, tuning) = on_node(rt, comm)?;
         let root = root_of(comm, root, shared.size()).ok()?;
         // SAFETY: the caller's buffer holds the elements; only this call uses it.
@@ -155,7 +147,7 @@ pub(super) unsafe fn bcast((buffer, count, datatype, root): (*mut c_void, impl C
 /// # Safety
 /// MPI_Reduce's arguments.
 pub(super) unsafe fn reduce((sendbuf, recvbuf, count, datatype, op, root): (*const c_void, *mut c_void, impl Count, MPI_Datatype, MPI_Op, i32), comm: MPI_Comm) -> Option<MpiResult<()>> {
-    with_runtime(|rt| {
+    direct_on_runtime(|rt| {
         let (engine, shared, cell, tuning) = on_node(rt, comm)?;
         let root = root_of(comm, root, shared.size()).ok()?;
         let reduction = reduction_of(comm, op, datatype).ok()?;
@@ -186,7 +178,7 @@ pub(super) unsafe fn reduce((sendbuf, recvbuf, count, datatype, op, root): (*con
 /// MPI_Allreduce's arguments.
 pub(super) unsafe fn allreduce(args: (*const c_void, *mut c_void, impl Count, MPI_Datatype, MPI_Op), comm: MPI_Comm) -> Option<MpiResult<()>> {
     let (sendbuf, recvbuf, count, datatype, op) = args;
-    let on_flags = with_runtime(|rt| {
+    let on_flags = direct_on_runtime(|rt| {
         let (engine, shared, cell, tuning) = on_node(rt, comm)?;
         let reduction = reduction_of(comm, op, datatype).ok()?;
         // SAFETY: the caller's buffers hold the elements, only this call writes the receive
@@ -240,7 +232,7 @@ pub(super) unsafe fn allgather(
     (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype): (*const c_void, impl Count, MPI_Datatype, *mut c_void, impl Count, MPI_Datatype),
     comm: MPI_Comm,
 ) -> Option<MpiResult<()>> {
-    with_runtime(|rt| {
+    direct_on_runtime(|rt| {
         let (engine, shared, cell, tuning) = on_node(rt, comm)?;
         // SAFETY: forwarded.
         let (mine, all) = unsafe { exchanged(comm, shared.size(), (sendbuf, sendcount, sendtype), 1, (recvbuf, recvcount, recvtype))? };
@@ -284,7 +276,7 @@ pub(super) unsafe fn gather(
     (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root): (*const c_void, impl Count, MPI_Datatype, *mut c_void, impl Count, MPI_Datatype, i32),
     comm: MPI_Comm,
 ) -> Option<MpiResult<()>> {
-    with_runtime(|rt| {
+    direct_on_runtime(|rt| {
         let (engine, shared, cell, tuning) = on_node(rt, comm)?;
         let Rooted { root, mine, all, block } = rooted(comm, shared, root, (sendbuf, sendcount, sendtype), (recvbuf.cast_const(), recvcount, recvtype))?;
         // SAFETY: the caller's buffers hold the elements (the receive buffer at the root only,
@@ -308,7 +300,7 @@ pub(super) unsafe fn scatter(
     (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root): (*const c_void, impl Count, MPI_Datatype, *mut c_void, impl Count, MPI_Datatype, i32),
     comm: MPI_Comm,
 ) -> Option<MpiResult<()>> {
-    with_runtime(|rt| {
+    direct_on_runtime(|rt| {
         let (engine, shared, cell, tuning) = on_node(rt, comm)?;
         let Rooted { root, mine, all, block } = rooted(comm, shared, root, (recvbuf.cast_const(), recvcount, recvtype), (sendbuf, sendcount, sendtype))?;
         // SAFETY: the caller's buffers hold the elements (the send buffer at the root only), only
@@ -332,7 +324,7 @@ pub(super) unsafe fn alltoall(
     (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype): (*const c_void, impl Count, MPI_Datatype, *mut c_void, impl Count, MPI_Datatype),
     comm: MPI_Comm,
 ) -> Option<MpiResult<()>> {
-    with_runtime(|rt| {
+    direct_on_runtime(|rt| {
         let (engine, shared, cell, tuning) = on_node(rt, comm)?;
         // SAFETY: forwarded.
         let (outgoing, incoming) = unsafe { exchanged(comm, shared.size(), (sendbuf, sendcount, sendtype), shared.size(), (recvbuf, recvcount, recvtype))? };
